@@ -1,0 +1,115 @@
+# kvtools: see README.md.  `make` builds bin/PROG, `make check` runs the tests.
+
+VERSION    = 0.1.0
+PROGS      = $(sort $(basename $(notdir $(wildcard bin/*.c))))
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+MANDIR    ?= $(PREFIX)/share/man
+SHAREDIR  ?= $(PREFIX)/share/kvtools
+ZSHDIR    ?= $(PREFIX)/share/zsh/site-functions
+BASHCOMPDIR ?= $(shell pkg-config --variable=completionsdir bash-completion 2>/dev/null || echo /usr/share/bash-completion/completions)
+
+CC        ?= cc
+PKGS       = libzmq $(MSGPACK_PC) jansson yajl libxxhash
+MSGPACK_PC = $(shell pkg-config --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN       = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
+ifeq ($(CI),true)
+WARN      += -Werror
+endif
+CFLAGS    ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) \
+             -DKV_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS)
+LDLIBS     = $(PKG_LIBS) -lm
+
+# SAN=1: the same tree built with AddressSanitizer and UBSan into build/san,
+# so that a sanitizer run never mixes objects with the normal build.
+ifeq ($(SAN),1)
+BUILD      = build/san
+ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS   += -fsanitize=address,undefined
+PROGDIR    = build/san/bin
+else
+BUILD      = build/release
+PROGDIR    = bin
+endif
+
+LIB_SRC    = $(wildcard lib/*.c)
+LIB_OBJ    = $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+LIBA       = $(BUILD)/libkvtools.a
+BINS       = $(PROGS:%=$(PROGDIR)/%)
+UNIT_SRC   = $(wildcard tests/unit/test_*.c)
+UNITS      = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+HELPER_SRC = $(wildcard tests/helpers/*.c)
+HELPERS    = $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/%)
+
+.PHONY: all check check-build deps install uninstall clean demo bench fuzz lint
+.SUFFIXES:
+.SECONDARY:
+
+all: $(BINS)
+
+$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(BUILD)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/bin/%.o: bin/%.c $(wildcard lib/*.h) $(BUILD)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIBA): $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(PROGDIR)/%: $(BUILD)/bin/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/helpers/%.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+# Rebuild everything when the compiler or its flags change.
+$(BUILD)/.flags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' > $@
+FORCE:
+
+check-build: $(BINS) $(UNITS) $(HELPERS)
+
+check: deps
+	@$(MAKE) --no-print-directory check-build
+	@KVTOOLS_BIN=$(CURDIR)/$(PROGDIR) KVTOOLS_TESTBIN=$(CURDIR)/$(BUILD)/tests \
+	  KVTOOLS_SAN=$(SAN) tests/run $(TESTS)
+
+deps:
+	@share/deps.sh
+
+demo: deps all
+	@share/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHDIR)
+	install -m 755 $(PROGS:%=bin/%) $(DESTDIR)$(BINDIR)
+	for p in $(wildcard man/*.1); do install -m 644 $$p $(DESTDIR)$(MANDIR)/man1; done
+	for p in $(wildcard man/*.5); do install -m 644 $$p $(DESTDIR)$(MANDIR)/man5; done
+	for p in $(wildcard man/*.7); do install -m 644 $$p $(DESTDIR)$(MANDIR)/man7; done
+	for p in $(PROGS); do install -m 644 completions/bash/kvtools $(DESTDIR)$(BASHCOMPDIR)/$$p; done
+	for p in $(PROGS); do install -m 644 completions/zsh/_$$p $(DESTDIR)$(ZSHDIR)/_$$p; done
+
+uninstall:
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%)
+	for p in $(notdir $(wildcard man/*.1)); do rm -f $(DESTDIR)$(MANDIR)/man1/$$p; done
+	for p in $(notdir $(wildcard man/*.5)); do rm -f $(DESTDIR)$(MANDIR)/man5/$$p; done
+	for p in $(notdir $(wildcard man/*.7)); do rm -f $(DESTDIR)$(MANDIR)/man7/$$p; done
+	rm -f $(PROGS:%=$(DESTDIR)$(BASHCOMPDIR)/%) $(PROGS:%=$(DESTDIR)$(ZSHDIR)/_%)
+
+clean:
+	rm -rf build $(PROGS:%=bin/%) tests/tmp

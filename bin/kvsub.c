@@ -1,0 +1,235 @@
+/* kvsub: capture KV-cache events from ZMQ publishers into a kvcap stream. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "endpoint.h"
+#include "kvcap.h"
+#include "out.h"
+#include "regs.h"
+#include "util.h"
+
+static const char usage[] =
+	"Usage: kvsub [OPTION]... [ENDPOINT]...\n"
+	"Capture KV-cache event messages from ZMQ publishers (vLLM, SGLang, memcache,\n"
+	"Mooncake) and write them, byte for byte, as a kvcap stream.\n"
+	"\n"
+	"  -r, --registrations FILE  also subscribe to every endpoint registered in FILE\n"
+	"  -o, --output FILE         write the capture to FILE (default: stdout, not a terminal)\n"
+	"  -t, --topic PREFIX        subscribe to topics starting with PREFIX (repeatable;\n"
+	"                            default: all topics)\n"
+	"  -b, --bind                bind the endpoints instead of connecting to them\n"
+	"  -c, --count N             stop after N records\n"
+	"  -W, --duration SECS       stop after SECS seconds\n"
+	"      --replay SRC=ENDPOINT fill seq gaps of SRC from the vLLM replay socket ENDPOINT\n"
+	"      --replay-from N       at start, ask every replay socket for its batches from seq N\n"
+	"      --replay-timeout SECS give up on a replay after SECS (default 2)\n"
+	"      --hwm N               messages queued per endpoint before ZMQ drops (default 100000)\n"
+	"  -q, --quiet               no warnings and no statistics on stderr\n"
+	"  -v, --verbose             progress on a terminal every second\n"
+	"  -h, --help                show this help and exit\n"
+	"  -V, --version             show the version and exit\n"
+	"\n"
+	"Exit status: 0 success (also after SIGINT, SIGTERM or a closed pipe), 64 usage,\n"
+	"65 bad registrations, 66 cannot open a file, 69 endpoint unavailable, 74 write error.\n"
+	"See kvsub(1).\n";
+
+enum { OPT_REPLAY = 256, OPT_REPLAY_FROM, OPT_REPLAY_TIMEOUT, OPT_HWM };
+
+static const struct option longopts[] = {
+	{ "registrations", required_argument, NULL, 'r' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "topic", required_argument, NULL, 't' },
+	{ "bind", no_argument, NULL, 'b' },
+	{ "count", required_argument, NULL, 'c' },
+	{ "duration", required_argument, NULL, 'W' },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
+	{ "replay-from", required_argument, NULL, OPT_REPLAY_FROM },
+	{ "replay-timeout", required_argument, NULL, OPT_REPLAY_TIMEOUT },
+	{ "hwm", required_argument, NULL, OPT_HWM },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct options {
+	const char *regs_path;
+	const char *output;
+	const char **topics;
+	size_t ntopics;
+	const char **replays;        /* SRC=ENDPOINT */
+	size_t nreplays;
+	uint64_t duration_ns;
+	int quiet, verbose;
+	struct kv_capture_opts cap;
+};
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	uint64_t v;
+	int c;
+	o->cap.hwm = 100000;
+	o->cap.replay_timeout_ns = 2000000000ull;
+	o->topics = kv_xcalloc((size_t)argc, sizeof *o->topics);
+	o->replays = kv_xcalloc((size_t)argc, sizeof *o->replays);
+	while ((c = getopt_long(argc, argv, "r:o:t:bc:W:qvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r': o->regs_path = optarg; break;
+		case 'o': o->output = optarg; break;
+		case 't': o->topics[o->ntopics++] = optarg; break;
+		case 'b': o->cap.bind = true; break;
+		case 'c':
+			if (!kv_parse_u64(optarg, 1, UINT64_MAX, &o->cap.max_records))
+				kv_usage_error("-c: '%s' is not a count of 1 or more", optarg);
+			break;
+		case 'W':
+			if (!kv_parse_seconds(optarg, 1e9, &o->duration_ns) || o->duration_ns == 0)
+				kv_usage_error("-W: '%s' is not a positive number of seconds", optarg);
+			break;
+		case OPT_REPLAY:
+			if (!strchr(optarg, '=') || optarg[0] == '=' || !strchr(optarg, '=')[1])
+				kv_usage_error("--replay: '%s' is not SRC=ENDPOINT", optarg);
+			o->replays[o->nreplays++] = optarg;
+			break;
+		case OPT_REPLAY_FROM:
+			if (!kv_parse_u64(optarg, 0, UINT64_MAX - 1, &o->cap.replay_from))
+				kv_usage_error("--replay-from: '%s' is not a sequence number", optarg);
+			o->cap.replay_from_set = true;
+			break;
+		case OPT_REPLAY_TIMEOUT:
+			if (!kv_parse_seconds(optarg, 3600, &o->cap.replay_timeout_ns) || o->cap.replay_timeout_ns == 0)
+				kv_usage_error("--replay-timeout: '%s' is not a positive number of seconds", optarg);
+			break;
+		case OPT_HWM:
+			if (!kv_parse_u64(optarg, 0, 100000000, &v))
+				kv_usage_error("--hwm: '%s' is not a count (0 means no limit)", optarg);
+			o->cap.hwm = (int)v;
+			break;
+		case 'q': o->quiet++; break;
+		case 'v': o->verbose++; break;
+		case 'h': kv_print_help(usage);
+		case 'V': kv_print_version();
+		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		}
+	}
+	o->cap.topics = o->topics;
+	o->cap.ntopics = o->ntopics;
+}
+
+/* A connect endpoint whose host is "*" means the KV master service (SPEC sec. 4.1);
+ * NULL when it cannot be resolved (the caller skips it). */
+static char *resolve_endpoint(const char *url, bool bind, bool quiet)
+{
+	if (bind || !kv_endpoint_is_wildcard(url))
+		return kv_xstrdup(url);
+	const char *host = getenv("KVS_MASTER_SERVICE");
+	if (host && *host)
+		return kv_endpoint_with_host(url, host);
+	if (!quiet)
+		kv_warn("%s: wildcard host and KVS_MASTER_SERVICE is unset; skipped", url);
+	return NULL;
+}
+
+static void add_endpoint(struct kv_capture *cap, const struct options *o, const char *url, const char *replay)
+{
+	char err[512];
+	char *ep = resolve_endpoint(url, o->cap.bind, o->quiet);
+	if (!ep)
+		return;
+	int rc = kv_capture_add(cap, ep, replay, err, sizeof err);
+	free(ep);
+	if (rc == KV_EX_USAGE)
+		kv_usage_error("%s", err);
+	if (rc)
+		kv_die(rc, "%s", err);
+}
+
+static void add_registered(struct kv_capture *cap, const struct options *o)
+{
+	struct kv_regs regs;
+	int rc = kv_regs_load(o->regs_path, &regs);
+	if (rc)
+		exit(rc);
+	for (size_t i = 0; i < regs.n; i++) {
+		const struct kv_reg *r = &regs.v[i];
+		for (int m = 0; m < KV_NMEDIA; m++)
+			if (r->medium_ep[m])
+				add_endpoint(cap, o, r->medium_ep[m], m == KV_XPU ? r->replay_endpoint : NULL);
+		if (r->endpoint)
+			add_endpoint(cap, o, r->endpoint, r->is_pool ? NULL : r->replay_endpoint);
+	}
+	kv_regs_free(&regs);
+}
+
+static void add_replays(struct kv_capture *cap, const struct options *o)
+{
+	char err[512];
+	for (size_t i = 0; i < o->nreplays; i++) {
+		char *src = kv_xstrdup(o->replays[i]), *eq = strchr(src, '=');
+		*eq = 0;
+		if (!kv_capture_set_replay(cap, src, eq + 1, err, sizeof err))
+			kv_usage_error("%s", err);
+		free(src);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	kv_set_prog(argv[0]);
+	parse_options(argc, argv, &o);
+
+	struct kv_out out;
+	if (!kv_out_open(&out, o.output)) {
+		kv_warn_errno("%s", o.output);
+		return KV_EX_IOERR;
+	}
+	if (out.tty)
+		kv_usage_error("refusing to write a binary capture to a terminal (use -o FILE or a pipe)");
+
+	struct kv_capture *cap = kv_capture_new(&out, &o.cap);
+	for (int i = optind; i < argc; i++)
+		add_endpoint(cap, &o, argv[i], NULL);
+	if (o.regs_path)
+		add_registered(cap, &o);
+	if (kv_capture_count(cap) == 0)
+		kv_usage_error("no endpoints to capture from");
+	add_replays(cap, &o);
+
+	kv_install_signals(false);
+	kv_cap_write_header(&out, "kvsub " KV_VERSION, kv_realtime_ns());
+	kv_out_flush(&out);
+	kv_capture_start(cap);
+
+	uint64_t start = kv_monotonic_ns(), last_progress = start;
+	bool progress = o.verbose && !o.quiet && isatty(STDERR_FILENO);
+	while (!kv_stop_signal) {
+		uint64_t now = kv_monotonic_ns();
+		if (o.duration_ns && now - start >= o.duration_ns)
+			break;
+		int timeout = 100;
+		if (o.duration_ns && (o.duration_ns - (now - start)) / 1000000 < (uint64_t)timeout)
+			timeout = (int)((o.duration_ns - (now - start)) / 1000000) + 1;
+		if (!kv_capture_step(cap, timeout))
+			break;
+		if (progress && now - last_progress >= 1000000000ull) {
+			kv_capture_print_progress(cap, stderr);
+			last_progress = now;
+		}
+	}
+	kv_capture_finish(cap);
+	if (progress)
+		fputc('\n', stderr);
+	int status = kv_out_close(&out);
+	if (!o.quiet)
+		kv_capture_print_stats(cap, stderr);
+	kv_capture_free(cap);
+	free(o.topics);
+	free(o.replays);
+	return status;
+}

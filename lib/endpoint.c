@@ -1,0 +1,65 @@
+#include "endpoint.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool kv_endpoint_host_port(const char *url, size_t len, char *host, size_t hostlen, long *port)
+{
+	static const char tcp[] = "tcp://";
+	if (len < sizeof tcp - 1 || memcmp(url, tcp, sizeof tcp - 1) != 0)
+		return false;
+	const char *h = url + sizeof tcp - 1, *end = url + len, *hend, *colon;
+	if (h < end && *h == '[') {
+		hend = memchr(h, ']', (size_t)(end - h));
+		if (!hend)
+			return false;
+		h++;
+		colon = hend + 1 < end && hend[1] == ':' ? hend + 1 : NULL;
+	} else {
+		colon = NULL;
+		for (const char *p = end; p > h; p--)
+			if (p[-1] == ':') {
+				colon = p - 1;
+				break;
+			}
+		hend = colon ? colon : end;
+	}
+	/* tcp://iface;host:port names a source interface first: the host is after ';'. */
+	const char *semi = memchr(h, ';', (size_t)(hend - h));
+	if (semi)
+		h = semi + 1;
+	size_t n = (size_t)(hend - h);
+	if (n == 0 || n >= hostlen)
+		return false;
+	memcpy(host, h, n);
+	host[n] = 0;
+	*port = -1;
+	if (colon) {
+		char digits[8];
+		size_t dn = (size_t)(end - colon - 1);
+		if (dn == 0 || dn >= sizeof digits)
+			return false;
+		memcpy(digits, colon + 1, dn);
+		digits[dn] = 0;
+		char *e;
+		*port = strtol(digits, &e, 10);
+		if (*e || *port < 0 || *port > 65535)
+			return false;
+	}
+	return true;
+}
+
+bool kv_endpoint_is_wildcard(const char *url)
+{
+	return strncmp(url, "tcp://*:", 8) == 0;
+}
+
+char *kv_endpoint_with_host(const char *url, const char *host)
+{
+	size_t n = strlen(url) + strlen(host) + 1;
+	char *s = kv_xmalloc(n);
+	snprintf(s, n, "tcp://%s%s", host, url + 7);
+	return s;
+}

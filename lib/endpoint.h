@@ -1,0 +1,18 @@
+/* endpoint: ZMQ endpoint strings (tcp://host:port, tcp://[v6]:port, ipc://,
+ * inproc://): their host and port, and the wildcard rule of kv-conductor's
+ * Coordinator (a "*" host means the KV master service, SPEC sec. 4.1). */
+#ifndef KV_ENDPOINT_H
+#define KV_ENDPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Host (without brackets) and port of a tcp endpoint; false for other
+ * transports or a malformed one.  port is -1 when the endpoint has none. */
+bool kv_endpoint_host_port(const char *url, size_t len, char *host, size_t hostlen, long *port);
+/* True for a tcp endpoint whose host is "*". */
+bool kv_endpoint_is_wildcard(const char *url);
+/* The wildcard endpoint with host in place of "*"; a new string. */
+char *kv_endpoint_with_host(const char *url, const char *host);
+
+#endif

@@ -1,0 +1,172 @@
+#include "kvcap.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void kv_seq_encode(uint64_t seq, uint8_t out[8])
+{
+	for (int i = 7; i >= 0; i--, seq >>= 8)
+		out[i] = (uint8_t)seq;
+}
+
+void kv_msg_split(const struct kv_frame *frames, size_t n, struct kv_msg_parts *m)
+{
+	static const uint8_t none;
+	memset(m, 0, sizeof *m);
+	m->topic.p = m->payload.p = &none;
+	if (n == 0)
+		return;
+	m->payload = n == 3 ? frames[2] : frames[n - 1];
+	if (n >= 2)
+		m->topic = frames[0];
+	if (n >= 3 && frames[1].n == 8) {
+		m->has_seq = true;
+		for (int i = 0; i < 8; i++)
+			m->seq = m->seq << 8 | frames[1].p[i];
+	}
+}
+
+static int pack_to_out(void *data, const char *buf, size_t len)
+{
+	kv_out_write(data, buf, len);
+	return 0;
+}
+
+void kv_cap_write_header(struct kv_out *o, const char *tool, uint64_t start_ns)
+{
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, o, pack_to_out);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "kvcap", 5);
+	msgpack_pack_uint64(&pk, KV_CAP_VERSION);
+	msgpack_pack_str_with_body(&pk, "tool", 4);
+	msgpack_pack_str_with_body(&pk, tool, strlen(tool));
+	msgpack_pack_str_with_body(&pk, "start_ns", 8);
+	msgpack_pack_uint64(&pk, start_ns);
+}
+
+void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, size_t src_len,
+			 uint64_t flags, const struct kv_frame *frames, size_t nframes)
+{
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, o, pack_to_out);
+	msgpack_pack_array(&pk, 4);
+	msgpack_pack_uint64(&pk, recv_ns);
+	msgpack_pack_str_with_body(&pk, src, src_len);
+	msgpack_pack_uint64(&pk, flags);
+	msgpack_pack_array(&pk, nframes);
+	for (size_t i = 0; i < nframes; i++)
+		msgpack_pack_bin_with_body(&pk, frames[i].p, frames[i].n);
+}
+
+bool kv_cap_sniff(const uint8_t *p, size_t n)
+{
+	return n > 0 && ((p[0] >= 0x80 && p[0] <= 0x8f) || p[0] == 0xde || p[0] == 0xdf);
+}
+
+void kv_cap_open(struct kv_cap_reader *r, int fd, const char *name)
+{
+	memset(r, 0, sizeof *r);
+	kv_mps_init(&r->in, fd, name, KV_CAP_MAX_RECORD);
+	msgpack_zone_init(&r->zone, 8192);
+}
+
+void kv_cap_close(struct kv_cap_reader *r)
+{
+	kv_mps_free(&r->in);
+	msgpack_zone_destroy(&r->zone);
+}
+
+static bool is_header(const msgpack_object *o)
+{
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		const msgpack_object *k = &o->via.map.ptr[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == 5 &&
+		    memcmp(k->via.str.ptr, "kvcap", 5) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Checks the shape of a record and fills rec; NULL or the reason it is not one. */
+static const char *take_record(const msgpack_object *o, struct kv_record *rec)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY)
+		return "not a record (expected an array)";
+	if (o->via.array.size < 4)
+		return "record has fewer than 4 elements";
+	const msgpack_object *e = o->via.array.ptr;
+	if (e[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return "recv_ns is not an unsigned integer";
+	if (e[1].type != MSGPACK_OBJECT_STR)
+		return "src is not a string";
+	if (e[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return "flags is not an unsigned integer";
+	if (e[3].type != MSGPACK_OBJECT_ARRAY)
+		return "frames is not an array";
+	if (e[3].via.array.size > KV_CAP_MAX_FRAMES)
+		return "more than 64 frames";
+	rec->recv_ns = e[0].via.u64;
+	rec->src = e[1].via.str.ptr;
+	rec->src_len = e[1].via.str.size;
+	rec->flags = e[2].via.u64;
+	rec->nframes = e[3].via.array.size;
+	for (size_t i = 0; i < rec->nframes; i++) {
+		const msgpack_object *f = &e[3].via.array.ptr[i];
+		if (f->type == MSGPACK_OBJECT_BIN) {
+			rec->frames[i].p = (const uint8_t *)f->via.bin.ptr;
+			rec->frames[i].n = f->via.bin.size;
+		} else if (f->type == MSGPACK_OBJECT_STR) { /* tolerated: some writers pack bytes as str */
+			rec->frames[i].p = (const uint8_t *)f->via.str.ptr;
+			rec->frames[i].n = f->via.str.size;
+		} else {
+			return "a frame is not binary";
+		}
+	}
+	return NULL;
+}
+
+enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec)
+{
+	const uint8_t *p;
+	size_t n;
+	uint64_t off;
+	switch (kv_mps_next(&r->in, &p, &n, &off)) {
+	case KV_MPS_EOF:
+		return KV_CAP_EOF;
+	case KV_MPS_STOPPED:
+		return KV_CAP_STOPPED;
+	case KV_MPS_ERROR:
+		r->error_off = r->in.error_off;
+		if (strcmp(r->in.error, "truncated") == 0)
+			snprintf(r->error, sizeof r->error, "truncated record at byte %llu",
+				 (unsigned long long)r->error_off);
+		else
+			snprintf(r->error, sizeof r->error, "byte %llu: %s",
+				 (unsigned long long)r->error_off, r->in.error);
+		return KV_CAP_ERROR;
+	case KV_MPS_OBJECT:
+		break;
+	}
+	msgpack_zone_clear(&r->zone);
+	msgpack_object o;
+	size_t used = 0;
+	if (msgpack_unpack((const char *)p, n, &used, &r->zone, &o) < 0) {
+		r->error_off = off;
+		snprintf(r->error, sizeof r->error, "byte %llu: undecodable object", (unsigned long long)off);
+		return KV_CAP_ERROR;
+	}
+	if (o.type == MSGPACK_OBJECT_MAP && is_header(&o))
+		return KV_CAP_HEADER;
+	rec->offset = off;
+	rec->number = ++r->records;
+	const char *why = take_record(&o, rec);
+	if (why) {
+		r->error_off = off;
+		snprintf(r->error, sizeof r->error, "record %llu (byte %llu): %s",
+			 (unsigned long long)rec->number, (unsigned long long)off, why);
+		return KV_CAP_SKIP;
+	}
+	return KV_CAP_RECORD;
+}

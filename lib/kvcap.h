@@ -1,0 +1,78 @@
+/* kvcap: the capture stream of SPEC sec. 3, both directions.
+ * A stream is MessagePack objects back to back: header maps
+ * {"kvcap": 1, "tool": .., "start_ns": ..} (first, and again wherever captures
+ * were concatenated) and records [recv_ns, src, flags, [frame, ...], ...].
+ * This module also owns the one rule for which frame is the topic, the seq
+ * and the payload of a message. */
+#ifndef KV_KVCAP_H
+#define KV_KVCAP_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpstream.h"
+#include "out.h"
+
+#define KV_CAP_VERSION 1
+/* A record (all its frames and fields) larger than this is refused: kvcap(5). */
+#define KV_CAP_MAX_RECORD (64u << 20)
+#define KV_CAP_MAX_FRAMES 64
+#define KV_CAP_FLAG_REPLAYED 1u
+
+struct kv_frame {
+	const uint8_t *p;
+	size_t n;
+};
+
+struct kv_record {
+	uint64_t recv_ns;
+	const char *src;
+	size_t src_len;
+	uint64_t flags;
+	struct kv_frame frames[KV_CAP_MAX_FRAMES];
+	size_t nframes;
+	uint64_t offset;      /* stream offset of the record */
+	uint64_t number;      /* 1-based record number in this input */
+};
+
+/* The parts of a publisher message: [topic, seq, payload] (SPEC sec. 5.2). */
+struct kv_msg_parts {
+	struct kv_frame topic, payload;
+	bool has_seq;
+	uint64_t seq;
+};
+void kv_msg_split(const struct kv_frame *frames, size_t n, struct kv_msg_parts *m);
+void kv_seq_encode(uint64_t seq, uint8_t out[8]);
+
+/* Writing. */
+void kv_cap_write_header(struct kv_out *o, const char *tool, uint64_t start_ns);
+void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, size_t src_len,
+			 uint64_t flags, const struct kv_frame *frames, size_t nframes);
+
+/* Reading. */
+enum kv_cap_status {
+	KV_CAP_RECORD,
+	KV_CAP_HEADER,
+	KV_CAP_SKIP,      /* a complete object that is not a record: r->error says why */
+	KV_CAP_EOF,
+	KV_CAP_STOPPED,
+	KV_CAP_ERROR,     /* fatal (truncation, garbage, read error): r->error, r->error_off */
+};
+
+struct kv_cap_reader {
+	struct kv_mpstream in;
+	msgpack_zone zone;
+	uint64_t records;     /* objects read that were records or skipped */
+	char error[200];
+	uint64_t error_off;
+};
+
+void kv_cap_open(struct kv_cap_reader *r, int fd, const char *name);
+void kv_cap_close(struct kv_cap_reader *r);
+enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec);
+/* True when the bytes look like the start of a kvcap stream (a map first). */
+bool kv_cap_sniff(const uint8_t *p, size_t n);
+
+#endif

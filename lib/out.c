@@ -1,0 +1,93 @@
+#include "out.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define OUT_BUFSIZE (256 * 1024)
+
+bool kv_out_open(struct kv_out *o, const char *path)
+{
+	memset(o, 0, sizeof *o);
+	if (!path || strcmp(path, "-") == 0) {
+		o->fd = STDOUT_FILENO;
+		o->name = "stdout";
+	} else {
+		o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (o->fd < 0)
+			return false;
+		o->name = path;
+		o->owns_fd = true;
+	}
+	struct stat st;
+	if (fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		o->good_off = lseek(o->fd, 0, SEEK_CUR);
+		o->regular = o->good_off >= 0;
+	}
+	o->tty = isatty(o->fd);
+	o->cap = OUT_BUFSIZE;
+	o->buf = kv_xmalloc(o->cap);
+	return true;
+}
+
+/* A failed flush into a regular file would leave part of a record at its end;
+ * cutting the file back to the last good flush keeps it a valid stream. */
+static void cut_back(struct kv_out *o)
+{
+	if (o->regular && ftruncate(o->fd, o->good_off) == 0)
+		lseek(o->fd, o->good_off, SEEK_SET);
+}
+
+bool kv_out_flush(struct kv_out *o)
+{
+	if (o->err) {
+		o->len = 0;
+		return false;
+	}
+	size_t done = 0;
+	while (done < o->len) {
+		ssize_t n = write(o->fd, o->buf + done, o->len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			o->err = n < 0 ? errno : ENOSPC;
+			o->len = 0;
+			cut_back(o);
+			return false;
+		}
+		done += (size_t)n;
+	}
+	o->good_off += (int64_t)o->len;
+	o->len = 0;
+	return true;
+}
+
+char *kv_out_reserve(struct kv_out *o, size_t n)
+{
+	if (o->cap - o->len >= n)
+		return o->buf + o->len;
+	kv_out_flush(o);
+	if (o->cap < n) {
+		o->cap = n;
+		o->buf = kv_xrealloc(o->buf, o->cap);
+	}
+	return o->buf + o->len;
+}
+
+int kv_out_close(struct kv_out *o)
+{
+	kv_out_flush(o);
+	if (o->owns_fd && close(o->fd) != 0 && !o->err)
+		o->err = errno;
+	free(o->buf);
+	o->buf = NULL;
+	o->cap = o->len = 0;
+	if (!o->err || o->err == EPIPE)
+		return KV_EX_OK;
+	errno = o->err;
+	kv_warn_errno("%s", o->name);
+	return KV_EX_IOERR;
+}

@@ -1,0 +1,75 @@
+/* util: what every program shares about talking to its user.
+ * The program's name and `PROG: message` diagnostics, sysexits statuses,
+ * range-checked number parsing, the one signal flag the main loops poll,
+ * and clocks. */
+#ifndef KV_UTIL_H
+#define KV_UTIL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sysexits.h>
+
+#ifndef KV_VERSION
+#define KV_VERSION "0.0.0"
+#endif
+
+/* Exit statuses, SPEC sec. 2 (sysexits names, plus "nothing found"). */
+enum {
+	KV_EX_OK = 0,
+	KV_EX_NOTFOUND = 1,
+	KV_EX_USAGE = EX_USAGE,         /* 64 */
+	KV_EX_DATAERR = EX_DATAERR,     /* 65 */
+	KV_EX_NOINPUT = EX_NOINPUT,     /* 66 */
+	KV_EX_UNAVAILABLE = EX_UNAVAILABLE, /* 69 */
+	KV_EX_SOFTWARE = EX_SOFTWARE,   /* 70 */
+	KV_EX_IOERR = EX_IOERR,         /* 74 */
+};
+
+#define KV_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* The program's name, set once from argv[0]. */
+extern const char *kv_prog;
+/* Nonzero (the signal number) once SIGINT, SIGTERM or SIGHUP arrived. */
+extern volatile sig_atomic_t kv_stop_signal;
+/* Last SIGUSR1/SIGUSR2 received and not yet taken with kv_take_user_signal. */
+extern volatile sig_atomic_t kv_user_signal;
+
+void kv_set_prog(const char *argv0);
+
+void kv_warn(const char *fmt, ...) KV_PRINTF(1, 2);
+/* kv_warn, plus ": strerror(errno)". */
+void kv_warn_errno(const char *fmt, ...) KV_PRINTF(1, 2);
+_Noreturn void kv_die(int status, const char *fmt, ...) KV_PRINTF(2, 3);
+/* A bad option or value: one line, then `Try 'PROG --help'.`, exit 64. */
+_Noreturn void kv_usage_error(const char *fmt, ...) KV_PRINTF(1, 2);
+/* Prints `PROG VERSION` on stdout and exits 0 (or 74 if stdout fails). */
+_Noreturn void kv_print_version(void);
+/* Writes text to stdout and exits 0, or 74 if stdout fails. */
+_Noreturn void kv_print_help(const char *text);
+
+/* Installs the flag-only handlers; SIGPIPE is ignored so that writes return EPIPE. */
+void kv_install_signals(bool user_signals);
+int kv_take_user_signal(void);
+
+/* Range-checked parsing of option values; false on any junk or overflow. */
+bool kv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+bool kv_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+bool kv_parse_double(const char *s, double min, double max, double *out);
+/* Seconds as a non-negative decimal ("2", "0.5") into nanoseconds. */
+bool kv_parse_seconds(const char *s, double max, uint64_t *ns);
+
+uint64_t kv_realtime_ns(void);
+uint64_t kv_monotonic_ns(void);
+
+/* malloc family that end the program with status 70 instead of returning NULL. */
+void *kv_xmalloc(size_t n);
+void *kv_xcalloc(size_t n, size_t size);
+void *kv_xrealloc(void *p, size_t n);
+/* Array growth: new capacity for at least `need` elements of `size` bytes. */
+void *kv_xgrow(void *p, size_t *cap, size_t need, size_t size);
+char *kv_xstrdup(const char *s);
+char *kv_xstrndup(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,44 @@
+bats_require_minimum_version 1.5.0
+# Shared set-up for the bats suites: paths, assertions, scratch space, ports.
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+BIN=${KVTOOLS_BIN:?run the tests with make check}
+TB=${KVTOOLS_TESTBIN:?run the tests with make check}
+ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+FIX=$ROOT/tests/fixtures
+PATH=$BIN:$TB:$PATH
+export LC_ALL=C
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	cd "$T" || return 1
+}
+
+# A TCP port on 127.0.0.1 that was free a moment ago.
+port() { "$TB/freeport"; }
+
+# Waits (at most $2 seconds, default 10) for background job $1 to end; its
+# exit status becomes $status.
+wait_for() {
+	local pid=$1 limit=${2:-10} i=0
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+		if [ $i -ge $((limit * 20)) ]; then
+			kill -9 "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			echo "# $pid still running after ${limit}s" >&3
+			status=124
+			return 1
+		fi
+	done
+	wait "$pid"
+	status=$?
+}
+
+# Stops a background job if it still runs, and reaps it.
+stop_bg() {
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}

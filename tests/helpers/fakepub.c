@@ -1,0 +1,229 @@
+/* fakepub: a scripted vLLM-like publisher for the tests.
+ * Publishes N messages [topic, seq, payload] on a PUB socket, each payload a
+ * valid vLLM batch with one BlockStored, and optionally serves the vLLM replay
+ * protocol (both reply shapes).  Seqs in --skip are left out of the live
+ * stream but kept for replay, so a subscriber sees a gap it can fill.
+ * --log FILE lists every message (topic hex, seq, payload hex), the truth a
+ * test compares a capture with.  It is an XPUB socket, so that it can wait
+ * (--wait MS at most) until a subscriber has actually subscribed. */
+#include <getopt.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "kvcap.h"
+#include "replay.h"
+#include "util.h"
+
+struct msg {
+	uint64_t seq;
+	msgpack_sbuffer payload;
+};
+
+struct opts {
+	const char *endpoint, *replay, *topic, *log;
+	long count, start_seq, skip_lo, skip_hi, restart_at, wait_ms, interval_us, linger_ms, tokens;
+	int shape;
+	bool connect;
+};
+
+static void pack_batch(msgpack_sbuffer *sb, uint64_t seq, long tokens)
+{
+	msgpack_packer pk;
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_double(&pk, 1717000000.0 + (double)seq);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_array(&pk, 6);
+	msgpack_pack_str_with_body(&pk, "BlockStored", 11);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_uint64(&pk, 0x1000 + seq);
+	msgpack_pack_nil(&pk);
+	msgpack_pack_array(&pk, (size_t)tokens);
+	for (long i = 0; i < tokens; i++)
+		msgpack_pack_uint32(&pk, (uint32_t)(seq * 16 + (uint64_t)i));
+	msgpack_pack_int(&pk, (int)tokens);
+	msgpack_pack_nil(&pk);
+	msgpack_pack_int(&pk, 0);
+}
+
+static void hex(FILE *f, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%02x", b[i]);
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+static void serve_replay(void *router, struct msg *msgs, long n, const char *topic, int shape)
+{
+	zmq_msg_t part[4];
+	size_t k = 0;
+	while (k < 4) {
+		zmq_msg_init(&part[k]);
+		if (zmq_msg_recv(&part[k], router, k == 0 ? ZMQ_DONTWAIT : 0) < 0) {
+			zmq_msg_close(&part[k]);
+			break;
+		}
+		int more = zmq_msg_more(&part[k]);
+		k++;
+		if (!more)
+			break;
+	}
+	if (k == 0)
+		return;
+	struct kv_frame fr[3];
+	for (size_t i = 1; i < k && i < 4; i++)
+		fr[i - 1] = (struct kv_frame){ zmq_msg_data(&part[i]), zmq_msg_size(&part[i]) };
+	uint64_t start;
+	if (k == 3 && kv_replay_parse_request(fr, 2, &start)) {
+		uint8_t seqb[8];
+		for (long i = 0; i < n; i++) {
+			if (msgs[i].seq < start)
+				continue;
+			kv_seq_encode(msgs[i].seq, seqb);
+			zmq_send(router, zmq_msg_data(&part[0]), zmq_msg_size(&part[0]), ZMQ_SNDMORE);
+			zmq_send(router, "", 0, ZMQ_SNDMORE);
+			if (shape == 26)
+				zmq_send(router, topic, strlen(topic), ZMQ_SNDMORE);
+			zmq_send(router, seqb, 8, ZMQ_SNDMORE);
+			zmq_send(router, msgs[i].payload.data, msgs[i].payload.size, 0);
+		}
+		kv_seq_encode(KV_REPLAY_END, seqb);
+		zmq_send(router, zmq_msg_data(&part[0]), zmq_msg_size(&part[0]), ZMQ_SNDMORE);
+		zmq_send(router, "", 0, ZMQ_SNDMORE);
+		if (shape == 26)
+			zmq_send(router, topic, strlen(topic), ZMQ_SNDMORE);
+		zmq_send(router, seqb, 8, ZMQ_SNDMORE);
+		zmq_send(router, "", 0, 0);
+	}
+	for (size_t i = 0; i < k; i++)
+		zmq_msg_close(&part[i]);
+}
+
+static void poll_replay(void *router, struct msg *msgs, long n, const struct opts *o, long wait_ms)
+{
+	uint64_t end = kv_monotonic_ns() + (uint64_t)wait_ms * 1000000u;
+	do {
+		if (router) {
+			zmq_pollitem_t it = { .socket = router, .events = ZMQ_POLLIN };
+			if (zmq_poll(&it, 1, 10) > 0)
+				serve_replay(router, msgs, n, o->topic, o->shape);
+		} else {
+			sleep_us(wait_ms > 10 ? 10000 : wait_ms * 1000);
+		}
+	} while (kv_monotonic_ns() < end);
+}
+
+/* Waits until a subscription arrives, or wait_ms passed. */
+static void wait_subscriber(void *pub, void *router, struct msg *msgs, const struct opts *o)
+{
+	uint64_t end = kv_monotonic_ns() + (uint64_t)o->wait_ms * 1000000u;
+	while (o->wait_ms > 0 && kv_monotonic_ns() < end) {
+		zmq_pollitem_t it = { .socket = pub, .events = ZMQ_POLLIN };
+		if (zmq_poll(&it, 1, 10) > 0) {
+			char b[256];
+			if (zmq_recv(pub, b, sizeof b, 0) > 0 && b[0] == 1)
+				break;
+		}
+		if (router)
+			poll_replay(router, msgs, 0, o, 0);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .topic = "", .count = 10, .skip_lo = -1, .skip_hi = -1, .restart_at = -1,
+			  .wait_ms = 5000, .linger_ms = 500, .shape = 25, .tokens = 16 };
+	static const struct option lo[] = {
+		{ "count", 1, NULL, 'n' }, { "start-seq", 1, NULL, 's' }, { "skip", 1, NULL, 'k' },
+		{ "restart-at", 1, NULL, 'R' }, { "replay", 1, NULL, 'r' }, { "shape", 1, NULL, 'S' },
+		{ "topic", 1, NULL, 't' }, { "wait", 1, NULL, 'w' }, { "interval-us", 1, NULL, 'i' },
+		{ "linger", 1, NULL, 'l' }, { "log", 1, NULL, 'L' }, { "tokens", 1, NULL, 'T' },
+		{ "connect", 0, NULL, 'C' }, { NULL, 0, NULL, 0 },
+	};
+	int c;
+	kv_set_prog(argv[0]);
+	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:C", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n': o.count = atol(optarg); break;
+		case 's': o.start_seq = atol(optarg); break;
+		case 'k': sscanf(optarg, "%ld-%ld", &o.skip_lo, &o.skip_hi); break;
+		case 'R': o.restart_at = atol(optarg); break;
+		case 'r': o.replay = optarg; break;
+		case 'S': o.shape = atoi(optarg); break;
+		case 't': o.topic = optarg; break;
+		case 'w': o.wait_ms = atol(optarg); break;
+		case 'i': o.interval_us = atol(optarg); break;
+		case 'l': o.linger_ms = atol(optarg); break;
+		case 'L': o.log = optarg; break;
+		case 'T': o.tokens = atol(optarg); break;
+		case 'C': o.connect = true; break;
+		default: return 64;
+		}
+	}
+	if (optind != argc - 1)
+		kv_die(64, "usage: fakepub [options] ENDPOINT");
+	o.endpoint = argv[optind];
+	void *ctx = zmq_ctx_new();
+	void *pub = zmq_socket(ctx, ZMQ_XPUB);
+	int hwm = 0;
+	zmq_setsockopt(pub, ZMQ_SNDHWM, &hwm, sizeof hwm);
+	if ((o.connect ? zmq_connect(pub, o.endpoint) : zmq_bind(pub, o.endpoint)) != 0)
+		kv_die(69, "%s: %s", o.endpoint, zmq_strerror(zmq_errno()));
+	void *router = NULL;
+	if (o.replay) {
+		router = zmq_socket(ctx, ZMQ_ROUTER);
+		if (zmq_bind(router, o.replay) != 0)
+			kv_die(69, "%s: %s", o.replay, zmq_strerror(zmq_errno()));
+	}
+	FILE *log = o.log ? fopen(o.log, "w") : NULL;
+	struct msg *msgs = kv_xcalloc((size_t)o.count + 1, sizeof *msgs);
+	uint64_t seq = (uint64_t)o.start_seq;
+	wait_subscriber(pub, router, msgs, &o);
+	for (long i = 0; i < o.count; i++) {
+		if (i == o.restart_at)
+			seq = 0;
+		msgs[i].seq = seq;
+		pack_batch(&msgs[i].payload, seq, o.tokens);
+		bool skipped = (long)seq >= o.skip_lo && (long)seq <= o.skip_hi;
+		if (!skipped) {
+			uint8_t seqb[8];
+			kv_seq_encode(seq, seqb);
+			zmq_send(pub, o.topic, strlen(o.topic), ZMQ_SNDMORE);
+			zmq_send(pub, seqb, 8, ZMQ_SNDMORE);
+			zmq_send(pub, msgs[i].payload.data, msgs[i].payload.size, 0);
+		}
+		if (log) {
+			hex(log, o.topic, strlen(o.topic));
+			fprintf(log, "\t%llu\t", (unsigned long long)seq);
+			hex(log, msgs[i].payload.data, msgs[i].payload.size);
+			fprintf(log, "\t%s\n", skipped ? "skipped" : "live");
+		}
+		seq++;
+		if (router || o.interval_us)
+			poll_replay(router, msgs, i + 1, &o, 0);
+		if (o.interval_us)
+			sleep_us(o.interval_us);
+	}
+	if (log)
+		fclose(log);
+	poll_replay(router, msgs, o.count, &o, o.linger_ms);
+	for (long i = 0; i < o.count; i++)
+		msgpack_sbuffer_destroy(&msgs[i].payload);
+	free(msgs);
+	zmq_close(pub);
+	if (router)
+		zmq_close(router);
+	zmq_ctx_term(ctx);
+	return 0;
+}

@@ -1,0 +1,248 @@
+#!/usr/bin/env bats
+# kvsub: live capture from local publishers (tests/helpers/fakepub.c).
+load helper
+
+# Capture fields that must equal what the publisher sent: topic, seq, payload.
+frames() { capdump "$1" 2>/dev/null | cut -f3-5; }
+published() { grep -v skipped "$1" | cut -f1-3; }
+
+@test "kvsub --help prints usage on stdout and exits 0" {
+	run --separate-stderr kvsub --help
+	assert_success
+	assert_line --index 0 'Usage: kvsub [OPTION]... [ENDPOINT]...'
+	assert_output --partial '--replay SRC=ENDPOINT'
+	[ -z "$stderr" ]
+}
+
+@test "kvsub --version names the program and version" {
+	run kvsub --version
+	assert_success
+	assert_output --regexp '^kvsub [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "a bad option exits 64 with one line and Try 'kvsub --help'." {
+	run --separate-stderr kvsub --no-such-option
+	assert_equal "$status" 64
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_equal "${stderr_lines[1]}" "Try 'kvsub --help'."
+}
+
+@test "a bad option value names the option" {
+	run --separate-stderr kvsub -c 0 ipc://x
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: -c: '0' is not a count of 1 or more"
+	run --separate-stderr kvsub -W soon ipc://x
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: -W: 'soon' is not a positive number of seconds"
+}
+
+@test "no endpoint at all is a usage error" {
+	run --separate-stderr kvsub -o x.kvcap
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: no endpoints to capture from"
+}
+
+@test "an endpoint ZMQ rejects exits 64 naming it" {
+	run --separate-stderr kvsub -o x.kvcap 'bogus://nowhere'
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: bogus://nowhere: cannot connect: Protocol not supported"
+}
+
+@test "binding a port in use exits 69 naming the endpoint" {
+	p=$(port)
+	fakepub -n 1 -w 0 -l 3000 "tcp://127.0.0.1:$p" & pub=$!
+	sleep 0.3
+	run --separate-stderr kvsub --bind -o x.kvcap "tcp://127.0.0.1:$p"
+	stop_bg $pub
+	assert_equal "$status" 69
+	assert_equal "${stderr_lines[0]}" "kvsub: tcp://127.0.0.1:$p: cannot bind: Address already in use"
+}
+
+@test "kvsub refuses to write a capture to a terminal" {
+	run script -qec "$BIN/kvsub ipc://$T/x" /dev/null
+	assert_equal "$status" 64
+	assert_output --partial 'refusing to write a binary capture to a terminal'
+}
+
+@test "N messages are captured byte for byte and read back" {
+	p=$(port)
+	kvsub -c 50 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 50 -t kv@10.0.0.5 -L pub.log "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	run frames cap.kvcap
+	assert_output "$(published pub.log)"
+	run --separate-stderr capdump cap.kvcap
+	assert_line --index 0 --regexp "^tcp://127.0.0.1:$p	0	6b764031302e302e302e35	0	"
+	assert_equal "$(grep -c . <<<"$output")" 50
+	run cat err
+	assert_output "kvsub: tcp://127.0.0.1:$p: 50 messages, $(( $(cut -f3 pub.log | tr -d '\n' | wc -c) / 2 + 50 * 19 )) bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
+}
+
+@test "two publishers: every record names its own src" {
+	p1=$(port); p2=$(port)
+	kvsub -c 40 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p1" "ipc://$T/b" 2>/dev/null & sub=$!
+	fakepub -n 20 -L a.log "tcp://127.0.0.1:$p1" & a=$!
+	fakepub -n 20 -t other -L b.log "ipc://$T/b"
+	wait_for $a
+	wait_for $sub 20
+	assert_equal "$status" 0
+	run bash -c "capdump cap.kvcap 2>/dev/null | grep -c '^tcp://127.0.0.1:$p1	'"
+	assert_output 20
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep "^ipc://$T/b	" | cut -f3-5)" "$(published b.log)"
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep "^tcp://127.0.0.1:$p1	" | cut -f3-5)" "$(published a.log)"
+}
+
+replay_fills_gap() {
+	local shape=$1 p r
+	p=$(port); r=$(port)
+	kvsub -c 30 -W 10 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 30 -t kv --skip 10-14 --replay "tcp://127.0.0.1:$r" --shape "$shape" -L pub.log "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	# every batch, in seq order, the five replayed ones flagged
+	assert_equal "$(frames cap.kvcap)" "$(cut -f1-3 pub.log)"
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f2 | tr -d '\n')" "000000000011111000000000000000"
+	run cat err
+	assert_output --regexp ' 25 messages, [0-9]+ bytes, 0 gaps, 0 missing, 5 replayed, 0 restarts, 0 bad seq$'
+}
+
+@test "a seq gap is filled from the replay socket, vLLM 0.25 reply shape" {
+	replay_fills_gap 25
+}
+
+@test "a seq gap is filled from the replay socket, vLLM 0.26 reply shape" {
+	replay_fills_gap 26
+}
+
+@test "a gap without a replay endpoint is counted with its missing batches" {
+	p=$(port)
+	kvsub -c 25 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 30 --skip 10-14 "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	run cat err
+	assert_output --regexp ' 25 messages, [0-9]+ bytes, 1 gaps, 5 missing, 0 replayed, 0 restarts, 0 bad seq$'
+}
+
+@test "--replay-from asks for the publisher's buffer at start" {
+	p=$(port); r=$(port)
+	# The publisher has sent 0..9 before kvsub exists; kvsub recovers them.
+	fakepub -n 20 -w 0 -i 100000 --replay "tcp://127.0.0.1:$r" -L pub.log "tcp://127.0.0.1:$p" & pub=$!
+	sleep 1.2
+	kvsub -c 20 -W 10 --replay-from 0 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap "tcp://127.0.0.1:$p" 2>err
+	wait_for $pub
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4 | tr '\n' ' ')" "$(seq 0 19 | tr '\n' ' ')"
+	run cat err
+	assert_output --regexp ' 0 gaps, 0 missing, [0-9]+ replayed, 0 restarts'
+}
+
+@test "a publisher restart (seq back to 0) is counted" {
+	p=$(port)
+	kvsub -c 20 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 20 --start-seq 100 --restart-at 12 "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4 | tr '\n' ' ')" "100 101 102 103 104 105 106 107 108 109 110 111 0 1 2 3 4 5 6 7 "
+	run cat err
+	assert_output --regexp ' 20 messages, [0-9]+ bytes, 0 gaps, 0 missing, 0 replayed, 1 restarts, 0 bad seq$'
+}
+
+@test "SIGINT mid-stream leaves a capture whose every record decodes" {
+	p=$(port)
+	kvsub -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 100000 -l 0 "tcp://127.0.0.1:$p" & pub=$!
+	sleep 1
+	kill -INT $sub
+	wait_for $sub 20
+	assert_equal "$status" 0
+	stop_bg $pub
+	run capdump cap.kvcap
+	assert_success
+	[ "$(grep -c . <<<"$output")" -gt 10 ]
+	run cat err
+	assert_output --regexp "^kvsub: tcp://127.0.0.1:$p: [0-9]+ messages"
+}
+
+@test "kvsub into a pipe that closes (head -c 100) exits 0" {
+	p=$(port)
+	fakepub -n 100000 -l 0 "tcp://127.0.0.1:$p" & pub=$!
+	run bash -c "set -o pipefail; timeout 10 $BIN/kvsub tcp://127.0.0.1:$p 2>/dev/null | head -c 100 | wc -c"
+	stop_bg $pub
+	assert_success
+	assert_output 100
+}
+
+@test "-o /dev/full exits 74 with a message" {
+	p=$(port)
+	fakepub -n 100000 -l 0 "tcp://127.0.0.1:$p" & pub=$!
+	run --separate-stderr timeout 10 kvsub -o /dev/full "tcp://127.0.0.1:$p"
+	stop_bg $pub
+	assert_equal "$status" 74
+	assert_equal "${stderr_lines[0]}" "kvsub: /dev/full: No space left on device"
+}
+
+@test "-W stops the capture after the given time with statistics" {
+	start=$(date +%s%N)
+	run --separate-stderr kvsub -W 0.5 -o cap.kvcap "ipc://$T/nobody"
+	end=$(date +%s%N)
+	assert_success
+	assert_equal "$stderr" "kvsub: ipc://$T/nobody: 0 messages, 0 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
+	[ $(( (end - start) / 1000000 )) -lt 3000 ]
+	run --separate-stderr capdump cap.kvcap
+	assert_success
+	assert_output ''
+}
+
+@test "a publisher that starts late is captured (ZMQ reconnects)" {
+	p=$(port)
+	kvsub -c 5 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p" 2>/dev/null & sub=$!
+	sleep 1
+	fakepub -n 5 "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | wc -l)" 5
+}
+
+@test "-r subscribes to every registered endpoint, with its replay socket" {
+	p=$(port); r=$(port)
+	cat > regs.jsonl <<-JSON
+	{"instance_id": "w1", "dp_rank": 0, "block_size": 16, "modelname": "m", "medium_endpoints": {"npu": "tcp://127.0.0.1:$p"}, "replay_endpoint": "tcp://127.0.0.1:$r"}
+	{"instance_id": "pool", "endpoint": "ipc://$T/pool", "store_backend": "memcache"}
+	JSON
+	kvsub -r regs.jsonl -c 40 -W 10 -o cap.kvcap 2>err & sub=$!
+	fakepub -n 20 --skip 3-4 --replay "tcp://127.0.0.1:$r" "tcp://127.0.0.1:$p" & a=$!
+	fakepub -n 20 "ipc://$T/pool"
+	wait_for $a
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep -c "^tcp://127.0.0.1:$p	")" 20
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep -c "^ipc://$T/pool	")" 20
+	run cat err
+	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 0 gaps, 0 missing, 2 replayed"
+}
+
+@test "a bad registrations line is reported with its line number, exit 65" {
+	printf '%s\n' '{"instance_id": "w1", "medium_endpoints": {"npu": "tcp://127.0.0.1:1"}}' '{"instance_id": 7}' > regs.jsonl
+	run --separate-stderr kvsub -r regs.jsonl -o x.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvsub: regs.jsonl: line 2: instance_id: expected a non-empty string"
+}
+
+@test "a wildcard pool endpoint needs KVS_MASTER_SERVICE" {
+	echo '{"endpoint": "tcp://*:5557", "store_backend": "Memcache"}' > regs.jsonl
+	run --separate-stderr env -u KVS_MASTER_SERVICE kvsub -r regs.jsonl -o x.kvcap
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: tcp://*:5557: wildcard host and KVS_MASTER_SERVICE is unset; skipped"
+	assert_equal "${stderr_lines[1]}" "kvsub: no endpoints to capture from"
+	run --separate-stderr env KVS_MASTER_SERVICE=127.0.0.1 kvsub -r regs.jsonl -W 0.2 -o x.kvcap
+	assert_success
+	assert_equal "$stderr" "kvsub: tcp://127.0.0.1:5557: 0 messages, 0 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
+}
+
+@test "--bind receives from a publisher that connects" {
+	kvsub --bind -c 10 -W 10 -o cap.kvcap "ipc://$T/sink" 2>/dev/null & sub=$!
+	sleep 0.3
+	fakepub --connect -n 10 -L pub.log "ipc://$T/sink"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(frames cap.kvcap)" "$(published pub.log)"
+}

@@ -1,0 +1,217 @@
+/* kvcap writer and reader: round trip, concatenated captures, every
+ * truncation reported, garbage refused; and the message frame rule. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kvcap.h"
+#include "mpscan.h"
+#include "unit.h"
+#include "util.h"
+
+/* Writes a small capture (header + 3 records) and returns its bytes. */
+static uint8_t *small_capture(size_t *len)
+{
+	char tmpl[] = "/tmp/kvtools-unit-XXXXXX";
+	int fd = mkstemp(tmpl);
+	struct kv_out o;
+	o.fd = -1;
+	if (fd < 0 || !kv_out_open(&o, tmpl))
+		abort();
+	close(fd);
+	kv_cap_write_header(&o, "unit", 42);
+	for (uint64_t i = 0; i < 3; i++) {
+		uint8_t seq[8], payload[300];
+		memset(payload, (int)i, sizeof payload);
+		kv_seq_encode(i + 7, seq);
+		struct kv_frame f[3] = { { (const uint8_t *)"kv", 2 }, { seq, 8 }, { payload, 10 + 100 * i } };
+		kv_cap_write_record(&o, 1000 + i, "tcp://h:1", 9, i == 2 ? KV_CAP_FLAG_REPLAYED : 0, f, 3);
+	}
+	if (kv_out_close(&o) != 0)
+		abort();
+	int in = open(tmpl, O_RDONLY);
+	*len = (size_t)lseek(in, 0, SEEK_END);
+	uint8_t *b = malloc(*len);
+	if (pread(in, b, *len, 0) != (ssize_t)*len)
+		abort();
+	close(in);
+	unlink(tmpl);
+	return b;
+}
+
+/* Reads bytes through a pipe-free path: a temporary file. */
+static int read_all(const uint8_t *b, size_t len, int *records, int *headers, char *err, size_t errlen)
+{
+	char path[] = "/tmp/kvtools-unit-XXXXXX";
+	int fd = mkstemp(path);
+	if (write(fd, b, len) != (ssize_t)len)
+		abort();
+	lseek(fd, 0, SEEK_SET);
+	unlink(path);
+	struct kv_cap_reader r;
+	struct kv_record rec;
+	kv_cap_open(&r, fd, "t");
+	int st;
+	*records = *headers = 0;
+	while ((st = kv_cap_next(&r, &rec)) == KV_CAP_RECORD || st == KV_CAP_HEADER || st == KV_CAP_SKIP) {
+		if (st == KV_CAP_RECORD)
+			(*records)++;
+		if (st == KV_CAP_HEADER)
+			(*headers)++;
+	}
+	snprintf(err, errlen, "%s", r.error);
+	kv_cap_close(&r);
+	close(fd);
+	return st;
+}
+
+static void round_trip(void)
+{
+	size_t len;
+	uint8_t *b = small_capture(&len);
+	char path[] = "/tmp/kvtools-unit-XXXXXX";
+	int fd = mkstemp(path);
+	ASSERT(write(fd, b, len) == (ssize_t)len);
+	lseek(fd, 0, SEEK_SET);
+	unlink(path);
+	struct kv_cap_reader r;
+	struct kv_record rec;
+	kv_cap_open(&r, fd, "t");
+	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_HEADER);
+	for (uint64_t i = 0; i < 3; i++) {
+		ASSERT(kv_cap_next(&r, &rec) == KV_CAP_RECORD);
+		ASSERT_EQ_U64(rec.recv_ns, 1000 + i);
+		ASSERT(rec.src_len == 9 && memcmp(rec.src, "tcp://h:1", 9) == 0);
+		ASSERT_EQ_U64(rec.flags, i == 2 ? 1 : 0);
+		ASSERT_EQ_U64(rec.nframes, 3);
+		ASSERT_EQ_U64(rec.number, i + 1);
+		struct kv_msg_parts m;
+		kv_msg_split(rec.frames, rec.nframes, &m);
+		ASSERT(m.has_seq);
+		ASSERT_EQ_U64(m.seq, i + 7);
+		ASSERT(m.topic.n == 2 && memcmp(m.topic.p, "kv", 2) == 0);
+		ASSERT_EQ_U64(m.payload.n, 10 + 100 * i);
+		ASSERT(m.payload.p[0] == i && m.payload.p[m.payload.n - 1] == i);
+	}
+	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_EOF);
+	kv_cap_close(&r);
+	close(fd);
+	free(b);
+}
+
+static void concatenated(void)
+{
+	size_t len;
+	uint8_t *b = small_capture(&len);
+	uint8_t *two = malloc(2 * len);
+	memcpy(two, b, len);
+	memcpy(two + len, b, len);
+	int records, headers;
+	char err[200];
+	ASSERT(read_all(two, 2 * len, &records, &headers, err, sizeof err) == KV_CAP_EOF);
+	ASSERT_EQ_U64(records, 6);
+	ASSERT_EQ_U64(headers, 2);
+	free(two);
+	free(b);
+}
+
+/* Cutting the stream anywhere yields the complete records before the cut and
+ * an error naming the byte where the cut record starts, or a clean EOF when
+ * the cut falls on a boundary. */
+static void truncation_everywhere(void)
+{
+	size_t len;
+	uint8_t *b = small_capture(&len);
+	size_t bounds[5], nb = 0, off = 0, sz;
+	while (off < len) {
+		bounds[nb++] = off;
+		ASSERT(kv_mp_scan(b + off, len - off, &kv_payload_limits, &sz) == KV_MP_OK);
+		off += sz;
+	}
+	bounds[nb] = len;
+	ASSERT_EQ_U64(nb, 4);
+	for (size_t cut = 0; cut < len; cut++) {
+		int records, headers;
+		char err[200], want[80];
+		int st = read_all(b, cut, &records, &headers, err, sizeof err);
+		size_t k = 0;
+		while (k + 1 <= nb && bounds[k + 1] <= cut)
+			k++;
+		if (cut == bounds[k]) {
+			ASSERT(st == KV_CAP_EOF);
+		} else {
+			ASSERT(st == KV_CAP_ERROR);
+			snprintf(want, sizeof want, "truncated record at byte %zu", bounds[k]);
+			ASSERT(strcmp(err, want) == 0);
+		}
+		ASSERT_EQ_U64(records + headers, k);
+	}
+	free(b);
+}
+
+static void garbage_refused(void)
+{
+	static const uint8_t bad[] = { 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0x01, 0xc1, 0x00 };
+	int records, headers;
+	char err[200];
+	ASSERT(read_all(bad, sizeof bad, &records, &headers, err, sizeof err) == KV_CAP_ERROR);
+	ASSERT(strcmp(err, "byte 8: invalid MessagePack byte 0xc1") == 0);
+	ASSERT_EQ_U64(headers, 1);
+	/* A 4 GiB array claim is refused at once, without reading or allocating it. */
+	static const uint8_t bomb[] = { 0xdd, 0xff, 0xff, 0xff, 0xff, 0x00 };
+	ASSERT(read_all(bomb, sizeof bomb, &records, &headers, err, sizeof err) == KV_CAP_ERROR);
+	ASSERT(strcmp(err, "byte 0: object larger than the record limit") == 0);
+}
+
+static void not_a_record_is_skipped(void)
+{
+	/* [1, "s", 0, [1]]: a frame that is not binary; then a good record. */
+	static const uint8_t b[] = { 0x94, 0x01, 0xa1, 's', 0x00, 0x91, 0x01,
+				     0x94, 0x02, 0xa1, 's', 0x00, 0x91, 0xc4, 0x01, 'x' };
+	char path[] = "/tmp/kvtools-unit-XXXXXX";
+	int fd = mkstemp(path);
+	ASSERT(write(fd, b, sizeof b) == (ssize_t)sizeof b);
+	lseek(fd, 0, SEEK_SET);
+	unlink(path);
+	struct kv_cap_reader r;
+	struct kv_record rec;
+	kv_cap_open(&r, fd, "t");
+	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_SKIP);
+	ASSERT(strcmp(r.error, "record 1 (byte 0): a frame is not binary") == 0);
+	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_RECORD);
+	ASSERT_EQ_U64(rec.number, 2);
+	ASSERT_EQ_U64(rec.recv_ns, 2);
+	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_EOF);
+	kv_cap_close(&r);
+	close(fd);
+}
+
+static void frame_rule(void)
+{
+	uint8_t seq[8];
+	kv_seq_encode(0x0102030405060708ull, seq);
+	struct kv_frame f3[3] = { { (const uint8_t *)"t", 1 }, { seq, 8 }, { (const uint8_t *)"p", 1 } };
+	struct kv_msg_parts m;
+	kv_msg_split(f3, 3, &m);
+	ASSERT(m.has_seq && m.seq == 0x0102030405060708ull && m.payload.p[0] == 'p');
+	struct kv_frame bad[3] = { f3[0], { seq, 7 }, f3[2] };
+	kv_msg_split(bad, 3, &m);
+	ASSERT(!m.has_seq && m.payload.n == 1);
+	kv_msg_split(&f3[2], 1, &m);
+	ASSERT(!m.has_seq && m.topic.n == 0 && m.payload.p[0] == 'p');
+	struct kv_frame f4[4] = { f3[0], f3[1], { (const uint8_t *)"x", 1 }, { (const uint8_t *)"last", 4 } };
+	kv_msg_split(f4, 4, &m);
+	ASSERT(m.payload.n == 4 && m.has_seq);
+}
+
+int main(void)
+{
+	RUN(round_trip);
+	RUN(concatenated);
+	RUN(truncation_everywhere);
+	RUN(garbage_refused);
+	RUN(not_a_record_is_skipped);
+	RUN(frame_rule);
+	return unit_done();
+}
