@@ -44,6 +44,10 @@ UNIT_SRC   = $(wildcard tests/unit/test_*.c)
 UNITS      = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_SRC = $(wildcard tests/helpers/*.c)
 HELPERS    = $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/%)
+FUZZ_SRC   = $(wildcard fuzz/fuzz_*.c)
+FUZZ_NAMES = $(FUZZ_SRC:fuzz/fuzz_%.c=%)
+REPLAYS    = $(FUZZ_NAMES:%=$(BUILD)/tests/fuzzreplay_%)
+FUZZERS    = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 
 .PHONY: all check check-build deps install uninstall clean demo bench fuzz lint
 .SUFFIXES:
@@ -75,13 +79,35 @@ $(BUILD)/tests/%: tests/helpers/%.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
+# Each fuzz harness is also built with a plain driver that replays its
+# corpus, so that `make check` runs every corpus file.
+$(BUILD)/tests/fuzzreplay_%: fuzz/fuzz_%.c fuzz/replay.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c $(LIBA) $(LDLIBS)
+
+# make fuzz: the libFuzzer builds (clang), with every lib object instrumented.
+FUZZ_CC     = clang
+FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
+              -DKV_VERSION='"$(VERSION)"' -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_LIBOBJ = $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
+
+build/fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+build/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIBOBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBOBJ) $(LDLIBS)
+
+fuzz: $(FUZZERS)
+	@echo "run: build/fuzz/fuzz_NAME -dict=fuzz/NAME.dict -max_total_time=60 NEWDIR fuzz/corpus/NAME"
+
 # Rebuild everything when the compiler or its flags change.
 $(BUILD)/.flags: FORCE
 	@mkdir -p $(@D)
 	@echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' > $@
 FORCE:
 
-check-build: $(BINS) $(UNITS) $(HELPERS)
+check-build: $(BINS) $(UNITS) $(HELPERS) $(REPLAYS)
 
 check: deps
 	@$(MAKE) --no-print-directory check-build
@@ -90,6 +116,10 @@ check: deps
 
 deps:
 	@share/deps.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory check-build
+	@bench/run $(BENCH)
 
 demo: deps all
 	@share/demo.sh

@@ -43,6 +43,8 @@ static void cut_back(struct kv_out *o)
 
 bool kv_out_flush(struct kv_out *o)
 {
+	if (o->fd < 0)
+		return true;
 	if (o->err) {
 		o->len = 0;
 		return false;
@@ -65,10 +67,29 @@ bool kv_out_flush(struct kv_out *o)
 	return true;
 }
 
+void kv_out_open_mem(struct kv_out *o)
+{
+	memset(o, 0, sizeof *o);
+	o->fd = -1;
+	o->name = "memory";
+	o->cap = 256;
+	o->buf = kv_xmalloc(o->cap);
+}
+
+void kv_out_free_mem(struct kv_out *o)
+{
+	free(o->buf);
+	memset(o, 0, sizeof *o);
+}
+
 char *kv_out_reserve(struct kv_out *o, size_t n)
 {
 	if (o->cap - o->len >= n)
 		return o->buf + o->len;
+	if (o->fd < 0) {
+		o->buf = kv_xgrow(o->buf, &o->cap, o->len + n, 1);
+		return o->buf + o->len;
+	}
 	kv_out_flush(o);
 	if (o->cap < n) {
 		o->cap = n;

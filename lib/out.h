@@ -27,6 +27,9 @@ struct kv_out {
 
 /* path NULL or "-" is stdout. Returns false with errno set on failure to open. */
 bool kv_out_open(struct kv_out *o, const char *path);
+/* An output that only collects bytes in memory (buf, len), for building text. */
+void kv_out_open_mem(struct kv_out *o);
+void kv_out_free_mem(struct kv_out *o);
 /* Grows the buffer so that n more bytes fit, flushing first when full. */
 char *kv_out_reserve(struct kv_out *o, size_t n);
 static inline void kv_out_commit(struct kv_out *o, size_t n) { o->len += n; }

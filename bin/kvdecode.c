@@ -1,0 +1,178 @@
+/* kvdecode: KV-cache event captures (or bare payloads) to JSON lines. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evjson.h"
+#include "out.h"
+#include "source.h"
+#include "srcstats.h"
+#include "util.h"
+
+static const char usage[] =
+	"Usage: kvdecode [OPTION]... [FILE]...\n"
+	"Decode kvcap captures of KV-cache events (vLLM, SGLang, memcache, Mooncake)\n"
+	"into JSON lines, one event per line.  With no FILE, or when FILE is -, read\n"
+	"standard input.\n"
+	"\n"
+	"  -o, --output FILE       write the JSON lines to FILE\n"
+	"  -e, --errors            also write each undecodable record as a {\"type\":\"error\"} line\n"
+	"      --payload           the input is bare MessagePack payloads, not a capture\n"
+	"      --stats             per-source counts on standard error at the end\n"
+	"      --decimal-strings   read hash strings without 0x as decimal, not hex\n"
+	"      --raw-hashes        add raw_hashes: each hash as it was on the wire\n"
+	"  -q, --quiet             no messages about bad records (the exit status still tells)\n"
+	"  -v, --verbose           also report events of unknown types\n"
+	"  -h, --help              show this help and exit\n"
+	"  -V, --version           show the version and exit\n"
+	"\n"
+	"Exit status: 0 success, 64 usage, 65 some input could not be decoded (all the\n"
+	"rest was), 66 an input could not be opened, 74 write error.  See kvdecode(1).\n";
+
+enum { OPT_PAYLOAD = 256, OPT_STATS, OPT_DECIMAL, OPT_RAW };
+
+static const struct option longopts[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "errors", no_argument, NULL, 'e' },
+	{ "payload", no_argument, NULL, OPT_PAYLOAD },
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "decimal-strings", no_argument, NULL, OPT_DECIMAL },
+	{ "raw-hashes", no_argument, NULL, OPT_RAW },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct options {
+	const char *output;
+	bool errors, stats;
+	int quiet, verbose;
+	struct kv_source_opts src;
+};
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	int c;
+	while ((c = getopt_long(argc, argv, "o:eqvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o->output = optarg; break;
+		case 'e': o->errors = true; break;
+		case OPT_PAYLOAD: o->src.payload = true; break;
+		case OPT_STATS: o->stats = true; break;
+		case OPT_DECIMAL: o->src.wire.hash.decimal_strings = true; break;
+		case OPT_RAW: o->src.wire.raw_hashes = true; break;
+		case 'q': o->quiet++; break;
+		case 'v': o->verbose++; break;
+		case 'h': kv_print_help(usage);
+		case 'V': kv_print_version();
+		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		}
+	}
+}
+
+static void flush_output(void *out)
+{
+	kv_out_flush(out);
+}
+
+struct run {
+	const struct options *o;
+	struct kv_out *out;
+	struct kv_evjson json;
+	struct kv_srcstats stats;
+	uint64_t bad;            /* records, events and hashes that could not be decoded */
+};
+
+static void report(struct run *r, const struct kv_batch *b, const char *what)
+{
+	char where[400];
+	r->bad++;
+	if (!r->o->quiet) {
+		kv_batch_where(b, where, sizeof where);
+		kv_warn("%s: %s", where, what);
+	}
+	if (r->o->errors)
+		kv_evjson_write_error(r->out, &b->ctx, b->record, what);
+}
+
+static void count(struct run *r, const struct kv_batch *b)
+{
+	struct kv_srcstat *st = kv_srcstats_get(&r->stats, b->ctx.src.p, b->ctx.src.n);
+	if (b->error) {
+		st->errors++;
+		return;
+	}
+	st->batches++;
+	st->replayed += b->ctx.replayed;
+	st->ignored += b->ignored;
+	st->errors += b->nissues;
+	if (b->ctx.has_seq)
+		kv_seq_observe(&st->seq, b->ctx.seq);
+	for (size_t i = 0; i < b->nev; i++)
+		st->events[b->ev[i].format][b->ev[i].type]++;
+}
+
+static void handle(struct run *r, const struct kv_batch *b)
+{
+	if (r->o->stats)
+		count(r, b);
+	if (b->error) {
+		report(r, b, b->error);
+		return;
+	}
+	for (unsigned i = 0; i < b->nissues && i < KV_WIRE_MAX_ISSUES; i++)
+		report(r, b, b->issues[i]);
+	if (b->nissues > KV_WIRE_MAX_ISSUES) {
+		char more[80];
+		snprintf(more, sizeof more, "%u more problems in this record", b->nissues - KV_WIRE_MAX_ISSUES);
+		report(r, b, more);
+		r->bad += b->nissues - KV_WIRE_MAX_ISSUES - 1;
+	}
+	if (b->ignored && r->o->verbose) {
+		char where[400];
+		kv_batch_where(b, where, sizeof where);
+		kv_warn("%s: %u events of unknown types ignored", where, b->ignored);
+	}
+	if (b->nev == 0)
+		return;
+	kv_evjson_record(&r->json, &b->ctx);
+	for (size_t i = 0; i < b->nev; i++)
+		kv_evjson_write(&r->json, r->out, &b->ev[i]);
+	kv_out_flush_if_full(r->out);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	kv_set_prog(argv[0]);
+	parse_options(argc, argv, &o);
+	struct kv_out out;
+	if (!kv_out_open(&out, o.output)) {
+		kv_warn_errno("%s", o.output);
+		return KV_EX_IOERR;
+	}
+	kv_install_signals(false);
+	o.src.idle = flush_output;
+	o.src.idle_arg = &out;
+	struct run r = { .o = &o, .out = &out };
+	kv_evjson_init(&r.json);
+	kv_srcstats_init(&r.stats);
+	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
+	struct kv_batch b;
+	while (!kv_out_failed(&out) && kv_source_next(src, &b) == KV_SOURCE_BATCH)
+		handle(&r, &b);
+	int status = kv_out_close(&out);
+	if (o.stats)
+		kv_srcstats_print(&r.stats, stderr);
+	if (status == KV_EX_OK && kv_source_open_failures(src))
+		status = KV_EX_NOINPUT;
+	else if (status == KV_EX_OK && r.bad && !kv_out_reader_gone(&out))
+		status = KV_EX_DATAERR;
+	kv_source_free(src);
+	kv_evjson_free(&r.json);
+	kv_srcstats_free(&r.stats);
+	return status;
+}

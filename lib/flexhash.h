@@ -1,0 +1,26 @@
+/* flexhash: every rule that turns a wire value into a u64 block hash
+ * (SPEC sec. 5.5, kv-conductor's FlexHash).  Unsigned ints as they are,
+ * negative ints as their two's complement (Mooncake packs int64), bin of up
+ * to 8 bytes big-endian, longer bin by its last 8 bytes (vLLM's sha256 in
+ * bytes mode = its int mode = memcache's BlockHashHexToU64), strings as hex
+ * (0x optional, up to 64 digits, the last 16 kept) or, by option, decimal. */
+#ifndef KV_FLEXHASH_H
+#define KV_FLEXHASH_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kv_hash_opts {
+	bool decimal_strings;   /* strings without 0x are decimal */
+};
+
+/* NULL on success, else why the value is not a hash. */
+const char *kv_flexhash(const msgpack_object *o, const struct kv_hash_opts *opts, uint64_t *h);
+/* The string rules alone (also used for hashes that arrive in JSON). */
+const char *kv_flexhash_str(const char *s, size_t n, bool decimal, uint64_t *h);
+/* A memcache/Mooncake object key: decimal, 0x hex, or the hex after the last '@'. */
+const char *kv_hash_from_object_key(const char *s, size_t n, uint64_t *h);
+
+#endif

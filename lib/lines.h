@@ -1,0 +1,31 @@
+/* lines: reads text lines from a file descriptor, bounded in length.
+ * A line longer than the limit is skipped (reported by the caller with its
+ * number) instead of growing memory without bound.  Before a read that would
+ * block, the idle callback runs, so that pipelines stay live. */
+#ifndef KV_LINES_H
+#define KV_LINES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum kv_lines_status { KV_LINE, KV_LINE_TOO_LONG, KV_LINES_EOF, KV_LINES_STOPPED, KV_LINES_ERROR };
+
+struct kv_lines {
+	int fd;
+	char *buf;
+	size_t len, cap, pos, max_line;
+	uint64_t lineno;
+	bool eof;
+	int err;
+	void (*idle)(void *);
+	void *idle_arg;
+};
+
+/* pre: bytes already read from fd (may be NULL). */
+void kv_lines_init(struct kv_lines *l, int fd, size_t max_line, const void *pre, size_t npre);
+void kv_lines_free(struct kv_lines *l);
+/* A line without its newline (and without a trailing CR); valid until the next call. */
+enum kv_lines_status kv_lines_next(struct kv_lines *l, char **line, size_t *len);
+
+#endif

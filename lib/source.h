@@ -1,0 +1,54 @@
+/* source: the inputs of kvdecode and kvmatch, as batches of events.
+ * Files are named as arguments (none or "-" is stdin) and read in order;
+ * each is a kvcap capture (recognised by its header), a stream of bare
+ * publisher payloads (--payload), or, where allowed, event JSON lines.
+ * A record that cannot be decoded comes back as a batch with an error, so
+ * that the program reports it and goes on. */
+#ifndef KV_SOURCE_H
+#define KV_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evjson.h"
+#include "kvcap.h"
+#include "wire.h"
+
+enum kv_input_kind { KV_IN_KVCAP, KV_IN_PAYLOAD, KV_IN_JSON };
+
+struct kv_source_opts {
+	bool payload;           /* inputs are bare payload streams */
+	bool allow_json;        /* inputs that are not kvcap are event JSON lines */
+	struct kv_wire_opts wire;
+	void (*idle)(void *);   /* before a read that would block */
+	void *idle_arg;
+};
+
+struct kv_batch {
+	const char *file;
+	enum kv_input_kind kind;
+	uint64_t record;        /* record number, or line number of JSON input */
+	struct kv_wire_ctx ctx;
+	const struct kv_event *ev;
+	size_t nev;
+	const char *error;      /* the whole record failed */
+	bool fatal;             /* ... and the rest of this input is lost (truncation, garbage) */
+	unsigned nissues;       /* problems with single events or hashes */
+	const char (*issues)[160];
+	unsigned ignored;       /* events of unknown types */
+};
+
+enum kv_source_status { KV_SOURCE_BATCH, KV_SOURCE_END, KV_SOURCE_STOPPED };
+
+struct kv_source;
+
+struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct kv_source_opts *opts);
+enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b);
+/* Inputs that could not be opened (reported when met). */
+unsigned kv_source_open_failures(const struct kv_source *s);
+void kv_source_free(struct kv_source *s);
+/* "FILE: record N (SRC, seq S)" for messages about a batch. */
+void kv_batch_where(const struct kv_batch *b, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,335 @@
+#!/usr/bin/env bats
+# kvdecode: every publisher's wire format to event JSON lines.
+load helper
+
+# decode_lines [KVDECODE OPTIONS] <<< 'payload JSON lines': the capture j2mp
+# makes of them, decoded; output and status in $output/$status, stderr apart.
+decode_lines() {
+	j2mp > in.kvcap
+	run --separate-stderr kvdecode "$@" in.kvcap
+}
+
+# Field of line N (0-based) of the output, with jq.
+field() { sed -n "$(($1 + 1))p" <<<"$output" | jq -c "$2"; }
+
+fixture_test() {
+	run --separate-stderr kvdecode "$FIX/$1.kvcap"
+	assert_success
+	[ -z "$stderr" ]
+	printf '%s\n' "$output" > out.jsonl
+	run jsonsub "$FIX/$1.jsonl" out.jsonl
+	assert_success
+}
+
+@test "fixture vllm-0.9-array decodes to its expected lines" { fixture_test vllm-0.9-array; }
+@test "fixture vllm-array-dp1 decodes to its expected lines" { fixture_test vllm-array-dp1; }
+@test "fixture vllm-0.26-map decodes to its expected lines" { fixture_test vllm-0.26-map; }
+@test "fixture memcache decodes to its expected lines" { fixture_test memcache; }
+@test "fixture mooncake decodes to its expected lines" { fixture_test mooncake; }
+
+@test "every line carries the batch fields" {
+	run kvdecode "$FIX/vllm-array-dp1.kvcap"
+	assert_success
+	for i in 0 1 2 3; do
+		assert_equal "$(field $i '[.src, .topic, .replayed, .format, .dp_rank] | tostring')" \
+			'"[\"tcp://10.0.0.5:5558\",\"kv@10.0.0.5\",false,\"vllm\",1]"'
+	done
+	assert_equal "$(field 2 .seq)" 8
+	assert_equal "$(grep -c '"recv_ns":1764500000000002000,' <<<"$output")" 2
+}
+
+@test "a 2-element batch [ts, events] (vLLM 0.9.0) has dp_rank null" {
+	decode_lines <<< '[1.5, [["BlockRemoved", [7]]]]'
+	assert_success
+	assert_equal "$(field 0 '[.dp_rank, .ts, .type, .medium, .block_hashes[0]]|tostring')" '"[null,1.5,\"removed\",\"xpu\",\"0x0000000000000007\"]"'
+}
+
+@test "a [ts, dp_rank, events] batch is tolerated" {
+	decode_lines <<< '[1.5, 3, [["AllBlocksCleared"]]]'
+	assert_success
+	assert_equal "$(field 0 '[.dp_rank, .type]|tostring')" '"[3,\"cleared\"]"'
+}
+
+@test "a vLLM batch written as a map" {
+	decode_lines <<< '{"ts": 2.25, "events": [{"type": "BlockRemoved", "block_hashes": [9], "medium": "CPU"}], "data_parallel_rank": 2}'
+	assert_success
+	assert_equal "$(field 0 '[.format, .ts, .dp_rank, .medium, .medium_raw]|tostring')" '"[\"vllm\",2.25,2,\"cpu\",\"CPU\"]"'
+}
+
+@test "a 13-field BlockStored array, and one longer still" {
+	decode_lines <<-'EOF'
+	[1.0, [["BlockStored", [1], 5, [1,2,3,4], 4, 7, "GPU", "adapter", [["salt"]], 1, "sliding_window", 128, "local", "owned"]], 0]
+	[1.0, [["BlockStored", [1], null, [], 0, null, "CPU", null, null, 0, null, null, "local", "owned", "future", 42]], 0]
+	EOF
+	assert_success
+	assert_equal "$(field 0 'del(.src,.recv_ns,.seq,.topic,.replayed,.ts,.dp_rank,.format)|tostring')" \
+		'"{\"type\":\"stored\",\"medium\":\"xpu\",\"block_hashes\":[\"0x0000000000000001\"],\"parent\":\"0x0000000000000005\",\"token_ids\":[1,2,3,4],\"block_size\":4,\"lora_id\":7,\"lora_name\":\"adapter\",\"extra_keys\":[[\"salt\"]],\"group_idx\":1,\"kv_cache_spec_kind\":\"sliding_window\",\"kv_cache_spec_sliding_window\":128,\"medium_raw\":\"GPU\"}"'
+	assert_equal "$(field 1 '[.medium, .parent, .token_ids, .block_size, .group_idx]|tostring')" '"[\"cpu\",null,[],0,0]"'
+}
+
+@test "short arrays: fields that are not there are not written" {
+	decode_lines <<< '[1.0, [["BlockStored", [1, 2]], ["BlockRemoved", [3]]]]'
+	assert_success
+	assert_equal "$(field 0 'keys|tostring')" '"[\"block_hashes\",\"dp_rank\",\"format\",\"medium\",\"parent\",\"recv_ns\",\"replayed\",\"seq\",\"src\",\"topic\",\"ts\",\"type\"]"'
+	assert_equal "$(field 1 '.block_hashes|tostring')" '"[\"0x0000000000000003\"]"'
+}
+
+@test "a map event with unknown keys keeps what it knows" {
+	decode_lines <<< '[1.0, [{"type": "BlockStored", "block_hashes": [1], "token_ids": [5], "block_size": 1, "event_version": 2, "novel": {"x": [1]}, "locality": "remote"}], 0]'
+	assert_success
+	assert_equal "$(field 0 '[.type, .token_ids, .block_size, .parent, has("novel"), has("event_version")]|tostring')" '"[\"stored\",[5],1,null,false,false]"'
+}
+
+@test "sha256 block hashes: a 32-byte hash keeps its last 8 bytes (vLLM's check values)" {
+	decode_lines <<-'EOF'
+	[1.0, [["BlockStored", ["b:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", "b:fedd9e4abebebbe6f6cf96b682f08d316063fe2f22a5c552192dd62904fcccac"], "b:00000000000000000000000000000000000000000000000000b0147556276afc9c", [], 0]]]
+	[1.0, [["BlockStored", ["u:12687895063098490012", "u:1814341696565857452"], null, [], 0]]]
+	EOF
+	assert_success
+	assert_equal "$(field 0 '[.block_hashes, .parent]|tostring')" '"[[\"0x18191a1b1c1d1e1f\",\"0x192dd62904fcccac\"],\"0xb0147556276afc9c\"]"'
+	assert_equal "$(field 1 '.block_hashes|tostring')" '"[\"0xb0147556276afc9c\",\"0x192dd62904fcccac\"]"'
+}
+
+@test "a Mooncake hash >= 2^63 arrives as a negative int64 and is read back" {
+	decode_lines <<< '[1717000005000, [{"event_type": "stored", "block_hashes": ["i:-5758849010611061604", "i:-1"], "backend_id": "10.0.0.5"}], 0]'
+	assert_success
+	assert_equal "$(field 0 '[.format, .ts, .block_hashes]|tostring')" '"[\"mooncake\",1717000005,[\"0xb0147556276afc9c\",\"0xffffffffffffffff\"]]"'
+}
+
+@test "hex strings up to 64 digits keep their last 16, longer ones are dropped" {
+	decode_lines --raw-hashes <<< '{"events": [{"event_type": "stored", "seq_hashes": ["000000000000000000000000000000000000000000000000192dd62904fcccac", "0xFF", "10000000000000000000000000000000000000000000000000000000000000001", "zz"]}]}'
+	assert_equal "$status" 65
+	assert_equal "$(field 0 '[.block_hashes, .raw_hashes]|tostring')" '"[[\"0x192dd62904fcccac\",\"0x00000000000000ff\"],[\"000000000000000000000000000000000000000000000000192dd62904fcccac\",\"0xFF\"]]"'
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: seq_hashes[2]: hex string longer than 64 digits"
+	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: seq_hashes[3]: not a hex string"
+}
+
+@test "--decimal-strings reads hash strings without 0x as decimal" {
+	decode_lines --decimal-strings <<< '{"events": [{"event_type": "stored", "seq_hashes": ["12687895063098490012", "0x10"]}]}'
+	assert_success
+	assert_equal "$(field 0 '.block_hashes|tostring')" '"[\"0xb0147556276afc9c\",\"0x0000000000000010\"]"'
+}
+
+@test "--raw-hashes shows each hash as it came: ints as numbers, bytes as hex" {
+	decode_lines --raw-hashes <<< '[1.0, [["BlockRemoved", ["u:18446744073709551615", "i:-2", "b:0102", "beef"]]]]'
+	assert_success
+	assert_equal "$(sed -n 1p <<<"$output" | grep -o '"raw_hashes":.*')" '"raw_hashes":[18446744073709551615,-2,"0102","beef"]}'
+}
+
+@test "one bad hash drops that hash only; the event and batch survive; exit 65" {
+	decode_lines <<< '[1.0, [["BlockRemoved", [1, "f:2.5", true, 4]], ["AllBlocksCleared"]]]'
+	assert_equal "$status" 65
+	assert_equal "$(field 0 '.block_hashes|tostring')" '"[\"0x0000000000000001\",\"0x0000000000000004\"]"'
+	assert_equal "$(field 1 .type)" '"cleared"'
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: block_hashes[1]: a float is not a hash"
+	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: block_hashes[2]: a boolean is not a hash"
+}
+
+@test "pool events: seq_hashes and block_hashes merged without repeats, in order" {
+	decode_lines <<< '[1717000005000, [{"event_type": "BlockStored", "seq_hashes": [3, 1], "block_hashes": [1, 2, "i:3"], "medium": "local_disk", "dp_rank": 2, "timestamp": 1717000005123}], 0]'
+	assert_success
+	assert_equal "$(field 0 '[.block_hashes, .medium, .medium_raw, .dp_rank, .ts]|tostring')" '"[[\"0x0000000000000003\",\"0x0000000000000001\",\"0x0000000000000002\"],\"disk\",\"local_disk\",2,1717000005.123]"'
+}
+
+@test "pool events without hashes take them from object_key" {
+	decode_lines <<-'EOF'
+	{"events": [{"event_type": "stored", "object_key": "llama@default@00000000000000000000000000000000000000000000000000000000000000ff"}, {"event_type": "removed", "object_key": "12687895063098490012"}, {"event_type": "removed", "object_key": "0x10"}, {"event_type": "stored"}]}
+	EOF
+	assert_success
+	assert_equal "$(jq -c '.block_hashes' <<<"$output" | tr '\n' ' ')" '["0x00000000000000ff"] ["0xb0147556276afc9c"] ["0x0000000000000010"] [] '
+}
+
+@test "event_type is matched as a substring, type is its fallback, unknown types are ignored" {
+	decode_lines -v <<< '{"events": [{"event_type": "AllBlocksCleared"}, {"type": "BlockRemoved", "backend_id": "x", "seq_hashes": [1]}, {"event_type": "Updated"}]}'
+	assert_success
+	assert_equal "$(jq -c '[.format, .type, .medium]' <<<"$output" | tr '\n' ' ')" '["memcache","cleared","unknown"] ["memcache","removed","unknown"] '
+	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): 1 events of unknown types ignored"
+}
+
+@test "medium names are normalised, the original kept in medium_raw" {
+	decode_lines <<< '[1.0, [["BlockRemoved", [1], "NPU"], ["BlockRemoved", [1], "cpu_pinned"], ["BlockRemoved", [1], "STORAGE"], ["BlockRemoved", [1], "tape"], ["BlockRemoved", [1]]]]'
+	assert_success
+	assert_equal "$(jq -c '[.medium, .medium_raw]' <<<"$output" | tr '\n' ' ')" '["xpu","NPU"] ["cpu","cpu_pinned"] ["disk","STORAGE"] ["unknown","tape"] ["xpu",null] '
+}
+
+@test "offload placeholder events (token_ids [], block_size 0) decode as they are" {
+	decode_lines <<< '[1.0, [["BlockStored", [1], null, [], 0, null, "CPU"]], 0]'
+	assert_success
+	assert_equal "$(field 0 '[.medium, .token_ids, .block_size]|tostring')" '"[\"cpu\",[],0]"'
+}
+
+@test "a bad event is skipped with a message; the rest of the batch survives" {
+	decode_lines <<< '[1.0, [["BlockStored", [1], null, [1, -2], 2], ["BlockStored", "nope"], ["BlockStored", [2], null, [3], "x"], 5, ["BlockRemoved", [9]]]]'
+	assert_equal "$status" 65
+	assert_equal "$(jq -c '.block_hashes' <<<"$output")" '["0x0000000000000009"]'
+	assert_equal "${#stderr_lines[@]}" 4
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: token_ids[1] is not a token id (0 to 4294967295)"
+	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 1: block_hashes is not an array"
+	assert_equal "${stderr_lines[2]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 2: block_size is not an integer"
+	assert_equal "${stderr_lines[3]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 3: neither a vLLM event nor a pool event map"
+}
+
+@test "an undecodable payload is reported, counted and skipped; decoding goes on" {
+	decode_lines <<-'EOF'
+	[1.0, [["BlockRemoved", [1]]]]
+	"just a string"
+	raw:c1
+	[1.0]
+	{"no": "events"}
+	[1.0, [["BlockRemoved", [2]]]]
+	EOF
+	assert_equal "$status" 65
+	assert_equal "$(jq -c '.block_hashes[0]' <<<"$output" | tr '\n' ' ')" '"0x0000000000000001" "0x0000000000000002" '
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): payload is neither a map nor an array"
+	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): invalid MessagePack byte 0xc1"
+	assert_equal "${stderr_lines[2]}" "kvdecode: in.kvcap: record 4 (tcp://10.0.0.5:5557, seq 3): batch array has 1 elements (expected [ts, events, ...])"
+	assert_equal "${stderr_lines[3]}" "kvdecode: in.kvcap: record 5 (tcp://10.0.0.5:5557, seq 4): map batch without an events array"
+}
+
+@test "-e also writes each error as a JSON line" {
+	decode_lines -e <<-'EOF'
+	raw:c1
+	[1.0, [["BlockRemoved", [2]]]]
+	EOF
+	assert_equal "$status" 65
+	assert_equal "$(field 0 'tostring')" '"{\"type\":\"error\",\"src\":\"tcp://10.0.0.5:5557\",\"seq\":0,\"recv_ns\":1764500000000000000,\"record\":1,\"error\":\"invalid MessagePack byte 0xc1\"}"'
+	assert_equal "$(field 1 .type)" '"removed"'
+}
+
+@test "a depth bomb is refused cleanly" {
+	bomb=$(printf '91%.0s' $(seq 1 100000))
+	echo "raw:$bomb" | j2mp > in.kvcap
+	run --separate-stderr kvdecode in.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): MessagePack nesting deeper than 32"
+}
+
+@test "a 4 GiB length claim in a 50-byte payload is refused without allocating it" {
+	# [1.0, <array32 of 2^32-1 elements>, ...padding]
+	echo "raw:93cb3ff0000000000000ddffffffff$(printf '00%.0s' $(seq 1 36))" | j2mp > in.kvcap
+	run --separate-stderr bash -c "ulimit -v 200000; kvdecode in.kvcap"
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): MessagePack object over the size limits"
+	echo "raw:92cb3ff0000000000000dbffffffff00" | j2mp > in.kvcap
+	run --separate-stderr bash -c "ulimit -v 200000; kvdecode in.kvcap"
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): MessagePack object over the size limits"
+}
+
+@test "random bytes as payloads never crash the decoder" {
+	for i in $(seq 1 300); do
+		echo "raw:$(head -c $((RANDOM % 64 + 1)) /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	done | j2mp > in.kvcap
+	run kvdecode -q in.kvcap
+	[ "$status" -eq 0 ] || [ "$status" -eq 65 ]
+}
+
+@test "a capture cut at every byte of its last record: complete records decoded, then the error" {
+	cat "$FIX/vllm-array-dp1.kvcap" > cap.kvcap
+	size=$(stat -c %s cap.kvcap)
+	head -c $((size - 1)) cap.kvcap > cut.kvcap
+	start=$(kvdecode cut.kvcap 2>&1 >/dev/null | sed -n 's/.*truncated record at byte \([0-9]*\)$/\1/p')
+	[ "$start" -gt 100 ]
+	full=$(kvdecode cap.kvcap | head -2)
+	for cut in $(seq $((start + 1)) $((size - 1))); do
+		head -c "$cut" cap.kvcap > cut.kvcap
+		run --separate-stderr kvdecode cut.kvcap
+		assert_equal "$status" 65
+		assert_equal "$output" "$full"
+		assert_equal "$stderr" "kvdecode: cut.kvcap: record 2: truncated record at byte $start"
+	done
+}
+
+@test "--stats counts per source: batches, events by type and format, gaps, restarts" {
+	j2mp --seq 5 > a.kvcap <<-'EOF'
+	[1.0, [["BlockStored", [1], null, [1], 1], ["BlockRemoved", [1]]]]
+	[1.0, [["AllBlocksCleared"]]]
+	EOF
+	j2mp --seq 9 > b.kvcap <<-'EOF'
+	[1.0, [["BlockRemoved", [1]]]]
+	EOF
+	j2mp --seq 1 --src tcp://pool:5557 > c.kvcap <<-'EOF'
+	{"events": [{"event_type": "stored", "seq_hashes": [1]}, {"event_type": "bogus"}]}
+	EOF
+	run --separate-stderr kvdecode --stats a.kvcap b.kvcap c.kvcap a.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvdecode: tcp://10.0.0.5:5557: 5 batches, 7 events (vllm: 2 stored, 3 removed, 2 cleared), 1 gaps, 2 missing, 1 restarts, 0 replayed, 0 ignored, 0 errors"
+	assert_equal "${stderr_lines[1]}" "kvdecode: tcp://pool:5557: 1 batches, 1 events (memcache: 1 stored, 0 removed, 0 cleared), 0 gaps, 0 missing, 0 restarts, 0 replayed, 1 ignored, 0 errors"
+}
+
+@test "--payload decodes a stream of bare payloads" {
+	j2mp --payload > p.bin <<-'EOF'
+	[1.0, [["BlockRemoved", [1]]], 0]
+	{"events": [{"event_type": "removed", "seq_hashes": [2]}]}
+	EOF
+	run --separate-stderr kvdecode --payload p.bin
+	assert_success
+	assert_equal "$(jq -c '[.src, .seq, .format, .block_hashes[0]]' <<<"$output" | tr '\n' ' ')" '["",null,"vllm","0x0000000000000001"] ["",null,"memcache","0x0000000000000002"] '
+}
+
+@test "without --payload, a stream that is not a capture is refused" {
+	j2mp --payload > p.bin <<< '{"events": []}'
+	run --separate-stderr kvdecode p.bin
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvdecode: p.bin: record 1: not a kvcap capture (it does not start with a kvcap header); --payload reads bare payloads"
+}
+
+@test "concatenated captures decode as one, from stdin" {
+	run bash -c "cat '$FIX/vllm-0.9-array.kvcap' '$FIX/mooncake.kvcap' | kvdecode | jq -r .format"
+	assert_success
+	assert_equal "$(tr '\n' ' ' <<<"$output")" "vllm mooncake mooncake "
+}
+
+@test "a seq frame that is not 8 bytes gives seq null" {
+	j2mp --seq-bytes 4 > in.kvcap <<< '[1.0, [["BlockRemoved", [1]]]]'
+	run kvdecode in.kvcap
+	assert_success
+	assert_equal "$(field 0 .seq)" null
+}
+
+@test "topics and ids with quotes, control bytes and bad UTF-8 stay valid JSON" {
+	printf '%s\n' '{"events": [{"event_type": "removed", "seq_hashes": [1], "backend_id": "a\"b\\c\nd\u0001", "model_name": "x:41ff42"}]}' | j2mp --topic "$(printf 'k\tv\xff')" > in.kvcap
+	run kvdecode in.kvcap
+	assert_success
+	assert_equal "$(field 0 '[.topic, .backend_id, .model_name]|tostring')" '"[\"k\\tv�\",\"a\\\"b\\\\c\\nd\\u0001\",\"A�B\"]"'
+}
+
+@test "a file that cannot be opened: exit 66 after decoding the others" {
+	run --separate-stderr kvdecode nonexistent.kvcap "$FIX/vllm-0.9-array.kvcap"
+	assert_equal "$status" 66
+	assert_equal "$stderr" "kvdecode: nonexistent.kvcap: No such file or directory"
+	assert_equal "$(grep -c . <<<"$output")" 1
+}
+
+@test "kvdecode into a closed pipe exits 0" {
+	for i in $(seq 1 20000); do echo '[1.0, [["BlockRemoved", [1, 2, 3]]]]'; done | j2mp > big.kvcap
+	run bash -c "set -o pipefail; kvdecode big.kvcap | head -1 | wc -l"
+	assert_success
+	assert_output 1
+}
+
+@test "kvdecode -o /dev/full exits 74" {
+	run --separate-stderr kvdecode -o /dev/full "$FIX/vllm-0.9-array.kvcap"
+	assert_equal "$status" 74
+	assert_equal "$stderr" "kvdecode: /dev/full: No space left on device"
+}
+
+@test "kvdecode --help, --version and a bad option" {
+	run --separate-stderr kvdecode --help
+	assert_success
+	assert_line --index 0 'Usage: kvdecode [OPTION]... [FILE]...'
+	run kvdecode -V
+	assert_output --regexp '^kvdecode [0-9.]+$'
+	run --separate-stderr kvdecode --bogus
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[1]}" "Try 'kvdecode --help'."
+}
+
+@test "kvsub | kvdecode shows events live" {
+	p=$(port)
+	kvsub -c 5 -W 10 "tcp://127.0.0.1:$p" 2>/dev/null | kvdecode > live.jsonl & pipe=$!
+	fakepub -n 5 "tcp://127.0.0.1:$p"
+	wait_for $pipe 20
+	assert_equal "$(jq -r '.seq' live.jsonl | tr '\n' ' ')" "0 1 2 3 4 "
+	assert_equal "$(jq -r '.block_hashes[0]' live.jsonl | head -1)" "0x0000000000001000"
+}
