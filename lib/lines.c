@@ -60,6 +60,8 @@ static int fill(struct kv_lines *l)
 		}
 		if (kv_stop_signal)
 			return 2;
+		if (l->idle)
+			l->idle(l->idle_arg);
 	}
 }
 

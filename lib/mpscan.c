@@ -70,13 +70,28 @@ enum kv_mp_scan kv_mp_scan(const uint8_t *p, size_t len, const struct kv_mp_limi
 		}
 		if (pos >= len)
 			return KV_MP_SHORT;
+		if (++objects > lim->max_objects)
+			return KV_MP_BIG;
+		/* Fast paths for the scalars that make up most of a payload (token ids). */
+		uint8_t b = p[pos];
+		if (b < 0x80 || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
+			remain[depth]--;
+			pos++;
+			continue;
+		}
+		if (b >= 0xcc && b <= 0xd3) {
+			size_t sz = 1 + ((size_t)1 << ((b - 0xcc) & 3));
+			if (len - pos < sz)
+				return KV_MP_SHORT;
+			remain[depth]--;
+			pos += sz;
+			continue;
+		}
 		unsigned hdr, lenbytes, extra;
 		uint64_t n;
 		int kind;
-		if (header(p[pos], &hdr, &lenbytes, &extra, &n, &kind) < 0)
+		if (header(b, &hdr, &lenbytes, &extra, &n, &kind) < 0)
 			return KV_MP_BAD;
-		if (++objects > lim->max_objects)
-			return KV_MP_BIG;
 		remain[depth]--;
 		if (len - pos < (size_t)hdr + lenbytes + extra)
 			return KV_MP_SHORT;

@@ -67,6 +67,9 @@ static int fill(struct kv_mpstream *s, size_t want)
 		if (errno == EINTR) {
 			if (kv_stop_signal)
 				return 2;
+			/* Another signal (SIGUSR1, say): let the program act on it between records. */
+			if (s->idle)
+				s->idle(s->idle_arg);
 			continue;
 		}
 		snprintf(s->error, sizeof s->error, "%s", strerror(errno));

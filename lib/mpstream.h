@@ -2,8 +2,9 @@
  * descriptor.  Each object is bounded by mpscan before it is returned, so a
  * length claim can never make the reader buffer more than max_object bytes.
  * Offsets are stream offsets, for messages such as "truncated record at byte N".
- * Before a read that would block, the idle callback runs (programs flush their
- * output there, so that pipelines stay live). */
+ * Before a read that would block, and when a signal interrupts a read, the
+ * idle callback runs: programs flush their output there, so that pipelines
+ * stay live, and act on signals such as SIGUSR1 between records. */
 #ifndef KV_MPSTREAM_H
 #define KV_MPSTREAM_H
 

@@ -14,6 +14,7 @@ struct kv_srcstat {
 	char *src;
 	size_t src_len;
 	uint64_t batches, replayed, errors, ignored;
+	uint64_t last_recv_ns;       /* of the last batch, to know its other events */
 	uint64_t events[3][3];      /* [format][type] */
 	struct kv_seqtrack seq;
 };

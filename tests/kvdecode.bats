@@ -204,14 +204,21 @@ fixture_test() {
 	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): MessagePack nesting deeper than 32"
 }
 
+# Under AddressSanitizer (make check SAN=1) the shadow memory needs more
+# address space than any limit: there the message alone tells that
+# msgpack-c never saw the claim.
+limited() {
+	if [ "${KVTOOLS_SAN:-}" = 1 ]; then "$@"; else (ulimit -v 200000; "$@"); fi
+}
+
 @test "a 4 GiB length claim in a 50-byte payload is refused without allocating it" {
 	# [1.0, <array32 of 2^32-1 elements>, ...padding]
 	echo "raw:93cb3ff0000000000000ddffffffff$(printf '00%.0s' $(seq 1 36))" | j2mp > in.kvcap
-	run --separate-stderr bash -c "ulimit -v 200000; kvdecode in.kvcap"
+	run --separate-stderr limited kvdecode in.kvcap
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): MessagePack object over the size limits"
 	echo "raw:92cb3ff0000000000000dbffffffff00" | j2mp > in.kvcap
-	run --separate-stderr bash -c "ulimit -v 200000; kvdecode in.kvcap"
+	run --separate-stderr limited kvdecode in.kvcap
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): MessagePack object over the size limits"
 }

@@ -1,7 +1,8 @@
 /* synthcap: a large synthetic capture for benchmarks.
- *   synthcap [-n RECORDS] [-e EVENTS_PER_BATCH] [-t TOKENS] [-s SOURCES]
- * Each record is a vLLM batch [ts, events, dp] of single-block BlockStored
- * array events (int hashes, parent chained), TOKENS tokens each; records go
+ *   synthcap [-n RECORDS] [-e EVENTS_PER_BATCH] [-b BLOCKS] [-t TOKENS] [-s SOURCES]
+ * Each record is a vLLM batch [ts, events, dp] of BLOCKS-block (default 1) BlockStored
+ * array events (int hashes, parent chained), TOKENS pseudo-random tokens each
+ * (vocabulary 150000, so no two blocks are alike); records go
  * round-robin over SOURCES publishers with their own seq. */
 #include <msgpack.h>
 #include <stdio.h>
@@ -14,11 +15,12 @@
 
 int main(int argc, char **argv)
 {
-	long n = 100000, events = 8, tokens = 16, sources = 4;
+	long n = 100000, events = 8, tokens = 16, sources = 4, blocks = 1;
 	int c;
 	kv_set_prog(argv[0]);
-	while ((c = getopt(argc, argv, "n:e:t:s:")) != -1) {
+	while ((c = getopt(argc, argv, "n:e:b:t:s:")) != -1) {
 		switch (c) {
+		case 'b': blocks = atol(optarg); break;
 		case 'n': n = atol(optarg); break;
 		case 'e': events = atol(optarg); break;
 		case 't': tokens = atol(optarg); break;
@@ -42,18 +44,20 @@ int main(int argc, char **argv)
 		msgpack_pack_array(&pk, (size_t)events);
 		for (long e = 0; e < events; e++) {
 			uint64_t parent = hash;
-			hash = hash * 6364136223846793005ull + 1442695040888963407ull;
 			msgpack_pack_array(&pk, 6);
 			msgpack_pack_str_with_body(&pk, "BlockStored", 11);
-			msgpack_pack_array(&pk, 1);
-			msgpack_pack_uint64(&pk, hash);
+			msgpack_pack_array(&pk, (size_t)blocks);
+			for (long b = 0; b < blocks; b++) {
+				hash = hash * 6364136223846793005ull + 1442695040888963407ull;
+				msgpack_pack_uint64(&pk, hash);
+			}
 			if (e == 0)
 				msgpack_pack_nil(&pk);
 			else
 				msgpack_pack_uint64(&pk, parent);
-			msgpack_pack_array(&pk, (size_t)tokens);
-			for (long t = 0; t < tokens; t++)
-				msgpack_pack_uint32(&pk, tok++ % 150000);
+			msgpack_pack_array(&pk, (size_t)(tokens * blocks));
+			for (long t = 0; t < tokens * blocks; t++)
+				msgpack_pack_uint32(&pk, (tok = tok * 1103515245u + 12345u) % 150000);
 			msgpack_pack_int(&pk, (int)tokens);
 			msgpack_pack_nil(&pk);
 		}

@@ -1,0 +1,274 @@
+/* kvmatch: two-phase matching of engine and pool events into a prefix index. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index.h"
+#include "match.h"
+#include "out.h"
+#include "regs.h"
+#include "snap.h"
+#include "source.h"
+#include "statelog.h"
+#include "util.h"
+#include "workers.h"
+
+static const char usage[] =
+	"Usage: kvmatch [OPTION]... [FILE]...\n"
+	"Match KV-cache pool events with engine offload events (two-phase matching)\n"
+	"and build the prefix index that routing decisions come from.  FILE holds\n"
+	"event JSON lines (from kvdecode) or a kvcap capture; with no FILE, or when\n"
+	"FILE is -, read standard input.  State changes are written as JSON lines.\n"
+	"\n"
+	"  -r, --registrations FILE  workers and pool subscribers (kv-conductor /register bodies)\n"
+	"  -o, --output FILE.kvsnap  write the snapshot there at the end of input, on SIGUSR1\n"
+	"                            and every --snapshot-every seconds of event time\n"
+	"  -i, --input-snapshot FILE.kvsnap  resume from a snapshot\n"
+	"      --snapshot-every SECS write the snapshot every SECS of event time\n"
+	"      --log STATES          state lines to write: all, none, or a list of received,\n"
+	"                            parsed, queued, offload_cached, matched, confirmed, applied,\n"
+	"                            dropped, pending_expired (default: matched,confirmed,\n"
+	"                            dropped,pending_expired)\n"
+	"      --pending-ttl SECS    pool events wait this long for their engine event (60)\n"
+	"      --offload-ttl SECS    engine offloads wait this long for a pool (600)\n"
+	"      --content-ttl SECS    content of released blocks is kept this long (300)\n"
+	"      --max-pending N       at most N pending entries; the oldest expire first (1000000)\n"
+	"      --match ip|none       pool targets: workers on the event's backend_id host (ip,\n"
+	"                            the default), or the pool subscriber's own worker (none)\n"
+	"      --decimal-strings     hash strings without 0x in captures are decimal\n"
+	"      --dump FILE.kvsnap    print a snapshot as JSON lines and exit\n"
+	"  -q, --quiet               no statistics and no messages about bad input\n"
+	"  -v, --verbose             more messages\n"
+	"  -h, --help                show this help and exit\n"
+	"  -V, --version             show the version and exit\n"
+	"\n"
+	"Exit status: 0 success, 64 usage, 65 bad input (everything else was applied),\n"
+	"66 cannot open an input, 74 write error.  See kvmatch(1) and kvsnap(5).\n";
+
+enum { OPT_EVERY = 256, OPT_LOG, OPT_PENDING_TTL, OPT_OFFLOAD_TTL, OPT_CONTENT_TTL, OPT_MAX_PENDING, OPT_MATCH,
+       OPT_DECIMAL, OPT_DUMP };
+
+static const struct option longopts[] = {
+	{ "registrations", required_argument, NULL, 'r' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "input-snapshot", required_argument, NULL, 'i' },
+	{ "snapshot-every", required_argument, NULL, OPT_EVERY },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "pending-ttl", required_argument, NULL, OPT_PENDING_TTL },
+	{ "offload-ttl", required_argument, NULL, OPT_OFFLOAD_TTL },
+	{ "content-ttl", required_argument, NULL, OPT_CONTENT_TTL },
+	{ "max-pending", required_argument, NULL, OPT_MAX_PENDING },
+	{ "match", required_argument, NULL, OPT_MATCH },
+	{ "decimal-strings", no_argument, NULL, OPT_DECIMAL },
+	{ "dump", required_argument, NULL, OPT_DUMP },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct options {
+	const char *regs, *snapshot, *resume, *dump;
+	uint64_t every_ns;
+	int quiet, verbose;
+	struct kv_match_opts match;
+	struct kv_source_opts src;
+};
+
+static uint64_t seconds_option(const char *name, const char *arg, bool zero_ok)
+{
+	uint64_t ns;
+	if (!kv_parse_seconds(arg, 1e9, &ns) || (!zero_ok && ns == 0))
+		kv_usage_error("%s: '%s' is not a %snumber of seconds", name, arg, zero_ok ? "" : "positive ");
+	return ns;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	int c;
+	o->match = (struct kv_match_opts){ KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
+					   KV_MAX_PENDING_DEFAULT, false, KV_LOG_DEFAULT, NULL, NULL };
+	o->src.allow_json = true;
+	while ((c = getopt_long(argc, argv, "r:o:i:qvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r': o->regs = optarg; break;
+		case 'o': o->snapshot = optarg; break;
+		case 'i': o->resume = optarg; break;
+		case OPT_EVERY: o->every_ns = seconds_option("--snapshot-every", optarg, false); break;
+		case OPT_LOG:
+			if (!kv_state_mask_parse(optarg, &o->match.log_mask))
+				kv_usage_error("--log: '%s' is not all, none or a list of states", optarg);
+			break;
+		case OPT_PENDING_TTL: o->match.pending_ttl_ns = seconds_option("--pending-ttl", optarg, false); break;
+		case OPT_OFFLOAD_TTL: o->match.offload_ttl_ns = seconds_option("--offload-ttl", optarg, false); break;
+		case OPT_CONTENT_TTL: o->match.content_ttl_ns = seconds_option("--content-ttl", optarg, false); break;
+		case OPT_MAX_PENDING:
+			if (!kv_parse_u64(optarg, 1, UINT32_MAX, &o->match.max_pending))
+				kv_usage_error("--max-pending: '%s' is not a count of 1 or more", optarg);
+			break;
+		case OPT_MATCH:
+			if (strcmp(optarg, "ip") && strcmp(optarg, "none"))
+				kv_usage_error("--match: '%s' is not ip or none", optarg);
+			o->match.match_none = strcmp(optarg, "none") == 0;
+			break;
+		case OPT_DECIMAL: o->src.wire.hash.decimal_strings = true; break;
+		case OPT_DUMP: o->dump = optarg; break;
+		case 'q': o->quiet++; break;
+		case 'v': o->verbose++; break;
+		case 'h': kv_print_help(usage);
+		case 'V': kv_print_version();
+		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		}
+	}
+}
+
+struct run {
+	const struct options *o;
+	struct kv_out *out;
+	struct kv_index ix;
+	struct kv_workers ws;
+	struct kv_match m;
+	uint64_t bad;
+	bool snapshot_failed;
+	uint64_t next_snapshot;
+};
+
+static void on_report(void *arg, const struct kv_report *r)
+{
+	struct run *run = arg;
+	kv_statelog_write(run->out, r, &run->ws, &run->ix);
+}
+
+static void write_snapshot(struct run *r);
+
+/* Between records, when input is not ready or a signal arrived. */
+static void on_idle(void *arg)
+{
+	struct run *r = arg;
+	kv_out_flush(r->out);
+	if (kv_take_user_signal() == SIGUSR1)
+		write_snapshot(r);
+}
+
+static void write_snapshot(struct run *r)
+{
+	if (!r->o->snapshot)
+		return;
+	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, &r->m)) {
+		kv_warn_errno("%s", r->o->snapshot);
+		r->snapshot_failed = true;
+	}
+}
+
+static void report_problem(struct run *r, const struct kv_batch *b, const char *what)
+{
+	char where[400];
+	r->bad++;
+	if (r->o->quiet)
+		return;
+	kv_batch_where(b, where, sizeof where);
+	kv_warn("%s: %s", where, what);
+}
+
+static void handle(struct run *r, const struct kv_batch *b)
+{
+	if (b->error) {
+		report_problem(r, b, b->error);
+		kv_match_bad_record(&r->m, &b->ctx);
+		return;
+	}
+	for (unsigned i = 0; i < b->nissues && i < KV_WIRE_MAX_ISSUES; i++)
+		report_problem(r, b, b->issues[i]);
+	r->bad += b->nissues > KV_WIRE_MAX_ISSUES ? b->nissues - KV_WIRE_MAX_ISSUES : 0;
+	/* Periodic snapshots follow event time, so replaying gives the same ones:
+	 * the state just before the first record at or past each boundary. */
+	if (r->o->every_ns && b->ctx.recv_ns >= r->next_snapshot) {
+		if (r->next_snapshot)
+			write_snapshot(r);
+		r->next_snapshot = (b->ctx.recv_ns / r->o->every_ns + 1) * r->o->every_ns;
+	}
+	if (kv_match_record(&r->m, &b->ctx, b->nev))
+		for (size_t i = 0; i < b->nev; i++)
+			kv_match_event(&r->m, &b->ev[i]);
+	kv_out_flush_if_full(r->out);
+}
+
+static int dump(const char *path)
+{
+	struct kv_snap s;
+	char err[256];
+	if (!kv_snap_load(path, &s, err, sizeof err))
+		kv_die(KV_EX_DATAERR, "%s: %s", path, err);
+	struct kv_out out;
+	kv_out_open(&out, NULL);
+	kv_snap_dump(&s, &out);
+	kv_snap_unload(&s);
+	return kv_out_close(&out);
+}
+
+static void load_state(struct run *r)
+{
+	if (r->o->regs) {
+		struct kv_regs regs;
+		int rc = kv_regs_load(r->o->regs, &regs);
+		if (rc)
+			exit(rc);
+		kv_workers_register(&r->ws, &regs);
+		kv_regs_free(&regs);
+	}
+	if (r->o->resume) {
+		struct kv_snap s;
+		char err[256];
+		if (!kv_snap_load(r->o->resume, &s, err, sizeof err))
+			kv_die(errno == ENOENT ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->resume, err);
+		kv_snap_restore(&s, &r->ix, &r->ws, &r->m);
+		kv_snap_unload(&s);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	kv_set_prog(argv[0]);
+	parse_options(argc, argv, &o);
+	if (o.dump)
+		return dump(o.dump);
+	struct kv_out out;
+	kv_out_open(&out, NULL);
+	struct run r = { .o = &o, .out = &out };
+	o.match.report = on_report;
+	o.match.report_arg = &r;
+	kv_index_init(&r.ix);
+	kv_workers_init(&r.ws);
+	kv_match_init(&r.m, &r.ix, &r.ws, &o.match);
+	load_state(&r);
+	kv_install_signals(true);
+	o.src.idle = on_idle;
+	o.src.idle_arg = &r;
+	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
+	struct kv_batch b;
+	enum kv_source_status st;
+	while (!kv_out_failed(&out) && (st = kv_source_next(src, &b)) == KV_SOURCE_BATCH) {
+		handle(&r, &b);
+		if (kv_take_user_signal() == SIGUSR1)
+			write_snapshot(&r);
+	}
+	write_snapshot(&r);
+	int status = kv_out_close(&out);
+	if (!o.quiet)
+		kv_statelog_summary(stderr, &r.m);
+	if (status == KV_EX_OK && r.snapshot_failed)
+		status = KV_EX_IOERR;
+	if (status == KV_EX_OK && kv_source_open_failures(src))
+		status = KV_EX_NOINPUT;
+	if (status == KV_EX_OK && r.bad && !kv_out_reader_gone(&out))
+		status = KV_EX_DATAERR;
+	kv_source_free(src);
+	kv_match_free(&r.m);
+	kv_workers_free(&r.ws);
+	kv_index_free(&r.ix);
+	return status;
+}

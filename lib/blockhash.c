@@ -1,0 +1,34 @@
+#include "blockhash.h"
+
+#include <string.h>
+#include <xxhash.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+/* Tokens are hashed as the bytes of a u32 array: little-endian hosts only. */
+#error "kvtools hashes token arrays in place and needs a little-endian host"
+#endif
+
+uint64_t kv_local_hash(const uint32_t *tokens, size_t n)
+{
+	return XXH3_64bits_withSeed(tokens, n * sizeof *tokens, KV_HASH_SEED);
+}
+
+uint64_t kv_chain_next(uint64_t parent_chain, uint64_t local)
+{
+	return XXH3_64bits_withSeed(&local, sizeof local, parent_chain);
+}
+
+size_t kv_block_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size,
+		       uint64_t parent_chain, uint64_t *local, uint64_t *chain, size_t max)
+{
+	size_t n = 0;
+	if (block_size == 0)
+		return 0;
+	for (size_t at = 0; at < ntokens && n < max; at += block_size, n++) {
+		size_t len = ntokens - at < block_size ? ntokens - at : block_size;
+		local[n] = kv_local_hash(tokens + at, len);
+		parent_chain = kv_chain_next(parent_chain, local[n]);
+		chain[n] = parent_chain;
+	}
+	return n;
+}

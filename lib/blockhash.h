@@ -1,0 +1,22 @@
+/* blockhash: the index identity of a block (SPEC sec. 6.2), the rule of
+ * kv-conductor and Dynamo.  Local hash: XXH3-64, seed 1337, over the block's
+ * token ids as u32 little-endian.  Prefix chain: chain(-1) = 1337,
+ * chain(i) = XXH3-64 of local(i) as 8 little-endian bytes, seeded with
+ * chain(i-1): "this block after exactly this prefix", the key of the index. */
+#ifndef KV_BLOCKHASH_H
+#define KV_BLOCKHASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KV_HASH_SEED 1337u
+#define KV_CHAIN_ROOT ((uint64_t)1337)
+
+uint64_t kv_local_hash(const uint32_t *tokens, size_t n);
+uint64_t kv_chain_next(uint64_t parent_chain, uint64_t local);
+/* Local hashes and chains of a token sequence in blocks of block_size
+ * (a trailing partial block too); returns the number of blocks written. */
+size_t kv_block_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size,
+		       uint64_t parent_chain, uint64_t *local, uint64_t *chain, size_t max);
+
+#endif

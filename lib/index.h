@@ -1,0 +1,87 @@
+/* index: the prefix index.  Partitions by (model, tenant) (a LoRA adapter
+ * is a partition of its own); in each, blocks keyed by prefix chain with
+ * their parent chain, local hash and holders, and the engine-hash map that
+ * names blocks by the hashes engines publish.  A holder is a worker id with
+ * a bit per medium; a block exists exactly as long as someone holds it. */
+#ifndef KV_INDEX_H
+#define KV_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "medium.h"
+#include "table.h"
+
+#define KV_HOLDER(worker, bits) ((uint32_t)(worker) << 3 | (bits))
+#define KV_HOLDER_WORKER(h) ((h) >> 3)
+#define KV_HOLDER_MEDIA(h) ((h) & 7u)
+#define KV_MEDIUM_BIT(m) (1u << (m))
+#define KV_MAX_WORKERS (1u << 24)
+
+struct kv_block {
+	uint64_t key;          /* prefix chain */
+	uint64_t parent;       /* chain of the block before it (KV_CHAIN_ROOT for the first) */
+	uint64_t local;
+	uint32_t holder;       /* the holder itself when n == 1, else its offset in the arena */
+	uint16_t n;            /* number of holders */
+	uint16_t pad;
+};
+KV_TABLE_DEFINE(kv_blocks, struct kv_block)
+
+struct kv_ehash {
+	uint64_t key;          /* engine hash */
+	uint64_t chain;
+};
+KV_TABLE_DEFINE(kv_ehashes, struct kv_ehash)
+
+/* Holder lists of blocks with two or more holders, in power-of-two size classes. */
+struct kv_holder_arena {
+	uint32_t *a;
+	size_t len, cap;
+	uint32_t free[32];     /* per class: offset + 1 of a free list head, 0 if none */
+};
+
+struct kv_partition {
+	char *model, *tenant;
+	uint32_t block_size;   /* 0 until known */
+	struct kv_blocks blocks;
+	struct kv_ehashes ehashes;
+	uint64_t holdings;     /* (block, worker) pairs */
+	uint64_t ehash_mark;   /* engine hashes after the last stale sweep (match.c) */
+	bool stale_possible;   /* content expired since that sweep */
+};
+
+struct kv_index {
+	struct kv_partition *p;
+	size_t n, cap;
+	struct kv_holder_arena arena;
+};
+
+void kv_index_init(struct kv_index *ix);
+void kv_index_free(struct kv_index *ix);
+/* The partition of (model, tenant), created on first use. */
+uint32_t kv_index_partition(struct kv_index *ix, const char *model, size_t mlen, const char *tenant, size_t tlen);
+/* -1 when there is no such partition. */
+int64_t kv_index_find_partition(const struct kv_index *ix, const char *model, const char *tenant);
+
+const uint32_t *kv_block_holders(const struct kv_index *ix, const struct kv_block *b);
+/* Media bits of worker w in block b (0: not a holder). */
+unsigned kv_block_media(const struct kv_index *ix, const struct kv_block *b, uint32_t w);
+
+/* Makes w hold the block in medium m, creating the block; true when that is new. */
+bool kv_index_hold(struct kv_index *ix, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local,
+		   uint32_t w, enum kv_medium m);
+/* w stops holding chain in medium m.  Returns false when it did not hold it;
+ * *freed tells whether the block went away (its parent and local returned). */
+bool kv_index_release(struct kv_index *ix, uint32_t part, uint64_t chain, uint32_t w, enum kv_medium m,
+		      bool *freed, uint64_t *parent, uint64_t *local);
+/* Calls back for every block w holds in one of the media of mask, after which
+ * w no longer holds it there; returns the number of holdings dropped. */
+size_t kv_index_release_all(struct kv_index *ix, uint32_t part, uint32_t w, unsigned mask,
+			    void (*freed)(void *arg, uint32_t part, const struct kv_block *b), void *arg);
+
+uint64_t kv_index_blocks(const struct kv_index *ix);
+uint64_t kv_index_holdings(const struct kv_index *ix);
+
+#endif

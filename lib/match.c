@@ -1,0 +1,882 @@
+#include "match.h"
+#include "blockhash.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const state_names[KV_NSTATES] = {
+	"received", "parsed", "queued", "offload_cached", "matched", "confirmed", "applied", "dropped",
+	"pending_expired",
+};
+static const char *const reason_names[KV_NREASONS] = {
+	"", "non_full_attention", "block_size_mismatch", "no_hashes", "parent_not_found",
+	"unknown_backend", "unknown_hash", "duplicate", "decode_error", "max_pending",
+};
+
+const char *kv_state_name(enum kv_state s) { return s < KV_NSTATES ? state_names[s] : "?"; }
+const char *kv_reason_name(enum kv_reason r) { return r < KV_NREASONS ? reason_names[r] : "?"; }
+
+bool kv_state_mask_parse(const char *s, unsigned *mask)
+{
+	if (strcmp(s, "all") == 0) {
+		*mask = (1u << KV_NSTATES) - 1;
+		return true;
+	}
+	*mask = 0;
+	if (strcmp(s, "none") == 0)
+		return true;
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		int found = -1;
+		for (int i = 0; i < KV_NSTATES; i++)
+			if (strlen(state_names[i]) == n && strncmp(s, state_names[i], n) == 0)
+				found = i;
+		if (found < 0)
+			return false;
+		*mask |= 1u << found;
+		s += n;
+		if (*s == ',')
+			s++;
+	}
+	return true;
+}
+
+void kv_match_init(struct kv_match *m, struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o)
+{
+	memset(m, 0, sizeof *m);
+	m->ix = ix;
+	m->ws = ws;
+	m->o = *o;
+	kv_srcstats_init(&m->sources);
+}
+
+static void pmatch_free(struct kv_pmatch *pm)
+{
+	kv_offloads_free(&pm->offload);
+	kv_contents_free(&pm->content);
+	kv_pend_heads_free(&pm->heads);
+	free(pm->ring);
+}
+
+void kv_match_free(struct kv_match *m)
+{
+	for (size_t i = 0; i < m->npm; i++)
+		pmatch_free(&m->pm[i]);
+	free(m->pm);
+	kv_srcstats_free(&m->sources);
+	free(m->local);
+	free(m->chain);
+	free(m->scratch);
+	free(m->targets);
+	free(m->srcbuf);
+	memset(m, 0, sizeof *m);
+}
+
+struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part)
+{
+	if (part >= m->npm) {
+		size_t cap = m->npm;
+		m->pm = kv_xgrow(m->pm, &cap, part + 1, sizeof *m->pm);
+		memset(m->pm + m->npm, 0, (cap - m->npm) * sizeof *m->pm);
+		m->npm = cap;
+	}
+	return &m->pm[part];
+}
+
+/* ---- reporting ----------------------------------------------------------- */
+
+struct rep {
+	const struct kv_wire_ctx *ctx;
+	uint32_t part;
+};
+
+static void report(struct kv_match *m, const struct rep *r, enum kv_state state, enum kv_reason reason,
+		   const uint64_t *hash, int medium, const uint32_t *workers, size_t nworkers, uint64_t count)
+{
+	m->st.states[state]++;
+	if (state == KV_ST_DROPPED)
+		m->st.reasons[reason]++;
+	if (!(m->o.log_mask & (1u << state)) || !m->o.report)
+		return;
+	struct kv_report rp = {
+		.state = state, .reason = reason, .ctx = r->ctx, .now = m->now,
+		.has_hash = hash != NULL, .hash = hash ? *hash : 0,
+		.has_medium = medium >= 0, .medium = medium >= 0 ? (enum kv_medium)medium : KV_UNKNOWN,
+		.workers = workers, .nworkers = nworkers, .count = count, .partition = r->part,
+	};
+	m->o.report(m->o.report_arg, &rp);
+}
+
+static void drop_hashes(struct kv_match *m, const struct rep *r, const struct kv_event *e, enum kv_reason why,
+			const uint32_t *w, size_t nw)
+{
+	if (e->nhashes == 0) {
+		report(m, r, KV_ST_DROPPED, why, NULL, (int)e->medium, w, nw, 0);
+		return;
+	}
+	for (size_t i = 0; i < e->nhashes; i++)
+		report(m, r, KV_ST_DROPPED, why, &e->hashes[i], (int)e->medium, w, nw, 0);
+}
+
+/* ---- content: what an engine hash names ----------------------------------- */
+
+struct content {
+	uint64_t chain, parent, local;
+};
+
+static void content_keep(struct kv_match *m, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local)
+{
+	bool added;
+	struct kv_content *c = kv_contents_upsert(&kv_match_partition(m, part)->content, chain, &added);
+	c->parent = parent;
+	c->local = local;
+	c->t = m->now;
+}
+
+static void on_freed(void *arg, uint32_t part, const struct kv_block *b)
+{
+	content_keep(arg, part, b->key, b->parent, b->local);
+}
+
+static bool live(uint64_t t, uint64_t ttl, uint64_t now)
+{
+	return t + ttl > now;
+}
+
+/* The content of chain: from the block that holds it, or the content cache. */
+static bool chain_content(struct kv_match *m, uint32_t part, uint64_t chain, struct content *c)
+{
+	struct kv_block *b = kv_blocks_find(&m->ix->p[part].blocks, chain);
+	if (b) {
+		*c = (struct content){ chain, b->parent, b->local };
+		return true;
+	}
+	struct kv_content *k = kv_contents_find(&kv_match_partition(m, part)->content, chain);
+	if (k && live(k->t, m->o.content_ttl_ns, m->now)) {
+		*c = (struct content){ chain, k->parent, k->local };
+		return true;
+	}
+	return false;
+}
+
+/* What ehash names, from the engine-hash map (block or cached content). */
+static bool known_content(struct kv_match *m, uint32_t part, uint64_t ehash, struct content *c)
+{
+	struct kv_ehash *e = kv_ehashes_find(&m->ix->p[part].ehashes, ehash);
+	return e && chain_content(m, part, e->chain, c);
+}
+
+/* The chain an engine hash names, for resolving a parent: the mapping of a
+ * hash to its chain never changes, so a stale entry still answers. */
+static bool chain_of(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t *chain)
+{
+	struct kv_ehash *e = kv_ehashes_find(&m->ix->p[part].ehashes, ehash);
+	if (e) {
+		*chain = e->chain;
+		return true;
+	}
+	struct kv_offload *o = kv_offloads_find(&kv_match_partition(m, part)->offload, ehash);
+	if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
+		*chain = o->chain;
+		return true;
+	}
+	return false;
+}
+
+static void learn(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t chain)
+{
+	bool added;
+	kv_ehashes_upsert(&m->ix->p[part].ehashes, ehash, &added)->chain = chain;
+}
+
+/* ---- pending pool -------------------------------------------------------- */
+
+#define NO_SEQ UINT64_MAX
+
+static struct kv_pending *slot(struct kv_pmatch *pm, uint64_t seq)
+{
+	return &pm->ring[seq & (pm->ringcap - 1)];
+}
+
+static void ring_resize(struct kv_pmatch *pm, size_t cap)
+{
+	struct kv_pending *old = pm->ring;
+	size_t oldcap = pm->ringcap;
+	pm->ring = kv_xcalloc(cap, sizeof *pm->ring);
+	pm->ringcap = cap;
+	for (uint64_t s = pm->head; s < pm->tail; s++)
+		*slot(pm, s) = old[s & (oldcap - 1)];
+	free(old);
+}
+
+static void pending_push(struct kv_pmatch *pm, uint64_t ehash, uint32_t worker, enum kv_medium medium, uint64_t t)
+{
+	bool added;
+	struct kv_pend_head *h = kv_pend_heads_upsert(&pm->heads, ehash, &added);
+	if (!added)
+		for (uint64_t s = h->first; s != NO_SEQ; s = slot(pm, s)->next)
+			if (slot(pm, s)->worker == worker && slot(pm, s)->medium == medium)
+				return; /* already waiting: keep the first arrival's time */
+	if (pm->tail - pm->head == pm->ringcap)
+		ring_resize(pm, pm->ringcap ? 2 * pm->ringcap : 64);
+	uint64_t seq = pm->tail++;
+	*slot(pm, seq) = (struct kv_pending){ ehash, t, NO_SEQ, worker, (uint8_t)medium, true };
+	if (added)
+		h->first = seq;
+	else
+		slot(pm, h->last)->next = seq;
+	h->last = seq;
+	h->count++;
+	pm->alive++;
+}
+
+/* Unlinks the entries of ehash that keep() rejects; returns how many went. */
+static size_t pending_unlink(struct kv_pmatch *pm, uint64_t ehash,
+			     bool (*gone)(const struct kv_pending *p, const void *arg), const void *arg,
+			     uint32_t *workers, uint8_t *media, size_t max)
+{
+	struct kv_pend_head *h = kv_pend_heads_find(&pm->heads, ehash);
+	if (!h)
+		return 0;
+	size_t n = 0;
+	uint64_t prev = NO_SEQ;
+	for (uint64_t s = h->first; s != NO_SEQ;) {
+		struct kv_pending *p = slot(pm, s);
+		uint64_t next = p->next;
+		if (gone(p, arg)) {
+			if (n < max) {
+				workers[n] = p->worker;
+				media[n] = p->medium;
+			}
+			n++;
+			p->alive = false;
+			pm->alive--;
+			h->count--;
+			if (prev == NO_SEQ)
+				h->first = next;
+			else
+				slot(pm, prev)->next = next;
+			if (h->last == s)
+				h->last = prev;
+		} else {
+			prev = s;
+		}
+		s = next;
+	}
+	if (h->count == 0)
+		kv_pend_heads_remove(&pm->heads, ehash);
+	return n;
+}
+
+static bool any_entry(const struct kv_pending *p, const void *arg)
+{
+	(void)p, (void)arg;
+	return true;
+}
+
+struct who {
+	uint32_t worker;
+	unsigned medium;
+	uint64_t older_than;   /* entries with t + ttl <= this expire */
+	uint64_t ttl;
+};
+
+static bool entry_of(const struct kv_pending *p, const void *arg)
+{
+	const struct who *w = arg;
+	return p->worker == w->worker && p->medium == w->medium;
+}
+
+static bool expired_entry(const struct kv_pending *p, const void *arg)
+{
+	const struct who *w = arg;
+	return p->t + w->ttl <= w->older_than;
+}
+
+static void ring_trim(struct kv_pmatch *pm)
+{
+	while (pm->head < pm->tail && !slot(pm, pm->head)->alive)
+		pm->head++;
+	if (pm->ringcap > 1024 && 8 * (pm->tail - pm->head) < pm->ringcap)
+		ring_resize(pm, pm->ringcap / 2);
+}
+
+/* Reports the entries of one hash leaving the pool, grouped by medium. */
+static void report_entries(struct kv_match *m, const struct rep *r, enum kv_state state, enum kv_reason why,
+			   uint64_t ehash, const uint32_t *workers, const uint8_t *media, size_t n)
+{
+	uint32_t *group = kv_xgrow(m->targets, &m->captargets, n ? n : 1, sizeof *m->targets);
+	m->targets = group;
+	for (unsigned med = 0; med < KV_NMEDIA + 1; med++) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (media[i] == med)
+				group[k++] = workers[i];
+		if (k)
+			report(m, r, state, why, &ehash, (int)med, group, k, k);
+	}
+}
+
+/* Expires the oldest pending entries: those past the TTL, and as many as it
+ * takes to get back under --max-pending. */
+static void pending_expire(struct kv_match *m, uint32_t part)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct rep r = { NULL, part };
+	for (;;) {
+		ring_trim(pm);
+		if (pm->head == pm->tail)
+			return;
+		struct kv_pending *p = slot(pm, pm->head);
+		bool by_ttl = p->t + m->o.pending_ttl_ns <= m->now;
+		if (!by_ttl && pm->alive <= m->o.max_pending)
+			return;
+		uint64_t ehash = p->ehash;
+		struct who w = { .older_than = by_ttl ? m->now : p->t + m->o.pending_ttl_ns, .ttl = m->o.pending_ttl_ns };
+		struct kv_pend_head *h = kv_pend_heads_find(&pm->heads, ehash);
+		size_t cnt = h ? h->count : 1;
+		uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
+		uint8_t *media = kv_xmalloc(cnt);
+		size_t n = pending_unlink(pm, ehash, expired_entry, &w, workers, media, cnt);
+		report_entries(m, &r, KV_ST_PENDING_EXPIRED, by_ttl ? KV_R_NONE : KV_R_MAX_PENDING, ehash, workers, media, n);
+		free(workers);
+		free(media);
+	}
+}
+
+/* ---- sweeps of cached content and stale engine hashes --------------------- */
+
+static void sweep_partition(struct kv_match *m, uint32_t part)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
+	size_t n = 0;
+	/* Collect first: removing shifts entries within the table. */
+	for (size_t i = 0; i < pm->offload.cap; i++)
+		if (pm->offload.slots[i].key && !live(pm->offload.slots[i].t, m->o.offload_ttl_ns, m->now)) {
+			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
+			m->scratch[n++] = pm->offload.slots[i].key;
+		}
+	if (pm->offload.has_zero && !live(pm->offload.zero.t, m->o.offload_ttl_ns, m->now))
+		kv_offloads_remove(&pm->offload, 0);
+	for (size_t i = 0; i < n; i++)
+		kv_offloads_remove(&pm->offload, m->scratch[i]);
+	n = 0;
+	for (size_t i = 0; i < pm->content.cap; i++)
+		if (pm->content.slots[i].key && !live(pm->content.slots[i].t, m->o.content_ttl_ns, m->now)) {
+			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
+			m->scratch[n++] = pm->content.slots[i].key;
+		}
+	if (pm->content.has_zero && !live(pm->content.zero.t, m->o.content_ttl_ns, m->now))
+		kv_contents_remove(&pm->content, 0);
+	for (size_t i = 0; i < n; i++)
+		kv_contents_remove(&pm->content, m->scratch[i]);
+	p->stale_possible |= n > 0;
+	/* An engine hash whose block is gone and whose content expired names
+	 * nothing.  Such stale names pile up only when engines name one block
+	 * by several hashes (no common PYTHONHASHSEED): look for them each time
+	 * the map has doubled since the last look (which keeps the cost linear),
+	 * and only when content expired since: before that, every name names. */
+	if (!p->stale_possible || kv_ehashes_count(&p->ehashes) <= 2 * p->ehash_mark + 1024)
+		return;
+	n = 0;
+	for (size_t i = 0; i <= p->ehashes.cap; i++) {
+		struct kv_ehash *e = i < p->ehashes.cap ? &p->ehashes.slots[i] : p->ehashes.has_zero ? &p->ehashes.zero : NULL;
+		if (!e || (i < p->ehashes.cap && e->key == 0))
+			continue;
+		struct content c;
+		if (!chain_content(m, part, e->chain, &c)) {
+			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
+			m->scratch[n++] = e->key;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		kv_ehashes_remove(&p->ehashes, m->scratch[i]);
+	p->ehash_mark = kv_ehashes_count(&p->ehashes);
+	p->stale_possible = false;
+}
+
+void kv_match_advance(struct kv_match *m, uint64_t t)
+{
+	if (t <= m->now)
+		return;
+	m->now = t;
+	for (uint32_t part = 0; part < m->ix->n; part++)
+		pending_expire(m, part);
+	if (m->now >= m->next_sweep) {
+		for (uint32_t part = 0; part < m->ix->n; part++)
+			sweep_partition(m, part);
+		m->next_sweep = (m->now / KV_SWEEP_INTERVAL_NS + 1) * KV_SWEEP_INTERVAL_NS;
+	}
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
+{
+	struct rep r = { ctx, 0 };
+	m->st.records++;
+	kv_match_advance(m, ctx->recv_ns);
+	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
+	/* Event lines carry one event each: further events of the batch just seen
+	 * (same source, seq and receive time) belong to it, they are no restart. */
+	if (ctx->has_seq && src->seq.seen && ctx->seq == src->seq.last && ctx->recv_ns == src->last_recv_ns &&
+	    src->batches)
+		return true;
+	src->last_recv_ns = ctx->recv_ns;
+	if (ctx->has_seq) {
+		/* A replayed batch at or below what this source already delivered was applied live. */
+		if (ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last) {
+			report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
+			return false;
+		}
+		kv_seq_observe(&src->seq, ctx->seq);
+	}
+	src->batches++;
+	src->replayed += ctx->replayed;
+	report(m, &r, KV_ST_RECEIVED, KV_R_NONE, NULL, -1, NULL, 0, nevents);
+	return true;
+}
+
+void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
+{
+	struct rep r = { ctx, 0 };
+	kv_match_advance(m, ctx->recv_ns);
+	if (ctx->src.n)
+		kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n)->errors++;
+	report(m, &r, KV_ST_DROPPED, KV_R_DECODE_ERROR, NULL, -1, NULL, 0, 0);
+}
+
+/* ---- engine events ------------------------------------------------------- */
+
+static bool main_attention(struct kv_str kind)
+{
+	static const char *const skipped[] = { "slidingwindow", "slidingwindowmla", "chunkedlocalattention", "mamba",
+					       "crossattention", "encoderonlyattention" };
+	char norm[64];
+	size_t n = 0;
+	for (size_t i = 0; i < kind.n && n < sizeof norm - 1; i++)
+		if (kind.p[i] != '_')
+			norm[n++] = (char)(kind.p[i] | ((kind.p[i] >= 'A' && kind.p[i] <= 'Z') ? 0x20 : 0));
+	norm[n] = 0;
+	for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++)
+		if (strcmp(norm, skipped[i]) == 0)
+			return false;
+	return true;
+}
+
+static const char *or_default(const char *s)
+{
+	return s ? s : "default";
+}
+
+static uint32_t engine_partition(struct kv_match *m, uint32_t w, const struct kv_event *e)
+{
+	const struct kv_worker *wk = &m->ws->v[w];
+	const char *tenant = or_default(wk->tenant);
+	if (e->has & KV_HAS_LORA_NAME)
+		return kv_index_partition(m->ix, e->lora_name.p, e->lora_name.n, tenant, strlen(tenant));
+	const char *model = or_default(wk->model);
+	return kv_index_partition(m->ix, model, strlen(model), tenant, strlen(tenant));
+}
+
+static void grow_blocks(struct kv_match *m, size_t n)
+{
+	if (n <= m->capblocks)
+		return;
+	size_t cap = m->capblocks;
+	m->local = kv_xgrow(m->local, &cap, n, sizeof *m->local);
+	cap = m->capblocks;
+	m->chain = kv_xgrow(m->chain, &cap, n, sizeof *m->chain);
+	m->capblocks = cap;
+}
+
+/* Chains of a store that carries tokens; false when its parent is unknown. */
+static bool chains_from_tokens(struct kv_match *m, uint32_t part, const struct kv_event *e, size_t bs,
+			       size_t *nblocks, uint64_t *parent)
+{
+	*parent = KV_CHAIN_ROOT;
+	if (!e->parent_null && (e->has & KV_HAS_PARENT) && !chain_of(m, part, e->parent, parent))
+		return false;
+	size_t want = (e->ntokens + bs - 1) / bs;
+	if (want > e->nhashes)
+		want = e->nhashes;
+	grow_blocks(m, want);
+	*nblocks = kv_block_hashes(e->tokens, e->ntokens, bs, *parent, m->local, m->chain, want);
+	return true;
+}
+
+static size_t expected_block_size(struct kv_match *m, uint32_t w, uint32_t part, const struct kv_event *e,
+				  bool *mismatch)
+{
+	uint32_t reg = m->ws->v[w].block_size;
+	struct kv_partition *p = &m->ix->p[part];
+	uint32_t expect = reg ? reg : p->block_size;
+	*mismatch = false;
+	if (!(e->has & KV_HAS_BLOCK_SIZE) || e->block_size == 0) {
+		if (expect)
+			return expect;
+		return e->nhashes && e->ntokens % e->nhashes == 0 ? e->ntokens / e->nhashes : 0;
+	}
+	if (expect && (uint64_t)e->block_size != expect) {
+		*mismatch = true;
+		return 0;
+	}
+	if (!p->block_size && e->block_size <= UINT32_MAX)
+		p->block_size = (uint32_t)e->block_size;
+	return (size_t)e->block_size;
+}
+
+/* Applies pending pool entries waiting for ehash, now that its content is known. */
+static bool match_pending(struct kv_match *m, const struct rep *r, uint32_t part, uint64_t ehash,
+			  const struct content *c)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_pend_head *h = kv_pend_heads_find(&pm->heads, ehash);
+	if (!h)
+		return false;
+	size_t cnt = h->count;
+	uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
+	uint8_t *media = kv_xmalloc(cnt);
+	size_t n = pending_unlink(pm, ehash, any_entry, NULL, workers, media, cnt);
+	for (size_t i = 0; i < n; i++)
+		kv_index_hold(m->ix, part, c->chain, c->parent, c->local, workers[i], media[i]);
+	learn(m, part, ehash, c->chain);
+	report_entries(m, r, KV_ST_MATCHED, KV_R_NONE, ehash, workers, media, n);
+	free(workers);
+	free(media);
+	return n > 0;
+}
+
+/* An engine offload (cpu/disk) block: matched with a waiting pool event, or cached. */
+static void engine_offload_block(struct kv_match *m, const struct rep *r, uint32_t part, uint64_t ehash,
+				 const struct content *c, enum kv_medium medium)
+{
+	if (match_pending(m, r, part, ehash, c))
+		return;
+	bool added;
+	struct kv_offload *o = kv_offloads_upsert(&kv_match_partition(m, part)->offload, ehash, &added);
+	*o = (struct kv_offload){ ehash, c->chain, c->parent, c->local, m->now };
+	report(m, r, KV_ST_OFFLOAD_CACHED, KV_R_NONE, &ehash, (int)medium, NULL, 0, 0);
+}
+
+static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
+{
+	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_XPU : e->medium;
+	bool offload = medium != KV_XPU;
+	if (e->ntokens > 0) {
+		bool mismatch;
+		size_t bs = expected_block_size(m, w, part, e, &mismatch), nblocks;
+		uint64_t parent;
+		if (mismatch) {
+			drop_hashes(m, r, e, KV_R_BLOCK_SIZE_MISMATCH, &w, 1);
+			return;
+		}
+		if (!bs || !chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
+			drop_hashes(m, r, e, KV_R_PARENT_NOT_FOUND, &w, 1);
+			return;
+		}
+		for (size_t i = 0; i < nblocks; i++) {
+			struct content c = { m->chain[i], i ? m->chain[i - 1] : parent, m->local[i] };
+			if (offload) {
+				learn(m, part, e->hashes[i], c.chain);
+				engine_offload_block(m, r, part, e->hashes[i], &c, medium);
+				continue;
+			}
+			kv_index_hold(m->ix, part, c.chain, c.parent, c.local, w, KV_XPU);
+			learn(m, part, e->hashes[i], c.chain);
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
+		}
+		return;
+	}
+	/* No tokens (an offload placeholder): the hashes must name known content. */
+	for (size_t i = 0; i < e->nhashes; i++) {
+		struct content c;
+		if (!known_content(m, part, e->hashes[i], &c)) {
+			struct kv_offload *o = kv_offloads_find(&kv_match_partition(m, part)->offload, e->hashes[i]);
+			if (!o || !live(o->t, m->o.offload_ttl_ns, m->now)) {
+				report(m, r, KV_ST_DROPPED, KV_R_UNKNOWN_HASH, &e->hashes[i], (int)medium, &w, 1, 0);
+				continue;
+			}
+			c = (struct content){ o->chain, o->parent, o->local };
+		}
+		if (offload) {
+			engine_offload_block(m, r, part, e->hashes[i], &c, medium);
+		} else {
+			kv_index_hold(m->ix, part, c.chain, c.parent, c.local, w, KV_XPU);
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
+		}
+	}
+}
+
+/* w stops holding what ehash names in medium; freed blocks leave their content behind. */
+static bool release(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t w, enum kv_medium medium)
+{
+	uint64_t chain, parent, local;
+	bool freed;
+	struct kv_ehash *e = kv_ehashes_find(&m->ix->p[part].ehashes, ehash);
+	if (!e)
+		return false;
+	chain = e->chain;
+	if (!kv_index_release(m->ix, part, chain, w, medium, &freed, &parent, &local))
+		return false;
+	if (freed)
+		content_keep(m, part, chain, parent, local);
+	return true;
+}
+
+static void engine_removed(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
+{
+	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_XPU : e->medium;
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	for (size_t i = 0; i < e->nhashes; i++) {
+		uint64_t h = e->hashes[i];
+		/* An offload the engine dropped before any pool confirmed it never reached a tier. */
+		if (medium != KV_XPU && kv_offloads_remove(&pm->offload, h))
+			continue;
+		if (release(m, part, h, w, medium))
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &h, (int)medium, &w, 1, 0);
+		else
+			m->st.unknown_removals++;
+	}
+}
+
+static void engine_cleared(struct kv_match *m, const struct rep *r, uint32_t w)
+{
+	uint64_t dropped = 0;
+	for (uint32_t part = 0; part < m->ix->n; part++)
+		dropped += kv_index_release_all(m->ix, part, w, KV_MEDIUM_BIT(KV_XPU), on_freed, m);
+	report(m, r, KV_ST_APPLIED, KV_R_NONE, NULL, KV_XPU, &w, 1, dropped);
+}
+
+/* Events of a batch share their source: remember the last lookup. */
+static uint32_t worker_of(struct kv_match *m, const struct kv_event *e)
+{
+	int64_t dp = e->has_dp ? e->dp_rank : -1;
+	if (m->last_src.p && e->src.n == m->last_src.n && dp == m->last_dp &&
+	    (e->src.p == m->last_src.p || memcmp(e->src.p, m->last_src.p, e->src.n) == 0))
+		return m->last_worker;
+	m->last_worker = kv_workers_of_source(m->ws, e->src, e->has_dp, e->dp_rank);
+	m->srcbuf = kv_xgrow(m->srcbuf, &m->capsrcbuf, e->src.n + 1, 1);
+	memcpy(m->srcbuf, e->src.p, e->src.n);
+	m->last_src = (struct kv_str){ m->srcbuf, e->src.n };
+	m->last_dp = dp;
+	return m->last_worker;
+}
+
+static void engine_event(struct kv_match *m, const struct kv_event *e)
+{
+	uint32_t w = worker_of(m, e);
+	if (e->type == KV_EV_CLEARED) {
+		struct rep r = { NULL, 0 };
+		struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+		r.ctx = &ctx;
+		engine_cleared(m, &r, w);
+		return;
+	}
+	uint32_t part = engine_partition(m, w, e);
+	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+	struct rep r = { &ctx, part };
+	if ((e->has & KV_HAS_SPEC_KIND) && !main_attention(e->spec_kind)) {
+		drop_hashes(m, &r, e, KV_R_NON_FULL_ATTENTION, &w, 1);
+		return;
+	}
+	if (e->nhashes == 0) {
+		report(m, &r, KV_ST_DROPPED, KV_R_NO_HASHES, NULL, (int)e->medium, &w, 1, 0);
+		return;
+	}
+	if (e->type == KV_EV_STORED)
+		engine_stored(m, &r, w, part, e);
+	else
+		engine_removed(m, &r, w, part, e);
+}
+
+/* ---- pool events --------------------------------------------------------- */
+
+static uint32_t pool_partition(struct kv_match *m, const struct kv_event *e, const struct kv_pool_sub *sub)
+{
+	const char *tenant = sub && sub->tenant ? sub->tenant : "default";
+	size_t tlen = strlen(tenant);
+	if (e->has & KV_HAS_TENANT_ID) {
+		tenant = e->tenant_id.p;
+		tlen = e->tenant_id.n;
+	}
+	if (e->has & KV_HAS_LORA_NAME)
+		return kv_index_partition(m->ix, e->lora_name.p, e->lora_name.n, tenant, tlen);
+	/* Without registrations every engine is in model "default": pools must meet them there. */
+	const char *model = m->ws->registered && sub && sub->model ? sub->model : "default";
+	size_t mlen = strlen(model);
+	if (m->ws->registered && (e->has & KV_HAS_MODEL_NAME)) {
+		model = e->model_name.p;
+		mlen = e->model_name.n;
+	}
+	return kv_index_partition(m->ix, model, mlen, tenant, tlen);
+}
+
+/* The workers a pool event is about; 0 when there are none. */
+static size_t pool_targets(struct kv_match *m, const struct kv_event *e, const struct kv_pool_sub *sub)
+{
+	if (m->o.match_none || (sub && sub->backend == KV_BACKEND_YUANRONG)) {
+		uint32_t w;
+		if (!kv_workers_pool_worker(m->ws, sub, &w))
+			return 0;
+		m->targets = kv_xgrow(m->targets, &m->captargets, 1, sizeof *m->targets);
+		m->targets[0] = w;
+		return 1;
+	}
+	if (!(e->has & KV_HAS_BACKEND_ID))
+		return 0;
+	size_t n;
+	for (;;) {
+		n = kv_workers_on_host(m->ws, e->backend_id, m->targets, m->captargets);
+		if (n < m->captargets || m->captargets >= m->ws->n)
+			break;
+		m->targets = kv_xgrow(m->targets, &m->captargets, m->ws->n + 1, sizeof *m->targets);
+	}
+	return n;
+}
+
+static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, const struct kv_event *e,
+			const uint32_t *t, size_t nt, enum kv_medium medium)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	for (size_t i = 0; i < e->nhashes; i++) {
+		uint64_t h = e->hashes[i];
+		struct content c;
+		struct kv_offload *o = kv_offloads_find(&pm->offload, h);
+		bool known = false;
+		if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
+			c = (struct content){ o->chain, o->parent, o->local };
+			kv_offloads_remove(&pm->offload, h);
+			known = true;
+		} else {
+			known = known_content(m, part, h, &c);
+		}
+		if (!known) {
+			for (size_t k = 0; k < nt; k++)
+				pending_push(pm, h, t[k], medium, m->now);
+			report(m, r, KV_ST_QUEUED, KV_R_NONE, &h, (int)medium, t, nt, 0);
+			continue;
+		}
+		for (size_t k = 0; k < nt; k++)
+			kv_index_hold(m->ix, part, c.chain, c.parent, c.local, t[k], medium);
+		learn(m, part, h, c.chain);
+		report(m, r, KV_ST_CONFIRMED, KV_R_NONE, &h, (int)medium, t, nt, 0);
+	}
+	pending_expire(m, part);
+}
+
+static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part, const struct kv_event *e,
+			 const uint32_t *t, size_t nt, enum kv_medium medium)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	for (size_t i = 0; i < e->nhashes; i++) {
+		uint64_t h = e->hashes[i];
+		kv_offloads_remove(&pm->offload, h);
+		bool any = false;
+		for (size_t k = 0; k < nt; k++) {
+			struct who w = { .worker = t[k], .medium = medium };
+			uint32_t wk;
+			uint8_t md;
+			any |= pending_unlink(pm, h, entry_of, &w, &wk, &md, 1) > 0;
+			any |= release(m, part, h, t[k], medium);
+		}
+		if (any)
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &h, (int)medium, t, nt, 0);
+		else
+			m->st.unknown_removals++;
+	}
+}
+
+static void pool_cleared(struct kv_match *m, const struct rep *r, uint32_t part, const uint32_t *t, size_t nt,
+			 enum kv_medium medium)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	uint64_t dropped = 0;
+	for (size_t k = 0; k < nt; k++) {
+		dropped += kv_index_release_all(m->ix, part, t[k], KV_MEDIUM_BIT(medium), on_freed, m);
+		struct who w = { .worker = t[k], .medium = medium };
+		for (uint64_t s = pm->head; s < pm->tail; s++) {
+			struct kv_pending *p = slot(pm, s);
+			uint32_t wk;
+			uint8_t md;
+			if (p->alive && p->worker == t[k] && p->medium == medium)
+				dropped += pending_unlink(pm, p->ehash, entry_of, &w, &wk, &md, 1);
+		}
+	}
+	report(m, r, KV_ST_APPLIED, KV_R_NONE, NULL, (int)medium, t, nt, dropped);
+}
+
+static void pool_event(struct kv_match *m, const struct kv_event *e)
+{
+	const struct kv_pool_sub *sub = kv_workers_pool(m->ws, e->src);
+	uint32_t part = pool_partition(m, e, sub);
+	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+	struct rep r = { &ctx, part };
+	/* Pools hold their replicas in host memory unless they say otherwise. */
+	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_CPU : e->medium;
+	size_t nt = pool_targets(m, e, sub);
+	if (nt == 0) {
+		drop_hashes(m, &r, e, KV_R_UNKNOWN_BACKEND, NULL, 0);
+		return;
+	}
+	/* The targets array is scratch that the calls below reuse: keep a copy. */
+	uint32_t *t = kv_xmalloc(nt * sizeof *t);
+	memcpy(t, m->targets, nt * sizeof *t);
+	if (e->type == KV_EV_CLEARED)
+		pool_cleared(m, &r, part, t, nt, medium);
+	else if (e->nhashes == 0)
+		report(m, &r, KV_ST_DROPPED, KV_R_NO_HASHES, NULL, (int)medium, t, nt, 0);
+	else if (e->type == KV_EV_STORED)
+		pool_stored(m, &r, part, e, t, nt, medium);
+	else
+		pool_removed(m, &r, part, e, t, nt, medium);
+	free(t);
+}
+
+void kv_match_event(struct kv_match *m, const struct kv_event *e)
+{
+	m->st.events++;
+	if (m->o.log_mask & (1u << KV_ST_PARSED)) {
+		struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+		struct rep r = { &ctx, 0 };
+		report(m, &r, KV_ST_PARSED, KV_R_NONE, NULL, (int)e->medium, NULL, 0, e->nhashes);
+	} else {
+		m->st.states[KV_ST_PARSED]++;
+	}
+	if (e->format == KV_FMT_VLLM)
+		engine_event(m, e);
+	else
+		pool_event(m, e);
+}
+
+uint64_t kv_match_pending(const struct kv_match *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->npm; i++)
+		n += m->pm[i].alive;
+	return n;
+}
+
+uint64_t kv_match_offloads(const struct kv_match *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->npm; i++)
+		n += kv_offloads_count(&m->pm[i].offload);
+	return n;
+}
+
+uint64_t kv_match_contents(const struct kv_match *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->npm; i++)
+		n += kv_contents_count(&m->pm[i].content);
+	return n;
+}
+
+void kv_match_restore_pending(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker,
+			      enum kv_medium medium, uint64_t t)
+{
+	pending_push(kv_match_partition(m, part), ehash, worker, medium, t);
+}

@@ -1,0 +1,817 @@
+#define _GNU_SOURCE /* qsort_r */
+#include "snap.h"
+#include "jsonw.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define HEADER_SIZE 32
+#define TABLE_ENTRY 24
+#define MAX_SECTIONS 64
+
+static const uint32_t record_sizes[KV_SEC_MAX] = {
+	[KV_SEC_META] = sizeof(struct kv_snap_meta),
+	[KV_SEC_STRINGS] = 1,
+	[KV_SEC_PARTITIONS] = sizeof(struct kv_snap_partition),
+	[KV_SEC_WORKERS] = sizeof(struct kv_snap_worker),
+	[KV_SEC_BLOCKS] = sizeof(struct kv_snap_block),
+	[KV_SEC_HOLDERS] = sizeof(uint32_t),
+	[KV_SEC_EHASHES] = sizeof(struct kv_snap_ehash),
+	[KV_SEC_CONTENT] = sizeof(struct kv_snap_content),
+	[KV_SEC_OFFLOAD] = sizeof(struct kv_snap_offload),
+	[KV_SEC_PENDING] = sizeof(struct kv_snap_pending),
+	[KV_SEC_SOURCES] = sizeof(struct kv_snap_source),
+};
+
+_Static_assert(sizeof(struct kv_snap_meta) == 64, "meta record");
+_Static_assert(sizeof(struct kv_snap_partition) == 48, "partition record");
+_Static_assert(sizeof(struct kv_snap_worker) == 32, "worker record");
+_Static_assert(sizeof(struct kv_snap_block) == 32, "block record");
+_Static_assert(sizeof(struct kv_snap_ehash) == 24, "ehash record");
+_Static_assert(sizeof(struct kv_snap_content) == 40, "content record");
+_Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
+_Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
+_Static_assert(sizeof(struct kv_snap_source) == 56, "source record");
+
+/* ---- building ------------------------------------------------------------ */
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static size_t buf_add(struct buf *b, const void *p, size_t n)
+{
+	size_t at = b->len;
+	b->p = kv_xgrow(b->p, &b->cap, b->len + n, 1);
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return at;
+}
+
+static struct kv_snap_str add_string(struct buf *strings, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	return (struct kv_snap_str){ (uint32_t)buf_add(strings, s ? s : "", n), (uint32_t)n };
+}
+
+static int by_worker_name(const void *x, const void *y, void *ctx)
+{
+	const struct kv_workers *ws = ctx;
+	const struct kv_worker *a = &ws->v[*(const uint32_t *)x], *b = &ws->v[*(const uint32_t *)y];
+	int c = strcmp(a->instance_id, b->instance_id);
+	return c ? c : (a->dp_rank > b->dp_rank) - (a->dp_rank < b->dp_rank);
+}
+
+static int by_partition_name(const void *x, const void *y, void *ctx)
+{
+	const struct kv_index *ix = ctx;
+	const struct kv_partition *a = &ix->p[*(const uint32_t *)x], *b = &ix->p[*(const uint32_t *)y];
+	int c = strcmp(a->model, b->model);
+	return c ? c : strcmp(a->tenant, b->tenant);
+}
+
+static int by_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return (a > b) - (a < b);
+}
+
+static int by_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* The keys of a table, sorted: every table entry starts with its u64 key. */
+#define SORTED_KEYS(tbl, out, n)                                                             \
+	do {                                                                                 \
+		n = 0;                                                                       \
+		out = kv_xmalloc(((tbl)->n + (tbl)->has_zero + 1) * sizeof *out);             \
+		for (size_t i_ = 0; i_ < (tbl)->cap; i_++)                                    \
+			if ((tbl)->slots[i_].key)                                            \
+				out[n++] = (tbl)->slots[i_].key;                             \
+		if ((tbl)->has_zero)                                                         \
+			out[n++] = 0;                                                        \
+		qsort(out, n, sizeof *out, by_u64);                                          \
+	} while (0)
+
+struct snap_build {
+	struct buf sec[KV_SEC_MAX];
+	uint32_t *wmap;   /* live worker id -> snapshot index */
+	uint32_t *porder; /* snapshot index -> live partition id */
+};
+
+static void build_workers(struct snap_build *b, const struct kv_workers *ws)
+{
+	uint32_t *order = kv_xmalloc((ws->n + 1) * sizeof *order);
+	for (uint32_t i = 0; i < ws->n; i++)
+		order[i] = i;
+	qsort_r(order, ws->n, sizeof *order, by_worker_name, (void *)ws);
+	b->wmap = kv_xmalloc((ws->n + 1) * sizeof *b->wmap);
+	for (uint32_t k = 0; k < ws->n; k++) {
+		const struct kv_worker *w = &ws->v[order[k]];
+		b->wmap[order[k]] = k;
+		struct kv_snap_worker r = {
+			add_string(&b->sec[KV_SEC_STRINGS], w->instance_id), add_string(&b->sec[KV_SEC_STRINGS], w->host),
+			(uint32_t)w->dp_rank, w->inferred ? 1u : 0u, w->block_size, 0,
+		};
+		buf_add(&b->sec[KV_SEC_WORKERS], &r, sizeof r);
+	}
+	free(order);
+}
+
+static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp)
+{
+	const struct kv_partition *p = &ix->p[live];
+	uint64_t *keys;
+	size_t n;
+	SORTED_KEYS(&p->blocks, keys, n);
+	rp->blocks_first = b->sec[KV_SEC_BLOCKS].len / sizeof(struct kv_snap_block);
+	rp->blocks_count = n;
+	uint32_t hbuf[64], *hs = hbuf;
+	size_t hcap = 64;
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_block *blk = kv_blocks_find((struct kv_blocks *)&p->blocks, keys[i]);
+		const uint32_t *h = kv_block_holders(ix, blk);
+		if (blk->n > hcap) {
+			hcap = blk->n;
+			hs = hs == hbuf ? kv_xmalloc(hcap * sizeof *hs) : kv_xrealloc(hs, hcap * sizeof *hs);
+		}
+		for (size_t k = 0; k < blk->n; k++)
+			hs[k] = KV_HOLDER(b->wmap[KV_HOLDER_WORKER(h[k])], KV_HOLDER_MEDIA(h[k]));
+		qsort(hs, blk->n, sizeof *hs, by_u32);
+		struct kv_snap_block r = { blk->key, blk->parent, blk->local,
+					   (uint32_t)(b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t)), blk->n };
+		buf_add(&b->sec[KV_SEC_BLOCKS], &r, sizeof r);
+		buf_add(&b->sec[KV_SEC_HOLDERS], hs, blk->n * sizeof *hs);
+	}
+	if (hs != hbuf)
+		free(hs);
+	free(keys);
+}
+
+static void build_maps(struct snap_build *b, const struct kv_index *ix, const struct kv_match *m, uint32_t live,
+		       uint32_t k)
+{
+	const struct kv_partition *p = &ix->p[live];
+	uint64_t *keys;
+	size_t n;
+	SORTED_KEYS(&p->ehashes, keys, n);
+	for (size_t i = 0; i < n; i++) {
+		struct kv_snap_ehash r = { k, 0, keys[i], kv_ehashes_find((struct kv_ehashes *)&p->ehashes, keys[i])->chain };
+		buf_add(&b->sec[KV_SEC_EHASHES], &r, sizeof r);
+	}
+	free(keys);
+	if (live >= m->npm)
+		return;
+	struct kv_pmatch *pm = &m->pm[live];
+	SORTED_KEYS(&pm->content, keys, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_content *c = kv_contents_find(&pm->content, keys[i]);
+		struct kv_snap_content r = { k, 0, keys[i], c->parent, c->local, c->t };
+		buf_add(&b->sec[KV_SEC_CONTENT], &r, sizeof r);
+	}
+	free(keys);
+	SORTED_KEYS(&pm->offload, keys, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_offload *o = kv_offloads_find(&pm->offload, keys[i]);
+		struct kv_snap_offload r = { k, 0, keys[i], o->chain, o->parent, o->local, o->t };
+		buf_add(&b->sec[KV_SEC_OFFLOAD], &r, sizeof r);
+	}
+	free(keys);
+	for (uint64_t s = pm->head; s < pm->tail; s++) {
+		const struct kv_pending *e = &pm->ring[s & (pm->ringcap - 1)];
+		if (!e->alive)
+			continue;
+		struct kv_snap_pending r = { k, b->wmap[e->worker], e->ehash, e->t, e->medium, 0 };
+		buf_add(&b->sec[KV_SEC_PENDING], &r, sizeof r);
+	}
+}
+
+static void build_sources(struct snap_build *b, const struct kv_match *m)
+{
+	size_t n = m->sources.n;
+	uint32_t *order = kv_xmalloc((n + 1) * sizeof *order);
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	/* sorted by endpoint: insertion sort keeps this simple; sources are few */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(m->sources.v[order[j - 1]].src, m->sources.v[order[j]].src) > 0; j--) {
+			uint32_t t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_srcstat *st = &m->sources.v[order[i]];
+		struct kv_snap_source r = { add_string(&b->sec[KV_SEC_STRINGS], st->src), st->seq.seen, 0,
+					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches };
+		buf_add(&b->sec[KV_SEC_SOURCES], &r, sizeof r);
+	}
+	free(order);
+}
+
+static void build(struct snap_build *b, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
+{
+	memset(b, 0, sizeof *b);
+	struct kv_snap_meta meta = { m->now, m->next_sweep, m->o.pending_ttl_ns, m->o.offload_ttl_ns,
+				     m->o.content_ttl_ns, { 0, 0, 0 } };
+	buf_add(&b->sec[KV_SEC_META], &meta, sizeof meta);
+	build_workers(b, ws);
+	b->porder = kv_xmalloc((ix->n + 1) * sizeof *b->porder);
+	for (uint32_t i = 0; i < ix->n; i++)
+		b->porder[i] = i;
+	qsort_r(b->porder, ix->n, sizeof *b->porder, by_partition_name, (void *)ix);
+	for (uint32_t k = 0; k < ix->n; k++) {
+		uint32_t live = b->porder[k];
+		struct kv_snap_partition rp = { add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].model),
+						add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].tenant),
+						ix->p[live].block_size, ix->p[live].stale_possible ? 1u : 0u, 0, 0,
+						ix->p[live].ehash_mark };
+		build_blocks(b, ix, live, &rp);
+		buf_add(&b->sec[KV_SEC_PARTITIONS], &rp, sizeof rp);
+		build_maps(b, ix, m, live, k);
+	}
+	build_sources(b, m);
+}
+
+static bool write_all(int fd, const void *p, size_t n, XXH3_state_t *h)
+{
+	const char *c = p;
+	if (h)
+		XXH3_64bits_update(h, p, n);
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			return false;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static bool write_file(int fd, struct snap_build *b)
+{
+	uint32_t nsec = KV_SEC_MAX - 1;
+	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
+	uint8_t table[MAX_SECTIONS * TABLE_ENTRY];
+	static const uint8_t zeros[8];
+	for (uint32_t id = 1; id < KV_SEC_MAX; id++) {
+		off = (off + 7) & ~(uint64_t)7;
+		uint8_t *t = table + (id - 1) * TABLE_ENTRY;
+		uint32_t rs = record_sizes[id];
+		uint64_t count = b->sec[id].len / rs;
+		memcpy(t, &id, 4);
+		memcpy(t + 4, &rs, 4);
+		memcpy(t + 8, &off, 8);
+		memcpy(t + 16, &count, 8);
+		off += b->sec[id].len;
+	}
+	off = (off + 7) & ~(uint64_t)7;
+	uint64_t size = off + 8;
+	uint8_t header[HEADER_SIZE] = { 'K', 'V', 'S', 'N', 'A', 'P' };
+	uint16_t version = KV_SNAP_VERSION;
+	memcpy(header + 6, &version, 2);
+	memcpy(header + 8, &nsec, 4);
+	memcpy(header + 16, &size, 8);
+	XXH3_state_t *h = XXH3_createState();
+	XXH3_64bits_reset(h);
+	bool ok = write_all(fd, header, sizeof header, h) && write_all(fd, table, nsec * TABLE_ENTRY, h);
+	uint64_t at = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
+	for (uint32_t id = 1; ok && id < KV_SEC_MAX; id++) {
+		size_t pad = (size_t)(((at + 7) & ~(uint64_t)7) - at);
+		ok = write_all(fd, zeros, pad, h) && write_all(fd, b->sec[id].p, b->sec[id].len, h);
+		at += pad + b->sec[id].len;
+	}
+	size_t pad = (size_t)(((at + 7) & ~(uint64_t)7) - at);
+	ok = ok && write_all(fd, zeros, pad, h);
+	uint64_t sum = XXH3_64bits_digest(h);
+	XXH3_freeState(h);
+	return ok && write_all(fd, &sum, 8, NULL);
+}
+
+bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
+{
+	struct snap_build b;
+	build(&b, ix, ws, m);
+	size_t n = strlen(path);
+	char *tmp = kv_xmalloc(n + 16);
+	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	bool ok = fd >= 0;
+	int err = 0;
+	if (ok) {
+		mode_t mask = umask(0);
+		umask(mask);
+		ok = fchmod(fd, 0666 & ~mask) == 0 && write_file(fd, &b) && fsync(fd) == 0;
+		if (!ok)
+			err = errno;
+		if (close(fd) != 0 && ok) {
+			ok = false;
+			err = errno;
+		}
+		if (ok && rename(tmp, path) != 0) {
+			ok = false;
+			err = errno;
+		}
+		if (!ok)
+			unlink(tmp);
+	} else {
+		err = errno;
+	}
+	free(tmp);
+	for (int i = 0; i < KV_SEC_MAX; i++)
+		free(b.sec[i].p);
+	free(b.wmap);
+	free(b.porder);
+	errno = err;
+	return ok;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+static bool fail(char *err, size_t errlen, const char *fmt, ...) KV_PRINTF(3, 4);
+static bool fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static bool str_ok(const struct kv_snap *s, struct kv_snap_str r)
+{
+	return r.off <= s->nstrings && r.len <= s->nstrings - r.off;
+}
+
+static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, char *err, size_t errlen)
+{
+	uint32_t nsec;
+	memcpy(&nsec, d + 8, 4);
+	if (nsec == 0 || nsec > MAX_SECTIONS || HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY > size - 8)
+		return fail(err, errlen, "bad section count %u", nsec);
+	const void *ptr[KV_SEC_MAX] = { 0 };
+	uint64_t count[KV_SEC_MAX] = { 0 };
+	uint64_t prev_end = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
+	uint32_t prev_id = 0;
+	for (uint32_t i = 0; i < nsec; i++) {
+		const uint8_t *t = d + HEADER_SIZE + i * TABLE_ENTRY;
+		uint32_t id, rs;
+		uint64_t off, cnt;
+		memcpy(&id, t, 4);
+		memcpy(&rs, t + 4, 4);
+		memcpy(&off, t + 8, 8);
+		memcpy(&cnt, t + 16, 8);
+		if (id <= prev_id)
+			return fail(err, errlen, "section table out of order at entry %u", i);
+		prev_id = id;
+		if (rs == 0 || off % 8 || off < prev_end || off > size - 8 || cnt > (size - 8 - off) / rs)
+			return fail(err, errlen, "section %u out of bounds", id);
+		prev_end = off + cnt * rs;
+		if (id >= KV_SEC_MAX)
+			continue; /* a later version's section: skipped */
+		if (rs != record_sizes[id])
+			return fail(err, errlen, "section %u has records of %u bytes, expected %u", id, rs, record_sizes[id]);
+		ptr[id] = d + off;
+		count[id] = cnt;
+	}
+	for (uint32_t id = KV_SEC_META; id <= KV_SEC_HOLDERS; id++)
+		if (!ptr[id])
+			return fail(err, errlen, "section %u missing", id);
+	if (count[KV_SEC_META] != 1)
+		return fail(err, errlen, "meta section holds %llu records", (unsigned long long)count[KV_SEC_META]);
+	s->meta = ptr[KV_SEC_META];
+	s->strings = ptr[KV_SEC_STRINGS];
+	s->nstrings = count[KV_SEC_STRINGS];
+	s->partitions = ptr[KV_SEC_PARTITIONS];
+	s->npartitions = count[KV_SEC_PARTITIONS];
+	s->workers = ptr[KV_SEC_WORKERS];
+	s->nworkers = count[KV_SEC_WORKERS];
+	s->blocks = ptr[KV_SEC_BLOCKS];
+	s->nblocks = count[KV_SEC_BLOCKS];
+	s->holders = ptr[KV_SEC_HOLDERS];
+	s->nholders = count[KV_SEC_HOLDERS];
+	s->ehashes = ptr[KV_SEC_EHASHES];
+	s->nehashes = count[KV_SEC_EHASHES];
+	s->content = ptr[KV_SEC_CONTENT];
+	s->ncontent = count[KV_SEC_CONTENT];
+	s->offload = ptr[KV_SEC_OFFLOAD];
+	s->noffload = count[KV_SEC_OFFLOAD];
+	s->pending = ptr[KV_SEC_PENDING];
+	s->npending = count[KV_SEC_PENDING];
+	s->sources = ptr[KV_SEC_SOURCES];
+	s->nsources = count[KV_SEC_SOURCES];
+	return true;
+}
+
+static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
+{
+	uint64_t next = 0, holders = 0;
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		if (!str_ok(s, rp->model) || !str_ok(s, rp->tenant))
+			return fail(err, errlen, "partition %zu: string out of bounds", p);
+		if (rp->flags > 1)
+			return fail(err, errlen, "partition %zu: unknown flags", p);
+		if (rp->blocks_first != next || rp->blocks_count > s->nblocks - next)
+			return fail(err, errlen, "partition %zu: block range out of bounds", p);
+		if (p > 0) {
+			const struct kv_snap_partition *q = &s->partitions[p - 1];
+			size_t a, b, c, d;
+			const char *ma = kv_snap_string(s, q->model, &a), *mb = kv_snap_string(s, rp->model, &b);
+			const char *ta = kv_snap_string(s, q->tenant, &c), *tb = kv_snap_string(s, rp->tenant, &d);
+			int cm = memcmp(ma, mb, a < b ? a : b);
+			cm = cm ? cm : (a > b) - (a < b);
+			int ct = memcmp(ta, tb, c < d ? c : d);
+			ct = ct ? ct : (c > d) - (c < d);
+			if (cm > 0 || (cm == 0 && ct >= 0))
+				return fail(err, errlen, "partition %zu: partitions out of order", p);
+		}
+		for (uint64_t i = next; i < next + rp->blocks_count; i++) {
+			const struct kv_snap_block *b = &s->blocks[i];
+			if (i > next && b->chain <= s->blocks[i - 1].chain)
+				return fail(err, errlen, "block %llu: blocks out of order", (unsigned long long)i);
+			if (b->nholders == 0 || b->holders_first != holders || b->nholders > s->nholders - holders)
+				return fail(err, errlen, "block %llu: holders out of bounds", (unsigned long long)i);
+			for (uint32_t k = 0; k < b->nholders; k++) {
+				uint32_t h = s->holders[holders + k];
+				if (KV_HOLDER_WORKER(h) >= s->nworkers || KV_HOLDER_MEDIA(h) == 0)
+					return fail(err, errlen, "block %llu: bad holder", (unsigned long long)i);
+				if (k > 0 && KV_HOLDER_WORKER(h) <= KV_HOLDER_WORKER(s->holders[holders + k - 1]))
+					return fail(err, errlen, "block %llu: holders out of order", (unsigned long long)i);
+			}
+			holders += b->nholders;
+		}
+		next += rp->blocks_count;
+	}
+	if (next != s->nblocks || holders != s->nholders)
+		return fail(err, errlen, "blocks or holders not covered by partitions");
+	return true;
+}
+
+/* Records that carry (partition, key) must be in range and sorted by both. */
+#define CHECK_KEYED(name, arr, n, keyfield)                                                            \
+	for (size_t i = 0; i < (n); i++) {                                                             \
+		if ((arr)[i].partition >= s->npartitions)                                            \
+			return fail(err, errlen, name " %zu: partition out of range", i);           \
+		if (i > 0 && ((arr)[i].partition < (arr)[i - 1].partition ||                       \
+			      ((arr)[i].partition == (arr)[i - 1].partition &&                     \
+			       (arr)[i].keyfield <= (arr)[i - 1].keyfield)))                       \
+			return fail(err, errlen, name " %zu: out of order", i);                      \
+	}
+
+static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < s->nworkers; i++) {
+		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
+			return fail(err, errlen, "worker %zu: string out of bounds", i);
+		if (s->workers[i].flags > 1)
+			return fail(err, errlen, "worker %zu: unknown flags", i);
+	}
+	CHECK_KEYED("engine hash", s->ehashes, s->nehashes, ehash)
+	CHECK_KEYED("content", s->content, s->ncontent, chain)
+	CHECK_KEYED("offload", s->offload, s->noffload, ehash)
+	for (size_t i = 0; i < s->npending; i++) {
+		const struct kv_snap_pending *p = &s->pending[i];
+		if (p->partition >= s->npartitions || p->worker >= s->nworkers || p->medium >= KV_NMEDIA)
+			return fail(err, errlen, "pending %zu: out of range", i);
+		if (i > 0 && p->partition < s->pending[i - 1].partition)
+			return fail(err, errlen, "pending %zu: out of order", i);
+	}
+	for (size_t i = 0; i < s->nsources; i++)
+		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1)
+			return fail(err, errlen, "source %zu: bad record", i);
+	return true;
+}
+
+bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen)
+{
+	const uint8_t *d = data;
+	memset(s, 0, sizeof *s);
+	if (size < HEADER_SIZE + 8 || memcmp(d, "KVSNAP", 6) != 0)
+		return fail(err, errlen, "not a kvsnap snapshot");
+	uint16_t version;
+	uint64_t declared, sum;
+	memcpy(&version, d + 6, 2);
+	memcpy(&declared, d + 16, 8);
+	if (version != KV_SNAP_VERSION)
+		return fail(err, errlen, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
+	if (declared != size)
+		return fail(err, errlen, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
+	memcpy(&sum, d + size - 8, 8);
+	if (XXH3_64bits(d, size - 8) != sum)
+		return fail(err, errlen, "checksum mismatch (corrupt file)");
+	return check_sections(d, size, s, err, errlen) && check_blocks(s, err, errlen) && check_rest(s, err, errlen);
+}
+
+bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, "%s", strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(err, errlen, "not a regular file");
+	}
+	size_t size = (size_t)st.st_size;
+	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	close(fd);
+	if (map == MAP_FAILED)
+		return fail(err, errlen, size ? strerror(errno) : "empty file");
+	if (!kv_snap_check(map, size, s, err, errlen)) {
+		munmap(map, size);
+		memset(s, 0, sizeof *s);
+		return false;
+	}
+	s->map = map;
+	s->size = size;
+	return true;
+}
+
+void kv_snap_unload(struct kv_snap *s)
+{
+	if (s->map)
+		munmap(s->map, s->size);
+	memset(s, 0, sizeof *s);
+}
+
+/* ---- using --------------------------------------------------------------- */
+
+const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
+{
+	const struct kv_snap_partition *p = &s->partitions[part];
+	const struct kv_snap_block *b = s->blocks + p->blocks_first;
+	size_t lo = 0, hi = p->blocks_count;
+	/* Chains are uniform: start where the value says, then narrow by halves. */
+	if (hi > 16) {
+		size_t guess = (size_t)(((chain >> 32) * (uint64_t)hi) >> 32);
+		size_t span = 64;
+		size_t a = guess > span ? guess - span : 0, z = guess + span < hi ? guess + span : hi;
+		if (b[a].chain <= chain && (z == hi || b[z].chain > chain)) {
+			lo = a;
+			hi = z;
+		}
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (b[mid].chain < chain)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->blocks_count && b[lo].chain == chain ? &b[lo] : NULL;
+}
+
+int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen)
+{
+	for (size_t i = 0; i < s->npartitions; i++) {
+		size_t a, b;
+		const char *m = kv_snap_string(s, s->partitions[i].model, &a);
+		const char *t = kv_snap_string(s, s->partitions[i].tenant, &b);
+		if (a == mlen && b == tlen && memcmp(m, model, a) == 0 && memcmp(t, tenant, b) == 0)
+			return (int64_t)i;
+	}
+	return -1;
+}
+
+void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m)
+{
+	uint32_t *wid = kv_xmalloc((s->nworkers + 1) * sizeof *wid), *pid = kv_xmalloc((s->npartitions + 1) * sizeof *pid);
+	for (size_t i = 0; i < s->nworkers; i++) {
+		size_t n, hn;
+		const char *inst = kv_snap_string(s, s->workers[i].instance_id, &n);
+		const char *host = kv_snap_string(s, s->workers[i].host, &hn);
+		char *id = kv_xstrndup(inst, n), *h = hn ? kv_xstrndup(host, hn) : NULL;
+		wid[i] = kv_workers_add(ws, id, s->workers[i].dp_rank, h, s->workers[i].flags & 1);
+		if (!ws->v[wid[i]].block_size)
+			ws->v[wid[i]].block_size = s->workers[i].block_size;
+		free(id);
+		free(h);
+	}
+	for (size_t p = 0; p < s->npartitions; p++) {
+		size_t mn, tn;
+		const char *model = kv_snap_string(s, s->partitions[p].model, &mn);
+		const char *tenant = kv_snap_string(s, s->partitions[p].tenant, &tn);
+		pid[p] = kv_index_partition(ix, model, mn, tenant, tn);
+		if (!ix->p[pid[p]].block_size)
+			ix->p[pid[p]].block_size = s->partitions[p].block_size;
+		ix->p[pid[p]].ehash_mark = s->partitions[p].ehash_mark;
+		ix->p[pid[p]].stale_possible = s->partitions[p].flags & 1;
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		for (uint64_t i = rp->blocks_first; i < rp->blocks_first + rp->blocks_count; i++) {
+			const struct kv_snap_block *b = &s->blocks[i];
+			for (uint32_t k = 0; k < b->nholders; k++) {
+				uint32_t h = s->holders[b->holders_first + k];
+				for (int med = 0; med < KV_NMEDIA; med++)
+					if (KV_HOLDER_MEDIA(h) & KV_MEDIUM_BIT(med))
+						kv_index_hold(ix, pid[p], b->chain, b->parent, b->local,
+							      wid[KV_HOLDER_WORKER(h)], (enum kv_medium)med);
+			}
+		}
+	}
+	for (size_t i = 0; i < s->nehashes; i++) {
+		bool added;
+		kv_ehashes_upsert(&ix->p[pid[s->ehashes[i].partition]].ehashes, s->ehashes[i].ehash, &added)->chain =
+			s->ehashes[i].chain;
+	}
+	for (size_t i = 0; i < s->ncontent; i++) {
+		const struct kv_snap_content *c = &s->content[i];
+		bool added;
+		struct kv_content *k = kv_contents_upsert(&kv_match_partition(m, pid[c->partition])->content, c->chain, &added);
+		k->parent = c->parent;
+		k->local = c->local;
+		k->t = c->t;
+	}
+	for (size_t i = 0; i < s->noffload; i++) {
+		const struct kv_snap_offload *o = &s->offload[i];
+		bool added;
+		struct kv_offload *k = kv_offloads_upsert(&kv_match_partition(m, pid[o->partition])->offload, o->ehash, &added);
+		*k = (struct kv_offload){ o->ehash, o->chain, o->parent, o->local, o->t };
+	}
+	for (size_t i = 0; i < s->npending; i++) {
+		const struct kv_snap_pending *p = &s->pending[i];
+		kv_match_restore_pending(m, pid[p->partition], p->ehash, wid[p->worker], (enum kv_medium)p->medium, p->t);
+	}
+	for (size_t i = 0; i < s->nsources; i++) {
+		size_t n;
+		const char *src = kv_snap_string(s, s->sources[i].src, &n);
+		struct kv_srcstat *st = kv_srcstats_get(&m->sources, src, n);
+		st->seq.seen = s->sources[i].seen;
+		st->seq.last = s->sources[i].last_seq;
+		st->seq.gaps = s->sources[i].gaps;
+		st->seq.missing = s->sources[i].missing;
+		st->seq.restarts = s->sources[i].restarts;
+		st->batches = s->sources[i].batches;
+	}
+	if (s->meta->now_ns > m->now) {
+		m->now = s->meta->now_ns;
+		m->next_sweep = s->meta->next_sweep_ns;
+	}
+	free(wid);
+	free(pid);
+}
+
+/* ---- dump ---------------------------------------------------------------- */
+
+static char *lit(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static char *snap_str(char *p, const struct kv_snap *s, struct kv_snap_str r)
+{
+	size_t n;
+	const char *str = kv_snap_string(s, r, &n);
+	return jw_str(p, str, n);
+}
+
+static size_t str_room(struct kv_snap_str r)
+{
+	return JW_STR_MAX(r.len);
+}
+
+static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
+{
+	static const char *const media[] = { "xpu", "cpu", "disk" };
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		for (uint64_t i = rp->blocks_first; i < rp->blocks_first + rp->blocks_count; i++) {
+			const struct kv_snap_block *b = &s->blocks[i];
+			char *q = jw_reserve(o, 160 + str_room(rp->model) + str_room(rp->tenant));
+			q = lit(q, "{\"kind\":\"block\",\"model\":");
+			q = snap_str(q, s, rp->model);
+			q = lit(q, ",\"tenant\":");
+			q = snap_str(q, s, rp->tenant);
+			q = jw_hash(lit(q, ",\"chain\":"), b->chain);
+			q = jw_hash(lit(q, ",\"parent\":"), b->parent);
+			q = jw_hash(lit(q, ",\"local\":"), b->local);
+			q = lit(q, ",\"holders\":[");
+			jw_done(o, q);
+			for (uint32_t k = 0; k < b->nholders; k++) {
+				uint32_t h = s->holders[b->holders_first + k];
+				const struct kv_snap_worker *w = &s->workers[KV_HOLDER_WORKER(h)];
+				q = jw_reserve(o, 96 + str_room(w->instance_id));
+				q = lit(q, k ? ",{\"instance_id\":" : "{\"instance_id\":");
+				q = snap_str(q, s, w->instance_id);
+				q = jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
+				q = lit(q, ",\"media\":[");
+				const char *sep = "";
+				for (int med = 0; med < KV_NMEDIA; med++)
+					if (KV_HOLDER_MEDIA(h) & (1u << med)) {
+						q = lit(lit(lit(lit(q, sep), "\""), media[med]), "\"");
+						sep = ",";
+					}
+				q = lit(q, "]}");
+				jw_done(o, q);
+			}
+			kv_out_puts(o, "]}\n");
+			kv_out_flush_if_full(o);
+		}
+	}
+}
+
+void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
+{
+	char *q = jw_reserve(o, 256);
+	q = lit(q, "{\"kind\":\"meta\",\"version\":");
+	q = jw_u64(q, KV_SNAP_VERSION);
+	q = jw_u64(lit(q, ",\"now_ns\":"), s->meta->now_ns);
+	q = jw_u64(lit(q, ",\"partitions\":"), s->npartitions);
+	q = jw_u64(lit(q, ",\"workers\":"), s->nworkers);
+	q = jw_u64(lit(q, ",\"blocks\":"), s->nblocks);
+	q = jw_u64(lit(q, ",\"holdings\":"), s->nholders);
+	q = jw_u64(lit(q, ",\"engine_hashes\":"), s->nehashes);
+	q = jw_u64(lit(q, ",\"pending\":"), s->npending);
+	q = lit(q, "}\n");
+	jw_done(o, q);
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		q = jw_reserve(o, 128 + str_room(rp->model) + str_room(rp->tenant));
+		q = snap_str(lit(q, "{\"kind\":\"partition\",\"model\":"), s, rp->model);
+		q = snap_str(lit(q, ",\"tenant\":"), s, rp->tenant);
+		q = jw_u64(lit(q, ",\"block_size\":"), rp->block_size);
+		q = jw_u64(lit(q, ",\"blocks\":"), rp->blocks_count);
+		jw_done(o, lit(q, "}\n"));
+	}
+	for (size_t i = 0; i < s->nworkers; i++) {
+		const struct kv_snap_worker *w = &s->workers[i];
+		q = jw_reserve(o, 128 + str_room(w->instance_id) + str_room(w->host));
+		q = snap_str(lit(q, "{\"kind\":\"worker\",\"instance_id\":"), s, w->instance_id);
+		q = jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
+		q = snap_str(lit(q, ",\"host\":"), s, w->host);
+		q = lit(q, w->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
+		jw_done(o, q);
+	}
+	dump_blocks(s, o);
+	for (size_t i = 0; i < s->nehashes; i++) {
+		const struct kv_snap_ehash *e = &s->ehashes[i];
+		q = jw_reserve(o, 128);
+		q = jw_u64(lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), e->partition);
+		q = jw_hash(lit(q, ",\"hash\":"), e->ehash);
+		q = jw_hash(lit(q, ",\"chain\":"), e->chain);
+		jw_done(o, lit(q, "}\n"));
+		kv_out_flush_if_full(o);
+	}
+	for (size_t i = 0; i < s->ncontent; i++) {
+		const struct kv_snap_content *c = &s->content[i];
+		q = jw_reserve(o, 160);
+		q = jw_u64(lit(q, "{\"kind\":\"content\",\"partition\":"), c->partition);
+		q = jw_hash(lit(q, ",\"chain\":"), c->chain);
+		q = jw_hash(lit(q, ",\"parent\":"), c->parent);
+		q = jw_hash(lit(q, ",\"local\":"), c->local);
+		q = jw_u64(lit(q, ",\"t\":"), c->t);
+		jw_done(o, lit(q, "}\n"));
+	}
+	for (size_t i = 0; i < s->noffload; i++) {
+		const struct kv_snap_offload *f = &s->offload[i];
+		q = jw_reserve(o, 192);
+		q = jw_u64(lit(q, "{\"kind\":\"offload\",\"partition\":"), f->partition);
+		q = jw_hash(lit(q, ",\"hash\":"), f->ehash);
+		q = jw_hash(lit(q, ",\"chain\":"), f->chain);
+		q = jw_u64(lit(q, ",\"t\":"), f->t);
+		jw_done(o, lit(q, "}\n"));
+	}
+	for (size_t i = 0; i < s->npending; i++) {
+		const struct kv_snap_pending *p = &s->pending[i];
+		const struct kv_snap_worker *w = &s->workers[p->worker];
+		q = jw_reserve(o, 192 + str_room(w->instance_id));
+		q = jw_u64(lit(q, "{\"kind\":\"pending\",\"partition\":"), p->partition);
+		q = jw_hash(lit(q, ",\"hash\":"), p->ehash);
+		q = snap_str(lit(q, ",\"instance_id\":"), s, w->instance_id);
+		q = jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
+		q = lit(lit(lit(q, ",\"medium\":\""), kv_medium_name((enum kv_medium)p->medium)), "\"");
+		q = jw_u64(lit(q, ",\"t\":"), p->t);
+		jw_done(o, lit(q, "}\n"));
+	}
+	for (size_t i = 0; i < s->nsources; i++) {
+		const struct kv_snap_source *r = &s->sources[i];
+		q = jw_reserve(o, 128 + str_room(r->src));
+		q = snap_str(lit(q, "{\"kind\":\"source\",\"src\":"), s, r->src);
+		q = lit(q, ",\"last_seq\":");
+		q = r->seen ? jw_u64(q, r->last_seq) : lit(q, "null");
+		q = jw_u64(lit(q, ",\"batches\":"), r->batches);
+		q = jw_u64(lit(q, ",\"gaps\":"), r->gaps);
+		q = jw_u64(lit(q, ",\"restarts\":"), r->restarts);
+		jw_done(o, lit(q, "}\n"));
+	}
+}

@@ -1,0 +1,111 @@
+/* snap: the kvsnap snapshot file (SPEC sec. 7, kvsnap(5)), both directions.
+ * Little-endian, versioned: a header with magic "KVSNAP", a section table,
+ * fixed-size records, and an XXH3-64 checksum over everything before it.
+ * Writing is canonical (workers, partitions, blocks and maps sorted; no
+ * pointers, no time of writing), so equal state gives equal bytes, and
+ * atomic (temporary file, fsync, rename).  Loading maps the file and checks
+ * every count, offset and index before anything uses them; queries then run
+ * on the mapped records directly (blocks are sorted by chain within their
+ * partition, so a lookup is an interpolation search). */
+#ifndef KV_SNAP_H
+#define KV_SNAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "index.h"
+#include "match.h"
+#include "out.h"
+#include "workers.h"
+
+#define KV_SNAP_VERSION 1
+
+enum kv_snap_section {
+	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_HOLDERS,
+	KV_SEC_EHASHES, KV_SEC_CONTENT, KV_SEC_OFFLOAD, KV_SEC_PENDING, KV_SEC_SOURCES, KV_SEC_MAX
+};
+
+/* On-disk records (little-endian, naturally aligned, no padding holes). */
+struct kv_snap_meta {
+	uint64_t now_ns, next_sweep_ns;
+	uint64_t pending_ttl_ns, offload_ttl_ns, content_ttl_ns;
+	uint64_t reserved[3];
+};
+struct kv_snap_str { uint32_t off, len; };
+struct kv_snap_partition {
+	struct kv_snap_str model, tenant;
+	uint32_t block_size, flags;      /* flags bit 0: content expired since the last stale sweep */
+	uint64_t blocks_first, blocks_count;
+	uint64_t ehash_mark;             /* engine hashes after the last stale sweep */
+};
+struct kv_snap_worker {
+	struct kv_snap_str instance_id, host;
+	uint32_t dp_rank, flags;         /* flags bit 0: inferred from a source */
+	uint32_t block_size, reserved;
+};
+struct kv_snap_block {
+	uint64_t chain, parent, local;
+	uint32_t holders_first, nholders;
+};
+struct kv_snap_ehash { uint32_t partition, reserved; uint64_t ehash, chain; };
+struct kv_snap_content { uint32_t partition, reserved; uint64_t chain, parent, local, t; };
+struct kv_snap_offload { uint32_t partition, reserved; uint64_t ehash, chain, parent, local, t; };
+struct kv_snap_pending { uint32_t partition, worker; uint64_t ehash, t; uint32_t medium, reserved; };
+struct kv_snap_source {
+	struct kv_snap_str src;
+	uint32_t seen, reserved;
+	uint64_t last_seq, gaps, missing, restarts, batches;
+};
+
+/* A loaded, validated snapshot: views into the mapped file. */
+struct kv_snap {
+	void *map;
+	size_t size;
+	const struct kv_snap_meta *meta;
+	const char *strings;
+	size_t nstrings;
+	const struct kv_snap_partition *partitions;
+	size_t npartitions;
+	const struct kv_snap_worker *workers;
+	size_t nworkers;
+	const struct kv_snap_block *blocks;
+	size_t nblocks;
+	const uint32_t *holders;
+	size_t nholders;
+	const struct kv_snap_ehash *ehashes;
+	size_t nehashes;
+	const struct kv_snap_content *content;
+	size_t ncontent;
+	const struct kv_snap_offload *offload;
+	size_t noffload;
+	const struct kv_snap_pending *pending;
+	size_t npending;
+	const struct kv_snap_source *sources;
+	size_t nsources;
+};
+
+/* Writes the state atomically to path; false with errno set on failure. */
+bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
+		   const struct kv_match *m);
+/* Maps and validates; false with a message (what is wrong) in err. */
+bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen);
+/* Validates bytes already in memory (the snapshot takes no ownership). */
+bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen);
+void kv_snap_unload(struct kv_snap *s);
+/* Loads the state into live structures, for resuming (kvmatch -i). */
+void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m);
+/* A string of the snapshot (validated: always in bounds). */
+static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap_str r, size_t *len)
+{
+	*len = r.len;
+	return s->strings + r.off;
+}
+/* The block of partition part with this chain, or NULL. */
+const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
+/* -1 when no partition has this model and tenant. */
+int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen);
+/* Every record as a JSON line, for people and tests (kvmatch --dump). */
+void kv_snap_dump(const struct kv_snap *s, struct kv_out *o);
+
+#endif

@@ -1,0 +1,230 @@
+#include "workers.h"
+#include "endpoint.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* String keys (with a number beside them) to worker ids. */
+struct srcmap_slot {
+	char *key;
+	size_t len;
+	int64_t num;
+	uint32_t worker;
+};
+
+struct kv_srcmap {
+	struct srcmap_slot *s;
+	size_t cap, n;
+};
+
+static uint64_t key_hash(const char *k, size_t n, int64_t num)
+{
+	return XXH3_64bits_withSeed(k, n, (uint64_t)num);
+}
+
+static struct srcmap_slot *srcmap_find(struct kv_srcmap *m, const char *k, size_t n, int64_t num)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = key_hash(k, n, num) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		struct srcmap_slot *s = &m->s[i];
+		if (!s->key)
+			return NULL;
+		if (s->len == n && s->num == num && memcmp(s->key, k, n) == 0)
+			return s;
+	}
+}
+
+static void srcmap_put(struct kv_srcmap *m, const char *k, size_t n, int64_t num, uint32_t worker)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		struct kv_srcmap bigger = { kv_xcalloc(m->cap ? 2 * m->cap : 64, sizeof *m->s), m->cap ? 2 * m->cap : 64, 0 };
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->s[i].key) {
+				size_t j = key_hash(m->s[i].key, m->s[i].len, m->s[i].num) & (bigger.cap - 1);
+				while (bigger.s[j].key)
+					j = (j + 1) & (bigger.cap - 1);
+				bigger.s[j] = m->s[i];
+				bigger.n++;
+			}
+		free(m->s);
+		*m = bigger;
+	}
+	size_t i = key_hash(k, n, num) & (m->cap - 1);
+	while (m->s[i].key)
+		i = (i + 1) & (m->cap - 1);
+	m->s[i] = (struct srcmap_slot){ kv_xstrndup(k, n), n, num, worker };
+	m->n++;
+}
+
+void kv_workers_init(struct kv_workers *ws)
+{
+	memset(ws, 0, sizeof *ws);
+	ws->bysrc = kv_xcalloc(1, sizeof *ws->bysrc);
+}
+
+void kv_workers_free(struct kv_workers *ws)
+{
+	for (size_t i = 0; i < ws->n; i++) {
+		free(ws->v[i].instance_id);
+		free(ws->v[i].host);
+		free(ws->v[i].model);
+		free(ws->v[i].tenant);
+	}
+	free(ws->v);
+	for (size_t i = 0; i < ws->bysrc->cap; i++)
+		free(ws->bysrc->s[i].key);
+	free(ws->bysrc->s);
+	free(ws->bysrc);
+	for (size_t i = 0; i < ws->npools; i++) {
+		free(ws->pools[i].endpoint);
+		free(ws->pools[i].model);
+		free(ws->pools[i].tenant);
+		free(ws->pools[i].instance_id);
+	}
+	free(ws->pools);
+	memset(ws, 0, sizeof *ws);
+}
+
+/* Instance ids and dp ranks name workers: "by id" lookups use the map with
+ * the instance id as key and a marker that no source endpoint can carry. */
+#define BY_ID_MARK ((int64_t)1 << 40)
+
+uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t dp_rank, const char *host,
+			bool inferred)
+{
+	struct srcmap_slot *s = srcmap_find(ws->bysrc, instance_id, strlen(instance_id), BY_ID_MARK + dp_rank);
+	if (s)
+		return s->worker;
+	if (ws->n >= (1u << 24))
+		kv_die(KV_EX_SOFTWARE, "more than 2^24 workers");
+	ws->v = kv_xgrow(ws->v, &ws->cap, ws->n + 1, sizeof *ws->v);
+	struct kv_worker *w = &ws->v[ws->n];
+	memset(w, 0, sizeof *w);
+	w->instance_id = kv_xstrdup(instance_id);
+	w->dp_rank = dp_rank;
+	w->host = host ? kv_xstrdup(host) : NULL;
+	w->inferred = inferred;
+	srcmap_put(ws->bysrc, instance_id, strlen(instance_id), BY_ID_MARK + dp_rank, (uint32_t)ws->n);
+	return (uint32_t)ws->n++;
+}
+
+static char *host_of(const char *url, size_t len)
+{
+	char host[256];
+	long port;
+	if (!kv_endpoint_host_port(url, len, host, sizeof host, &port))
+		return NULL;
+	return kv_xstrdup(host);
+}
+
+void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
+{
+	ws->registered = true;
+	for (size_t i = 0; i < regs->n; i++) {
+		const struct kv_reg *r = &regs->v[i];
+		if (r->is_pool) {
+			ws->pools = kv_xgrow(ws->pools, &ws->cappools, ws->npools + 1, sizeof *ws->pools);
+			ws->pools[ws->npools++] = (struct kv_pool_sub){
+				kv_xstrdup(r->endpoint), r->backend, r->model ? kv_xstrdup(r->model) : NULL,
+				r->tenant ? kv_xstrdup(r->tenant) : NULL, r->instance_id ? kv_xstrdup(r->instance_id) : NULL,
+				r->dp_rank,
+			};
+			continue;
+		}
+		if (r->instance_id) {
+			int64_t worker;
+			const char *url = r->medium_ep[KV_XPU] ? r->medium_ep[KV_XPU] : r->medium_ep[KV_CPU] ? r->medium_ep[KV_CPU]
+													     : r->medium_ep[KV_DISK];
+			char *host = url ? host_of(url, strlen(url)) : NULL;
+			worker = kv_workers_add(ws, r->instance_id, r->dp_rank, host, false);
+			free(host);
+			struct kv_worker *w = &ws->v[worker];
+			w->inferred = false;
+			if (!w->host && url)
+				w->host = host_of(url, strlen(url));
+			free(w->model);
+			free(w->tenant);
+			w->model = r->model ? kv_xstrdup(r->model) : NULL;
+			w->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
+			w->block_size = (uint32_t)r->block_size;
+			for (int m = 0; m < KV_NMEDIA; m++)
+				if (r->medium_ep[m] && !srcmap_find(ws->bysrc, r->medium_ep[m], strlen(r->medium_ep[m]), -1))
+					srcmap_put(ws->bysrc, r->medium_ep[m], strlen(r->medium_ep[m]), -1, (uint32_t)worker);
+		}
+	}
+}
+
+bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub, uint32_t *w)
+{
+	if (!sub || !sub->instance_id)
+		return false;
+	*w = kv_workers_add(ws, sub->instance_id, sub->dp_rank, NULL, false);
+	return true;
+}
+
+/* "host:port" of an engine endpoint with port minus dp (vLLM offsets each
+ * DP rank's port by its rank); the endpoint itself when it has no port. */
+static char *inferred_instance(struct kv_str src, int64_t dp)
+{
+	char host[256], out[320];
+	long port;
+	if (!kv_endpoint_host_port(src.p, src.n, host, sizeof host, &port) || port < 0)
+		return kv_xstrndup(src.p, src.n);
+	long base = port - dp >= 0 ? port - dp : port;
+	snprintf(out, sizeof out, strchr(host, ':') ? "[%s]:%ld" : "%s:%ld", host, base);
+	return kv_xstrdup(out);
+}
+
+uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has_dp, int64_t dp)
+{
+	struct srcmap_slot *s = srcmap_find(ws->bysrc, src.p, src.n, -1);
+	if (s)
+		return s->worker;
+	int64_t rank = has_dp && dp >= 0 ? dp : 0;
+	s = srcmap_find(ws->bysrc, src.p, src.n, rank);
+	if (s)
+		return s->worker;
+	char *instance = inferred_instance(src, rank);
+	char *host = host_of(src.p, src.n);
+	uint32_t w = kv_workers_add(ws, instance, rank, host, true);
+	free(instance);
+	free(host);
+	srcmap_put(ws->bysrc, src.p, src.n, rank, w);
+	return w;
+}
+
+size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ws->n && n < max; i++) {
+		const char *h = ws->v[i].host;
+		if (h && strlen(h) == ip.n && memcmp(h, ip.p, ip.n) == 0)
+			out[n++] = (uint32_t)i;
+	}
+	return n;
+}
+
+/* A registered wildcard endpoint (tcp://<*>:PORT, resolved by kvsub from
+ * KVS_MASTER_SERVICE) stands for any tcp source on that port. */
+static bool endpoint_matches(const char *reg, struct kv_str src)
+{
+	if (strlen(reg) == src.n && memcmp(reg, src.p, src.n) == 0)
+		return true;
+	if (!kv_endpoint_is_wildcard(reg) || src.n < 6 || memcmp(src.p, "tcp://", 6) != 0)
+		return false;
+	const char *port = reg + 7; /* ":PORT" */
+	size_t pn = strlen(port);
+	return src.n > pn && memcmp(src.p + src.n - pn, port, pn) == 0;
+}
+
+const struct kv_pool_sub *kv_workers_pool(const struct kv_workers *ws, struct kv_str src)
+{
+	for (size_t i = 0; i < ws->npools; i++)
+		if (endpoint_matches(ws->pools[i].endpoint, src))
+			return &ws->pools[i];
+	return NULL;
+}

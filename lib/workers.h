@@ -1,0 +1,61 @@
+/* workers: who the events are about.  A worker is one (instance_id,
+ * dp_rank).  Workers come from registrations (kv-conductor /register bodies)
+ * or are inferred from an engine event's source (SPEC sec. 6.1); this module
+ * maps an engine event's source to its worker, a pool event's backend_id to
+ * the workers on that host (kv-conductor's hbm_ip_index, IpOnly matching),
+ * and a pool source to its own registered worker (YuanRong). */
+#ifndef KV_WORKERS_H
+#define KV_WORKERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event.h"
+#include "regs.h"
+
+struct kv_worker {
+	char *instance_id;
+	int64_t dp_rank;
+	char *host;            /* host of its engine endpoint, for IpOnly targets */
+	char *model, *tenant;  /* its partition; NULL: "default" */
+	uint32_t block_size;   /* registered block size, 0 if unknown */
+	bool inferred;
+};
+
+/* A pool subscriber's registration, found by its source endpoint. */
+struct kv_pool_sub {
+	char *endpoint;
+	enum kv_backend backend;
+	char *model, *tenant;
+	char *instance_id;     /* its own worker (YuanRong), created when first targeted */
+	int64_t dp_rank;
+};
+
+struct kv_workers {
+	struct kv_worker *v;
+	size_t n, cap;
+	bool registered;       /* registrations were given */
+	/* source endpoint (+ dp for inferred workers) -> worker */
+	struct kv_srcmap *bysrc;
+	struct kv_pool_sub *pools;
+	size_t npools, cappools;
+};
+
+void kv_workers_init(struct kv_workers *ws);
+void kv_workers_free(struct kv_workers *ws);
+/* Adds the workers and pool subscribers of a registrations file. */
+void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs);
+/* The worker that published an engine event from src with batch dp_rank
+ * (registered, or inferred and created on first sight). */
+uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has_dp, int64_t dp);
+/* Finds or adds the worker (instance_id, dp_rank); for snapshot loading. */
+uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t dp_rank, const char *host,
+			bool inferred);
+/* The workers whose engine endpoint host is ip, in id order; returns how many. */
+size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max);
+const struct kv_pool_sub *kv_workers_pool(const struct kv_workers *ws, struct kv_str src);
+/* The pool subscriber's own worker; false when its registration names none. */
+bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub, uint32_t *w);
+
+#endif

@@ -1,0 +1,370 @@
+#!/usr/bin/env bats
+# kvmatch: two-phase matching, the index, snapshots.
+load helper
+
+# Event lines as kvdecode writes them.  T is in seconds of event time.
+#   store SRC T DP MEDIUM HASHES PARENT TOKENS [BLOCK_SIZE] [EXTRA]
+store() {
+	printf '{"src":"%s","recv_ns":%s000000000,"seq":%s,"format":"vllm","dp_rank":%s,"type":"stored","medium":"%s","block_hashes":[%s],"parent":%s,"token_ids":[%s],"block_size":%s%s}\n' \
+		"$1" "$2" "$2" "$3" "$4" "$5" "$6" "$7" "${8:-4}" "${9:-}"
+}
+#   removed SRC T DP MEDIUM HASHES ; cleared SRC T DP
+removed() {
+	printf '{"src":"%s","recv_ns":%s000000000,"seq":%s,"format":"vllm","dp_rank":%s,"type":"removed","medium":"%s","block_hashes":[%s]}\n' "$1" "$2" "$2" "$3" "$4" "$5"
+}
+cleared() {
+	printf '{"src":"%s","recv_ns":%s000000000,"seq":%s,"format":"vllm","dp_rank":%s,"type":"cleared","medium":"xpu","block_hashes":[]}\n' "$1" "$2" "$2" "$3"
+}
+#   pool TYPE T MEDIUM HASHES BACKEND [FORMAT]
+pool() {
+	printf '{"src":"tcp://kvs:5557","recv_ns":%s000000000,"seq":%s,"format":"%s","dp_rank":null,"type":"%s","medium":"%s","block_hashes":[%s],"backend_id":"%s","model_name":"m"}\n' \
+		"$2" "$2" "${6:-memcache}" "$1" "$3" "$4" "$5"
+}
+
+E0=tcp://10.0.0.5:5557
+E1=tcp://10.0.0.5:5558
+E2=tcp://10.0.0.6:5557
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	cd "$T" || return 1
+	cat > regs.jsonl <<-EOF
+	{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "dp_rank": 1, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E1"}}
+	{"instance_id": "b", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E2"}}
+	{"endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}
+	EOF
+}
+
+# The index of a snapshot, one line per (block, holder): "chain-local instance/dp media".
+holdings() {
+	kvmatch --dump "$1" | jq -r 'select(.kind == "block") | .local as $l | .holders[] | "\($l) \(.instance_id)/\(.dp_rank) \(.media | join("+"))"'
+}
+# The local hash of tokens, as kvmatch computes it, to name blocks in expectations.
+states() { jq -r '[.state, (.reason // "-"), (.hash // "-"), (.medium // "-"), ([.workers[] | "\(.instance_id)/\(.dp_rank)"] | join(","))] | join(" ")'; }
+
+@test "an xpu store is applied to its worker, chained block after block" {
+	store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8 > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log applied -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "applied - 0x000000000000000a xpu a/0
+applied - 0x000000000000000b xpu a/0"
+	run kvmatch --dump s.kvsnap
+	assert_equal "$(jq -r 'select(.kind == "block") | [.chain, .parent, .local] | join(" ")' <<<"$output" | sort)" "$(printf '%s\n' \
+		'0x2dc7ea16c30034aa 0x0000000000000539 0xcb38e4d7fb2dca5c' '0xfee6c4eeca05566f 0x2dc7ea16c30034aa 0xe8d3ec39b907b74c' | sort)"
+}
+
+@test "local hash and chain are XXH3-64 seed 1337 over u32 tokens (kv-conductor's rule)" {
+	store $E0 1 0 xpu '"0x1","0x2"' null "$(seq -s, 0 31)" 16 > ev.jsonl
+	kvmatch -q --log none -o s.kvsnap ev.jsonl
+	run kvmatch --dump s.kvsnap
+	# values computed independently with python3-xxhash
+	assert_line --partial '"chain":"0x4220ff8ad7a1a5a2","parent":"0x0000000000000539","local":"0xd47a8f41c833328a"'
+	assert_line --partial '"chain":"0x57e58ada70ce72c9","parent":"0x4220ff8ad7a1a5a2","local":"0xd43939178abd00db"'
+}
+
+@test "pool stored after the engine offload: confirmed, to every DP rank on the node" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 2 0 cpu '"0xa"' null '' 0; pool stored 3 cpu '"0xa"' 10.0.0.5; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log all -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output" | grep -v -e ^received -e ^parsed)" "applied - 0x000000000000000a xpu a/0
+offload_cached - 0x000000000000000a cpu 
+confirmed - 0x000000000000000a cpu a/0,a/1"
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 xpu+cpu
+0xcb38e4d7fb2dca5c a/1 cpu"
+}
+
+@test "pool stored before the engine offload: queued, then matched; the same index" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 2 0 cpu '"0xa"' null '' 0; pool stored 3 cpu '"0xa"' 10.0.0.5; } > first.jsonl
+	kvmatch -q -r regs.jsonl --log none -o first.kvsnap first.jsonl
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; pool stored 3 cpu '"0xb"' 10.0.0.5; store $E0 4 0 cpu '"0xb"' '"0xa"' 5,6,7,8; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched,confirmed -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000b cpu a/0,a/1
+matched - 0x000000000000000b cpu a/0,a/1"
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 xpu
+0xe8d3ec39b907b74c a/0 cpu
+0xe8d3ec39b907b74c a/1 cpu"
+	# the other order ends in the same index, byte for byte
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 3 0 cpu '"0xb"' '"0xa"' 5,6,7,8; pool stored 4 cpu '"0xb"' 10.0.0.5; } > other.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched,confirmed -o other.kvsnap other.jsonl
+	assert_equal "$(states <<<"$output")" "confirmed - 0x000000000000000b cpu a/0,a/1"
+	assert_equal "$(kvmatch --dump other.kvsnap | grep -v -e meta -e source)" "$(kvmatch --dump s.kvsnap | grep -v -e meta -e source)"
+}
+
+@test "a pending entry expires after --pending-ttl, with a count" {
+	{ pool stored 1 disk '"0xc"' 10.0.0.5; pool stored 30 disk '"0xd"' 10.0.0.6; store $E2 62 0 xpu '"0xe"' null 1,2,3,4; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,pending_expired ev.jsonl
+	assert_success
+	assert_equal "$(jq -c '[.state, .hash, .count, .recv_ns]' <<<"$output")" '["queued","0x000000000000000c",null,1000000000]
+["queued","0x000000000000000d",null,30000000000]
+["pending_expired","0x000000000000000c",2,62000000000]'
+	run --separate-stderr kvmatch -r regs.jsonl --pending-ttl 20 --log pending_expired ev.jsonl
+	assert_equal "$(jq -c '[.hash, .count, .recv_ns]' <<<"$output")" '["0x000000000000000c",2,30000000000]
+["0x000000000000000d",1,62000000000]'
+}
+
+@test "--max-pending expires the oldest entries first" {
+	{ pool stored 1 cpu '"0x1"' 10.0.0.6; pool stored 2 cpu '"0x2"' 10.0.0.6; pool stored 3 cpu '"0x3"' 10.0.0.6; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --max-pending 2 --log pending_expired -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(jq -c '[.hash, .count]' <<<"$output")" '["0x0000000000000001",1]'
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | .hash' | tr '\n' ' ')" "0x0000000000000002 0x0000000000000003 "
+}
+
+@test "IpOnly: an unknown backend_id is dropped unknown_backend" {
+	pool stored 1 cpu '"0xa"' 10.9.9.9 > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "dropped unknown_backend 0x000000000000000a cpu "
+}
+
+@test "a store whose parent is unknown is dropped parent_not_found" {
+	store $E0 1 0 xpu '"0xb"' '"0xa"' 5,6,7,8 > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "dropped parent_not_found 0x000000000000000b xpu a/0"
+	assert_equal "$(holdings s.kvsnap)" ""
+}
+
+@test "non-full-attention groups are dropped, full and unknown kinds kept" {
+	{ store $E0 1 0 xpu '"0x1"' null 1,2,3,4 4 ',"kv_cache_spec_kind":"sliding_window"'
+	  store $E0 2 0 xpu '"0x2"' null 1,2,3,5 4 ',"kv_cache_spec_kind":"Mamba"'
+	  store $E0 3 0 xpu '"0x3"' null 1,2,3,6 4 ',"kv_cache_spec_kind":"ChunkedLocalAttention"'
+	  store $E0 4 0 xpu '"0x4"' null 1,2,3,7 4 ',"kv_cache_spec_kind":"full_attention"'
+	  store $E0 5 0 xpu '"0x5"' null 1,2,3,8 4 ',"kv_cache_spec_kind":"MLA_attention"'
+	  store $E0 6 0 xpu '"0x6"' null 1,2,3,9 4 ',"kv_cache_spec_kind":"new_kind"'; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log dropped,applied ev.jsonl
+	assert_equal "$(states <<<"$output" | cut -d' ' -f1-3)" "dropped non_full_attention 0x0000000000000001
+dropped non_full_attention 0x0000000000000002
+dropped non_full_attention 0x0000000000000003
+applied - 0x0000000000000004
+applied - 0x0000000000000005
+applied - 0x0000000000000006"
+}
+
+@test "a block size other than the registration's is dropped; placeholders are not" {
+	{ store $E0 1 0 xpu '"0x1"' null 1,2,3,4,5,6,7,8 8; store $E0 2 0 cpu '"0x1"' null '' 0; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log all ev.jsonl
+	assert_equal "$(states <<<"$output" | grep -v -e ^received -e ^parsed)" "dropped block_size_mismatch 0x0000000000000001 xpu a/0
+dropped unknown_hash 0x0000000000000001 cpu a/0"
+}
+
+@test "without registrations the first block size seen is the partition's" {
+	{ store $E0 1 0 xpu '"0x1"' null 1,2,3,4 4; store $E2 2 0 xpu '"0x2"' null 1,2,3,4,5,6,7,8 8; } > ev.jsonl
+	run --separate-stderr kvmatch ev.jsonl
+	assert_equal "$(states <<<"$output")" "dropped block_size_mismatch 0x0000000000000002 xpu 10.0.0.6:5557/0"
+}
+
+@test "events without hashes are dropped no_hashes" {
+	{ store $E0 1 0 xpu '' null 1,2,3,4; pool stored 2 cpu '' 10.0.0.5; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
+	assert_equal "$(states <<<"$output")" "dropped no_hashes - xpu a/0
+dropped no_hashes - cpu a/0,a/1"
+}
+
+@test "removals in every medium, by engine and pool" {
+	{ store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
+	  pool stored 2 cpu '"0xa","0xb"' 10.0.0.5
+	  pool stored 3 disk '"0xa"' 10.0.0.5
+	  removed $E0 4 0 xpu '"0xa"'
+	  pool removed 5 cpu '"0xb"' 10.0.0.5
+	  pool removed 6 disk '"0xa"' 10.0.0.5; } > ev.jsonl
+	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 cpu
+0xcb38e4d7fb2dca5c a/1 cpu
+0xe8d3ec39b907b74c a/0 xpu"
+}
+
+@test "cleared: an engine drops its xpu holdings, a pool its holdings in a medium" {
+	{ store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
+	  store $E2 1 0 xpu '"0xc"' null 1,2,3,4
+	  pool stored 2 cpu '"0xa"' 10.0.0.5
+	  pool stored 2 disk '"0xa"' 10.0.0.5
+	  cleared $E0 3 0; } > ev.jsonl
+	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 cpu+disk
+0xcb38e4d7fb2dca5c a/1 cpu+disk
+0xcb38e4d7fb2dca5c b/0 xpu"
+	pool cleared 4 cpu '' 10.0.0.5 >> ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log applied -o s.kvsnap ev.jsonl
+	assert_equal "$(tail -1 <<<"$output" | jq -c '[.state, .medium, .count]')" '["applied","cpu",2]'
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 disk
+0xcb38e4d7fb2dca5c a/1 disk
+0xcb38e4d7fb2dca5c b/0 xpu"
+}
+
+@test "a removed block's content is kept: a later disk store still confirms" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; removed $E0 2 0 xpu '"0xa"'; pool stored 100 disk '"0xa"' 10.0.0.6; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
+	assert_equal "$(states <<<"$output")" "confirmed - 0x000000000000000a disk b/0"
+	run --separate-stderr kvmatch -r regs.jsonl --content-ttl 50 ev.jsonl
+	assert_equal "$(states <<<"$output")" ""
+}
+
+@test "YuanRong and --match none target the pool subscriber's own worker" {
+	cat > yr.jsonl <<-EOF
+	{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "dp_rank": 0, "endpoint": "tcp://kvs:5557", "store_backend": "yuanrong", "modelname": "m"}
+	EOF
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; pool stored 2 cpu '"0xa"' 10.9.9.9 mooncake; } > ev.jsonl
+	run --separate-stderr kvmatch -r yr.jsonl ev.jsonl
+	assert_equal "$(states <<<"$output")" "confirmed - 0x000000000000000a cpu a/0"
+	run --separate-stderr kvmatch -r regs.jsonl --match none ev.jsonl
+	assert_equal "$(states <<<"$output")" "dropped unknown_backend 0x000000000000000a cpu "
+}
+
+@test "LoRA blocks live in the adapter's partition" {
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 4 ',"lora_name":"sql-adapter"' > ev.jsonl
+	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.tenant) \(.blocks)"')" "sql-adapter default 1"
+}
+
+@test "workers are inferred from the source: port minus dp_rank" {
+	{ store $E1 1 1 xpu '"0xa"' null 1,2,3,4; store tcp://10.0.0.7:6000 2 null xpu '"0xb"' null 1,2,3,5; } | sed 's/"dp_rank":null/"dp_rank":null/' > ev.jsonl
+	kvmatch -q --log none -o s.kvsnap ev.jsonl
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "worker") | "\(.instance_id) \(.dp_rank) \(.host) \(.inferred)"')" "10.0.0.5:5557 1 10.0.0.5 true
+10.0.0.7:6000 0 10.0.0.7 true"
+}
+
+@test "the state line has the documented shape" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 2 0 cpu '"0xa"' null '' 0; pool stored 3 cpu '"0xa"' 10.0.0.5; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
+	assert_output '{"recv_ns":3000000000,"state":"confirmed","hash":"0x000000000000000a","medium":"cpu","workers":[{"instance_id":"a","dp_rank":0},{"instance_id":"a","dp_rank":1}],"src":"tcp://kvs:5557","seq":3,"model":"m","tenant":"default"}'
+	assert_equal "${stderr_lines[0]}" "kvmatch: 3 records, 3 events; 0 queued, 1 offload_cached, 0 matched, 1 confirmed, 1 applied, 0 dropped, 0 pending_expired"
+	assert_equal "${stderr_lines[1]}" "kvmatch: index: 1 partitions, 3 workers, 1 blocks, 2 holdings; 0 pending, 0 offload cached, 0 content cached; 0 removals of unknown blocks"
+}
+
+@test "fixtures: kvdecode | kvmatch and kvmatch on the capture give the same snapshot bytes" {
+	for f in "$FIX"/*.kvcap; do
+		kvdecode "$f" | kvmatch -q --log none -o a.kvsnap
+		kvmatch -q --log none -o b.kvsnap "$f"
+		cmp a.kvsnap b.kvsnap
+	done
+	kvdecode "$FIX/vllm-0.9-array.kvcap" | kvmatch -q --log none -o s.kvsnap
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="block") | .local' | sort)" "0xd43939178abd00db
+0xd47a8f41c833328a"
+}
+
+@test "the same input twice gives identical snapshot bytes" {
+	synthcap -n 2000 -e 4 -b 3 -s 8 > in.kvcap
+	kvmatch -q --log none -o a.kvsnap in.kvcap
+	kvmatch -q --log none -o b.kvsnap in.kvcap
+	cmp a.kvsnap b.kvsnap
+}
+
+@test "A, then B resumed from A's snapshot, equals A+B in one run" {
+	{ store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
+	  pool stored 2 cpu '"0xc"' 10.0.0.5
+	  store $E2 3 0 cpu '"0xd"' null 9,9,9,9
+	  removed $E0 4 0 xpu '"0xb"'; } > A.jsonl
+	{ store $E0 10 0 cpu '"0xc"' '"0xa"' 5,5,5,5
+	  pool stored 11 disk '"0xd"' 10.0.0.6
+	  store $E1 12 1 xpu '"0xe"' '"0xa"' 6,6,6,6
+	  pool stored 400 disk '"0xf"' 10.0.0.6; } > B.jsonl
+	cat A.jsonl B.jsonl | kvmatch -q -r regs.jsonl --log none -o ab.kvsnap
+	kvmatch -q -r regs.jsonl --log none -o a.kvsnap A.jsonl
+	kvmatch -q -r regs.jsonl --log none -i a.kvsnap -o b.kvsnap B.jsonl
+	cmp ab.kvsnap b.kvsnap
+	# and the same with captures, across a sweep interval
+	synthcap -n 3000 -e 4 -b 2 -s 8 > all.kvcap
+	kvmatch -q --log none -o all.kvsnap all.kvcap
+	kvdecode all.kvcap > all.jsonl
+	head -6000 all.jsonl > a.jsonl
+	tail -n +6001 all.jsonl > b.jsonl
+	kvmatch -q --log none -o part.kvsnap a.jsonl
+	kvmatch -q --log none -i part.kvsnap -o resumed.kvsnap b.jsonl
+	cmp all.kvsnap resumed.kvsnap
+}
+
+@test "a replayed batch that was already applied is dropped as a duplicate" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 2 0 xpu '"0xb"' '"0xa"' 5,6,7,8 | sed 's/"seq":2/"seq":2,"replayed":true/' | sed 's/"seq":2,/"seq":1,/'; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
+	assert_equal "$(jq -c '[.state, .reason, .count]' <<<"$output")" '["dropped","duplicate",1]'
+}
+
+@test "-o writes atomically: no temporary file is left, the old snapshot survives a bad path" {
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	kvmatch -q --log none -o s.kvsnap ev.jsonl
+	assert_equal "$(ls)" "ev.jsonl
+regs.jsonl
+s.kvsnap"
+	run --separate-stderr kvmatch -q --log none -o nodir/s.kvsnap ev.jsonl
+	assert_equal "$status" 74
+	assert_equal "$stderr" "kvmatch: nodir/s.kvsnap: No such file or directory"
+}
+
+@test "--snapshot-every writes snapshots as event time passes" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 12 0 xpu '"0xb"' '"0xa"' 5,6,7,8; } > ev.jsonl
+	mkfifo fifo
+	(cat ev.jsonl; sleep 1; store $E0 13 0 xpu '"0xc"' '"0xb"' 5,6,7,9) > fifo &
+	kvmatch -q --log none --snapshot-every 10 -o s.kvsnap fifo & pid=$!
+	sleep 0.5
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 1
+	wait_for $pid
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 3
+}
+
+@test "SIGUSR1 writes the snapshot at once" {
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	mkfifo fifo
+	(cat ev.jsonl; sleep 2) > fifo &
+	kvmatch -q --log none -o s.kvsnap fifo & pid=$!
+	sleep 0.5
+	[ ! -e s.kvsnap ]
+	kill -USR1 $pid
+	sleep 0.3
+	[ -e s.kvsnap ]
+	kill -TERM $pid
+	wait_for $pid
+	assert_equal "$status" 0
+}
+
+@test "corrupt snapshots are refused with exit 65 and a message" {
+	store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8 > ev.jsonl
+	kvmatch -q --log none -o s.kvsnap ev.jsonl
+	size=$(stat -c %s s.kvsnap)
+	head -c $((size - 1)) s.kvsnap > cut.kvsnap
+	run --separate-stderr kvmatch --dump cut.kvsnap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: cut.kvsnap: truncated or padded: $((size - 1)) bytes, header says $size"
+	cp s.kvsnap flip.kvsnap
+	printf '\xff' | dd of=flip.kvsnap bs=1 seek=200 conv=notrunc 2>/dev/null
+	run --separate-stderr kvmatch --dump flip.kvsnap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: flip.kvsnap: checksum mismatch (corrupt file)"
+	run --separate-stderr kvmatch -i ev.jsonl ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: ev.jsonl: not a kvsnap snapshot"
+	run --separate-stderr kvmatch -i missing.kvsnap ev.jsonl
+	assert_equal "$status" 66
+}
+
+@test "bad event lines are reported with their line numbers, the rest applied" {
+	{ echo 'not json'; store $E0 1 0 xpu '"0xa"' null 1,2,3,4; echo '{"type": "sideways"}'; echo '{"src": "x"}'; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log applied ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(states <<<"$output")" "applied - 0x000000000000000a xpu a/0"
+	assert_equal "${stderr_lines[0]}" "kvmatch: ev.jsonl: line 1: lexical error: invalid string in json text."
+	assert_equal "${stderr_lines[1]}" "kvmatch: ev.jsonl: line 3: type: expected stored, removed or cleared"
+	assert_equal "${stderr_lines[2]}" "kvmatch: ev.jsonl: line 4: no \"type\" key"
+}
+
+@test "kvmatch --help, --version, bad options" {
+	run kvmatch --help
+	assert_success
+	assert_line --index 0 'Usage: kvmatch [OPTION]... [FILE]...'
+	run --separate-stderr kvmatch --log sometimes
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvmatch: --log: 'sometimes' is not all, none or a list of states"
+	assert_equal "${stderr_lines[1]}" "Try 'kvmatch --help'."
+	run --separate-stderr kvmatch --pending-ttl 0
+	assert_equal "$status" 64
+	run --separate-stderr kvmatch --match maybe
+	assert_equal "$status" 64
+}
