@@ -387,6 +387,7 @@ enum kv_evjson_status kv_evjson_parse(struct kv_evjson_reader *r, const char *li
 			snprintf(r->msg, sizeof r->msg, "%s", m ? (const char *)m : "expected one JSON object");
 			if (m)
 				yajl_free_error(r->h, m);
+			r->msg[strcspn(r->msg, "\n")] = 0;
 		}
 		/* A failed handle keeps its state: start afresh for the next line. */
 		new_handle(r);

@@ -1,0 +1,483 @@
+/* kvquery: prefix lookups, routing decisions and explanations from a snapshot. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jsonw.h"
+#include "lines.h"
+#include "out.h"
+#include "query.h"
+#include "queryline.h"
+#include "snap.h"
+#include "util.h"
+
+static const char usage[] =
+	"Usage: kvquery -s FILE.kvsnap [OPTION]... [FILE]...\n"
+	"Answer prefix lookups from a kvmatch snapshot, one query per line, in the shape\n"
+	"of kv-conductor's /query.  A line is a /query body (token_ids), a /query_by_hash\n"
+	"body (block_hashes) or a bare token list ([1,2,3] or 1 2 3).  With no FILE, or\n"
+	"when FILE is -, read standard input.\n"
+	"\n"
+	"  -s, --snapshot FILE.kvsnap  the snapshot to answer from (required)\n"
+	"  -o, --output FILE         write the answers to FILE\n"
+	"      --model NAME          model of queries that name none\n"
+	"      --tenant NAME         tenant of queries that name none\n"
+	"      --block-size N        block size of queries that name none\n"
+	"      --route               name the chosen worker for each query\n"
+	"      --weights N,C,D       routing score weights for npu, cpu, disk blocks (1,1,0)\n"
+	"      --explain             say for every worker where its match stopped and why\n"
+	"      --shared-pool         count cpu and disk blocks held by any worker of the pool\n"
+	"      --format json|table   JSON lines (default) or an aligned table for people\n"
+	"      --watch               reload the snapshot when it is replaced\n"
+	"      --timing              report answer times (hashing and walks) on stderr\n"
+	"  -q, --quiet               no messages about bad queries\n"
+	"  -v, --verbose             more messages\n"
+	"  -h, --help                show this help and exit\n"
+	"  -V, --version             show the version and exit\n"
+	"\n"
+	"Exit status: 0 success, 64 usage, 65 some query could not be answered (its line\n"
+	"is null) or a bad snapshot, 66 cannot open an input, 74 write error.  See kvquery(1).\n";
+
+enum { OPT_MODEL = 256, OPT_TENANT, OPT_BLOCK_SIZE, OPT_ROUTE, OPT_WEIGHTS, OPT_EXPLAIN, OPT_SHARED, OPT_FORMAT,
+       OPT_WATCH, OPT_TIMING };
+
+static const struct option longopts[] = {
+	{ "snapshot", required_argument, NULL, 's' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "model", required_argument, NULL, OPT_MODEL },
+	{ "tenant", required_argument, NULL, OPT_TENANT },
+	{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
+	{ "route", no_argument, NULL, OPT_ROUTE },
+	{ "weights", required_argument, NULL, OPT_WEIGHTS },
+	{ "explain", no_argument, NULL, OPT_EXPLAIN },
+	{ "shared-pool", no_argument, NULL, OPT_SHARED },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "watch", no_argument, NULL, OPT_WATCH },
+	{ "timing", no_argument, NULL, OPT_TIMING },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct options {
+	const char *snapshot, *output, *model, *tenant;
+	uint64_t block_size;
+	bool route, explain, shared_pool, table, watch, timing;
+	struct kv_weights weights;
+	int quiet, verbose;
+};
+
+static void parse_weights(const char *s, struct kv_weights *w)
+{
+	char *copy = kv_xstrdup(s), *save = NULL;
+	double v[3];
+	int n = 0;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n == 3 || !kv_parse_double(t, 0, 1e9, &v[n]))
+			kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
+		n++;
+	}
+	free(copy);
+	if (n != 3)
+		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
+	*w = (struct kv_weights){ v[0], v[1], v[2] };
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	int c;
+	o->weights = KV_WEIGHTS_DEFAULT;
+	while ((c = getopt_long(argc, argv, "s:o:qvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o->snapshot = optarg; break;
+		case 'o': o->output = optarg; break;
+		case OPT_MODEL: o->model = optarg; break;
+		case OPT_TENANT: o->tenant = optarg; break;
+		case OPT_BLOCK_SIZE:
+			if (!kv_parse_u64(optarg, 1, 1 << 20, &o->block_size))
+				kv_usage_error("--block-size: '%s' is not a number from 1 to 1048576", optarg);
+			break;
+		case OPT_ROUTE: o->route = true; break;
+		case OPT_WEIGHTS: parse_weights(optarg, &o->weights); break;
+		case OPT_EXPLAIN: o->explain = true; break;
+		case OPT_SHARED: o->shared_pool = true; break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "json") && strcmp(optarg, "table"))
+				kv_usage_error("--format: '%s' is not json or table", optarg);
+			o->table = strcmp(optarg, "table") == 0;
+			break;
+		case OPT_WATCH: o->watch = true; break;
+		case OPT_TIMING: o->timing = true; break;
+		case 'q': o->quiet++; break;
+		case 'v': o->verbose++; break;
+		case 'h': kv_print_help(usage);
+		case 'V': kv_print_version();
+		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		}
+	}
+	if (!o->snapshot)
+		kv_usage_error("no snapshot (-s FILE.kvsnap)");
+}
+
+struct run {
+	const struct options *o;
+	struct kv_out *out;
+	struct kv_snap snap;
+	struct kv_qsource src;
+	struct stat snap_stat;
+	struct kv_querier *q;
+	struct kv_qparser *parser;
+	struct kv_qline line;
+	uint64_t bad, answered;
+	uint64_t *times;
+	size_t ntimes, captimes;
+	int name_width;
+	bool header_done;
+};
+
+static int load(struct run *r, bool fatal)
+{
+	struct kv_snap s;
+	char err[256];
+	if (!kv_snap_load(r->o->snapshot, &s, err, sizeof err)) {
+		if (!fatal) {
+			kv_warn("%s: %s (keeping the snapshot loaded before)", r->o->snapshot, err);
+			return -1;
+		}
+		kv_die(errno == ENOENT ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->snapshot, err);
+	}
+	kv_qsource_free(&r->src);
+	kv_snap_unload(&r->snap);
+	r->snap = s;
+	kv_qsource_snap(&r->src, &r->snap);
+	stat(r->o->snapshot, &r->snap_stat);
+	r->name_width = 8;
+	for (size_t i = 0; i < s.nworkers; i++)
+		if ((int)s.workers[i].instance_id.len > r->name_width)
+			r->name_width = (int)s.workers[i].instance_id.len;
+	return 0;
+}
+
+/* --watch: kvmatch replaces the file by rename, so a new inode means a new snapshot. */
+static void maybe_reload(struct run *r)
+{
+	struct stat st;
+	if (stat(r->o->snapshot, &st) != 0)
+		return;
+	if (st.st_ino != r->snap_stat.st_ino || st.st_mtim.tv_sec != r->snap_stat.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != r->snap_stat.st_mtim.tv_nsec || st.st_size != r->snap_stat.st_size) {
+		if (load(r, false) == 0 && r->o->verbose)
+			kv_warn("%s: reloaded", r->o->snapshot);
+		else
+			r->snap_stat = st; /* a bad file is not retried until it changes again */
+	}
+}
+
+static void flush_output(void *arg)
+{
+	struct run *r = arg;
+	kv_out_flush(r->out);
+}
+
+static void bad_line(struct run *r, const char *file, uint64_t lineno, const char *why)
+{
+	r->bad++;
+	if (!r->o->quiet)
+		kv_warn("%s: line %llu: %s", file, (unsigned long long)lineno, why);
+	if (!r->o->table)
+		kv_out_puts(r->out, "null\n");
+}
+
+/* Model, tenant and block size of a query: its own, the options', or the
+ * single partition's; a tenant named nowhere is kv-conductor's "default". */
+static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *part, size_t *bs)
+{
+	const struct kv_snap *s = &r->snap;
+	struct kv_str model = { NULL, 0 }, tenant = { NULL, 0 };
+	if (q->has_model || r->o->model)
+		model.p = q->has_model ? q->model : r->o->model, model.n = strlen(model.p);
+	else if (s->npartitions == 1)
+		model.p = kv_snap_string(s, s->partitions[0].model, &model.n);
+	if (q->has_tenant || r->o->tenant)
+		tenant.p = q->has_tenant ? q->tenant : r->o->tenant, tenant.n = strlen(tenant.p);
+	else if (s->npartitions == 1)
+		tenant.p = kv_snap_string(s, s->partitions[0].tenant, &tenant.n);
+	else
+		tenant.p = "default", tenant.n = 7;
+	if (!model.p)
+		return "no model in the query, no --model, and the snapshot holds several partitions";
+	*part = kv_snap_partition(s, model.p, model.n, tenant.p, tenant.n);
+	if (*part < 0)
+		return "unknown model and tenant: the snapshot has no such partition";
+	*bs = q->has_block_size ? q->block_size : r->o->block_size ? r->o->block_size : s->partitions[*part].block_size;
+	if (*bs == 0)
+		return "no block_size in the query, no --block-size, and none known for the partition";
+	return NULL;
+}
+
+static char *lit(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static void write_route(struct run *r, const char *tenant, const struct kv_hit *h, size_t bs)
+{
+	size_t len = 0;
+	int64_t dp = 0;
+	const char *inst = h ? kv_qsource_worker(&r->src, h->worker, &len, &dp) : NULL;
+	if (r->o->table) {
+		char row[512];
+		int n = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %8.6g %5u %5u %5u\n",
+				 (unsigned long long)r->answered, r->name_width, (int)(h ? len : 1), h ? inst : "-",
+				 (long long)(h ? dp : -1), (unsigned long long)(h ? (uint64_t)(h->npu + h->cpu + h->disk) * bs : 0),
+				 h ? kv_hit_score(h, &r->o->weights) : 0.0, h ? h->npu : 0, h ? h->cpu : 0, h ? h->disk : 0);
+		kv_out_write(r->out, row, (size_t)n);
+		return;
+	}
+	char *p = jw_reserve(r->out, 256 + JW_STR_MAX(len) + JW_STR_MAX(strlen(tenant)));
+	p = jw_str(lit(p, "{\"tenant\":"), tenant, strlen(tenant));
+	if (!h) {
+		jw_done(r->out, lit(p, ",\"instance_id\":null}\n"));
+		return;
+	}
+	p = jw_str(lit(p, ",\"instance_id\":"), inst, len);
+	p = jw_i64(lit(p, ",\"dp_rank\":"), dp);
+	p = jw_double(lit(p, ",\"score\":"), kv_hit_score(h, &r->o->weights));
+	p = jw_u64(lit(p, ",\"matched_tokens\":"), (uint64_t)(h->npu + h->cpu + h->disk) * bs);
+	p = jw_u64(lit(p, ",\"npu_blocks\":"), h->npu);
+	p = jw_u64(lit(p, ",\"cpu_blocks\":"), h->cpu);
+	p = jw_u64(lit(p, ",\"disk_blocks\":"), h->disk);
+	jw_done(r->out, lit(p, "}\n"));
+}
+
+static void write_explain(struct run *r, const char *tenant, const struct kv_hit *hits, size_t n, size_t nblocks,
+			  size_t bs, const struct kv_hit *route)
+{
+	if (r->o->table) {
+		for (size_t i = 0; i < n; i++) {
+			size_t len;
+			int64_t dp;
+			const char *inst = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
+			char row[512];
+			int k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %5u %5u %5u %7u/%-7zu %s%s\n",
+					 (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
+					 hits[i].npu, hits[i].cpu, hits[i].disk, hits[i].stop_at, nblocks,
+					 kv_stop_name(hits[i].why), route == &hits[i] ? " (routed)" : "");
+			kv_out_write(r->out, row, (size_t)k);
+		}
+		return;
+	}
+	char *p = jw_reserve(r->out, 128 + JW_STR_MAX(strlen(tenant)));
+	p = jw_str(lit(p, "{\"tenant\":"), tenant, strlen(tenant));
+	p = jw_u64(lit(p, ",\"blocks\":"), nblocks);
+	p = jw_u64(lit(p, ",\"block_size\":"), bs);
+	jw_done(r->out, lit(p, ",\"workers\":["));
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_hit *h = &hits[i];
+		size_t len;
+		int64_t dp;
+		const char *inst = kv_qsource_worker(&r->src, h->worker, &len, &dp);
+		p = jw_reserve(r->out, 320 + JW_STR_MAX(len));
+		p = jw_str(lit(p, i ? ",{\"instance_id\":" : "{\"instance_id\":"), inst, len);
+		p = jw_i64(lit(p, ",\"dp_rank\":"), dp);
+		p = jw_u64(lit(p, ",\"npu_blocks\":"), h->npu);
+		p = jw_u64(lit(p, ",\"cpu_blocks\":"), h->cpu);
+		p = jw_u64(lit(p, ",\"disk_blocks\":"), h->disk);
+		p = jw_u64(lit(p, ",\"matched_blocks\":"), h->npu + h->cpu + h->disk);
+		p = jw_u64(lit(p, ",\"stopped_at\":"), h->stop_at);
+		p = lit(lit(lit(p, ",\"reason\":\""), kv_stop_name(h->why)), "\"");
+		if (r->o->route)
+			p = lit(p, route == h ? ",\"routed\":true" : ",\"routed\":false");
+		jw_done(r->out, lit(p, "}"));
+	}
+	kv_out_puts(r->out, "]}\n");
+}
+
+static void write_table_rows(struct run *r, const struct kv_hit *hits, size_t n, size_t bs)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		int64_t dp;
+		const char *inst = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
+		char row[512];
+		int k;
+		if (r->o->shared_pool)
+			k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u %5u %5u\n",
+				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
+				     (unsigned long long)(hits[i].npu + hits[i].cpu + hits[i].disk) * bs, hits[i].npu,
+				     hits[i].cpu, hits[i].disk, hits[i].cpu_local, hits[i].cpu_remote);
+		else
+			k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u\n",
+				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
+				     (unsigned long long)(hits[i].npu + hits[i].cpu + hits[i].disk) * bs, hits[i].npu,
+				     hits[i].cpu, hits[i].disk);
+		kv_out_write(r->out, row, (size_t)k);
+	}
+}
+
+static void table_header(struct run *r)
+{
+	char row[512];
+	int k;
+	if (r->header_done || !r->o->table)
+		return;
+	r->header_done = true;
+	if (r->o->explain)
+		k = snprintf(row, sizeof row, "%-6s %-*s %4s %5s %5s %5s %15s %s\n", "QUERY", r->name_width, "INSTANCE",
+			     "DP", "NPU", "CPU", "DISK", "STOP/BLOCKS", "REASON");
+	else if (r->o->route)
+		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %8s %5s %5s %5s\n", "QUERY", r->name_width, "ROUTE",
+			     "DP", "TOKENS", "SCORE", "NPU", "CPU", "DISK");
+	else if (r->o->shared_pool)
+		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %5s %5s %5s %5s %5s\n", "QUERY", r->name_width,
+			     "INSTANCE", "DP", "TOKENS", "NPU", "CPU", "DISK", "LOCAL", "REMOTE");
+	else
+		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %5s %5s %5s\n", "QUERY", r->name_width, "INSTANCE", "DP",
+			     "TOKENS", "NPU", "CPU", "DISK");
+	kv_out_write(r->out, row, (size_t)k);
+}
+
+static void answer(struct run *r, const char *file, uint64_t lineno, const char *text, size_t n)
+{
+	struct kv_qline *q = &r->line;
+	r->answered++;
+	if (!kv_qparse(r->parser, text, n, q)) {
+		bad_line(r, file, lineno, kv_qparser_error(r->parser));
+		return;
+	}
+	int64_t part;
+	size_t bs;
+	const char *why = resolve(r, q, &part, &bs);
+	if (why) {
+		bad_line(r, file, lineno, why);
+		return;
+	}
+	size_t tlen;
+	const char *t = kv_snap_string(&r->snap, r->snap.partitions[part].tenant, &tlen);
+	char tenant[256];
+	snprintf(tenant, sizeof tenant, "%.*s", (int)tlen, t);
+	struct kv_query req = { (uint32_t)part, bs, q->by_hash ? NULL : q->tokens, q->ntokens,
+				q->by_hash ? q->hashes : NULL, q->nhashes };
+	struct kv_query_opts qo = { r->o->shared_pool, r->o->explain || r->o->route };
+	size_t nhits, nblocks;
+	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
+	const struct kv_hit *hits = kv_query_run(r->q, &r->src, &req, &qo, &nhits, &nblocks);
+	const struct kv_hit *route = r->o->route ? kv_query_route(hits, nhits, &r->o->weights, r->q) : NULL;
+	if (r->o->timing) {
+		r->times = kv_xgrow(r->times, &r->captimes, r->ntimes + 1, sizeof *r->times);
+		r->times[r->ntimes++] = kv_monotonic_ns() - t0;
+	}
+	table_header(r);
+	if (r->o->explain)
+		write_explain(r, tenant, hits, nhits, nblocks, bs, route);
+	else if (r->o->route)
+		write_route(r, tenant, route, bs);
+	else if (r->o->table)
+		write_table_rows(r, hits, nhits, bs);
+	else
+		kv_query_write_answer(r->out, &r->src, tenant, strlen(tenant), hits, nhits, bs, r->o->shared_pool);
+	kv_out_flush_if_full(r->out);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void report_timing(struct run *r)
+{
+	if (!r->ntimes)
+		return;
+	qsort(r->times, r->ntimes, sizeof *r->times, cmp_u64);
+	size_t p50 = r->ntimes / 2, p99 = (r->ntimes * 99) / 100;
+	fprintf(stderr, "%s: %zu queries answered: p50 %.1f us, p99 %.1f us, max %.1f us (hashing and walks)\n",
+		kv_prog, r->ntimes, r->times[p50] / 1e3, r->times[p99 < r->ntimes ? p99 : r->ntimes - 1] / 1e3,
+		r->times[r->ntimes - 1] / 1e3);
+}
+
+/* Reads one input file (or stdin) line by line. */
+static int read_input(struct run *r, const char *path)
+{
+	bool std = strcmp(path, "-") == 0;
+	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		kv_warn_errno("%s", path);
+		return KV_EX_NOINPUT;
+	}
+	const char *name = std ? "stdin" : path;
+	struct kv_lines l;
+	kv_lines_init(&l, fd, 256u << 20, NULL, 0);
+	l.idle = flush_output;
+	l.idle_arg = r;
+	char *line;
+	size_t n;
+	enum kv_lines_status st;
+	while (!kv_out_failed(r->out) && (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF) {
+		if (st == KV_LINES_STOPPED)
+			break;
+		if (st == KV_LINES_ERROR) {
+			errno = l.err;
+			kv_warn_errno("%s", name);
+			break;
+		}
+		if (r->o->watch)
+			maybe_reload(r);
+		if (st == KV_LINE_TOO_LONG)
+			bad_line(r, name, l.lineno, "line longer than 256 MiB");
+		else
+			answer(r, name, l.lineno, line, n);
+	}
+	kv_lines_free(&l);
+	if (!std)
+		close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	kv_set_prog(argv[0]);
+	parse_options(argc, argv, &o);
+	struct kv_out out;
+	if (!kv_out_open(&out, o.output)) {
+		kv_warn_errno("%s", o.output);
+		return KV_EX_IOERR;
+	}
+	struct run r = { .o = &o, .out = &out };
+	load(&r, true);
+	r.q = kv_querier_new();
+	r.parser = kv_qparser_new();
+	kv_install_signals(false);
+	int status = 0;
+	if (optind == argc)
+		status = read_input(&r, "-");
+	for (int i = optind; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
+		status |= read_input(&r, argv[i]) ? KV_EX_NOINPUT : 0;
+	int closed = kv_out_close(&out);
+	if (o.timing)
+		report_timing(&r);
+	if (closed)
+		status = closed;
+	else if (status)
+		status = KV_EX_NOINPUT;
+	else if (r.bad)
+		status = KV_EX_DATAERR;
+	kv_qparser_free(r.parser);
+	free(r.line.tokens);
+	free(r.line.hashes);
+	free(r.times);
+	kv_querier_free(r.q);
+	kv_qsource_free(&r.src);
+	kv_snap_unload(&r.snap);
+	return status;
+}

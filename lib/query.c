@@ -1,0 +1,508 @@
+#define _GNU_SOURCE /* qsort_r */
+#include "query.h"
+#include "blockhash.h"
+#include "jsonw.h"
+#include "table.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- sources ------------------------------------------------------------- */
+
+void kv_qsource_snap(struct kv_qsource *s, const struct kv_snap *snap)
+{
+	memset(s, 0, sizeof *s);
+	s->snap = snap;
+	s->nworkers = snap->nworkers;
+	s->npartitions = snap->npartitions;
+}
+
+void kv_qsource_index(struct kv_qsource *s, const struct kv_index *ix, const struct kv_workers *ws)
+{
+	memset(s, 0, sizeof *s);
+	s->ix = ix;
+	s->ws = ws;
+	s->nworkers = ws->n;
+}
+
+void kv_qsource_free(struct kv_qsource *s)
+{
+	for (size_t i = 0; i < s->npartitions; i++)
+		free(s->pworkers ? s->pworkers[i] : NULL);
+	free(s->pworkers);
+	free(s->npworkers);
+	memset(s, 0, sizeof *s);
+}
+
+const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, uint64_t chain, size_t *n)
+{
+	if (s->snap) {
+		const struct kv_snap_block *b = kv_snap_find(s->snap, part, chain);
+		if (!b)
+			return NULL;
+		*n = b->nholders;
+		return s->snap->holders + b->holders_first;
+	}
+	const struct kv_block *b = kv_blocks_find((struct kv_blocks *)&s->ix->p[part].blocks, chain);
+	if (!b)
+		return NULL;
+	*n = b->n;
+	return kv_block_holders(s->ix, b);
+}
+
+const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *len, int64_t *dp)
+{
+	if (s->snap) {
+		*dp = s->snap->workers[w].dp_rank;
+		return kv_snap_string(s->snap, s->snap->workers[w].instance_id, len);
+	}
+	*dp = s->ws->v[w].dp_rank;
+	*len = strlen(s->ws->v[w].instance_id);
+	return s->ws->v[w].instance_id;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Distinct workers of a holder stream, sorted. */
+static uint32_t *collect_workers(const uint32_t *h, size_t n, size_t *out)
+{
+	uint32_t *w = kv_xmalloc((n + 1) * sizeof *w);
+	for (size_t i = 0; i < n; i++)
+		w[i] = KV_HOLDER_WORKER(h[i]);
+	qsort(w, n, sizeof *w, cmp_u32);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || w[k - 1] != w[i])
+			w[k++] = w[i];
+	*out = k;
+	return w;
+}
+
+const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part, size_t *n)
+{
+	size_t np = s->snap ? s->snap->npartitions : s->ix->n;
+	if (!s->snap) {
+		/* A live index changes between queries: recompute each time. */
+		if (s->npartitions) {
+			for (size_t i = 0; i < s->npartitions; i++)
+				free(s->pworkers[i]);
+			free(s->pworkers);
+			free(s->npworkers);
+			s->pworkers = NULL;
+			s->npworkers = NULL;
+			s->npartitions = 0;
+		}
+	}
+	if (!s->pworkers) {
+		s->pworkers = kv_xcalloc(np + 1, sizeof *s->pworkers);
+		s->npworkers = kv_xcalloc(np + 1, sizeof *s->npworkers);
+		s->npartitions = np;
+	}
+	if (!s->pworkers[part]) {
+		if (s->snap) {
+			const struct kv_snap_partition *p = &s->snap->partitions[part];
+			size_t first = 0, count = 0;
+			if (p->blocks_count) {
+				const struct kv_snap_block *b = &s->snap->blocks[p->blocks_first];
+				const struct kv_snap_block *e = b + p->blocks_count - 1;
+				first = b->holders_first;
+				count = e->holders_first + e->nholders - first;
+			}
+			s->pworkers[part] = collect_workers(s->snap->holders + first, count, &s->npworkers[part]);
+		} else {
+			const struct kv_blocks *t = &s->ix->p[part].blocks;
+			size_t cap = 0, n2 = 0;
+			uint32_t *all = NULL;
+			for (size_t i = 0; i <= t->cap; i++) {
+				const struct kv_block *b = i < t->cap ? &t->slots[i] : t->has_zero ? &t->zero : NULL;
+				if (!b || (i < t->cap && b->key == 0))
+					continue;
+				const uint32_t *h = kv_block_holders(s->ix, b);
+				all = kv_xgrow(all, &cap, n2 + b->n, sizeof *all);
+				memcpy(all + n2, h, b->n * sizeof *h);
+				n2 += b->n;
+			}
+			s->pworkers[part] = collect_workers(all, n2, &s->npworkers[part]);
+			free(all);
+		}
+	}
+	*n = s->npworkers[part];
+	return s->pworkers[part];
+}
+
+const char *kv_stop_name(enum kv_stop s)
+{
+	static const char *const names[] = { "end_of_query", "not_in_index", "held_elsewhere", "other_medium" };
+	return names[s <= KV_STOP_OTHER_MEDIUM ? s : 0];
+}
+
+/* ---- walking ------------------------------------------------------------- */
+
+/* A worker's walks during one query.  Every run is contiguous from its start;
+ * once a run misses a block it has ended for good. */
+struct wstate {
+	uint32_t epoch, seen;
+	uint32_t npu_end, cpu0_end, cpu1_end, disk0_end, disk1_end;
+	uint32_t cpu_own;               /* counted cpu blocks the worker holds itself */
+	bool npu, cpu0, cpu1, disk0, disk1;  /* alive */
+	bool cpu1_started, disk1_started;
+	bool done;
+	uint32_t stop_at;
+	enum kv_stop why;
+};
+
+struct kv_querier {
+	uint64_t *local, *chain;
+	size_t cap;
+	struct wstate *w;
+	size_t capw;
+	uint32_t epoch;
+	uint32_t *active, *next;
+	size_t capactive;
+	struct kv_hit *hits;
+	size_t caphits;
+	uint64_t first_local;
+	const struct kv_qsource *src;
+};
+
+struct kv_querier *kv_querier_new(void)
+{
+	return kv_xcalloc(1, sizeof(struct kv_querier));
+}
+
+void kv_querier_free(struct kv_querier *q)
+{
+	if (!q)
+		return;
+	free(q->local);
+	free(q->chain);
+	free(q->w);
+	free(q->active);
+	free(q->next);
+	free(q->hits);
+	free(q);
+}
+
+static void start_worker(struct wstate *s, uint32_t epoch)
+{
+	memset(s, 0, sizeof *s);
+	s->epoch = epoch;
+	s->npu = s->cpu0 = s->disk0 = true;
+}
+
+/* Block i, in whose media (bits) the worker has it; own: its own holding
+ * (differs from bits with a shared pool).  Returns false once every run ended. */
+static bool step(struct wstate *s, uint32_t i, unsigned bits, unsigned own)
+{
+	bool cpu_here = bits & KV_MEDIUM_BIT(KV_CPU), disk_here = bits & KV_MEDIUM_BIT(KV_DISK);
+	if (s->npu) {
+		if (bits & KV_MEDIUM_BIT(KV_XPU))
+			s->npu_end = i + 1;
+		else {
+			s->npu = false;
+			s->cpu1 = s->cpu1_started = true;
+			s->cpu1_end = i;
+		}
+	}
+	bool counted_cpu = false;
+	if (s->cpu0) {
+		if (cpu_here) {
+			s->cpu0_end = i + 1;
+			counted_cpu = !s->npu;
+		} else {
+			s->cpu0 = false;
+		}
+	}
+	if (s->cpu1) {
+		if (cpu_here) {
+			s->cpu1_end = i + 1;
+			counted_cpu = true;
+		} else {
+			s->cpu1 = false;
+		}
+	}
+	if (counted_cpu && (own & KV_MEDIUM_BIT(KV_CPU)))
+		s->cpu_own++;
+	if (s->disk0) {
+		if (disk_here)
+			s->disk0_end = i + 1;
+		else
+			s->disk0 = false;
+	}
+	if (!s->disk1_started && !s->npu && !s->cpu0 && !s->cpu1) {
+		s->disk1 = s->disk1_started = true;
+		s->disk1_end = i;
+	}
+	if (s->disk1) {
+		if (disk_here)
+			s->disk1_end = i + 1;
+		else
+			s->disk1 = false;
+	}
+	return s->npu || s->cpu0 || s->cpu1 || s->disk0 || s->disk1;
+}
+
+static void finish(struct wstate *s, uint32_t i, enum kv_stop why)
+{
+	s->done = true;
+	s->stop_at = i;
+	s->why = why;
+}
+
+static struct kv_hit to_hit(const struct wstate *s, uint32_t w)
+{
+	struct kv_hit h = { .worker = w };
+	uint32_t cpu1_end = s->cpu1_started ? s->cpu1_end : s->npu_end;
+	h.npu_end = s->npu_end;
+	h.cpu_end = s->cpu0_end > cpu1_end ? s->cpu0_end : cpu1_end;
+	uint32_t from = h.npu_end > h.cpu_end ? h.npu_end : h.cpu_end;
+	uint32_t disk1_end = s->disk1_started ? s->disk1_end : from;
+	h.disk_end = s->disk0_end > disk1_end ? s->disk0_end : disk1_end;
+	h.npu = h.npu_end;
+	h.cpu = h.cpu_end > h.npu_end ? h.cpu_end - h.npu_end : 0;
+	h.disk = h.disk_end > from ? h.disk_end - from : 0;
+	h.cpu_local = s->cpu_own < h.cpu ? s->cpu_own : h.cpu;
+	h.cpu_remote = h.cpu - h.cpu_local;
+	h.stop_at = s->stop_at;
+	h.why = s->why;
+	return h;
+}
+
+static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
+{
+	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0) : r->nlocals;
+	if (n > q->cap) {
+		q->local = kv_xrealloc(q->local, n * sizeof *q->local);
+		q->chain = kv_xrealloc(q->chain, n * sizeof *q->chain);
+		q->cap = n;
+	}
+	if (r->tokens)
+		return kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chain, n);
+	uint64_t c = KV_CHAIN_ROOT;
+	for (size_t i = 0; i < n; i++) {
+		q->local[i] = r->locals[i];
+		q->chain[i] = c = kv_chain_next(c, r->locals[i]);
+	}
+	return n;
+}
+
+static unsigned media_of(const uint32_t *h, size_t n, uint32_t w)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (KV_HOLDER_WORKER(h[mid]) < w)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && KV_HOLDER_WORKER(h[lo]) == w ? KV_HOLDER_MEDIA(h[lo]) : 0;
+}
+
+static int by_worker_name(const void *a, const void *b, void *ctx)
+{
+	const struct kv_qsource *s = ctx;
+	const struct kv_hit *x = a, *y = b;
+	if (s->snap) /* snapshot workers are sorted by name already */
+		return (x->worker > y->worker) - (x->worker < y->worker);
+	size_t la, lb;
+	int64_t da, db;
+	const char *na = kv_qsource_worker(s, x->worker, &la, &da), *nb = kv_qsource_worker(s, y->worker, &lb, &db);
+	int c = strcmp(na, nb);
+	return c ? c : (da > db) - (da < db);
+}
+
+const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,
+				  const struct kv_query_opts *o, size_t *nhits, size_t *nblocks)
+{
+	size_t n = hash_query(q, req);
+	*nblocks = n;
+	q->src = src;
+	q->first_local = n ? q->local[0] : 0;
+	if (src->nworkers > q->capw) {
+		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
+		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);
+		q->capw = src->nworkers;
+		q->active = kv_xrealloc(q->active, (q->capw + 1) * sizeof *q->active);
+		q->next = kv_xrealloc(q->next, (q->capw + 1) * sizeof *q->next);
+	}
+	if (++q->epoch == 0) {
+		memset(q->w, 0, q->capw * sizeof *q->w);
+		q->epoch = 1;
+	}
+	uint32_t epoch = q->epoch;
+	size_t nactive = 0, ncand = 0;
+	const uint32_t *cand = NULL;
+	if (o->shared_pool || o->all_workers)
+		cand = kv_qsource_partition_workers(src, req->part, &ncand);
+	if (o->shared_pool) {
+		for (size_t k = 0; k < ncand; k++) {
+			start_worker(&q->w[cand[k]], epoch);
+			q->active[nactive++] = cand[k];
+		}
+	}
+	uint32_t i = 0;
+	enum kv_stop end_why = KV_STOP_END;
+	for (; i < n && (nactive > 0 || i == 0); i++) {
+		size_t nh;
+		const uint32_t *h = kv_qsource_holders(src, req->part, q->chain[i], &nh);
+		if (!h) {
+			end_why = KV_STOP_NOT_IN_INDEX;
+			break;
+		}
+		unsigned pool = 0;
+		if (o->shared_pool)
+			for (size_t k = 0; k < nh; k++)
+				pool |= KV_HOLDER_MEDIA(h[k]) & (KV_MEDIUM_BIT(KV_CPU) | KV_MEDIUM_BIT(KV_DISK));
+		if (i == 0 && !o->shared_pool)
+			for (size_t k = 0; k < nh; k++) {
+				start_worker(&q->w[KV_HOLDER_WORKER(h[k])], epoch);
+				q->active[nactive++] = KV_HOLDER_WORKER(h[k]);
+			}
+		/* Active workers are few and sorted holders allow a binary search each. */
+		size_t keep = 0;
+		for (size_t a = 0; a < nactive; a++) {
+			uint32_t w = q->active[a];
+			unsigned own = media_of(h, nh, w);
+			unsigned bits = o->shared_pool ? (own & KV_MEDIUM_BIT(KV_XPU)) | pool : own;
+			if (step(&q->w[w], i, bits, own))
+				q->next[keep++] = w;
+			else
+				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : KV_STOP_ELSEWHERE);
+		}
+		uint32_t *t = q->active;
+		q->active = q->next;
+		q->next = t;
+		nactive = keep;
+	}
+	for (size_t a = 0; a < nactive; a++) {
+		struct wstate *s = &q->w[q->active[a]];
+		step(s, i, 0, 0);
+		finish(s, i, end_why);
+	}
+	/* The hits, or every candidate. */
+	size_t nh = 0, want = cand ? ncand : src->nworkers;
+	if (want > q->caphits) {
+		q->hits = kv_xrealloc(q->hits, want * sizeof *q->hits);
+		q->caphits = want;
+	}
+	if (cand) {
+		for (size_t k = 0; k < ncand; k++) {
+			struct wstate *s = &q->w[cand[k]];
+			if (s->epoch != epoch) {
+				start_worker(s, epoch);
+				s->npu = s->cpu0 = s->disk0 = false;
+				finish(s, 0, n == 0 ? KV_STOP_END : i == 0 && end_why == KV_STOP_NOT_IN_INDEX ? KV_STOP_NOT_IN_INDEX
+													    : KV_STOP_ELSEWHERE);
+			}
+			struct kv_hit hit = to_hit(s, cand[k]);
+			if (o->all_workers || hit.npu + hit.cpu + hit.disk)
+				q->hits[nh++] = hit;
+		}
+	} else {
+		/* Without candidates the workers met are those holding block 0. */
+		size_t h0n = 0;
+		const uint32_t *h0 = n ? kv_qsource_holders(src, req->part, q->chain[0], &h0n) : NULL;
+		for (size_t k = 0; h0 && k < h0n; k++) {
+			uint32_t w = KV_HOLDER_WORKER(h0[k]);
+			struct kv_hit hit = to_hit(&q->w[w], w);
+			if (hit.npu + hit.cpu + hit.disk)
+				q->hits[nh++] = hit;
+		}
+	}
+	qsort_r(q->hits, nh, sizeof *q->hits, by_worker_name, src);
+	*nhits = nh;
+	return q->hits;
+}
+
+/* ---- routing ------------------------------------------------------------- */
+
+double kv_hit_score(const struct kv_hit *h, const struct kv_weights *w)
+{
+	return w->npu * h->npu + w->cpu * h->cpu + w->disk * h->disk;
+}
+
+const struct kv_hit *kv_query_route(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
+				    const struct kv_querier *q)
+{
+	const struct kv_hit *best = NULL;
+	double best_score = 0;
+	uint64_t best_tie = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_hit *h = &hits[i];
+		double sc = kv_hit_score(h, w);
+		uint64_t tie = kv_mix64(((uint64_t)h->worker + 1) * 0x9e3779b97f4a7c15ull ^ q->first_local);
+		bool better = !best || sc > best_score ||
+			      (sc == best_score && (h->npu > best->npu ||
+						    (h->npu == best->npu && (h->cpu > best->cpu ||
+									     (h->cpu == best->cpu && tie > best_tie)))));
+		if (better) {
+			best = h;
+			best_score = sc;
+			best_tie = tie;
+		}
+	}
+	return best;
+}
+
+/* ---- answers ------------------------------------------------------------- */
+
+static char *lit(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+void kv_query_write_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
+			   const struct kv_hit *hits, size_t n, size_t block_size, bool shared_pool)
+{
+	char *p = jw_reserve(o, JW_STR_MAX(tlen) + 8);
+	p = jw_str(lit(p, "{"), tenant, tlen);
+	jw_done(o, lit(p, ":{"));
+	for (size_t i = 0; i < n;) {
+		size_t len;
+		int64_t dp;
+		const char *inst = kv_qsource_worker(src, hits[i].worker, &len, &dp);
+		/* the DP ranks of one instance are adjacent: hits are sorted by name */
+		size_t j = i;
+		uint64_t longest = 0;
+		for (; j < n; j++) {
+			size_t l2;
+			int64_t d2;
+			const char *other = kv_qsource_worker(src, hits[j].worker, &l2, &d2);
+			if (l2 != len || memcmp(other, inst, len) != 0)
+				break;
+			uint64_t t = (uint64_t)(hits[j].npu + hits[j].cpu + hits[j].disk) * block_size;
+			longest = t > longest ? t : longest;
+		}
+		p = jw_reserve(o, JW_STR_MAX(len) + 64);
+		p = jw_str(lit(p, i ? "," : ""), inst, len);
+		p = jw_u64(lit(p, ":{\"longest_matched\":"), longest);
+		jw_done(o, lit(p, ",\"DP\":{"));
+		for (size_t k = i; k < j; k++) {
+			const struct kv_hit *h = &hits[k];
+			kv_qsource_worker(src, h->worker, &len, &dp);
+			p = jw_reserve(o, 256);
+			p = lit(p, k > i ? ",\"" : "\"");
+			p = lit(jw_i64(p, dp), "\":{\"matched_tokens\":");
+			p = jw_u64(p, (uint64_t)(h->npu + h->cpu + h->disk) * block_size);
+			p = jw_u64(lit(p, ",\"npu_blocks\":"), h->npu);
+			p = jw_u64(lit(p, ",\"cpu_blocks\":"), h->cpu);
+			p = jw_u64(lit(p, ",\"disk_blocks\":"), h->disk);
+			if (shared_pool) {
+				p = jw_u64(lit(p, ",\"cpu_local_blocks\":"), h->cpu_local);
+				p = jw_u64(lit(p, ",\"cpu_remote_blocks\":"), h->cpu_remote);
+			}
+			jw_done(o, lit(p, "}"));
+		}
+		kv_out_puts(o, "}}");
+		i = j;
+	}
+	kv_out_puts(o, "}}\n");
+}

@@ -1,0 +1,337 @@
+#include "queryline.h"
+#include "flexhash.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+
+enum qkey { Q_OTHER, Q_MODEL, Q_TENANT, Q_BLOCK_SIZE, Q_TOKENS, Q_HASHES };
+
+struct kv_qparser {
+	yajl_handle h;
+	struct kv_qline *q;
+	int depth;
+	bool top_array;              /* a bare [1,2,3] */
+	enum qkey key;
+	bool saw_tokens;
+	size_t captok, caphash;
+	char *model, *tenant;
+	char msg[160];
+};
+
+static int fail(struct kv_qparser *p, const char *fmt, const char *arg)
+{
+	if (!p->msg[0])
+		snprintf(p->msg, sizeof p->msg, fmt, arg);
+	return 0;
+}
+
+static bool parse_u64(const char *s, size_t n, uint64_t *v)
+{
+	uint64_t x = 0;
+	if (n == 0 || n > 20)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		unsigned d = (unsigned)(s[i] - '0');
+		if (x > (UINT64_MAX - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return true;
+}
+
+static int push_token(struct kv_qparser *p, const char *s, size_t n)
+{
+	uint64_t v;
+	if (!parse_u64(s, n, &v) || v > UINT32_MAX)
+		return fail(p, "%s: token ids are integers from 0 to 4294967295", "token_ids");
+	struct kv_qline *q = p->q;
+	q->tokens = kv_xgrow(q->tokens, &p->captok, q->ntokens + 1, sizeof *q->tokens);
+	q->tokens[q->ntokens++] = (uint32_t)v;
+	return 1;
+}
+
+static int push_hash(struct kv_qparser *p, uint64_t h)
+{
+	struct kv_qline *q = p->q;
+	q->hashes = kv_xgrow(q->hashes, &p->caphash, q->nhashes + 1, sizeof *q->hashes);
+	q->hashes[q->nhashes++] = h;
+	return 1;
+}
+
+static bool in_list(const struct kv_qparser *p, enum qkey k)
+{
+	return (p->top_array && p->depth == 1 && k == Q_TOKENS) || (p->depth == 2 && p->key == k);
+}
+
+static const char *key_name(enum qkey k)
+{
+	static const char *const names[] = { "", "model", "tenant_id", "block_size", "token_ids", "block_hashes" };
+	return names[k];
+}
+
+/* A scalar where the key wants something else. */
+static int wrong_type(struct kv_qparser *p)
+{
+	switch (p->key) {
+	case Q_MODEL:
+	case Q_TENANT: return fail(p, "%s: expected a string", key_name(p->key));
+	case Q_BLOCK_SIZE: return fail(p, "%s: expected an integer from 1 to 1048576", "block_size");
+	case Q_TOKENS:
+	case Q_HASHES: return fail(p, "%s: expected an array", key_name(p->key));
+	default: return 1;
+	}
+}
+
+static int on_number(void *ctx, const char *s, size_t n)
+{
+	struct kv_qparser *p = ctx;
+	uint64_t v;
+	if (in_list(p, Q_TOKENS))
+		return push_token(p, s, n);
+	if (in_list(p, Q_HASHES)) {
+		if (!parse_u64(s, n, &v))
+			return fail(p, "%s: hashes are integers from 0 to 2^64-1 or hex strings", "block_hashes");
+		return push_hash(p, v);
+	}
+	if (p->depth == 1 && p->key == Q_BLOCK_SIZE) {
+		if (!parse_u64(s, n, &v) || v == 0 || v > (1u << 20))
+			return fail(p, "%s: expected an integer from 1 to 1048576", "block_size");
+		p->q->block_size = v;
+		p->q->has_block_size = true;
+		return 1;
+	}
+	if (p->depth == 0)
+		return fail(p, "%s", "expected a JSON object, an array or numbers");
+	if (p->depth == 1 && !p->top_array)
+		return wrong_type(p);
+	return 1;
+}
+
+static int on_string(void *ctx, const unsigned char *s, size_t n)
+{
+	struct kv_qparser *p = ctx;
+	if (in_list(p, Q_HASHES)) {
+		uint64_t h;
+		const char *why = kv_flexhash_str((const char *)s, n, false, &h);
+		if (why)
+			return fail(p, "block_hashes: %s", why);
+		return push_hash(p, h);
+	}
+	if (in_list(p, Q_TOKENS))
+		return fail(p, "%s: token ids are integers from 0 to 4294967295", "token_ids");
+	if (p->depth == 1 && (p->key == Q_MODEL || p->key == Q_TENANT)) {
+		char **dst = p->key == Q_MODEL ? &p->model : &p->tenant;
+		free(*dst);
+		*dst = kv_xstrndup((const char *)s, n);
+		if (p->key == Q_MODEL) {
+			p->q->model = *dst;
+			p->q->has_model = true;
+		} else {
+			p->q->tenant = *dst;
+			p->q->has_tenant = true;
+		}
+		return 1;
+	}
+	if (p->depth == 1 && !p->top_array)
+		return wrong_type(p);
+	return p->depth == 0 ? fail(p, "%s", "expected a JSON object, an array or numbers") : 1;
+}
+
+static int on_other(void *ctx)
+{
+	struct kv_qparser *p = ctx;
+	if (in_list(p, Q_HASHES))
+		return fail(p, "%s: hashes are integers from 0 to 2^64-1 or hex strings", "block_hashes");
+	if (in_list(p, Q_TOKENS))
+		return fail(p, "%s: token ids are integers from 0 to 4294967295", "token_ids");
+	if (p->depth == 1 && !p->top_array)
+		return wrong_type(p);
+	return p->depth == 0 ? fail(p, "%s", "expected a JSON object, an array or numbers") : 1;
+}
+
+static int on_null(void *ctx)
+{
+	struct kv_qparser *p = ctx;
+	/* null model, tenant or block_size: take the default, as when absent */
+	if (p->depth == 1 && !p->top_array && (p->key == Q_MODEL || p->key == Q_TENANT || p->key == Q_BLOCK_SIZE))
+		return 1;
+	return on_other(ctx);
+}
+
+static int on_bool(void *ctx, int b)
+{
+	(void)b;
+	return on_other(ctx);
+}
+
+static int on_double(void *ctx, double d)
+{
+	(void)d;
+	return on_other(ctx);
+}
+
+static int on_map_key(void *ctx, const unsigned char *s, size_t n)
+{
+	static const struct { const char *name; enum qkey k; } keys[] = {
+		{ "model", Q_MODEL }, { "tenant_id", Q_TENANT }, { "block_size", Q_BLOCK_SIZE },
+		{ "token_ids", Q_TOKENS }, { "block_hashes", Q_HASHES },
+	};
+	struct kv_qparser *p = ctx;
+	if (p->depth != 1)
+		return 1;
+	p->key = Q_OTHER;
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (n == strlen(keys[i].name) && memcmp(s, keys[i].name, n) == 0)
+			p->key = keys[i].k;
+	if (p->key == Q_HASHES)
+		p->q->by_hash = true;
+	if (p->key == Q_TOKENS)
+		p->saw_tokens = true;
+	return 1;
+}
+
+static int on_start_map(void *ctx)
+{
+	struct kv_qparser *p = ctx;
+	if (p->top_array)
+		return fail(p, "%s", "token_ids: token ids are integers from 0 to 4294967295");
+	if (p->depth == 1 && p->key != Q_OTHER && !wrong_type(p))
+		return 0;
+	if (p->depth >= 2 && (p->key == Q_TOKENS || p->key == Q_HASHES))
+		return fail(p, "%s: nested values", key_name(p->key));
+	p->depth++;
+	return 1;
+}
+
+static int on_end_map(void *ctx)
+{
+	struct kv_qparser *p = ctx;
+	p->depth--;
+	return 1;
+}
+
+static int on_start_array(void *ctx)
+{
+	struct kv_qparser *p = ctx;
+	if (p->depth == 0)
+		p->top_array = true;
+	else if (p->top_array || (p->depth >= 2 && (p->key == Q_TOKENS || p->key == Q_HASHES)))
+		return fail(p, "%s: nested values", p->top_array ? "token_ids" : key_name(p->key));
+	else if (p->depth == 1 && p->key != Q_TOKENS && p->key != Q_HASHES && p->key != Q_OTHER && !wrong_type(p))
+		return 0;
+	p->depth++;
+	return 1;
+}
+
+static int on_end_array(void *ctx)
+{
+	struct kv_qparser *p = ctx;
+	p->depth--;
+	return 1;
+}
+
+static const yajl_callbacks callbacks = {
+	.yajl_null = on_null,
+	.yajl_boolean = on_bool,
+	.yajl_double = on_double,
+	.yajl_number = on_number,
+	.yajl_string = on_string,
+	.yajl_start_map = on_start_map,
+	.yajl_map_key = on_map_key,
+	.yajl_end_map = on_end_map,
+	.yajl_start_array = on_start_array,
+	.yajl_end_array = on_end_array,
+};
+
+struct kv_qparser *kv_qparser_new(void)
+{
+	return kv_xcalloc(1, sizeof(struct kv_qparser));
+}
+
+void kv_qparser_free(struct kv_qparser *p)
+{
+	if (!p)
+		return;
+	if (p->h)
+		yajl_free(p->h);
+	free(p->model);
+	free(p->tenant);
+	free(p);
+}
+
+const char *kv_qparser_error(const struct kv_qparser *p)
+{
+	return p->msg;
+}
+
+/* "1 2 3": whitespace-separated decimal token ids. */
+static bool parse_plain(struct kv_qparser *p, const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == ','))
+			i++;
+		size_t start = i;
+		while (i < n && s[i] != ' ' && s[i] != '\t' && s[i] != ',')
+			i++;
+		if (i > start && !push_token(p, s + start, i - start))
+			return false;
+	}
+	return true;
+}
+
+bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline *q)
+{
+	uint32_t *tokens = q->tokens;
+	uint64_t *hashes = q->hashes;
+	memset(q, 0, sizeof *q);
+	q->tokens = tokens;
+	q->hashes = hashes;
+	p->q = q;
+	p->msg[0] = 0;
+	p->depth = 0;
+	p->top_array = false;
+	p->saw_tokens = false;
+	p->key = Q_OTHER;
+	size_t i = 0;
+	while (i < n && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	if (i == n) {
+		snprintf(p->msg, sizeof p->msg, "empty query");
+		return false;
+	}
+	if (line[i] >= '0' && line[i] <= '9')
+		return parse_plain(p, line + i, n - i);
+	/* a fresh handle per line: a failed parse leaves yajl in its error state */
+	if (p->h)
+		yajl_free(p->h);
+	p->h = yajl_alloc(&callbacks, NULL, p);
+	yajl_status st = yajl_parse(p->h, (const unsigned char *)line, n);
+	if (st == yajl_status_ok)
+		st = yajl_complete_parse(p->h);
+	if (st != yajl_status_ok) {
+		if (!p->msg[0]) {
+			unsigned char *m = yajl_get_error(p->h, 0, (const unsigned char *)line, n);
+			snprintf(p->msg, sizeof p->msg, "%s", m ? (const char *)m : "bad JSON");
+			if (m)
+				yajl_free_error(p->h, m);
+			p->msg[strcspn(p->msg, "\n")] = 0;
+		}
+		return false;
+	}
+	if (!p->top_array && !p->saw_tokens && !q->by_hash) {
+		snprintf(p->msg, sizeof p->msg, "no token_ids or block_hashes");
+		return false;
+	}
+	if (p->saw_tokens && q->by_hash) {
+		snprintf(p->msg, sizeof p->msg, "both token_ids and block_hashes");
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,32 @@
+/* queryline: one query per line (SPEC sec. 8.1): a kv-conductor /query body
+ * {"model", "block_size", "token_ids", "tenant_id"}, a /query_by_hash body
+ * with "block_hashes" (local hashes: JSON numbers read exactly as u64, or hex
+ * strings), or a bare token list, "[1,2,3]" or "1 2 3".  Streaming (yajl):
+ * a 12,000-token line is parsed without building a document. */
+#ifndef KV_QUERYLINE_H
+#define KV_QUERYLINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kv_qline {
+	bool by_hash;                /* block_hashes given (local hashes) */
+	bool has_model, has_tenant, has_block_size;
+	char *model, *tenant;        /* valid until the next parse */
+	uint64_t block_size;
+	uint32_t *tokens;
+	size_t ntokens;
+	uint64_t *hashes;
+	size_t nhashes;
+};
+
+struct kv_qparser;
+
+struct kv_qparser *kv_qparser_new(void);
+void kv_qparser_free(struct kv_qparser *p);
+/* false: not a query, with the reason in kv_qparser_error(). */
+bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline *q);
+const char *kv_qparser_error(const struct kv_qparser *p);
+
+#endif

@@ -1,0 +1,212 @@
+#!/usr/bin/env bats
+# kvquery: answers in kv-conductor's /query shape, routing, explanations.
+load helper
+
+E0=tcp://10.0.0.5:5557
+E1=tcp://10.0.0.5:5558
+
+store() { # SRC T DP MEDIUM HASHES PARENT TOKENS BLOCK_SIZE [EXTRA]
+	printf '{"src":"%s","recv_ns":%s000000000,"seq":%s,"format":"vllm","dp_rank":%s,"type":"stored","medium":"%s","block_hashes":[%s],"parent":%s,"token_ids":[%s],"block_size":%s%s}\n' \
+		"$1" "$2" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "${9:-}"
+}
+pool() { # T MEDIUM HASHES BACKEND
+	printf '{"src":"tcp://kvs:5557","recv_ns":%s000000000,"seq":%s,"format":"memcache","type":"stored","medium":"%s","block_hashes":[%s],"backend_id":"%s","model_name":"m"}\n' "$1" "$1" "$2" "$3" "$4"
+}
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	cd "$T" || return 1
+	cat > regs.jsonl <<-EOF
+	{"instance_id": "a", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "dp_rank": 1, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E1"}}
+	{"endpoint": "tcp://kvs:5557", "store_backend": "memcache", "modelname": "m"}
+	EOF
+	# kv-conductor's README example: npu 3, cpu 2, disk 0 at block size 128
+	{ store $E0 1 0 xpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128
+	  store $E0 2 0 cpu '"0x4","0x5"' '"0x3"' "$(seq -s, 385 640)" 128
+	  pool 3 cpu '"0x4","0x5"' 10.0.0.5; } > ev.jsonl
+	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
+}
+
+@test "kv-conductor's README example, from events: npu 3, cpu 2, 640 tokens" {
+	echo "{\"model\": \"m\", \"block_size\": 128, \"token_ids\": [$(seq -s, 1 700)], \"tenant_id\": \"default\"}" > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap q.jsonl
+	assert_success
+	assert_output '{"default":{"a":{"longest_matched":640,"DP":{"0":{"matched_tokens":640,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0}}}}}'
+}
+
+@test "defaults come from the snapshot's only partition; bare token lists work" {
+	printf '[%s]\n%s\n' "$(seq -s, 1 256)" "$(seq -s ' ' 1 128)" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap q.txt
+	assert_success
+	assert_line --index 0 '{"default":{"a":{"longest_matched":256,"DP":{"0":{"matched_tokens":256,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_line --index 1 '{"default":{"a":{"longest_matched":128,"DP":{"0":{"matched_tokens":128,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+}
+
+@test "no hit at all is {tenant: {}}; one output line per input line, in order" {
+	printf '[1]\n[999]\n[%s]\n' "$(seq -s, 1 128)" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap q.txt
+	assert_success
+	assert_equal "${lines[0]}" '{"default":{}}'
+	assert_equal "${lines[1]}" '{"default":{}}'
+	assert_equal "$(echo "${lines[2]}" | jq -c '.default.a.longest_matched')" 128
+}
+
+@test "several DP ranks: longest_matched is the largest of them" {
+	{ cat ev.jsonl; store $E1 4 1 xpu '"0x1","0x2","0x3","0x4","0x5"' null "$(seq -s, 1 640)" 128; } > ev2.jsonl
+	kvmatch -q -r regs.jsonl --log none -o s2.kvsnap ev2.jsonl
+	echo "[$(seq -s, 1 700)]" | kvquery -s s2.kvsnap > out.json
+	assert_equal "$(jq -c '.default.a.longest_matched, .default.a.DP["0"].matched_tokens, .default.a.DP["1"]' out.json | tr '\n' ' ')" \
+		'640 640 {"matched_tokens":640,"npu_blocks":5,"cpu_blocks":0,"disk_blocks":0} '
+}
+
+@test "/query_by_hash: local hashes, as numbers above 2^63 or hex strings" {
+	kvmatch --dump s.kvsnap | jq -r 'select(.kind == "block") | [.parent, .chain, .local] | @tsv' > blocks.tsv
+	# the first two blocks' local hashes, in prefix order
+	first=$(awk -F'\t' '$1 == "0x0000000000000539" { print $3 }' blocks.tsv)
+	c1=$(awk -F'\t' '$1 == "0x0000000000000539" { print $2 }' blocks.tsv)
+	second=$(awk -F'\t' -v p="$c1" '$1 == p { print $3 }' blocks.tsv)
+	dec=$(printf '%u' "$second")
+	echo "{\"model\": \"m\", \"block_hashes\": [\"$first\", $dec]}" > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap q.jsonl
+	assert_success
+	assert_output '{"default":{"a":{"longest_matched":256,"DP":{"0":{"matched_tokens":256,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+}
+
+@test "two tenants and a LoRA adapter are separate partitions" {
+	cat > regs2.jsonl <<-EOF
+	{"instance_id": "a", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t1", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "b", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t2", "medium_endpoints": {"npu": "$E1"}}
+	EOF
+	{ store $E0 1 0 xpu '"0x1"' null 1,2 2; store $E1 2 0 xpu '"0x2"' null 1,2 2; store $E0 3 0 xpu '"0x3","0x4"' null 1,2,3,4 2 ',"lora_name":"sql"'; } > ev2.jsonl
+	kvmatch -q -r regs2.jsonl --log none -o s2.kvsnap ev2.jsonl
+	printf '%s\n' '{"model": "m", "tenant_id": "t1", "token_ids": [1,2,3,4]}' '{"model": "m", "tenant_id": "t2", "token_ids": [1,2]}' \
+		'{"model": "sql", "tenant_id": "t1", "token_ids": [1,2,3,4]}' '{"model": "m", "token_ids": [1,2]}' > q.jsonl
+	run --separate-stderr kvquery -s s2.kvsnap q.jsonl
+	assert_equal "$status" 65
+	assert_equal "${lines[0]}" '{"t1":{"a":{"longest_matched":2,"DP":{"0":{"matched_tokens":2,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_equal "${lines[1]}" '{"t2":{"b":{"longest_matched":2,"DP":{"0":{"matched_tokens":2,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_equal "${lines[2]}" '{"t1":{"a":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_equal "${lines[3]}" 'null'
+	assert_equal "$stderr" "kvquery: q.jsonl: line 4: unknown model and tenant: the snapshot has no such partition"
+}
+
+@test "--route names the chosen worker with its score" {
+	echo "[$(seq -s, 1 700)]" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap --route q.txt
+	assert_success
+	assert_output '{"tenant":"default","instance_id":"a","dp_rank":0,"score":5,"matched_tokens":640,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0}'
+	run --separate-stderr kvquery -s s.kvsnap --route --weights 1,0,0 q.txt
+	assert_output --partial '"score":3,'
+	run --separate-stderr kvquery -s s.kvsnap --route --weights 1,x,0 q.txt
+	assert_equal "$status" 64
+}
+
+@test "--explain tells where each worker stopped and why" {
+	echo "[$(seq -s, 1 700)]" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap --explain q.txt
+	assert_success
+	assert_equal "$(jq -c '.workers[] | [.instance_id, .dp_rank, .matched_blocks, .stopped_at, .reason]' <<<"$output")" '["a",0,5,5,"not_in_index"]
+["a",1,0,0,"held_elsewhere"]'
+}
+
+@test "--shared-pool walks cpu blocks anyone holds, split local and remote" {
+	echo "[$(seq -s, 1 640)]" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap --shared-pool q.txt
+	assert_success
+	assert_output '{"default":{"a":{"longest_matched":640,"DP":{"0":{"matched_tokens":640,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0,"cpu_local_blocks":2,"cpu_remote_blocks":0}}}}}'
+}
+
+@test "--format table prints aligned rows for people" {
+	printf '[%s]\n[1]\n' "$(seq -s, 1 640)" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap --format table q.txt
+	assert_success
+	assert_output "QUERY  INSTANCE   DP   TOKENS   NPU   CPU  DISK
+1      a           0      640     3     2     0"
+}
+
+@test "bad queries: null on their line, a message with the line number, exit 65" {
+	printf '%s\n' '{"model": "m", "token_ids": [1, -2]}' '{"token_ids": [4294967296]}' '{"token_ids": "1 2"}' \
+		'{"block_size": 0, "token_ids": [1]}' '{"model": 5, "token_ids": [1]}' 'garbage' '' '{"tenant_id": "x"}' \
+		'[1.5]' "$(head -c 100 /dev/urandom | tr -d '\n\0')" "[$(seq -s, 1 128)]" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap q.txt
+	assert_equal "$status" 65
+	assert_equal "${#lines[@]}" 11
+	assert_equal "${#stderr_lines[@]}" 10
+	for i in 0 1 2 3 4 5 6 7 8 9; do assert_equal "${lines[$i]}" null; done
+	assert_equal "$(jq -c '.default.a.longest_matched' <<<"${lines[10]}")" 128
+	assert_equal "${stderr_lines[0]}" "kvquery: q.txt: line 1: token_ids: token ids are integers from 0 to 4294967295"
+	assert_equal "${stderr_lines[1]}" "kvquery: q.txt: line 2: token_ids: token ids are integers from 0 to 4294967295"
+	assert_equal "${stderr_lines[3]}" "kvquery: q.txt: line 4: block_size: expected an integer from 1 to 1048576"
+	assert_equal "${stderr_lines[2]}" "kvquery: q.txt: line 3: token_ids: expected an array"
+	assert_equal "${stderr_lines[4]}" "kvquery: q.txt: line 5: model: expected a string"
+	assert_equal "${stderr_lines[5]}" "kvquery: q.txt: line 6: lexical error: invalid char in json text."
+	assert_equal "${stderr_lines[6]}" "kvquery: q.txt: line 7: empty query"
+	assert_equal "${stderr_lines[7]}" "kvquery: q.txt: line 8: no token_ids or block_hashes"
+}
+
+@test "a query of a million tokens is answered" {
+	seq -s ' ' 1 1000000 > big.txt
+	run --separate-stderr kvquery -s s.kvsnap big.txt
+	assert_success
+	assert_equal "$(jq -c '.default.a.longest_matched' <<<"$output")" 640
+}
+
+@test "a missing or corrupt snapshot: clear message, exit 66 or 65" {
+	run --separate-stderr kvquery -s nothing.kvsnap
+	assert_equal "$status" 66
+	assert_equal "$stderr" "kvquery: nothing.kvsnap: No such file or directory"
+	head -c 100 s.kvsnap > cut.kvsnap
+	run --separate-stderr kvquery -s cut.kvsnap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: cut.kvsnap: truncated or padded: 100 bytes, header says $(stat -c %s s.kvsnap)"
+	run --separate-stderr kvquery -s ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: ev.jsonl: not a kvsnap snapshot"
+	run --separate-stderr kvquery
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvquery: no snapshot (-s FILE.kvsnap)"
+}
+
+@test "the full pipeline from a fixture: kvdecode | kvmatch, then kvquery" {
+	kvdecode "$FIX/vllm-0.9-array.kvcap" | kvmatch -q --log none -o fx.kvsnap
+	run --separate-stderr kvquery -s fx.kvsnap <<< "[$(seq -s, 0 40)]"
+	assert_success
+	assert_output '{"default":{"10.0.0.5:5557":{"longest_matched":32,"DP":{"0":{"matched_tokens":32,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	kvdecode "$FIX/vllm-array-dp1.kvcap" | kvmatch -q --log none -o fx2.kvsnap
+	run --separate-stderr kvquery -s fx2.kvsnap --block-size 16 <<< "[$(seq -s, 0 40)]"
+	assert_success
+	assert_output '{"default":{}}'
+}
+
+@test "--watch reloads the snapshot when kvmatch replaces it" {
+	mkfifo qin
+	(echo '[1]'; sleep 1; echo "[$(seq -s, 1 128)]"; sleep 0.5) > qin &
+	kvquery -s s.kvsnap --watch --block-size 1 < qin > out.txt 2>&1 & pid=$!
+	sleep 0.4
+	{ store $E0 9 0 xpu '"0x9"' null 1 1; } > ev3.jsonl
+	cat > regs3.jsonl <<-EOF
+	{"instance_id": "a", "dp_rank": 0, "block_size": 1, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	EOF
+	kvmatch -q -r regs3.jsonl --log none -o s.kvsnap ev3.jsonl
+	wait_for $pid
+	assert_equal "$(sed -n 1p out.txt)" '{"default":{}}'
+	assert_equal "$(sed -n 2p out.txt)" '{"default":{"a":{"longest_matched":1,"DP":{"0":{"matched_tokens":1,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+}
+
+@test "--timing reports answer times" {
+	echo "[$(seq -s, 1 640)]" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap --timing q.txt
+	assert_success
+	assert_equal "$(sed 's/[0-9.]* us/X us/g' <<<"$stderr")" "kvquery: 1 queries answered: p50 X us, p99 X us, max X us (hashing and walks)"
+}
+
+@test "kvquery --help, --version" {
+	run kvquery --help
+	assert_success
+	assert_line --index 0 'Usage: kvquery -s FILE.kvsnap [OPTION]... [FILE]...'
+	run kvquery --version
+	assert_output --regexp '^kvquery [0-9.]+$'
+	run --separate-stderr kvquery -s s.kvsnap --format xml
+	assert_equal "$status" 64
+}
