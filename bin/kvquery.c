@@ -367,7 +367,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	snprintf(tenant, sizeof tenant, "%.*s", (int)tlen, t);
 	struct kv_query req = { (uint32_t)part, bs, q->by_hash ? NULL : q->tokens, q->ntokens,
 				q->by_hash ? q->hashes : NULL, q->nhashes };
-	struct kv_query_opts qo = { r->o->shared_pool, r->o->explain || r->o->route };
+	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
 	size_t nhits, nblocks;
 	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
 	const struct kv_hit *hits = kv_query_run(r->q, &r->src, &req, &qo, &nhits, &nblocks);

@@ -338,8 +338,12 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	uint32_t epoch = q->epoch;
 	size_t nactive = 0, ncand = 0;
 	const uint32_t *cand = NULL;
-	if (o->shared_pool || o->all_workers)
+	if (o->candidates) {
+		cand = o->candidates;
+		ncand = o->ncandidates;
+	} else if (o->shared_pool || o->all_workers) {
 		cand = kv_qsource_partition_workers(src, req->part, &ncand);
+	}
 	if (o->shared_pool) {
 		for (size_t k = 0; k < ncand; k++) {
 			start_worker(&q->w[cand[k]], epoch);
@@ -430,12 +434,18 @@ double kv_hit_score(const struct kv_hit *h, const struct kv_weights *w)
 const struct kv_hit *kv_query_route(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
 				    const struct kv_querier *q)
 {
+	return kv_query_route_penalized(hits, n, w, q, NULL);
+}
+
+const struct kv_hit *kv_query_route_penalized(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
+					      const struct kv_querier *q, const double *penalty)
+{
 	const struct kv_hit *best = NULL;
 	double best_score = 0;
 	uint64_t best_tie = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct kv_hit *h = &hits[i];
-		double sc = kv_hit_score(h, w);
+		double sc = kv_hit_score(h, w) - (penalty ? penalty[h->worker] : 0);
 		uint64_t tie = kv_mix64(((uint64_t)h->worker + 1) * 0x9e3779b97f4a7c15ull ^ q->first_local);
 		bool better = !best || sc > best_score ||
 			      (sc == best_score && (h->npu > best->npu ||

@@ -69,6 +69,8 @@ struct kv_query {
 struct kv_query_opts {
 	bool shared_pool;
 	bool all_workers;                 /* report every candidate, hits or not (explain, routing) */
+	const uint32_t *candidates;       /* the candidates, sorted; NULL: the partition's workers */
+	size_t ncandidates;
 };
 
 struct kv_querier;
@@ -91,6 +93,9 @@ double kv_hit_score(const struct kv_hit *h, const struct kv_weights *w);
  * equal scores over the workers).  NULL when there is no candidate. */
 const struct kv_hit *kv_query_route(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
 				    const struct kv_querier *q);
+/* The same, each worker's score less penalty[worker] (kvgen's load term). */
+const struct kv_hit *kv_query_route_penalized(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
+					      const struct kv_querier *q, const double *penalty);
 
 /* The answer of kv-conductor's /query:
  * {"<tenant>": {"<instance>": {"longest_matched": N, "DP": {"<rank>": {...}}}}} */

@@ -66,7 +66,7 @@ static void hold(struct world *w, uint32_t worker, const char *pattern)
 static const struct kv_hit *ask(struct world *w, size_t nblocks, bool shared, bool all, size_t *n)
 {
 	struct kv_query req = { w->part, 1, tokens, nblocks, NULL, 0 };
-	struct kv_query_opts o = { shared, all };
+	struct kv_query_opts o = { .shared_pool = shared, .all_workers = all };
 	size_t nb;
 	return kv_query_run(w->q, &w->src, &req, &o, n, &nb);
 }
@@ -224,7 +224,7 @@ static void query_by_local_hashes(void)
 	world_init(&w);
 	hold(&w, 0, "xxx");
 	struct kv_query req = { w.part, 1, NULL, 0, local, 3 };
-	struct kv_query_opts o = { false, false };
+	struct kv_query_opts o = { .shared_pool = false };
 	size_t n, nb;
 	const struct kv_hit *h = kv_query_run(w.q, &w.src, &req, &o, &n, &nb);
 	ASSERT_EQ_U64(nb, 3);

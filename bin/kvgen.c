@@ -1,0 +1,288 @@
+/* kvgen: a simulated cluster serving a request trace, publishing its KV events. */
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kvcap.h"
+#include "lines.h"
+#include "out.h"
+#include "sim.h"
+#include "trace.h"
+#include "util.h"
+
+static const char usage[] =
+	"Usage: kvgen [OPTION]... [TRACE]\n"
+	"Simulate an inference cluster serving a request trace (Mooncake FAST'25 JSONL:\n"
+	"timestamp, input_length, output_length, hash_ids) and write the KV events it\n"
+	"would publish as a kvcap capture.  With no TRACE, or when TRACE is -, read\n"
+	"standard input.\n"
+	"\n"
+	"  -o, --output FILE         write the capture to FILE (default: stdout, not a terminal)\n"
+	"  -n, --no-capture          simulate and report only\n"
+	"      --workers N           instances (nodes) in the cluster (16)\n"
+	"      --dp M                data-parallel ranks per instance (4)\n"
+	"      --capacity BLOCKS     accelerator cache per rank, in blocks (16384)\n"
+	"      --block-size N        engine block size in tokens, dividing 512 (16)\n"
+	"      --pool memcache|mooncake|none  a KV pool per node behind the ranks (none)\n"
+	"      --pool-capacity BLOCKS  host memory of each node's pool (262144)\n"
+	"      --disk-capacity BLOCKS  disk tier behind it (0: none)\n"
+	"      --pool-lag MS         pool events come MS after the engine's; negative: before (1)\n"
+	"      --policy random|round-robin|kv  routing (kv)\n"
+	"      --weights N,C,D       kv routing weights of npu, cpu, disk blocks (1,1,0)\n"
+	"      --load-weight L       kv routing: score less L per request the worker took\n"
+	"                            within --load-window (0: cache affinity alone)\n"
+	"      --load-window SECS    of trace time (60)\n"
+	"      --seed N              tokens and random routing (1)\n"
+	"      --speed X             compress trace time X times (1)\n"
+	"      --vllm-format array|map  vLLM events as arrays (up to 0.25) or maps (0.26+) (array)\n"
+	"      --hash-format int|bytes  vLLM block hashes as ints or 32-byte sha256 (int)\n"
+	"      --model NAME          model name in events and registrations (llama)\n"
+	"      --limit N             serve only the first N requests\n"
+	"      --registrations FILE  write the cluster's registrations (for kvmatch -r)\n"
+	"      --snapshot FILE       write the simulated index as a kvsnap snapshot\n"
+	"      --report FILE         write a JSON report: hit rates per medium, over time\n"
+	"      --window SECS         report windows of SECS of trace time (60)\n"
+	"  -q, --quiet               no summary on stderr\n"
+	"  -v, --verbose             more messages\n"
+	"  -h, --help                show this help and exit\n"
+	"  -V, --version             show the version and exit\n"
+	"\n"
+	"Exit status: 0 success, 64 usage, 65 bad trace lines (the rest was served),\n"
+	"66 cannot open the trace, 74 write error.  See kvgen(1).\n";
+
+enum { OPT_WORKERS = 256, OPT_DP, OPT_CAPACITY, OPT_BLOCK_SIZE, OPT_POOL, OPT_POOL_CAPACITY, OPT_DISK_CAPACITY,
+       OPT_POOL_LAG, OPT_POLICY, OPT_WEIGHTS, OPT_SEED, OPT_SPEED, OPT_VLLM_FORMAT, OPT_HASH_FORMAT, OPT_MODEL,
+       OPT_LIMIT, OPT_REGS, OPT_SNAPSHOT, OPT_REPORT, OPT_WINDOW, OPT_LOAD_WEIGHT, OPT_LOAD_WINDOW };
+
+static const struct option longopts[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "no-capture", no_argument, NULL, 'n' },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "dp", required_argument, NULL, OPT_DP },
+	{ "capacity", required_argument, NULL, OPT_CAPACITY },
+	{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
+	{ "pool", required_argument, NULL, OPT_POOL },
+	{ "pool-capacity", required_argument, NULL, OPT_POOL_CAPACITY },
+	{ "disk-capacity", required_argument, NULL, OPT_DISK_CAPACITY },
+	{ "pool-lag", required_argument, NULL, OPT_POOL_LAG },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "weights", required_argument, NULL, OPT_WEIGHTS },
+	{ "load-weight", required_argument, NULL, OPT_LOAD_WEIGHT },
+	{ "load-window", required_argument, NULL, OPT_LOAD_WINDOW },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "speed", required_argument, NULL, OPT_SPEED },
+	{ "vllm-format", required_argument, NULL, OPT_VLLM_FORMAT },
+	{ "hash-format", required_argument, NULL, OPT_HASH_FORMAT },
+	{ "model", required_argument, NULL, OPT_MODEL },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "registrations", required_argument, NULL, OPT_REGS },
+	{ "snapshot", required_argument, NULL, OPT_SNAPSHOT },
+	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct options {
+	const char *output, *regs, *snapshot, *report;
+	bool no_capture;
+	uint64_t limit;
+	int quiet, verbose;
+	struct kv_sim_opts sim;
+};
+
+static uint32_t count_option(const char *name, const char *arg, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+	if (!kv_parse_u64(arg, min, max, &v))
+		kv_usage_error("%s: '%s' is not a number from %llu to %llu", name, arg, (unsigned long long)min,
+			       (unsigned long long)max);
+	return (uint32_t)v;
+}
+
+static int choice(const char *name, const char *arg, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcmp(arg, names[i]) == 0)
+			return i;
+	kv_usage_error("%s: '%s' is not one of the choices (see --help)", name, arg);
+}
+
+static void parse_weights(const char *s, struct kv_weights *w)
+{
+	double v[3];
+	char extra;
+	if (sscanf(s, "%lf,%lf,%lf%c", &v[0], &v[1], &v[2], &extra) != 3 || v[0] < 0 || v[1] < 0 || v[2] < 0)
+		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
+	*w = (struct kv_weights){ v[0], v[1], v[2] };
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	static const char *const pools[] = { "none", "memcache", "mooncake", NULL };
+	static const char *const policies[] = { "random", "round-robin", "kv", NULL };
+	static const char *const vllm_formats[] = { "array", "map", NULL };
+	static const char *const hash_formats[] = { "int", "bytes", NULL };
+	struct kv_sim_opts *s = &o->sim;
+	*s = (struct kv_sim_opts){ .instances = 16, .dp = 4, .capacity = 16384, .block_size = 16,
+				   .pool_capacity = 262144, .policy = KV_POLICY_KV, .weights = KV_WEIGHTS_DEFAULT,
+				   .seed = 1, .speed = 1, .pool_lag_ns = 1000000, .model = "llama",
+				   .base_ns = 1764547200000000000ull, .window_ns = 60000000000ull,
+				   .load_window_ns = 60000000000ull };
+	int c;
+	int64_t lag;
+	double speed;
+	while ((c = getopt_long(argc, argv, "o:nqvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o->output = optarg; break;
+		case 'n': o->no_capture = true; break;
+		case OPT_WORKERS: s->instances = count_option("--workers", optarg, 1, 65536); break;
+		case OPT_DP: s->dp = count_option("--dp", optarg, 1, 256); break;
+		case OPT_CAPACITY: s->capacity = count_option("--capacity", optarg, 1, 1u << 30); break;
+		case OPT_BLOCK_SIZE:
+			s->block_size = count_option("--block-size", optarg, 1, 512);
+			if (KV_TRACE_BLOCK % s->block_size)
+				kv_usage_error("--block-size: %u does not divide the trace's 512-token blocks", s->block_size);
+			break;
+		case OPT_POOL: s->pool = (enum kv_pool_kind)choice("--pool", optarg, pools); break;
+		case OPT_POOL_CAPACITY: s->pool_capacity = count_option("--pool-capacity", optarg, 1, 1u << 30); break;
+		case OPT_DISK_CAPACITY: s->disk_capacity = count_option("--disk-capacity", optarg, 0, 1u << 30); break;
+		case OPT_POOL_LAG:
+			if (!kv_parse_i64(optarg, -3600000, 3600000, &lag))
+				kv_usage_error("--pool-lag: '%s' is not milliseconds within an hour", optarg);
+			s->pool_lag_ns = lag * 1000000;
+			break;
+		case OPT_POLICY: s->policy = (enum kv_policy)choice("--policy", optarg, policies); break;
+		case OPT_WEIGHTS: parse_weights(optarg, &s->weights); break;
+		case OPT_LOAD_WEIGHT:
+			if (!kv_parse_double(optarg, 0, 1e9, &s->load_weight))
+				kv_usage_error("--load-weight: '%s' is not a non-negative number", optarg);
+			break;
+		case OPT_LOAD_WINDOW:
+			s->load_window_ns = (uint64_t)count_option("--load-window", optarg, 1, 86400) * 1000000000ull;
+			break;
+		case OPT_SEED: s->seed = count_option("--seed", optarg, 0, UINT32_MAX); break;
+		case OPT_SPEED:
+			if (!kv_parse_double(optarg, 1e-3, 1e9, &speed))
+				kv_usage_error("--speed: '%s' is not a positive number", optarg);
+			s->speed = speed;
+			break;
+		case OPT_VLLM_FORMAT: s->emit.vllm_map = choice("--vllm-format", optarg, vllm_formats) == 1; break;
+		case OPT_HASH_FORMAT: s->emit.hash_bytes = choice("--hash-format", optarg, hash_formats) == 1; break;
+		case OPT_MODEL: s->model = optarg; break;
+		case OPT_LIMIT: o->limit = count_option("--limit", optarg, 1, UINT32_MAX); break;
+		case OPT_REGS: o->regs = optarg; break;
+		case OPT_SNAPSHOT: o->snapshot = optarg; break;
+		case OPT_REPORT: o->report = optarg; break;
+		case OPT_WINDOW: s->window_ns = (uint64_t)count_option("--window", optarg, 1, 86400 * 365) * 1000000000ull; break;
+		case 'q': o->quiet++; break;
+		case 'v': o->verbose++; break;
+		case 'h': kv_print_help(usage);
+		case 'V': kv_print_version();
+		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		}
+	}
+	s->emit.mooncake = s->pool == KV_POOL_MOONCAKE;
+	if (optind < argc - 1)
+		kv_usage_error("one trace at most");
+}
+
+/* Writes a side file with fn; false (message given) on failure. */
+static bool write_file(const char *path, void (*fn)(const struct kv_sim *, FILE *), const struct kv_sim *s)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		kv_warn_errno("%s", path);
+		return false;
+	}
+	fn(s, f);
+	if (ferror(f) | fclose(f)) {
+		kv_warn_errno("%s", path);
+		return false;
+	}
+	return true;
+}
+
+static int serve_trace(struct kv_sim *sim, const struct options *o, const char *path, struct kv_out *out)
+{
+	bool std = !path || strcmp(path, "-") == 0;
+	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		kv_warn_errno("%s", path);
+		return KV_EX_NOINPUT;
+	}
+	const char *name = std ? "stdin" : path;
+	struct kv_lines l;
+	kv_lines_init(&l, fd, 64u << 20, NULL, 0);
+	struct kv_trace_req req = { 0 };
+	char *line, err[200];
+	size_t n;
+	uint64_t served = 0, bad = 0;
+	enum kv_lines_status st;
+	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_failed(out)) &&
+	       (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF && st != KV_LINES_STOPPED) {
+		if (st == KV_LINES_ERROR) {
+			kv_warn("%s: %s", name, strerror(l.err));
+			bad++;
+			break;
+		}
+		if (st == KV_LINE && line[strspn(line, " \t")] == 0)
+			continue;
+		if (st == KV_LINE_TOO_LONG || !kv_trace_parse(line, n, &req, err, sizeof err)) {
+			kv_warn("%s: line %llu: %s", name, (unsigned long long)l.lineno,
+				st == KV_LINE_TOO_LONG ? "longer than 64 MiB" : err);
+			bad++;
+			continue;
+		}
+		kv_sim_request(sim, &req);
+		served++;
+	}
+	free(req.hash_ids);
+	kv_lines_free(&l);
+	if (!std)
+		close(fd);
+	return bad ? KV_EX_DATAERR : KV_EX_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	kv_set_prog(argv[0]);
+	parse_options(argc, argv, &o);
+	struct kv_out out;
+	bool capture = !o.no_capture;
+	if (capture) {
+		if (!kv_out_open(&out, o.output)) {
+			kv_warn_errno("%s", o.output);
+			return KV_EX_IOERR;
+		}
+		if (out.tty)
+			kv_usage_error("refusing to write a binary capture to a terminal (use -o FILE, a pipe or -n)");
+		kv_cap_write_header(&out, "kvgen " KV_VERSION, o.sim.base_ns);
+	}
+	kv_install_signals(false);
+	struct kv_sim *sim = kv_sim_new(&o.sim, capture ? &out : NULL);
+	int status = serve_trace(sim, &o, optind < argc ? argv[optind] : NULL, capture ? &out : NULL);
+	kv_sim_finish(sim);
+	int closed = capture ? kv_out_close(&out) : KV_EX_OK;
+	if (closed)
+		status = closed;
+	if (o.regs && !write_file(o.regs, kv_sim_write_registrations, sim))
+		status = KV_EX_IOERR;
+	if (o.report && !write_file(o.report, kv_sim_report, sim))
+		status = KV_EX_IOERR;
+	if (o.snapshot && !kv_sim_write_snapshot(sim, o.snapshot)) {
+		kv_warn_errno("%s", o.snapshot);
+		status = KV_EX_IOERR;
+	}
+	if (!o.quiet)
+		kv_sim_summary(sim, stderr);
+	kv_sim_free(sim);
+	return status;
+}

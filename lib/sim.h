@@ -1,0 +1,66 @@
+/* sim: a simulated inference cluster for kvgen.  Instances of DP ranks,
+ * each rank an engine with an LRU cache of --capacity blocks in accelerator
+ * memory, each instance a node with an optional KV pool (memcache or
+ * Mooncake: host memory, optionally disk behind it).  Requests are routed
+ * (random, round-robin, or kv: kvquery --route's scoring against the live
+ * index), served from cache as far as their prefix allows, and the cluster
+ * publishes what happened as real publishers would, as kvcap records.  The
+ * index the simulation holds (lib/index) is the truth kvmatch must rebuild
+ * from those records. */
+#ifndef KV_SIM_H
+#define KV_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "emit.h"
+#include "index.h"
+#include "match.h"
+#include "out.h"
+#include "query.h"
+#include "regs.h"
+#include "trace.h"
+#include "workers.h"
+
+enum kv_policy { KV_POLICY_RANDOM, KV_POLICY_ROUND_ROBIN, KV_POLICY_KV };
+enum kv_pool_kind { KV_POOL_NONE, KV_POOL_MEMCACHE, KV_POOL_MOONCAKE };
+
+struct kv_sim_opts {
+	uint32_t instances, dp;
+	uint32_t capacity;          /* xpu blocks per rank */
+	uint32_t block_size;
+	enum kv_pool_kind pool;
+	uint32_t pool_capacity;     /* cpu blocks per node */
+	uint32_t disk_capacity;     /* disk blocks per node, 0: no disk tier */
+	enum kv_policy policy;
+	struct kv_weights weights;
+	double load_weight;         /* kv policy: score less this per request routed within load_window */
+	uint64_t load_window_ns;
+	uint64_t seed;
+	double speed;               /* trace time is divided by this */
+	int64_t pool_lag_ns;        /* pool events come this long after the engine's (may be negative) */
+	struct kv_emit_opts emit;
+	const char *model;
+	uint64_t base_ns;           /* recv_ns of trace time 0 */
+	uint64_t window_ns;         /* report windows, in trace time */
+};
+
+struct kv_sim;
+
+struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture);
+void kv_sim_free(struct kv_sim *s);
+/* Routes and serves one request, writing its records to the capture. */
+void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *r);
+/* Writes what is still queued (pool batches due later). */
+void kv_sim_finish(struct kv_sim *s);
+/* The registrations of the simulated cluster, kv-conductor /register bodies. */
+void kv_sim_write_registrations(const struct kv_sim *s, FILE *f);
+/* The simulation's own index as a snapshot. */
+bool kv_sim_write_snapshot(const struct kv_sim *s, const char *path);
+/* The summary line (stderr) and the JSON report. */
+void kv_sim_summary(const struct kv_sim *s, FILE *f);
+void kv_sim_report(const struct kv_sim *s, FILE *f);
+
+#endif

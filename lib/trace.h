@@ -1,0 +1,28 @@
+/* trace: request traces in the Mooncake FAST'25 format, one JSON object
+ * per line: timestamp (ms from the start), input_length, output_length,
+ * hash_ids (prefix block ids, 512 tokens each; equal ids at the same place
+ * are a shared prefix).  And the tokens a trace implies: block id i holds
+ * tokens derived from (seed, i, position), so equal ids give equal blocks. */
+#ifndef KV_TRACE_H
+#define KV_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KV_TRACE_BLOCK 512      /* tokens per trace hash id */
+#define KV_TRACE_VOCAB 150000u  /* token ids are below this, like a real tokenizer's */
+
+struct kv_trace_req {
+	uint64_t ts_ms;
+	uint32_t input_length, output_length;
+	uint64_t *hash_ids;
+	size_t nids, capids;
+};
+
+/* Parses one line; false with the reason in err. */
+bool kv_trace_parse(const char *line, size_t n, struct kv_trace_req *r, char *err, size_t errlen);
+/* The request's prompt tokens: input_length of them, into *tokens (grown). */
+size_t kv_trace_tokens(const struct kv_trace_req *r, uint64_t seed, uint32_t **tokens, size_t *cap);
+
+#endif

@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# kvgen: a simulated cluster's traffic, which kvdecode and kvmatch must take as it is.
+load helper
+
+TRACE=$ROOT/share/traces/conversation-300.jsonl
+
+# The holdings of a snapshot's blocks, for comparing indexes.
+blocks() { kvmatch --dump "$1" | grep '"kind":"block"'; }
+
+agrees() { # kvgen options...: kvmatch rebuilds exactly kvgen's own index
+	kvgen -q --limit 120 --workers 4 --dp 2 --capacity 600 --registrations regs.jsonl --snapshot truth.kvsnap \
+		-o cap.kvcap "$@" "$TRACE"
+	run --separate-stderr kvmatch -r regs.jsonl --log dropped,pending_expired -o idx.kvsnap cap.kvcap
+	assert_success
+	assert_output ''
+	[ "$(blocks truth.kvsnap | wc -l)" -gt 1000 ]
+	assert_equal "$(blocks idx.kvsnap)" "$(blocks truth.kvsnap)"
+}
+
+@test "kvmatch's index after the stream is kvgen's: engines only" {
+	agrees --policy random
+}
+
+@test "... with a memcache pool (two-phase matching), vLLM array events, int hashes" {
+	agrees --pool memcache --pool-capacity 3000
+}
+
+@test "... with a Mooncake pool and a disk tier, vLLM map events, sha256 bytes hashes" {
+	agrees --pool mooncake --pool-capacity 1500 --disk-capacity 4000 --vllm-format map --hash-format bytes
+}
+
+@test "... with pool events arriving before the engine's offload events" {
+	agrees --pool memcache --pool-capacity 3000 --pool-lag -5
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched cap.kvcap
+	[ "$(grep -c '"state":"matched"' <<<"$output")" -gt 100 ]
+}
+
+@test "the capture decodes without a single error, every format on the wire" {
+	kvgen -q --limit 40 --workers 2 --dp 2 --policy round-robin --pool mooncake --vllm-format map --hash-format bytes -o cap.kvcap "$TRACE"
+	run --separate-stderr kvdecode --stats cap.kvcap
+	assert_success
+	assert_equal "$(jq -r '.format' <<<"$output" | sort -u | tr '\n' ' ')" "mooncake vllm "
+	assert_equal "$(jq -r 'select(.format == "vllm") | .medium' <<<"$output" | sort -u | tr '\n' ' ')" "cpu xpu "
+	grep -Eq '^kvdecode: tcp://10.0.0.1:5557: [0-9]+ batches, [0-9]+ events \(vllm: [0-9]+ stored, [0-9]+ removed, 0 cleared\), 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 0 errors$' <<<"$stderr"
+	grep -Eq '^kvdecode: tcp://kvs-master:5557: [0-9]+ batches, [0-9]+ events \(mooncake: [0-9]+ stored, [0-9]+ removed, 0 cleared\), 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 0 errors$' <<<"$stderr"
+	assert_equal "$(grep -c '^kvdecode: tcp://' <<<"$stderr")" 5
+}
+
+@test "the same seed gives the same capture, byte for byte" {
+	kvgen -q --limit 50 --workers 2 --pool memcache -o a.kvcap "$TRACE"
+	kvgen -q --limit 50 --workers 2 --pool memcache -o b.kvcap "$TRACE"
+	cmp a.kvcap b.kvcap
+	kvgen -q --limit 50 --workers 2 --pool memcache --seed 7 -o c.kvcap "$TRACE"
+	! cmp -s a.kvcap c.kvcap
+}
+
+@test "the summary and the report count hits per medium" {
+	run --separate-stderr kvgen -n --limit 300 --pool memcache --report report.json "$TRACE"
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$(sed -E 's/[0-9.]+/N/g' <<<"$stderr")" "kvgen: policy kv: N requests, N prompt tokens, N% served from cache (xpu N%, cpu N%, disk N%); requests per worker N to N; N records, N blocks stored, N removed, N pool events"
+	assert_equal "$(jq -c '[.policy, .requests, .cluster.instances, .cluster.dp, (.requests_per_worker | length), (.windows | length)]' report.json)" '["kv",300,16,4,64,2]'
+	assert_equal "$(jq '.hits.total_tokens == .hits.xpu_tokens + .hits.cpu_tokens + .hits.disk_tokens' report.json)" true
+	assert_equal "$(jq '[.windows[].requests] | add' report.json)" 300
+	assert_equal "$(jq '.prompt_tokens' report.json)" "$(jq -s 'map(.input_length) | add' "$TRACE")"
+}
+
+@test "routing by cache affinity serves more from cache than random or round-robin" {
+	for p in random round-robin kv; do
+		kvgen -n -q --policy $p --load-weight 8 --capacity 2000 --report $p.json "$TRACE"
+	done
+	kv=$(jq .hits.hit_rate kv.json); rnd=$(jq .hits.hit_rate random.json); rr=$(jq .hits.hit_rate round-robin.json)
+	awk -v k="$kv" -v r="$rnd" -v o="$rr" 'BEGIN { exit !(k > 1.5 * r && k > 1.5 * o) }'
+}
+
+@test "bad trace lines are reported with their numbers; the rest is served" {
+	{ head -3 "$TRACE"; echo 'nonsense'; echo '{"timestamp": 1, "input_length": 2000, "hash_ids": [1]}'; head -5 "$TRACE" | tail -2; } > t.jsonl
+	run --separate-stderr kvgen -n t.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(sed -n 1,2p <<<"$stderr")" "kvgen: t.jsonl: line 4: '[' or '{' expected near 'nonsense'
+kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs"
+	grep -q '^kvgen: policy kv: 5 requests,' <<<"$stderr"
+}
+
+@test "kvgen refuses a terminal, and bad options" {
+	run script -qec "$BIN/kvgen --limit 1 $TRACE" /dev/null
+	assert_equal "$status" 64
+	assert_output --partial 'refusing to write a binary capture to a terminal'
+	run --separate-stderr kvgen --block-size 48 -n "$TRACE"
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvgen: --block-size: 48 does not divide the trace's 512-token blocks"
+	run --separate-stderr kvgen --policy smart -n "$TRACE"
+	assert_equal "$status" 64
+	run kvgen --help
+	assert_success
+	assert_line --index 0 'Usage: kvgen [OPTION]... [TRACE]'
+}
