@@ -71,6 +71,19 @@ $(PROGDIR)/%: $(BUILD)/bin/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
+# kvstat alone links libcurl.  Its HTTP module is lib/http/fetch.c, outside
+# LIB_SRC, so that libkvtools.a, the other programs, the unit tests and the
+# fuzz harnesses never depend on curl.
+CURL_CFLAGS   = $(shell pkg-config --cflags libcurl 2>/dev/null)
+LDLIBS_kvstat = $(shell pkg-config --libs libcurl 2>/dev/null)
+$(BUILD)/lib/http/fetch.o: lib/http/fetch.c lib/http/fetch.h $(wildcard lib/*.h) $(BUILD)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -c -o $@ $<
+$(BUILD)/bin/kvstat.o: lib/http/fetch.h
+$(PROGDIR)/kvstat: $(BUILD)/bin/kvstat.o $(BUILD)/lib/http/fetch.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS) $(LDLIBS_kvstat)
+
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
@@ -88,15 +101,20 @@ $(BUILD)/tests/fuzzreplay_%: fuzz/fuzz_%.c fuzz/replay.c $(LIBA)
 # make fuzz: the libFuzzer builds (clang), with every lib object instrumented.
 FUZZ_CC     = clang
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
-              -DKV_VERSION='"$(VERSION)"' -fsanitize=fuzzer-no-link,address,undefined
+              -DKV_VERSION='"$(VERSION)"' -fsanitize=fuzzer-no-link,address,undefined \
+              -fno-sanitize-recover=undefined
 FUZZ_LIBOBJ = $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
 
 build/fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
-build/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIBOBJ)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBOBJ) $(LDLIBS)
+build/fuzz/libkvtools.a: $(FUZZ_LIBOBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+build/fuzz/fuzz_%: fuzz/fuzz_%.c build/fuzz/libkvtools.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libkvtools.a $(LDLIBS)
 
 fuzz: $(FUZZERS)
 	@echo "run: build/fuzz/fuzz_NAME -dict=fuzz/NAME.dict -max_total_time=60 NEWDIR fuzz/corpus/NAME"

@@ -4,10 +4,11 @@
 # installs what is missing; otherwise a clear message and exit status 1.
 set -eu
 
-# build: compiler, pkg-config and the libraries; test: bats, mandoc, script(1);
+# build: compiler, pkg-config and the libraries (libcurl: kvstat's HTTP
+# scrapes, and only kvstat links it); test: bats, mandoc, script(1);
 # bench and experiments: Python baselines, gnuplot; lint and fuzz: clang tools.
 packages="gcc make pkg-config libc6-dev
-libzmq3-dev libmsgpack-dev libjansson-dev libyajl-dev libxxhash-dev
+libzmq3-dev libmsgpack-dev libjansson-dev libyajl-dev libxxhash-dev libcurl4-openssl-dev
 bats bats-support bats-assert mandoc man-db bsdutils bash-completion jq
 python3 python3-msgpack python3-xxhash gnuplot-nox
 clang libclang-rt-14-dev cppcheck clang-tidy valgrind"

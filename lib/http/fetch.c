@@ -1,0 +1,227 @@
+#include "http/fetch.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { IDLE, RUNNING, DONE };
+
+struct xfer {
+	CURL *easy;
+	char *url;
+	char *buf;
+	size_t len, cap, max;
+	int state;
+	bool too_big;
+	CURLcode code;
+	long status;
+	char errbuf[CURL_ERROR_SIZE];
+	char msg[CURL_ERROR_SIZE + 64];
+	char kind[64];
+};
+
+struct kv_fetch {
+	CURLM *multi;
+	struct curl_slist *headers;
+	struct kv_fetch_opts o;
+	struct xfer *x;
+	size_t n, cap, running;
+};
+
+struct kv_fetch *kv_fetch_new(const struct kv_fetch_opts *o, char *err, size_t errlen)
+{
+	CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (c != CURLE_OK) {
+		snprintf(err, errlen, "cannot set up libcurl: %s", curl_easy_strerror(c));
+		return NULL;
+	}
+	struct kv_fetch *f = kv_xcalloc(1, sizeof *f);
+	f->o = *o;
+	f->multi = curl_multi_init();
+	f->headers = curl_slist_append(NULL, "Accept: text/plain;version=0.0.4;q=1.0,*/*;q=0.1");
+	if (!f->multi || !f->headers) {
+		snprintf(err, errlen, "cannot set up libcurl");
+		kv_fetch_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void kv_fetch_free(struct kv_fetch *f)
+{
+	if (!f)
+		return;
+	kv_fetch_cancel(f);
+	for (size_t i = 0; i < f->n; i++) {
+		curl_easy_cleanup(f->x[i].easy);
+		free(f->x[i].url);
+		free(f->x[i].buf);
+	}
+	free(f->x);
+	if (f->multi)
+		curl_multi_cleanup(f->multi);
+	curl_slist_free_all(f->headers);
+	free(f);
+	curl_global_cleanup();
+}
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	if (n > x->max - x->len) {
+		x->too_big = true;
+		return 0;                 /* fails the transfer */
+	}
+	x->buf = kv_xgrow(x->buf, &x->cap, x->len + n + 1, 1);
+	memcpy(x->buf + x->len, p, n);
+	x->len += n;
+	return n;
+}
+
+static long ms(uint64_t ns)
+{
+	uint64_t v = (ns + 999999) / 1000000;
+	return v > 0x7fffffff ? 0x7fffffff : (long)v;
+}
+
+size_t kv_fetch_add(struct kv_fetch *f, const char *url)
+{
+	f->x = kv_xgrow(f->x, &f->cap, f->n + 1, sizeof *f->x);
+	struct xfer *x = &f->x[f->n];
+	memset(x, 0, sizeof *x);
+	x->url = kv_xstrdup(url);
+	x->max = f->o.max_body;
+	x->easy = curl_easy_init();
+	if (!x->easy)
+		kv_die(KV_EX_SOFTWARE, "cannot set up libcurl for %s", url);
+	CURL *e = x->easy;
+	curl_easy_setopt(e, CURLOPT_URL, x->url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 3L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms(f->o.timeout_ns));
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms(f->o.connect_timeout_ns));
+	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)f->o.max_body);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->headers);
+	if (f->o.user_agent)
+		curl_easy_setopt(e, CURLOPT_USERAGENT, f->o.user_agent);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+	return f->n++;
+}
+
+void kv_fetch_start(struct kv_fetch *f, size_t i)
+{
+	struct xfer *x = &f->x[i];
+	if (x->state == RUNNING)
+		return;
+	x->len = 0;
+	x->too_big = false;
+	x->errbuf[0] = 0;
+	x->state = RUNNING;
+	f->running++;
+	if (curl_multi_add_handle(f->multi, x->easy) != CURLM_OK) {
+		x->state = DONE;
+		x->code = CURLE_FAILED_INIT;
+		f->running--;
+	}
+}
+
+size_t kv_fetch_running(const struct kv_fetch *f)
+{
+	return f->running;
+}
+
+static void collect(struct kv_fetch *f)
+{
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(f->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		struct xfer *x = NULL;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		if (!x)
+			continue;
+		x->code = m->data.result;
+		x->status = 0;
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+		curl_multi_remove_handle(f->multi, x->easy);
+		if (x->state == RUNNING)
+			f->running--;
+		x->state = DONE;
+	}
+}
+
+void kv_fetch_wait(struct kv_fetch *f, int timeout_ms)
+{
+	int still;
+	curl_multi_perform(f->multi, &still);
+	collect(f);
+	for (size_t i = 0; i < f->n; i++)
+		if (f->x[i].state == DONE)
+			return;
+	curl_multi_poll(f->multi, NULL, 0, timeout_ms, NULL);
+	curl_multi_perform(f->multi, &still);
+	collect(f);
+}
+
+static void what_failed(struct xfer *x, struct kv_fetch_result *r)
+{
+	if (x->too_big || x->code == CURLE_FILESIZE_EXCEEDED) {
+		snprintf(x->msg, sizeof x->msg, "response larger than %zu bytes", x->max);
+		snprintf(x->kind, sizeof x->kind, "size");
+	} else if (x->code != CURLE_OK) {
+		snprintf(x->msg, sizeof x->msg, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(x->code));
+		snprintf(x->kind, sizeof x->kind, "curl %d", (int)x->code);
+	} else {
+		snprintf(x->msg, sizeof x->msg, "HTTP status %ld", x->status);
+		snprintf(x->kind, sizeof x->kind, "http %ld", x->status);
+	}
+	r->error = x->msg;
+	r->kind = x->kind;
+}
+
+bool kv_fetch_next(struct kv_fetch *f, struct kv_fetch_result *r)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		struct xfer *x = &f->x[i];
+		if (x->state != DONE)
+			continue;
+		x->state = IDLE;
+		*r = (struct kv_fetch_result){ .i = i };
+		if (x->code == CURLE_OK && x->status == 200 && !x->too_big) {
+			r->ok = true;
+			r->body = x->buf ? x->buf : "";
+			r->len = x->len;
+		} else {
+			what_failed(x, r);
+		}
+		return true;
+	}
+	return false;
+}
+
+void kv_fetch_cancel(struct kv_fetch *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		struct xfer *x = &f->x[i];
+		if (x->state == RUNNING)
+			curl_multi_remove_handle(f->multi, x->easy);
+		x->state = IDLE;
+	}
+	f->running = 0;
+}

@@ -1,0 +1,57 @@
+/* fetch: HTTP GETs of metrics endpoints through libcurl, all endpoints at
+ * once in one curl multi handle, driven in slices of at most the caller's
+ * timeout so that a main loop stays responsive to signals.
+ *
+ * Each transfer has a total and a connect timeout, follows at most three
+ * redirects, speaks only http and https, asks for the Prometheus text
+ * format (and any compression curl can undo), and keeps at most max_body
+ * bytes of decoded response: a larger one fails.  Anything but status 200
+ * fails.  A failure is one line of text naming what went wrong.
+ *
+ * This module is the only user of libcurl.  It lives in lib/http/, below
+ * the sources that make libkvtools.a and the fuzz harnesses, and only
+ * kvstat links it (see the Makefile).  curl runs with CURLOPT_NOSIGNAL:
+ * signal handling stays the program's. */
+#ifndef KV_FETCH_H
+#define KV_FETCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kv_fetch_opts {
+	uint64_t timeout_ns;          /* whole transfer */
+	uint64_t connect_timeout_ns;  /* until the connection is up */
+	size_t max_body;              /* bytes of response, after decompression */
+	const char *user_agent;
+};
+
+struct kv_fetch_result {
+	size_t i;                     /* the endpoint, as kv_fetch_add numbered it */
+	bool ok;
+	const char *body;             /* ok: the response, valid until i starts again */
+	size_t len;
+	const char *error;            /* !ok: what went wrong */
+	const char *kind;             /* !ok: the same for the same kind of failure
+	                                 (error can differ in details, such as times) */
+};
+
+struct kv_fetch;
+
+/* NULL with a message in err when libcurl cannot be set up. */
+struct kv_fetch *kv_fetch_new(const struct kv_fetch_opts *o, char *err, size_t errlen);
+void kv_fetch_free(struct kv_fetch *f);
+/* The URL must be http:// or https://; returns the endpoint's number. */
+size_t kv_fetch_add(struct kv_fetch *f, const char *url);
+/* Starts a GET of endpoint i (one at a time per endpoint). */
+void kv_fetch_start(struct kv_fetch *f, size_t i);
+/* Transfers still running. */
+size_t kv_fetch_running(const struct kv_fetch *f);
+/* Moves the transfers on, waiting at most timeout_ms for something to do. */
+void kv_fetch_wait(struct kv_fetch *f, int timeout_ms);
+/* A finished transfer, each reported once; false when there is none. */
+bool kv_fetch_next(struct kv_fetch *f, struct kv_fetch_result *r);
+/* Abandons every running transfer. */
+void kv_fetch_cancel(struct kv_fetch *f);
+
+#endif
