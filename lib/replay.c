@@ -51,3 +51,17 @@ bool kv_replay_parse_request(const struct kv_frame *frames, size_t n, uint64_t *
 	*start_seq = be64(frames[1].p);
 	return true;
 }
+
+size_t kv_replay_reply(enum kv_replay_shape shape, struct kv_frame topic, uint64_t seq,
+		       struct kv_frame payload, uint8_t buf[8], struct kv_frame out[4])
+{
+	static const uint8_t none;
+	size_t n = 0;
+	kv_seq_encode(seq, buf);
+	out[n++] = (struct kv_frame){ &none, 0 };
+	if (shape == KV_REPLAY_V026)
+		out[n++] = seq == KV_REPLAY_END ? (struct kv_frame){ &none, 0 } : topic;
+	out[n++] = (struct kv_frame){ buf, 8 };
+	out[n++] = seq == KV_REPLAY_END ? (struct kv_frame){ &none, 0 } : payload;
+	return n;
+}

@@ -32,5 +32,11 @@ void kv_replay_parse_reply(const struct kv_frame *frames, size_t n, struct kv_re
 void kv_replay_request(uint64_t start_seq, uint8_t buf[8], struct kv_frame req[2]);
 /* A request as read by a ROUTER after the identity frame: false if malformed. */
 bool kv_replay_parse_request(const struct kv_frame *frames, size_t n, uint64_t *start_seq);
+/* The frames of one reply after the identity, in the given shape, into out[]
+ * (seq bytes in buf); returns the frame count, 3 or 4.  The end marker is
+ * seq KV_REPLAY_END with an empty payload and, in the 0.26 shape, an empty
+ * topic, as vLLM sends it. */
+size_t kv_replay_reply(enum kv_replay_shape shape, struct kv_frame topic, uint64_t seq,
+		       struct kv_frame payload, uint8_t buf[8], struct kv_frame out[4]);
 
 #endif

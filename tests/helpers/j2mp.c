@@ -1,11 +1,12 @@
 /* j2mp: writes test captures from JSON, one payload per input line.
- *   j2mp [--payload] [--src S] [--topic T] [--seq N] [--seq-bytes K] [--recv NS] < lines
+ *   j2mp [--payload] [--src S] [--topic T] [--seq N] [--seq-bytes K] [--recv NS] [--step NS] < lines
  * JSON maps to MessagePack as expected, with string forms for what JSON
  * cannot say: "b:HEX" is bin, "u:DIGITS" an unsigned integer (above 2^63
  * too), "i:DIGITS" a signed one, "f:NUM" a float64, "x:HEX" a string of
  * those bytes (invalid UTF-8 too); "s:TEXT" is the string TEXT.  A line "raw:HEX" is a payload given byte for byte.  Output: a kvcap
  * stream (header, then one record per line, frames [topic, seq, payload],
- * seq counting up from N) or, with --payload, the bare payloads. */
+ * seq counting up from N, recv_ns from NS in steps of --step, default 1 ms)
+ * or, with --payload, the bare payloads. */
 #include <getopt.h>
 #include <jansson.h>
 #include <msgpack.h>
@@ -82,11 +83,11 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "payload", 0, NULL, 'p' }, { "src", 1, NULL, 's' }, { "topic", 1, NULL, 't' },
 		{ "seq", 1, NULL, 'n' }, { "seq-bytes", 1, NULL, 'k' }, { "recv", 1, NULL, 'r' },
-		{ NULL, 0, NULL, 0 },
+		{ "step", 1, NULL, 'S' }, { NULL, 0, NULL, 0 },
 	};
 	const char *src = "tcp://10.0.0.5:5557", *topic = "";
 	bool bare = false;
-	unsigned long long seq = 0, recv = 1764500000000000000ull;
+	unsigned long long seq = 0, recv = 1764500000000000000ull, step = 1000000;
 	int seq_bytes = 8, c;
 	kv_set_prog(argv[0]);
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -97,6 +98,7 @@ int main(int argc, char **argv)
 		case 'n': seq = strtoull(optarg, NULL, 10); break;
 		case 'k': seq_bytes = atoi(optarg); break;
 		case 'r': recv = strtoull(optarg, NULL, 10); break;
+		case 'S': step = strtoull(optarg, NULL, 10); break;
 		default: return 64;
 		}
 	}
@@ -136,7 +138,7 @@ int main(int argc, char **argv)
 						 { seqb + 8 - seq_bytes, (size_t)seq_bytes },
 						 { (const uint8_t *)sb.data, sb.size } };
 			kv_cap_write_record(&out, recv, src, strlen(src), 0, f, 3);
-			recv += 1000000;
+			recv += step;
 		}
 		msgpack_sbuffer_destroy(&sb);
 	}
