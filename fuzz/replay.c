@@ -29,7 +29,13 @@ int main(int argc, char **argv)
 			FILE *f = fopen(path, "rb");
 			if (!f)
 				continue;
+			/* corpus files are small: anything past 16 MiB is not replayed */
 			uint8_t *buf = malloc(1 << 24);
+			if (!buf) {
+				fclose(f);
+				printf("not ok %d - %s: out of memory\n", i, argv[i]);
+				return 1;
+			}
 			size_t len = fread(buf, 1, 1 << 24, f);
 			fclose(f);
 			LLVMFuzzerTestOneInput(buf, len);

@@ -30,7 +30,7 @@ struct endpoint {
 	void *sub;
 	char *replay_url;
 	struct kv_seqtrack seq;
-	uint64_t messages, bytes, replayed, bad_seq, duplicates, oversize;
+	uint64_t messages, bytes, replayed, bad_seq, duplicates, oversize, replay_failures;
 	/* replay in progress */
 	void *dealer;
 	bool replaying;
@@ -200,21 +200,30 @@ static void remember_topic(struct endpoint *ep, struct kv_frame topic)
 	ep->topic_len = topic.n;
 }
 
-static void start_replay(struct kv_capture *c, struct endpoint *ep, uint64_t lo, uint64_t hi)
+/* Asks for batches [lo, hi); false (nothing asked) when ZMQ refuses. */
+static bool start_replay(struct kv_capture *c, struct endpoint *ep, uint64_t lo, uint64_t hi)
 {
 	ep->dealer = zmq_socket(c->zctx, ZMQ_DEALER);
+	if (!ep->dealer)
+		return false;
 	set_int(ep->dealer, ZMQ_LINGER, 0);
 	set_int(ep->dealer, ZMQ_RCVHWM, 0);
-	zmq_connect(ep->dealer, ep->replay_url);
 	uint8_t seqbuf[8];
 	struct kv_frame req[2];
 	kv_replay_request(lo, seqbuf, req);
-	zmq_send(ep->dealer, req[0].p, 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-	zmq_send(ep->dealer, req[1].p, req[1].n, ZMQ_DONTWAIT);
+	if (zmq_connect(ep->dealer, ep->replay_url) != 0 ||
+	    zmq_send(ep->dealer, req[0].p, 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+	    zmq_send(ep->dealer, req[1].p, req[1].n, ZMQ_DONTWAIT) < 0) {
+		zmq_close(ep->dealer);
+		ep->dealer = NULL;
+		ep->replay_failures++;
+		return false;
+	}
 	ep->replaying = true;
 	ep->lo = lo;
 	ep->hi = hi;
 	ep->deadline_ns = kv_monotonic_ns() + c->opts.replay_timeout_ns;
+	return true;
 }
 
 /* Delivers one message in order; false when it must wait behind a replay
@@ -245,8 +254,8 @@ static bool deliver(struct kv_capture *c, struct endpoint *ep, uint64_t recv_ns,
 	if (ep->replay_url && !c->stopping && ep->seq.seen && parts.seq > ep->seq.last + 1 &&
 	    parts.seq != ep->no_replay_at) {
 		ep->no_replay_at = parts.seq;
-		start_replay(c, ep, ep->seq.last + 1, parts.seq);
-		return false;
+		if (start_replay(c, ep, ep->seq.last + 1, parts.seq))
+			return false;
 	}
 	kv_seq_observe(&ep->seq, parts.seq);
 	write_record(c, ep, recv_ns, 0, frames, n);
@@ -507,6 +516,8 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f)
 			fprintf(f, ", %llu duplicates", (unsigned long long)ep->duplicates);
 		if (ep->oversize)
 			fprintf(f, ", %llu oversized", (unsigned long long)ep->oversize);
+		if (ep->replay_failures)
+			fprintf(f, ", %llu replays refused by ZMQ", (unsigned long long)ep->replay_failures);
 		fputc('\n', f);
 	}
 }

@@ -160,16 +160,10 @@ static void delete_holder(struct kv_index *ix, struct kv_block *b, size_t i)
 
 /* ---- holding ------------------------------------------------------------- */
 
-bool kv_index_hold(struct kv_index *ix, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local,
-		   uint32_t w, enum kv_medium m)
+/* Makes w hold block b in medium m; true when that is new. */
+static bool hold_in(struct kv_index *ix, struct kv_partition *p, struct kv_block *b, uint32_t w, enum kv_medium m)
 {
-	struct kv_partition *p = &ix->p[part];
-	bool added, found;
-	struct kv_block *b = kv_blocks_upsert(&p->blocks, chain, &added);
-	if (added) {
-		b->parent = parent;
-		b->local = local;
-	}
+	bool found;
 	uint32_t *h = b->n <= 1 ? &b->holder : ix->arena.a + b->holder;
 	size_t i = holder_pos(h, b->n, w, &found);
 	unsigned bit = KV_MEDIUM_BIT(m);
@@ -186,14 +180,38 @@ bool kv_index_hold(struct kv_index *ix, uint32_t part, uint64_t chain, uint64_t 
 	return true;
 }
 
-bool kv_index_release(struct kv_index *ix, uint32_t part, uint64_t chain, uint32_t w, enum kv_medium m,
-		      bool *freed, uint64_t *parent, uint64_t *local)
+static struct kv_block *block_for(struct kv_partition *p, uint64_t chain, uint64_t parent, uint64_t local)
+{
+	bool added;
+	struct kv_block *b = kv_blocks_upsert(&p->blocks, chain, &added);
+	if (added) {
+		b->parent = parent;
+		b->local = local;
+	}
+	return b;
+}
+
+bool kv_index_hold(struct kv_index *ix, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local,
+		   uint32_t w, enum kv_medium m)
 {
 	struct kv_partition *p = &ix->p[part];
-	*freed = false;
-	struct kv_block *b = kv_blocks_find(&p->blocks, chain);
-	if (!b)
-		return false;
+	return hold_in(ix, p, block_for(p, chain, parent, local), w, m);
+}
+
+size_t kv_index_hold_many(struct kv_index *ix, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local,
+			  const uint32_t *w, size_t n, enum kv_medium m)
+{
+	struct kv_partition *p = &ix->p[part];
+	struct kv_block *b = block_for(p, chain, parent, local);
+	size_t fresh = 0;
+	for (size_t k = 0; k < n; k++)
+		fresh += hold_in(ix, p, b, w[k], m);
+	return fresh;
+}
+
+/* w stops holding b in medium m; false when it did not. */
+static bool release_in(struct kv_index *ix, struct kv_partition *p, struct kv_block *b, uint32_t w, enum kv_medium m)
+{
 	bool found;
 	uint32_t *h = b->n <= 1 ? &b->holder : ix->arena.a + b->holder;
 	size_t i = holder_pos(h, b->n, w, &found);
@@ -205,13 +223,33 @@ bool kv_index_release(struct kv_index *ix, uint32_t part, uint64_t chain, uint32
 		return true;
 	delete_holder(ix, b, i);
 	p->holdings--;
+	return true;
+}
+
+size_t kv_index_release_many(struct kv_index *ix, uint32_t part, uint64_t chain, const uint32_t *w, size_t n,
+			     enum kv_medium m, bool *freed, uint64_t *parent, uint64_t *local)
+{
+	struct kv_partition *p = &ix->p[part];
+	*freed = false;
+	struct kv_block *b = kv_blocks_find(&p->blocks, chain);
+	if (!b)
+		return 0;
+	size_t held = 0;
+	for (size_t k = 0; k < n; k++)
+		held += release_in(ix, p, b, w[k], m);
 	if (b->n == 0) {
 		*freed = true;
 		*parent = b->parent;
 		*local = b->local;
 		kv_blocks_remove(&p->blocks, chain);
 	}
-	return true;
+	return held;
+}
+
+bool kv_index_release(struct kv_index *ix, uint32_t part, uint64_t chain, uint32_t w, enum kv_medium m,
+		      bool *freed, uint64_t *parent, uint64_t *local)
+{
+	return kv_index_release_many(ix, part, chain, &w, 1, m, freed, parent, local) > 0;
 }
 
 size_t kv_index_release_all(struct kv_index *ix, uint32_t part, uint32_t w, unsigned mask,

@@ -72,10 +72,16 @@ unsigned kv_block_media(const struct kv_index *ix, const struct kv_block *b, uin
 /* Makes w hold the block in medium m, creating the block; true when that is new. */
 bool kv_index_hold(struct kv_index *ix, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local,
 		   uint32_t w, enum kv_medium m);
+/* kv_index_hold for several workers with one lookup; returns how many were new. */
+size_t kv_index_hold_many(struct kv_index *ix, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local,
+			  const uint32_t *w, size_t n, enum kv_medium m);
 /* w stops holding chain in medium m.  Returns false when it did not hold it;
  * *freed tells whether the block went away (its parent and local returned). */
 bool kv_index_release(struct kv_index *ix, uint32_t part, uint64_t chain, uint32_t w, enum kv_medium m,
 		      bool *freed, uint64_t *parent, uint64_t *local);
+/* kv_index_release for several workers with one lookup; returns how many held it. */
+size_t kv_index_release_many(struct kv_index *ix, uint32_t part, uint64_t chain, const uint32_t *w, size_t n,
+			     enum kv_medium m, bool *freed, uint64_t *parent, uint64_t *local);
 /* Calls back for every block w holds in one of the media of mask, after which
  * w no longer holds it there; returns the number of holdings dropped. */
 size_t kv_index_release_all(struct kv_index *ix, uint32_t part, uint32_t w, unsigned mask,

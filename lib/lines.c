@@ -45,6 +45,9 @@ static int fill(struct kv_lines *l)
 			l->idle(l->idle_arg);
 	}
 	for (;;) {
+		/* A stop that came while idle must not wait for more input. */
+		if (kv_stop_signal)
+			return 2;
 		ssize_t n = read(l->fd, l->buf + l->len, l->cap - l->len);
 		if (n > 0) {
 			l->len += (size_t)n;

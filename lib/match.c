@@ -561,6 +561,9 @@ static void engine_offload_block(struct kv_match *m, const struct rep *r, uint32
 	report(m, r, KV_ST_OFFLOAD_CACHED, KV_R_NONE, &ehash, (int)medium, NULL, 0, 0);
 }
 
+/* How far ahead the loops over an event's blocks fetch table slots. */
+#define PREFETCH 8
+
 static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
 {
 	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_XPU : e->medium;
@@ -577,7 +580,13 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 			drop_hashes(m, r, e, KV_R_PARENT_NOT_FOUND, &w, 1);
 			return;
 		}
+		struct kv_partition *p = &m->ix->p[part];
 		for (size_t i = 0; i < nblocks; i++) {
+			/* Blocks of an event land all over the tables: fetch ahead. */
+			if (i + PREFETCH < nblocks) {
+				kv_blocks_prefetch(&p->blocks, m->chain[i + PREFETCH]);
+				kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
+			}
 			struct content c = { m->chain[i], i ? m->chain[i - 1] : parent, m->local[i] };
 			if (offload) {
 				learn(m, part, e->hashes[i], c.chain);
@@ -610,15 +619,11 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 	}
 }
 
-/* w stops holding what ehash names in medium; freed blocks leave their content behind. */
-static bool release(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t w, enum kv_medium medium)
+/* w stops holding chain in medium; a freed block leaves its content behind. */
+static bool release_chain(struct kv_match *m, uint32_t part, uint64_t chain, uint32_t w, enum kv_medium medium)
 {
-	uint64_t chain, parent, local;
+	uint64_t parent, local;
 	bool freed;
-	struct kv_ehash *e = kv_ehashes_find(&m->ix->p[part].ehashes, ehash);
-	if (!e)
-		return false;
-	chain = e->chain;
 	if (!kv_index_release(m->ix, part, chain, w, medium, &freed, &parent, &local))
 		return false;
 	if (freed)
@@ -626,17 +631,36 @@ static bool release(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t 
 	return true;
 }
 
+
 static void engine_removed(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
 {
 	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_XPU : e->medium;
 	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
+	/* Two passes, each fetching ahead: names to chains, then the blocks.
+	 * The scratch local[] says what the first pass found for each hash. */
+	enum { OFFLOAD_GONE, NAMED, UNKNOWN };
+	grow_blocks(m, e->nhashes);
 	for (size_t i = 0; i < e->nhashes; i++) {
+		if (i + PREFETCH < e->nhashes)
+			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
 		uint64_t h = e->hashes[i];
+		struct kv_ehash *eh;
 		/* An offload the engine dropped before any pool confirmed it never reached a tier. */
 		if (medium != KV_XPU && kv_offloads_remove(&pm->offload, h))
+			m->local[i] = OFFLOAD_GONE;
+		else if ((eh = kv_ehashes_find(&p->ehashes, h)))
+			m->chain[i] = eh->chain, m->local[i] = NAMED;
+		else
+			m->local[i] = UNKNOWN;
+	}
+	for (size_t i = 0; i < e->nhashes; i++) {
+		if (i + PREFETCH < e->nhashes && m->local[i + PREFETCH] == NAMED)
+			kv_blocks_prefetch(&p->blocks, m->chain[i + PREFETCH]);
+		if (m->local[i] == OFFLOAD_GONE)
 			continue;
-		if (release(m, part, h, w, medium))
-			report(m, r, KV_ST_APPLIED, KV_R_NONE, &h, (int)medium, &w, 1, 0);
+		if (m->local[i] == NAMED && release_chain(m, part, m->chain[i], w, medium))
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], (int)medium, &w, 1, 0);
 		else
 			m->st.unknown_removals++;
 	}
@@ -741,17 +765,22 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 			const uint32_t *t, size_t nt, enum kv_medium medium)
 {
 	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
 	for (size_t i = 0; i < e->nhashes; i++) {
 		uint64_t h = e->hashes[i];
+		if (i + PREFETCH < e->nhashes) {
+			kv_offloads_prefetch(&pm->offload, e->hashes[i + PREFETCH]);
+			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
+		}
 		struct content c;
 		struct kv_offload *o = kv_offloads_find(&pm->offload, h);
-		bool known = false;
+		bool known = false, named = false;
 		if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
 			c = (struct content){ o->chain, o->parent, o->local };
 			kv_offloads_remove(&pm->offload, h);
 			known = true;
 		} else {
-			known = known_content(m, part, h, &c);
+			known = named = known_content(m, part, h, &c);
 		}
 		if (!known) {
 			for (size_t k = 0; k < nt; k++)
@@ -759,9 +788,9 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 			report(m, r, KV_ST_QUEUED, KV_R_NONE, &h, (int)medium, t, nt, 0);
 			continue;
 		}
-		for (size_t k = 0; k < nt; k++)
-			kv_index_hold(m->ix, part, c.chain, c.parent, c.local, t[k], medium);
-		learn(m, part, h, c.chain);
+		kv_index_hold_many(m->ix, part, c.chain, c.parent, c.local, t, nt, medium);
+		if (!named)
+			learn(m, part, h, c.chain);
 		report(m, r, KV_ST_CONFIRMED, KV_R_NONE, &h, (int)medium, t, nt, 0);
 	}
 	pending_expire(m, part);
@@ -771,16 +800,28 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 			 const uint32_t *t, size_t nt, enum kv_medium medium)
 {
 	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
 	for (size_t i = 0; i < e->nhashes; i++) {
 		uint64_t h = e->hashes[i];
+		if (i + PREFETCH < e->nhashes)
+			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
 		kv_offloads_remove(&pm->offload, h);
 		bool any = false;
-		for (size_t k = 0; k < nt; k++) {
-			struct who w = { .worker = t[k], .medium = medium };
-			uint32_t wk;
-			uint8_t md;
-			any |= pending_unlink(pm, h, entry_of, &w, &wk, &md, 1) > 0;
-			any |= release(m, part, h, t[k], medium);
+		if (kv_pend_heads_find(&pm->heads, h))
+			for (size_t k = 0; k < nt; k++) {
+				struct who w = { .worker = t[k], .medium = medium };
+				uint32_t wk;
+				uint8_t md;
+				any |= pending_unlink(pm, h, entry_of, &w, &wk, &md, 1) > 0;
+			}
+		struct kv_ehash *eh = kv_ehashes_find(&p->ehashes, h);
+		if (eh) {
+			bool freed;
+			uint64_t parent, local;
+			if (kv_index_release_many(m->ix, part, eh->chain, t, nt, medium, &freed, &parent, &local))
+				any = true;
+			if (freed)
+				content_keep(m, part, eh->chain, parent, local);
 		}
 		if (any)
 			report(m, r, KV_ST_APPLIED, KV_R_NONE, &h, (int)medium, t, nt, 0);

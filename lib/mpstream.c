@@ -55,6 +55,9 @@ static int fill(struct kv_mpstream *s, size_t want)
 	if (s->idle && would_block(s->fd))
 		s->idle(s->idle_arg);
 	for (;;) {
+		/* A stop that came while idle must not wait for more input. */
+		if (kv_stop_signal)
+			return 2;
 		ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
 		if (n > 0) {
 			s->len += (size_t)n;

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "snap.h"
 #include "jsonw.h"
+#include "sort.h"
 #include "util.h"
 
 #include <errno.h>
@@ -81,30 +82,32 @@ static int by_partition_name(const void *x, const void *y, void *ctx)
 	return c ? c : strcmp(a->tenant, b->tenant);
 }
 
-static int by_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return (a > b) - (a < b);
-}
-
 static int by_u32(const void *x, const void *y)
 {
 	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
 	return (a > b) - (a < b);
 }
 
-/* The keys of a table, sorted: every table entry starts with its u64 key. */
-#define SORTED_KEYS(tbl, out, n)                                                             \
+/* A table's entries in key order: keys and slot indexes (ZERO_SLOT for the
+ * entry of key 0, which lives beside the slots). */
+#define ZERO_SLOT UINT32_MAX
+#define SORTED_ENTRIES(tbl, keys, idx, n)                                                    \
 	do {                                                                                 \
 		n = 0;                                                                       \
-		out = kv_xmalloc(((tbl)->n + (tbl)->has_zero + 1) * sizeof *out);             \
+		keys = kv_xmalloc(((tbl)->n + 2) * sizeof *keys);                             \
+		idx = kv_xmalloc(((tbl)->n + 2) * sizeof *idx);                               \
 		for (size_t i_ = 0; i_ < (tbl)->cap; i_++)                                    \
-			if ((tbl)->slots[i_].key)                                            \
-				out[n++] = (tbl)->slots[i_].key;                             \
-		if ((tbl)->has_zero)                                                         \
-			out[n++] = 0;                                                        \
-		qsort(out, n, sizeof *out, by_u64);                                          \
+			if ((tbl)->slots[i_].key) {                                          \
+				keys[n] = (tbl)->slots[i_].key;                              \
+				idx[n++] = (uint32_t)i_;                                     \
+			}                                                                    \
+		if ((tbl)->has_zero) {                                                       \
+			keys[n] = 0;                                                         \
+			idx[n++] = ZERO_SLOT;                                                \
+		}                                                                            \
+		kv_sort_keys(keys, idx, n);                                                  \
 	} while (0)
+#define ENTRY(tbl, i) ((i) == ZERO_SLOT ? &(tbl)->zero : &(tbl)->slots[i])
 
 struct snap_build {
 	struct buf sec[KV_SEC_MAX];
@@ -135,14 +138,15 @@ static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32
 {
 	const struct kv_partition *p = &ix->p[live];
 	uint64_t *keys;
+	uint32_t *idx;
 	size_t n;
-	SORTED_KEYS(&p->blocks, keys, n);
+	SORTED_ENTRIES(&p->blocks, keys, idx, n);
 	rp->blocks_first = b->sec[KV_SEC_BLOCKS].len / sizeof(struct kv_snap_block);
 	rp->blocks_count = n;
 	uint32_t hbuf[64], *hs = hbuf;
 	size_t hcap = 64;
 	for (size_t i = 0; i < n; i++) {
-		const struct kv_block *blk = kv_blocks_find((struct kv_blocks *)&p->blocks, keys[i]);
+		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
 		const uint32_t *h = kv_block_holders(ix, blk);
 		if (blk->n > hcap) {
 			hcap = blk->n;
@@ -150,7 +154,15 @@ static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32
 		}
 		for (size_t k = 0; k < blk->n; k++)
 			hs[k] = KV_HOLDER(b->wmap[KV_HOLDER_WORKER(h[k])], KV_HOLDER_MEDIA(h[k]));
-		qsort(hs, blk->n, sizeof *hs, by_u32);
+		if (blk->n > 16)
+			qsort(hs, blk->n, sizeof *hs, by_u32);
+		else /* few holders, mostly in order already */
+			for (size_t k = 1; k < blk->n; k++)
+				for (size_t j = k; j > 0 && hs[j - 1] > hs[j]; j--) {
+					uint32_t t = hs[j];
+					hs[j] = hs[j - 1];
+					hs[j - 1] = t;
+				}
 		struct kv_snap_block r = { blk->key, blk->parent, blk->local,
 					   (uint32_t)(b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t)), blk->n };
 		buf_add(&b->sec[KV_SEC_BLOCKS], &r, sizeof r);
@@ -159,6 +171,7 @@ static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32
 	if (hs != hbuf)
 		free(hs);
 	free(keys);
+	free(idx);
 }
 
 static void build_maps(struct snap_build *b, const struct kv_index *ix, const struct kv_match *m, uint32_t live,
@@ -166,30 +179,34 @@ static void build_maps(struct snap_build *b, const struct kv_index *ix, const st
 {
 	const struct kv_partition *p = &ix->p[live];
 	uint64_t *keys;
+	uint32_t *idx;
 	size_t n;
-	SORTED_KEYS(&p->ehashes, keys, n);
+	SORTED_ENTRIES(&p->ehashes, keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
-		struct kv_snap_ehash r = { k, 0, keys[i], kv_ehashes_find((struct kv_ehashes *)&p->ehashes, keys[i])->chain };
+		struct kv_snap_ehash r = { k, 0, keys[i], ENTRY(&p->ehashes, idx[i])->chain };
 		buf_add(&b->sec[KV_SEC_EHASHES], &r, sizeof r);
 	}
 	free(keys);
+	free(idx);
 	if (live >= m->npm)
 		return;
 	struct kv_pmatch *pm = &m->pm[live];
-	SORTED_KEYS(&pm->content, keys, n);
+	SORTED_ENTRIES(&pm->content, keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
-		const struct kv_content *c = kv_contents_find(&pm->content, keys[i]);
+		const struct kv_content *c = ENTRY(&pm->content, idx[i]);
 		struct kv_snap_content r = { k, 0, keys[i], c->parent, c->local, c->t };
 		buf_add(&b->sec[KV_SEC_CONTENT], &r, sizeof r);
 	}
 	free(keys);
-	SORTED_KEYS(&pm->offload, keys, n);
+	free(idx);
+	SORTED_ENTRIES(&pm->offload, keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
-		const struct kv_offload *o = kv_offloads_find(&pm->offload, keys[i]);
+		const struct kv_offload *o = ENTRY(&pm->offload, idx[i]);
 		struct kv_snap_offload r = { k, 0, keys[i], o->chain, o->parent, o->local, o->t };
 		buf_add(&b->sec[KV_SEC_OFFLOAD], &r, sizeof r);
 	}
 	free(keys);
+	free(idx);
 	for (uint64_t s = pm->head; s < pm->tail; s++) {
 		const struct kv_pending *e = &pm->ring[s & (pm->ringcap - 1)];
 		if (!e->alive)
@@ -535,7 +552,7 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
 	close(fd);
 	if (map == MAP_FAILED)
-		return fail(err, errlen, size ? strerror(errno) : "empty file");
+		return fail(err, errlen, "%s", size ? strerror(errno) : "empty file");
 	if (!kv_snap_check(map, size, s, err, errlen)) {
 		munmap(map, size);
 		memset(s, 0, sizeof *s);

@@ -46,6 +46,13 @@ static inline uint64_t kv_mix64(uint64_t k)
 		memset(t, 0, sizeof *t);                                                             \
 	}                                                                                        \
                                                                                                  \
+	/* A hint that key is about to be looked up: its slot is fetched meanwhile. */           \
+	static inline void name##_prefetch(const struct name *t, uint64_t key)                   \
+	{                                                                                        \
+		if (t->cap)                                                                          \
+			__builtin_prefetch(&t->slots[kv_mix64(key) & (t->cap - 1)]);                 \
+	}                                                                                        \
+                                                                                                 \
 	static inline entry_t *name##_find(struct name *t, uint64_t key)                         \
 	{                                                                                        \
 		if (key == 0)                                                                        \

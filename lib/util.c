@@ -77,14 +77,23 @@ static _Noreturn void exit_after_stdout(void)
 	exit(KV_EX_OK);
 }
 
+/* Help and version are written before kv_install_signals: a closed pipe
+ * must give EPIPE and status 0 there too, not death by SIGPIPE. */
+static void ignore_sigpipe(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+}
+
 void kv_print_version(void)
 {
+	ignore_sigpipe();
 	printf("%s %s\n", kv_prog, KV_VERSION);
 	exit_after_stdout();
 }
 
 void kv_print_help(const char *text)
 {
+	ignore_sigpipe();
 	fputs(text, stdout);
 	exit_after_stdout();
 }
@@ -119,10 +128,17 @@ int kv_take_user_signal(void)
 	return s;
 }
 
+/* strtoumax and friends skip leading white space and accept a sign: an
+ * option value must start with what it is. */
+static bool starts_numeric(const char *s, bool sign)
+{
+	return s && ((*s >= '0' && *s <= '9') || (sign && *s == '-' && s[1] >= '0' && s[1] <= '9'));
+}
+
 bool kv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+	if (!starts_numeric(s, false))
 		return false;
 	errno = 0;
 	uintmax_t v = strtoumax(s, &end, 10);
@@ -135,7 +151,7 @@ bool kv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 bool kv_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
 	char *end;
-	if (!s || !*s || *s == ' ' || *s == '+')
+	if (!starts_numeric(s, true))
 		return false;
 	errno = 0;
 	intmax_t v = strtoimax(s, &end, 10);
@@ -148,7 +164,7 @@ bool kv_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 bool kv_parse_double(const char *s, double min, double max, double *out)
 {
 	char *end;
-	if (!s || !*s || *s == ' ')
+	if (!starts_numeric(s, true) && !(s && *s == '.' && s[1] >= '0' && s[1] <= '9'))
 		return false;
 	errno = 0;
 	double v = strtod(s, &end);

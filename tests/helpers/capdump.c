@@ -31,6 +31,7 @@ int main(int argc, char **argv)
 		}
 		if (st == KV_CAP_ERROR) {
 			fprintf(stderr, "capdump: %s\n", r.error);
+			kv_cap_close(&r);
 			return 65;
 		}
 		if (st == KV_CAP_SKIP) {

@@ -98,11 +98,12 @@ static void serve_replay(void *router, struct msg *msgs, long n, const char *top
 			zmq_send(router, seqb, 8, ZMQ_SNDMORE);
 			zmq_send(router, msgs[i].payload.data, msgs[i].payload.size, 0);
 		}
+		/* vLLM 0.26 ends with an empty topic frame, not the publisher's topic */
 		kv_seq_encode(KV_REPLAY_END, seqb);
 		zmq_send(router, zmq_msg_data(&part[0]), zmq_msg_size(&part[0]), ZMQ_SNDMORE);
 		zmq_send(router, "", 0, ZMQ_SNDMORE);
 		if (shape == 26)
-			zmq_send(router, topic, strlen(topic), ZMQ_SNDMORE);
+			zmq_send(router, "", 0, ZMQ_SNDMORE);
 		zmq_send(router, seqb, 8, ZMQ_SNDMORE);
 		zmq_send(router, "", 0, 0);
 	}

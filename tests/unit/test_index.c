@@ -5,6 +5,7 @@
 
 #include "blockhash.h"
 #include "index.h"
+#include "sort.h"
 #include "unit.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -124,8 +125,32 @@ static void check_values(void)
 	ASSERT_EQ_U64(kv_block_hashes(t, 20, 0, KV_CHAIN_ROOT, local, chain, 3), 0);
 }
 
+static void radix_sort(void)
+{
+	for (size_t n = 0; n < 5000; n = n * 3 + 1) {
+		uint64_t *k = malloc((n + 1) * sizeof *k);
+		uint32_t *v = malloc((n + 1) * sizeof *v);
+		for (size_t i = 0; i < n; i++) {
+			/* some equal keys, some differing only in high digits */
+			k[i] = i % 7 == 0 ? 42 : (next_rand() & 0xff00000000000000ull) | (next_rand() % 3);
+			v[i] = (uint32_t)i;
+		}
+		uint64_t *orig = malloc((n + 1) * sizeof *orig);
+		memcpy(orig, k, n * sizeof *k);
+		kv_sort_keys(k, v, n);
+		for (size_t i = 0; i < n; i++) {
+			ASSERT(i == 0 || k[i - 1] <= k[i]);
+			ASSERT(orig[v[i]] == k[i]);
+		}
+		free(k);
+		free(v);
+		free(orig);
+	}
+}
+
 int main(void)
 {
+	RUN(radix_sort);
 	RUN(table_matches_reference);
 	RUN(holders_match_reference);
 	RUN(check_values);
