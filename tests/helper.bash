@@ -16,7 +16,8 @@ setup() {
 }
 
 # A TCP port on 127.0.0.1 that was free a moment ago.
-port() { "$TB/freeport"; }
+# With N, the first of N consecutive free ports (for --port-base and the like).
+port() { "$TB/freeport" "${1:-1}"; }
 
 # Waits (at most $2 seconds, default 10) for background job $1 to end; its
 # exit status becomes $status.

@@ -97,7 +97,7 @@ gen() {
 	# mid-stream, a seq that goes back (41 then 0 on 10.0.0.5:5557).
 	cat "$FIX"/memcache.kvcap "$FIX"/mooncake.kvcap "$FIX"/vllm-0.26-map.kvcap \
 	    "$FIX"/vllm-0.9-array.kvcap "$FIX"/vllm-array-dp1.kvcap > in.kvcap
-	p=$(port)
+	p=$(port 8)
 	kvsub -c 6 -W 10 -o got.kvcap "tcp://127.0.0.1:$p" "tcp://127.0.0.1:$((p + 1))" "tcp://127.0.0.1:$((p + 2))" 2>/dev/null & sub=$!
 	run --separate-stderr kvpub --port-base "$p" --speed max --linger 0 in.kvcap
 	wait_for $sub 20
@@ -116,7 +116,7 @@ gen() {
 
 @test "round trip of a large capture from stdin: sockets bound as sources appear" {
 	synthcap -n 600 -s 3 -e 2 > in.kvcap
-	p=$(port)
+	p=$(port 8)
 	kvsub -c 600 -W 20 -o got.kvcap "tcp://127.0.0.1:$p" "tcp://127.0.0.1:$((p + 1))" "tcp://127.0.0.1:$((p + 2))" 2>/dev/null & sub=$!
 	run --separate-stderr bash -c "cat in.kvcap | kvpub --port-base $p --speed max --linger 0"
 	wait_for $sub 20
@@ -144,7 +144,7 @@ gen() {
 @test "-o writes the mapping as JSON lines, with replay endpoints" {
 	gen 2 --src tcp://10.0.0.5:5557 > a.kvcap
 	gen 2 --src tcp://10.0.0.6:5557 > b.kvcap
-	p=$(port); q=$(port)
+	p=$(port 16); q=$((p + 8))
 	run --separate-stderr kvpub -q --port-base "$p" --replay-port-base "$q" --speed max --slow-joiner-wait 0 --linger 0 -o map.jsonl a.kvcap b.kvcap
 	assert_success
 	[ -z "$stderr" ]
@@ -187,7 +187,7 @@ gaps_ok() {
 timed_round_trip() {
 	local speed=$1 want=$2 p try
 	for try in 1 2; do
-		p=$(port)
+		p=$(port 8)
 		kvsub -c 11 -W 10 -o got.kvcap "tcp://127.0.0.1:$p" 2>/dev/null & sub=$!
 		kvpub -q --single "tcp://127.0.0.1:$p" --speed "$speed" --linger 0 in.kvcap
 		wait_for $sub 20
@@ -261,7 +261,7 @@ timed_round_trip() {
 gap_replay() {
 	local shape=$1 p q
 	gen 30 --step 10000000 > in.kvcap
-	p=$(port); q=$(port)
+	p=$(port 16); q=$((p + 8))
 	kvsub -c 30 -W 10 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$q" -o got.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
 	run --separate-stderr kvpub --map "tcp://10.0.0.5:5557=tcp://127.0.0.1:$p" --replay-port-base "$q" \
 		--replay-shape "$shape" --drop 11-15 in.kvcap
@@ -295,7 +295,7 @@ gap_replay() {
 
 @test "a late subscriber recovers what kvpub published before it with --replay-from 0" {
 	gen 20 --step 100000000 > in.kvcap
-	p=$(port); q=$(port)
+	p=$(port 16); q=$((p + 8))
 	kvpub -q --single "tcp://127.0.0.1:$p" --replay-port-base "$q" --slow-joiner-wait 0 in.kvcap & pub=$!
 	sleep 0.7
 	kvsub -c 20 -W 10 --replay-from 0 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$q" -o got.kvcap "tcp://127.0.0.1:$p" 2>err
@@ -309,7 +309,7 @@ gap_replay() {
 
 @test "--buffer-steps bounds what a replay can bring back" {
 	gen 20 --step 100000000 > in.kvcap
-	p=$(port); q=$(port)
+	p=$(port 16); q=$((p + 8))
 	kvpub -q --single "tcp://127.0.0.1:$p" --replay-port-base "$q" --buffer-steps 3 --slow-joiner-wait 0 in.kvcap & pub=$!
 	sleep 1
 	kvsub -W 2 --replay-from 0 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$q" -o got.kvcap "tcp://127.0.0.1:$p" 2>err
@@ -360,7 +360,7 @@ kvpub: 3 records of sources not in --map skipped"
 
 @test "--map and --port-base combine: mapped sources first, the rest on ports" {
 	{ gen 2 --src tcp://10.0.0.5:5557; gen 2 --src tcp://10.0.0.9:5557; } > in.kvcap
-	p=$(port)
+	p=$(port 8)
 	run --separate-stderr kvpub --map "tcp://10.0.0.9:5557=ipc://$T/nine" --port-base "$p" --speed max --slow-joiner-wait 0 --linger 0 in.kvcap
 	assert_success
 	assert_equal "${stderr_lines[0]}" "kvpub: tcp://10.0.0.5:5557 -> tcp://127.0.0.1:$p"
@@ -369,7 +369,7 @@ kvpub: 3 records of sources not in --map skipped"
 
 @test "binding a port in use exits 69 naming the endpoint" {
 	gen 3 > in.kvcap
-	p=$(port); q=$(port)
+	p=$(port 16); q=$((p + 8))
 	fakepub -n 1 -w 0 -l 4000 "tcp://127.0.0.1:$p" & busy=$!
 	sleep 0.3
 	run --separate-stderr kvpub --map "tcp://10.0.0.5:5557=tcp://127.0.0.1:$p" in.kvcap
@@ -407,7 +407,7 @@ kvpub: 3 records of sources not in --map skipped"
 
 @test "SIGTERM while waiting for input on a pipe exits 0, replay still served meanwhile" {
 	gen 5 > in.kvcap
-	p=$(port); q=$(port)
+	p=$(port 16); q=$((p + 8))
 	mkfifo in.fifo
 	kvpub --single "tcp://127.0.0.1:$p" --replay-port-base "$q" --speed max --slow-joiner-wait 0 in.fifo 2>err & pub=$!
 	exec 4>in.fifo
@@ -437,7 +437,7 @@ kvpub: 3 records of sources not in --map skipped"
 # `kvmatch --dump` is compared on its partition, block and engine-hash lines.
 @test "a capture through kvpub | kvsub | kvdecode | kvmatch gives the index kvmatch gets from the capture" {
 	synthcap -n 300 -s 3 -e 4 -b 2 > in.kvcap
-	p=$(port)
+	p=$(port 8)
 	for k in 0 1 2; do
 		echo "{\"instance_id\": \"w$k\", \"dp_rank\": $k, \"block_size\": 16, \"medium_endpoints\": {\"npu\": \"tcp://10.0.0.$k:5557\"}}" >> direct.jsonl
 		echo "{\"instance_id\": \"w$k\", \"dp_rank\": $k, \"block_size\": 16, \"medium_endpoints\": {\"npu\": \"tcp://127.0.0.1:$((p + k))\"}}" >> wire.jsonl

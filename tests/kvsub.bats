@@ -80,7 +80,7 @@ published() { grep -v skipped "$1" | cut -f1-3; }
 }
 
 @test "two publishers: every record names its own src" {
-	p1=$(port); p2=$(port)
+	p1=$(port 2); p2=$((p1 + 1))
 	kvsub -c 40 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p1" "ipc://$T/b" 2>/dev/null & sub=$!
 	fakepub -n 20 -L a.log "tcp://127.0.0.1:$p1" & a=$!
 	fakepub -n 20 -t other -L b.log "ipc://$T/b"
@@ -95,7 +95,7 @@ published() { grep -v skipped "$1" | cut -f1-3; }
 
 replay_fills_gap() {
 	local shape=$1 p r
-	p=$(port); r=$(port)
+	p=$(port 2); r=$((p + 1))
 	kvsub -c 30 -W 10 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
 	fakepub -n 30 -t kv --skip 10-14 --replay "tcp://127.0.0.1:$r" --shape "$shape" -L pub.log "tcp://127.0.0.1:$p"
 	wait_for $sub 20
@@ -125,7 +125,7 @@ replay_fills_gap() {
 }
 
 @test "--replay-from asks for the publisher's buffer at start" {
-	p=$(port); r=$(port)
+	p=$(port 2); r=$((p + 1))
 	# The publisher has sent 0..9 before kvsub exists; kvsub recovers them.
 	fakepub -n 20 -w 0 -i 100000 --replay "tcp://127.0.0.1:$r" -L pub.log "tcp://127.0.0.1:$p" & pub=$!
 	sleep 1.2
@@ -203,7 +203,7 @@ replay_fills_gap() {
 }
 
 @test "-r subscribes to every registered endpoint, with its replay socket" {
-	p=$(port); r=$(port)
+	p=$(port 2); r=$((p + 1))
 	cat > regs.jsonl <<-JSON
 	{"instance_id": "w1", "dp_rank": 0, "block_size": 16, "modelname": "m", "medium_endpoints": {"npu": "tcp://127.0.0.1:$p"}, "replay_endpoint": "tcp://127.0.0.1:$r"}
 	{"instance_id": "pool", "endpoint": "ipc://$T/pool", "store_backend": "memcache"}
