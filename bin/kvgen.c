@@ -1,4 +1,5 @@
 /* kvgen: a simulated cluster serving a request trace, publishing its KV events. */
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -44,6 +45,8 @@ static const char usage[] =
 	"      --registrations FILE  write the cluster's registrations (for kvmatch -r)\n"
 	"      --snapshot FILE       write the simulated index as a kvsnap snapshot\n"
 	"      --report FILE         write a JSON report: hit rates per medium, over time\n"
+	"      --queries FILE        write each request as a /query line (token_ids)\n"
+	"      --queries-by-hash FILE  write each request as a /query_by_hash line\n"
 	"      --window SECS         report windows of SECS of trace time (60)\n"
 	"  -q, --quiet               no summary on stderr\n"
 	"  -v, --verbose             more messages\n"
@@ -55,7 +58,8 @@ static const char usage[] =
 
 enum { OPT_WORKERS = 256, OPT_DP, OPT_CAPACITY, OPT_BLOCK_SIZE, OPT_POOL, OPT_POOL_CAPACITY, OPT_DISK_CAPACITY,
        OPT_POOL_LAG, OPT_POLICY, OPT_WEIGHTS, OPT_SEED, OPT_SPEED, OPT_VLLM_FORMAT, OPT_HASH_FORMAT, OPT_MODEL,
-       OPT_LIMIT, OPT_REGS, OPT_SNAPSHOT, OPT_REPORT, OPT_WINDOW, OPT_LOAD_WEIGHT, OPT_LOAD_WINDOW };
+       OPT_LIMIT, OPT_REGS, OPT_SNAPSHOT, OPT_REPORT, OPT_WINDOW, OPT_LOAD_WEIGHT, OPT_LOAD_WINDOW, OPT_QUERIES,
+       OPT_QUERIES_BY_HASH };
 
 static const struct option longopts[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -82,6 +86,8 @@ static const struct option longopts[] = {
 	{ "snapshot", required_argument, NULL, OPT_SNAPSHOT },
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "queries", required_argument, NULL, OPT_QUERIES },
+	{ "queries-by-hash", required_argument, NULL, OPT_QUERIES_BY_HASH },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -90,7 +96,8 @@ static const struct option longopts[] = {
 };
 
 struct options {
-	const char *output, *regs, *snapshot, *report;
+	const char *output, *regs, *snapshot, *report, *queries;
+	bool queries_by_hash;
 	bool no_capture;
 	uint64_t limit;
 	int quiet, verbose;
@@ -180,6 +187,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_REGS: o->regs = optarg; break;
 		case OPT_SNAPSHOT: o->snapshot = optarg; break;
 		case OPT_REPORT: o->report = optarg; break;
+		case OPT_QUERIES:
+		case OPT_QUERIES_BY_HASH:
+			o->queries = optarg;
+			o->queries_by_hash = c == OPT_QUERIES_BY_HASH;
+			break;
 		case OPT_WINDOW: s->window_ns = (uint64_t)count_option("--window", optarg, 1, 86400 * 365) * 1000000000ull; break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
@@ -268,8 +280,18 @@ int main(int argc, char **argv)
 	}
 	kv_install_signals(false);
 	struct kv_sim *sim = kv_sim_new(&o.sim, capture ? &out : NULL);
+	FILE *queries = NULL;
+	if (o.queries) {
+		if (!(queries = fopen(o.queries, "w")))
+			kv_die(KV_EX_IOERR, "%s: %s", o.queries, strerror(errno));
+		kv_sim_queries(sim, queries, o.queries_by_hash);
+	}
 	int status = serve_trace(sim, &o, optind < argc ? argv[optind] : NULL, capture ? &out : NULL);
 	kv_sim_finish(sim);
+	if (queries && (ferror(queries) | fclose(queries))) {
+		kv_warn_errno("%s", o.queries);
+		status = KV_EX_IOERR;
+	}
 	int closed = capture ? kv_out_close(&out) : KV_EX_OK;
 	if (closed)
 		status = closed;

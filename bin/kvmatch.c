@@ -234,6 +234,7 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv[0]);
 	parse_options(argc, argv, &o);
+	kv_install_signals(true);
 	if (o.dump)
 		return dump(o.dump);
 	struct kv_out out;
@@ -245,7 +246,6 @@ int main(int argc, char **argv)
 	kv_workers_init(&r.ws);
 	kv_match_init(&r.m, &r.ix, &r.ws, &o.match);
 	load_state(&r);
-	kv_install_signals(true);
 	o.src.idle = on_idle;
 	o.src.idle_arg = &r;
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
@@ -260,6 +260,8 @@ int main(int argc, char **argv)
 	int status = kv_out_close(&out);
 	if (!o.quiet)
 		kv_statelog_summary(stderr, &r.m);
+	if (!o.quiet && o.verbose)
+		kv_statelog_memory(stderr, &r.m);
 	if (status == KV_EX_OK && r.snapshot_failed)
 		status = KV_EX_IOERR;
 	if (status == KV_EX_OK && kv_source_open_failures(src))

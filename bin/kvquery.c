@@ -454,7 +454,11 @@ int main(int argc, char **argv)
 		return KV_EX_IOERR;
 	}
 	struct run r = { .o = &o, .out = &out };
+	uint64_t t0 = kv_monotonic_ns();
 	load(&r, true);
+	if (o.verbose)
+		kv_warn("%s: %zu blocks, %zu workers, %zu partitions loaded and checked in %.1f ms", o.snapshot,
+			r.snap.nblocks, r.snap.nworkers, r.snap.npartitions, (double)(kv_monotonic_ns() - t0) / 1e6);
 	r.q = kv_querier_new();
 	r.parser = kv_qparser_new();
 	kv_install_signals(false);

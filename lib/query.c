@@ -51,6 +51,14 @@ const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, ui
 	return kv_block_holders(s->ix, b);
 }
 
+void kv_qsource_prefetch(const struct kv_qsource *s, uint32_t part, uint64_t chain, int stage)
+{
+	if (s->snap)
+		kv_snap_prefetch(s->snap, part, chain, stage);
+	else if (stage == 0)
+		kv_blocks_prefetch(&s->ix->p[part].blocks, chain);
+}
+
 const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *len, int64_t *dp)
 {
 	if (s->snap) {
@@ -291,19 +299,6 @@ static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 	return n;
 }
 
-static unsigned media_of(const uint32_t *h, size_t n, uint32_t w)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (KV_HOLDER_WORKER(h[mid]) < w)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && KV_HOLDER_WORKER(h[lo]) == w ? KV_HOLDER_MEDIA(h[lo]) : 0;
-}
-
 static int by_worker_name(const void *a, const void *b, void *ctx)
 {
 	const struct kv_qsource *s = ctx;
@@ -353,6 +348,14 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	uint32_t i = 0;
 	enum kv_stop end_why = KV_STOP_END;
 	for (; i < n && (nactive > 0 || i == 0); i++) {
+		/* Each block costs dependent cache misses (directory, record,
+		 * holders): start them some blocks ahead. */
+		if (i + 6 < n)
+			kv_qsource_prefetch(src, req->part, q->chain[i + 6], 0);
+		if (i + 3 < n)
+			kv_qsource_prefetch(src, req->part, q->chain[i + 3], 1);
+		if (i + 1 < n)
+			kv_qsource_prefetch(src, req->part, q->chain[i + 1], 2);
 		size_t nh;
 		const uint32_t *h = kv_qsource_holders(src, req->part, q->chain[i], &nh);
 		if (!h) {
@@ -368,11 +371,13 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 				start_worker(&q->w[KV_HOLDER_WORKER(h[k])], epoch);
 				q->active[nactive++] = KV_HOLDER_WORKER(h[k]);
 			}
-		/* Active workers are few and sorted holders allow a binary search each. */
-		size_t keep = 0;
+		/* Active workers and holders are both sorted by worker: walk them together. */
+		size_t keep = 0, k = 0;
 		for (size_t a = 0; a < nactive; a++) {
 			uint32_t w = q->active[a];
-			unsigned own = media_of(h, nh, w);
+			while (k < nh && KV_HOLDER_WORKER(h[k]) < w)
+				k++;
+			unsigned own = k < nh && KV_HOLDER_WORKER(h[k]) == w ? KV_HOLDER_MEDIA(h[k]) : 0;
 			unsigned bits = o->shared_pool ? (own & KV_MEDIUM_BIT(KV_XPU)) | pool : own;
 			if (step(&q->w[w], i, bits, own))
 				q->next[keep++] = w;

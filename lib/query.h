@@ -36,6 +36,8 @@ void kv_qsource_index(struct kv_qsource *s, const struct kv_index *ix, const str
 void kv_qsource_free(struct kv_qsource *s);
 /* Holders (worker << 3 | media) of a block, or NULL when nobody holds it. */
 const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, uint64_t chain, size_t *n);
+/* A hint that chain is about to be looked up (stages: see kv_snap_prefetch). */
+void kv_qsource_prefetch(const struct kv_qsource *s, uint32_t part, uint64_t chain, int stage);
 const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *len, int64_t *dp);
 const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part, size_t *n);
 

@@ -189,7 +189,32 @@ struct kv_sim {
 	struct window *windows;
 	size_t nwindows, capwindows;
 	uint64_t last_ns;
+	FILE *queries;
+	bool queries_by_hash;
 };
+
+void kv_sim_queries(struct kv_sim *s, FILE *f, bool by_hash)
+{
+	s->queries = f;
+	s->queries_by_hash = by_hash;
+}
+
+/* The request as a /query or /query_by_hash body, for kvquery. */
+static void write_query(struct kv_sim *s, size_t ntokens, size_t nq)
+{
+	FILE *f = s->queries;
+	fprintf(f, "{\"model\":\"%s\",\"tenant_id\":\"default\",\"block_size\":%u,", s->o.model, s->o.block_size);
+	if (s->queries_by_hash) {
+		fputs("\"block_hashes\":[", f);
+		for (size_t i = 0; i < nq; i++)
+			fprintf(f, i ? ",%llu" : "%llu", (unsigned long long)s->local[i]);
+	} else {
+		fputs("\"token_ids\":[", f);
+		for (size_t i = 0; i < ntokens; i++)
+			fprintf(f, i ? ",%u" : "%u", s->tokens[i]);
+	}
+	fputs("]}\n", f);
+}
 
 static const char *const engine_media[] = { "GPU", "CPU", "DISK" };
 static const char *const pool_media[] = { "xpu", "cpu", "disk" };
@@ -616,6 +641,8 @@ void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
 	for (size_t i = 0; i < nfull; i++)
 		s->ehash[i] = XXH3_64bits_withSeed(s->tokens + i * bs, bs * sizeof *s->tokens,
 						   i ? s->ehash[i - 1] : 0x5eedull ^ s->o.seed);
+	if (s->queries)
+		write_query(s, ntokens, nq);
 	uint32_t npu = 0, cpu = 0, disk = 0;
 	uint32_t rank = route(s, trace_ns, nq, &npu, &cpu, &disk);
 	if (s->o.load_weight > 0)

@@ -53,6 +53,9 @@ struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture);
 void kv_sim_free(struct kv_sim *s);
 /* Routes and serves one request, writing its records to the capture. */
 void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *r);
+/* Also writes each request as a kv-conductor /query line (token_ids), or a
+ * /query_by_hash line (local hashes) with by_hash, to f (NULL: none). */
+void kv_sim_queries(struct kv_sim *s, FILE *f, bool by_hash);
 /* Writes what is still queued (pool batches due later). */
 void kv_sim_finish(struct kv_sim *s);
 /* The registrations of the simulated cluster, kv-conductor /register bodies. */

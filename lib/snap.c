@@ -437,8 +437,42 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 	return true;
 }
 
+/* The block and holder checks without branches, for speed on millions of
+ * blocks: true when all is well; check_blocks then says what is not. */
+static bool blocks_fine(const struct kv_snap *s)
+{
+	uint64_t next = 0, holders = 0;
+	unsigned bad = 0;
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		if (rp->blocks_first != next || rp->blocks_count > s->nblocks - next)
+			return false;
+		const struct kv_snap_block *b = s->blocks + next;
+		uint64_t prev = 0;
+		for (uint64_t i = 0; i < rp->blocks_count; i++) {
+			uint32_t n = b[i].nholders;
+			bad |= (i > 0) & (b[i].chain <= prev);
+			bad |= (n == 0) | (b[i].holders_first != holders) | (n > s->nholders - holders);
+			if (bad)
+				return false;
+			const uint32_t *h = s->holders + holders;
+			uint32_t last = 0;
+			for (uint32_t k = 0; k < n; k++) {
+				bad |= (KV_HOLDER_WORKER(h[k]) >= s->nworkers) | (KV_HOLDER_MEDIA(h[k]) == 0);
+				bad |= (k > 0) & (KV_HOLDER_WORKER(h[k]) <= last);
+				last = KV_HOLDER_WORKER(h[k]);
+			}
+			prev = b[i].chain;
+			holders += n;
+		}
+		next += rp->blocks_count;
+	}
+	return !bad && next == s->nblocks && holders == s->nholders;
+}
+
 static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 {
+	bool fast_ok = blocks_fine(s);
 	uint64_t next = 0, holders = 0;
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
@@ -450,6 +484,7 @@ static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 			return fail(err, errlen, "partition %zu: block range out of bounds", p);
 		if (p > 0) {
 			const struct kv_snap_partition *q = &s->partitions[p - 1];
+			/* (the partitions' own checks are cheap and always run) */
 			size_t a, b, c, d;
 			const char *ma = kv_snap_string(s, q->model, &a), *mb = kv_snap_string(s, rp->model, &b);
 			const char *ta = kv_snap_string(s, q->tenant, &c), *tb = kv_snap_string(s, rp->tenant, &d);
@@ -460,7 +495,7 @@ static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 			if (cm > 0 || (cm == 0 && ct >= 0))
 				return fail(err, errlen, "partition %zu: partitions out of order", p);
 		}
-		for (uint64_t i = next; i < next + rp->blocks_count; i++) {
+		for (uint64_t i = next; !fast_ok && i < next + rp->blocks_count; i++) {
 			const struct kv_snap_block *b = &s->blocks[i];
 			if (i > next && b->chain <= s->blocks[i - 1].chain)
 				return fail(err, errlen, "block %llu: blocks out of order", (unsigned long long)i);
@@ -477,6 +512,8 @@ static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 		}
 		next += rp->blocks_count;
 	}
+	if (fast_ok)
+		return true;
 	if (next != s->nblocks || holders != s->nholders)
 		return fail(err, errlen, "blocks or holders not covered by partitions");
 	return true;
@@ -537,6 +574,35 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, 
 	return check_sections(d, size, s, err, errlen) && check_blocks(s, err, errlen) && check_rest(s, err, errlen);
 }
 
+/* Chains are uniformly distributed, and sorted within a partition: an
+ * index by their top bits (about one slot per block) finds any of them in
+ * one or two probes.  A binary search would take 22 cache misses at 4M. */
+static void build_directories(struct kv_snap *s)
+{
+	s->dir = kv_xcalloc(s->npartitions + 1, sizeof *s->dir);
+	s->dirbits = kv_xcalloc(s->npartitions + 1, sizeof *s->dirbits);
+	for (size_t p = 0; p < s->npartitions; p++) {
+		uint64_t n = s->partitions[p].blocks_count;
+		if (n < 64)
+			continue;
+		unsigned bits = 0;
+		while (bits < 30 && (2ull << bits) <= n)
+			bits++;
+		size_t nb = (size_t)1 << bits;
+		uint32_t *d = kv_xmalloc((nb + 1) * sizeof *d);
+		const struct kv_snap_block *b = s->blocks + s->partitions[p].blocks_first;
+		size_t i = 0;
+		for (size_t k = 0; k < nb; k++) {
+			while (i < n && (b[i].chain >> (64 - bits)) < k)
+				i++;
+			d[k] = (uint32_t)i;
+		}
+		d[nb] = (uint32_t)n;
+		s->dir[p] = d;
+		s->dirbits[p] = bits;
+	}
+}
+
 bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
@@ -549,7 +615,8 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 		return fail(err, errlen, "not a regular file");
 	}
 	size_t size = (size_t)st.st_size;
-	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	/* Every page is read by the checks: fault them all in at once. */
+	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
 	close(fd);
 	if (map == MAP_FAILED)
 		return fail(err, errlen, "%s", size ? strerror(errno) : "empty file");
@@ -560,6 +627,7 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 	}
 	s->map = map;
 	s->size = size;
+	build_directories(s);
 	return true;
 }
 
@@ -567,6 +635,10 @@ void kv_snap_unload(struct kv_snap *s)
 {
 	if (s->map)
 		munmap(s->map, s->size);
+	for (size_t p = 0; s->dir && p < s->npartitions; p++)
+		free(s->dir[p]);
+	free(s->dir);
+	free(s->dirbits);
 	memset(s, 0, sizeof *s);
 }
 
@@ -577,15 +649,10 @@ const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part,
 	const struct kv_snap_partition *p = &s->partitions[part];
 	const struct kv_snap_block *b = s->blocks + p->blocks_first;
 	size_t lo = 0, hi = p->blocks_count;
-	/* Chains are uniform: start where the value says, then narrow by halves. */
-	if (hi > 16) {
-		size_t guess = (size_t)(((chain >> 32) * (uint64_t)hi) >> 32);
-		size_t span = 64;
-		size_t a = guess > span ? guess - span : 0, z = guess + span < hi ? guess + span : hi;
-		if (b[a].chain <= chain && (z == hi || b[z].chain > chain)) {
-			lo = a;
-			hi = z;
-		}
+	if (s->dir && s->dir[part]) {
+		uint64_t k = chain >> (64 - s->dirbits[part]);
+		lo = s->dir[part][k];
+		hi = s->dir[part][k + 1];
 	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -595,6 +662,25 @@ const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part,
 			hi = mid;
 	}
 	return lo < p->blocks_count && b[lo].chain == chain ? &b[lo] : NULL;
+}
+
+void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage)
+{
+	if (!s->dir || !s->dir[part])
+		return;
+	const uint32_t *d = s->dir[part] + (chain >> (64 - s->dirbits[part]));
+	if (stage == 0) {
+		__builtin_prefetch(d);
+		return;
+	}
+	const struct kv_snap_block *b = s->blocks + s->partitions[part].blocks_first;
+	if (stage == 1) {
+		__builtin_prefetch(&b[d[0]]);
+		return;
+	}
+	const struct kv_snap_block *f = kv_snap_find(s, part, chain);
+	if (f)
+		__builtin_prefetch(&s->holders[f->holders_first]);
 }
 
 int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen)

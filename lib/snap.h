@@ -83,6 +83,11 @@ struct kv_snap {
 	size_t npending;
 	const struct kv_snap_source *sources;
 	size_t nsources;
+	/* per partition, a directory of where each top-bits prefix of the
+	 * chains starts (built by kv_snap_load, so that a lookup reads one
+	 * directory slot and a block or two); NULL: binary search */
+	uint32_t **dir;
+	unsigned *dirbits;
 };
 
 /* Writes the state atomically to path; false with errno set on failure. */
@@ -90,7 +95,8 @@ bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_
 		   const struct kv_match *m);
 /* Maps and validates; false with a message (what is wrong) in err. */
 bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen);
-/* Validates bytes already in memory (the snapshot takes no ownership). */
+/* Validates bytes already in memory (the snapshot takes no ownership, and
+ * has no directory: lookups fall back to binary search). */
 bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen);
 void kv_snap_unload(struct kv_snap *s);
 /* Loads the state into live structures, for resuming (kvmatch -i). */
@@ -103,6 +109,10 @@ static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap
 }
 /* The block of partition part with this chain, or NULL. */
 const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
+/* Lookups ahead: stage 0 fetches the directory slot of chain, stage 1 its
+ * block record, stage 2 the block's holders (each stage needs the one
+ * before to have arrived). */
+void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage);
 /* -1 when no partition has this model and tenant. */
 int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen);
 /* Every record as a JSON line, for people and tests (kvmatch --dump). */

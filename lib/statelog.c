@@ -2,6 +2,8 @@
 #include "jsonw.h"
 #include "util.h"
 
+#include <sys/resource.h>
+
 #include <string.h>
 
 static char *lit(char *p, const char *s)
@@ -77,4 +79,13 @@ void kv_statelog_summary(FILE *f, const struct kv_match *m)
 		(unsigned long long)kv_index_holdings(m->ix), (unsigned long long)kv_match_pending(m),
 		(unsigned long long)kv_match_offloads(m), (unsigned long long)kv_match_contents(m),
 		(unsigned long long)m->st.unknown_removals);
+}
+
+void kv_statelog_memory(FILE *f, const struct kv_match *m)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	uint64_t pairs = kv_index_holdings(m->ix);
+	fprintf(f, "%s: memory: peak RSS %.1f MiB, %.1f bytes per held (block, worker)\n", kv_prog,
+		(double)ru.ru_maxrss / 1024, pairs ? (double)ru.ru_maxrss * 1024 / (double)pairs : 0.0);
 }

@@ -16,5 +16,7 @@ void kv_statelog_write(struct kv_out *o, const struct kv_report *r, const struct
 		       const struct kv_index *ix);
 /* Events by state, drops by reason, and what the index holds. */
 void kv_statelog_summary(FILE *f, const struct kv_match *m);
+/* Peak resident memory, and per (block, worker) pair held (kvmatch -v). */
+void kv_statelog_memory(FILE *f, const struct kv_match *m);
 
 #endif
