@@ -7,7 +7,8 @@ BINDIR    ?= $(PREFIX)/bin
 MANDIR    ?= $(PREFIX)/share/man
 SHAREDIR  ?= $(PREFIX)/share/kvtools
 ZSHDIR    ?= $(PREFIX)/share/zsh/site-functions
-BASHCOMPDIR ?= $(shell pkg-config --variable=completionsdir bash-completion 2>/dev/null || echo /usr/share/bash-completion/completions)
+# bash-completion's completionsdir, under PREFIX (it searches $XDG_DATA_DIRS, /usr/local/share too)
+BASHCOMPDIR ?= $(shell pkg-config --define-variable=prefix=$(PREFIX) --define-variable=datadir=$(PREFIX)/share --variable=completionsdir bash-completion 2>/dev/null || echo $(PREFIX)/share/bash-completion/completions)
 
 CC        ?= cc
 PKGS       = libzmq $(MSGPACK_PC) jansson yajl libxxhash
@@ -142,22 +143,33 @@ bench: deps
 demo: deps all
 	@share/demo.sh
 
+# What `make install` puts in SHAREDIR: the sample, its registrations and
+# queries, the traces and the example scripts.
+SHARE_FILES = sample.kvcap registrations.jsonl queries.jsonl traces/README.md \
+              traces/conversation-300.jsonl traces/conversation_trace.jsonl.gz \
+              examples/routing-experiment.sh examples/routing-experiment.png
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHDIR)
+	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHDIR) \
+	  $(DESTDIR)$(SHAREDIR)/traces $(DESTDIR)$(SHAREDIR)/examples
 	install -m 755 $(PROGS:%=bin/%) $(DESTDIR)$(BINDIR)
-	for p in $(wildcard man/*.1); do install -m 644 $$p $(DESTDIR)$(MANDIR)/man1; done
-	for p in $(wildcard man/*.5); do install -m 644 $$p $(DESTDIR)$(MANDIR)/man5; done
-	for p in $(wildcard man/*.7); do install -m 644 $$p $(DESTDIR)$(MANDIR)/man7; done
+	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANDIR)/man1
+	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANDIR)/man5
+	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(MANDIR)/man7
 	for p in $(PROGS); do install -m 644 completions/bash/kvtools $(DESTDIR)$(BASHCOMPDIR)/$$p; done
 	for p in $(PROGS); do install -m 644 completions/zsh/_$$p $(DESTDIR)$(ZSHDIR)/_$$p; done
+	for f in $(SHARE_FILES); do install -m 644 share/$$f $(DESTDIR)$(SHAREDIR)/$$f; done
+	chmod 755 $(DESTDIR)$(SHAREDIR)/examples/routing-experiment.sh
 
 uninstall:
 	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%)
-	for p in $(notdir $(wildcard man/*.1)); do rm -f $(DESTDIR)$(MANDIR)/man1/$$p; done
-	for p in $(notdir $(wildcard man/*.5)); do rm -f $(DESTDIR)$(MANDIR)/man5/$$p; done
-	for p in $(notdir $(wildcard man/*.7)); do rm -f $(DESTDIR)$(MANDIR)/man7/$$p; done
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(wildcard man/*.5)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
 	rm -f $(PROGS:%=$(DESTDIR)$(BASHCOMPDIR)/%) $(PROGS:%=$(DESTDIR)$(ZSHDIR)/_%)
+	rm -f $(SHARE_FILES:%=$(DESTDIR)$(SHAREDIR)/%)
+	-rmdir $(DESTDIR)$(SHAREDIR)/traces $(DESTDIR)$(SHAREDIR)/examples $(DESTDIR)$(SHAREDIR) 2>/dev/null
 
 clean:
 	rm -rf build $(PROGS:%=bin/%) tests/tmp

@@ -9,7 +9,7 @@ set -eu
 # bench and experiments: Python baselines, gnuplot; lint and fuzz: clang tools.
 packages="gcc make pkg-config libc6-dev
 libzmq3-dev libmsgpack-dev libjansson-dev libyajl-dev libxxhash-dev libcurl4-openssl-dev
-bats bats-support bats-assert mandoc man-db bsdutils bash-completion jq
+bats bats-support bats-assert mandoc man-db bsdutils bash-completion zsh jq
 python3 python3-msgpack python3-xxhash gnuplot-nox
 clang libclang-rt-14-dev cppcheck clang-tidy valgrind"
 
