@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "index.h"
 #include "match.h"
+#include "matchmetrics.h"
+#include "metrics.h"
 #include "out.h"
 #include "regs.h"
 #include "snap.h"
@@ -38,6 +41,10 @@ static const char usage[] =
 	"      --match ip|none       pool targets: workers on the event's backend_id host (ip,\n"
 	"                            the default), or the pool subscriber's own worker (none)\n"
 	"      --decimal-strings     hash strings without 0x in captures are decimal\n"
+	"      --metrics FILE        Prometheus metrics (kvtools_match_*), rewritten every 5 s\n"
+	"      --metrics-interval SECS  rewrite the metrics every SECS instead\n"
+	"      --diagnose[=text|json]  at the end (and on SIGUSR2) report what looks wrong, with\n"
+	"                            the evidence and the likely cause, on standard error\n"
 	"      --dump FILE.kvsnap    print a snapshot as JSON lines and exit\n"
 	"  -q, --quiet               no statistics and no messages about bad input\n"
 	"  -v, --verbose             more messages\n"
@@ -48,7 +55,7 @@ static const char usage[] =
 	"66 cannot open an input, 74 write error.  See kvmatch(1) and kvsnap(5).\n";
 
 enum { OPT_EVERY = 256, OPT_LOG, OPT_PENDING_TTL, OPT_OFFLOAD_TTL, OPT_CONTENT_TTL, OPT_MAX_PENDING, OPT_MATCH,
-       OPT_DECIMAL, OPT_DUMP };
+       OPT_DECIMAL, OPT_DUMP, OPT_METRICS, OPT_METRICS_INTERVAL, OPT_DIAGNOSE };
 
 static const struct option longopts[] = {
 	{ "registrations", required_argument, NULL, 'r' },
@@ -63,6 +70,9 @@ static const struct option longopts[] = {
 	{ "match", required_argument, NULL, OPT_MATCH },
 	{ "decimal-strings", no_argument, NULL, OPT_DECIMAL },
 	{ "dump", required_argument, NULL, OPT_DUMP },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
+	{ "diagnose", optional_argument, NULL, OPT_DIAGNOSE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -71,8 +81,10 @@ static const struct option longopts[] = {
 };
 
 struct options {
-	const char *regs, *snapshot, *resume, *dump;
-	uint64_t every_ns;
+	const char *regs, *snapshot, *resume, *dump, *metrics;
+	bool diagnose;
+	enum kv_diag_format diag_format;
+	uint64_t every_ns, metrics_ns;
 	int quiet, verbose;
 	struct kv_match_opts match;
 	struct kv_source_opts src;
@@ -116,6 +128,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_DECIMAL: o->src.wire.hash.decimal_strings = true; break;
 		case OPT_DUMP: o->dump = optarg; break;
+		case OPT_METRICS: o->metrics = optarg; break;
+		case OPT_METRICS_INTERVAL: o->metrics_ns = seconds_option("--metrics-interval", optarg, false); break;
+		case OPT_DIAGNOSE:
+			o->diagnose = true;
+			if (optarg && strcmp(optarg, "text") && strcmp(optarg, "json"))
+				kv_usage_error("--diagnose: '%s' is not text or json", optarg);
+			o->diag_format = optarg && strcmp(optarg, "json") == 0 ? KV_DIAG_JSON : KV_DIAG_TEXT;
+			break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
@@ -134,6 +154,8 @@ struct run {
 	uint64_t bad;
 	bool snapshot_failed;
 	uint64_t next_snapshot;
+	struct kv_metrics metrics;
+	bool metrics_failed;
 };
 
 static void on_report(void *arg, const struct kv_report *r)
@@ -144,13 +166,32 @@ static void on_report(void *arg, const struct kv_report *r)
 
 static void write_snapshot(struct run *r);
 
-/* Between records, when input is not ready or a signal arrived. */
+static void write_metrics(struct run *r)
+{
+	if (!kv_match_write_metrics(&r->m, &r->metrics) && !r->metrics_failed) {
+		kv_warn_errno("%s", r->o->metrics);
+		r->metrics_failed = true;
+	}
+}
+
+/* SIGUSR1 writes the snapshot, SIGUSR2 a diagnosis; metrics are written on time. */
+static void between_records(struct run *r)
+{
+	int sig = kv_take_user_signal();
+	if (sig == SIGUSR1)
+		write_snapshot(r);
+	else if (sig == SIGUSR2)
+		kv_diagnose(&r->m, r->o->diag_format, stderr);
+	if (r->o->metrics && kv_metrics_due(&r->metrics))
+		write_metrics(r);
+}
+
+/* When input is not ready or a signal arrived. */
 static void on_idle(void *arg)
 {
 	struct run *r = arg;
 	kv_out_flush(r->out);
-	if (kv_take_user_signal() == SIGUSR1)
-		write_snapshot(r);
+	between_records(r);
 }
 
 static void write_snapshot(struct run *r)
@@ -245,6 +286,8 @@ int main(int argc, char **argv)
 	kv_index_init(&r.ix);
 	kv_workers_init(&r.ws);
 	kv_match_init(&r.m, &r.ix, &r.ws, &o.match);
+	if (o.metrics)
+		kv_metrics_init(&r.metrics, o.metrics, o.metrics_ns);
 	load_state(&r);
 	o.src.idle = on_idle;
 	o.src.idle_arg = &r;
@@ -253,16 +296,21 @@ int main(int argc, char **argv)
 	enum kv_source_status st;
 	while (!kv_out_failed(&out) && (st = kv_source_next(src, &b)) == KV_SOURCE_BATCH) {
 		handle(&r, &b);
-		if (kv_take_user_signal() == SIGUSR1)
-			write_snapshot(&r);
+		between_records(&r);
 	}
 	write_snapshot(&r);
 	int status = kv_out_close(&out);
+	if (o.metrics) {
+		write_metrics(&r);
+		kv_metrics_free(&r.metrics);
+	}
 	if (!o.quiet)
 		kv_statelog_summary(stderr, &r.m);
 	if (!o.quiet && o.verbose)
 		kv_statelog_memory(stderr, &r.m);
-	if (status == KV_EX_OK && r.snapshot_failed)
+	if (o.diagnose)
+		kv_diagnose(&r.m, o.diag_format, stderr);
+	if (status == KV_EX_OK && (r.snapshot_failed || r.metrics_failed))
 		status = KV_EX_IOERR;
 	if (status == KV_EX_OK && kv_source_open_failures(src))
 		status = KV_EX_NOINPUT;

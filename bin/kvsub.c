@@ -8,6 +8,7 @@
 #include "capture.h"
 #include "endpoint.h"
 #include "kvcap.h"
+#include "metrics.h"
 #include "out.h"
 #include "regs.h"
 #include "util.h"
@@ -28,6 +29,8 @@ static const char usage[] =
 	"      --replay-from N       at start, ask every replay socket for its batches from seq N\n"
 	"      --replay-timeout SECS give up on a replay after SECS (default 2)\n"
 	"      --hwm N               messages queued per endpoint before ZMQ drops (default 100000)\n"
+	"      --metrics FILE        Prometheus counters per endpoint, rewritten every 5 s\n"
+	"      --metrics-interval SECS  rewrite the metrics every SECS instead\n"
 	"  -q, --quiet               no warnings and no statistics on stderr\n"
 	"  -v, --verbose             progress on a terminal every second\n"
 	"  -h, --help                show this help and exit\n"
@@ -37,7 +40,7 @@ static const char usage[] =
 	"65 bad registrations, 66 cannot open a file, 69 endpoint unavailable, 74 write error.\n"
 	"See kvsub(1).\n";
 
-enum { OPT_REPLAY = 256, OPT_REPLAY_FROM, OPT_REPLAY_TIMEOUT, OPT_HWM };
+enum { OPT_REPLAY = 256, OPT_REPLAY_FROM, OPT_REPLAY_TIMEOUT, OPT_HWM, OPT_METRICS, OPT_METRICS_INTERVAL };
 
 static const struct option longopts[] = {
 	{ "registrations", required_argument, NULL, 'r' },
@@ -50,6 +53,8 @@ static const struct option longopts[] = {
 	{ "replay-from", required_argument, NULL, OPT_REPLAY_FROM },
 	{ "replay-timeout", required_argument, NULL, OPT_REPLAY_TIMEOUT },
 	{ "hwm", required_argument, NULL, OPT_HWM },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -60,6 +65,8 @@ static const struct option longopts[] = {
 struct options {
 	const char *regs_path;
 	const char *output;
+	const char *metrics;
+	uint64_t metrics_ns;
 	const char **topics;
 	size_t ntopics;
 	const char **replays;        /* SRC=ENDPOINT */
@@ -109,6 +116,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 			if (!kv_parse_u64(optarg, 0, 100000000, &v))
 				kv_usage_error("--hwm: '%s' is not a count (0 means no limit)", optarg);
 			o->cap.hwm = (int)v;
+			break;
+		case OPT_METRICS: o->metrics = optarg; break;
+		case OPT_METRICS_INTERVAL:
+			if (!kv_parse_seconds(optarg, 1e9, &o->metrics_ns) || o->metrics_ns == 0)
+				kv_usage_error("--metrics-interval: '%s' is not a positive number of seconds", optarg);
 			break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
@@ -206,6 +218,10 @@ int main(int argc, char **argv)
 	kv_out_flush(&out);
 	kv_capture_start(cap);
 
+	struct kv_metrics metrics;
+	if (o.metrics)
+		kv_metrics_init(&metrics, o.metrics, o.metrics_ns);
+	bool metrics_failed = false;
 	uint64_t start = kv_monotonic_ns(), last_progress = start;
 	bool progress = o.verbose && !o.quiet && isatty(STDERR_FILENO);
 	while (!kv_stop_signal) {
@@ -217,6 +233,10 @@ int main(int argc, char **argv)
 			timeout = (int)((o.duration_ns - (now - start)) / 1000000) + 1;
 		if (!kv_capture_step(cap, timeout))
 			break;
+		if (o.metrics && kv_metrics_due(&metrics) && !kv_capture_write_metrics(cap, &metrics) && !metrics_failed) {
+			kv_warn_errno("%s", o.metrics);
+			metrics_failed = true;
+		}
 		if (progress && now - last_progress >= 1000000000ull) {
 			kv_capture_print_progress(cap, stderr);
 			last_progress = now;
@@ -226,6 +246,13 @@ int main(int argc, char **argv)
 	if (progress)
 		fputc('\n', stderr);
 	int status = kv_out_close(&out);
+	if (o.metrics) {
+		if (!kv_capture_write_metrics(cap, &metrics)) {
+			kv_warn_errno("%s", o.metrics);
+			status = status ? status : KV_EX_IOERR;
+		}
+		kv_metrics_free(&metrics);
+	}
 	if (!o.quiet)
 		kv_capture_print_stats(cap, stderr);
 	kv_capture_free(cap);

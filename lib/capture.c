@@ -1,5 +1,6 @@
 #include "capture.h"
 #include "kvcap.h"
+#include "metrics.h"
 #include "replay.h"
 #include "seqtrack.h"
 #include "util.h"
@@ -43,6 +44,7 @@ struct endpoint {
 	uint64_t no_replay_at;       /* a gap ending here was already replayed once */
 	bool dedup;                  /* seqs up to dedup_upto came by replay: live copies are duplicates */
 	uint64_t dedup_upto;
+	uint64_t last_ns;            /* wall time of its last message */
 	uint8_t *topic;              /* last live topic, for rebuilding replayed records */
 	size_t topic_len;
 };
@@ -390,6 +392,7 @@ static void on_live(struct kv_capture *c, struct endpoint *ep, const struct kv_f
 		    uint64_t bytes)
 {
 	uint64_t now = kv_realtime_ns();
+	ep->last_ns = now;
 	ep->messages++;
 	ep->bytes += bytes;
 	if (ep->replaying || ep->nheld > 0) {
@@ -556,4 +559,37 @@ void kv_capture_free(struct kv_capture *c)
 	free(c->items);
 	zmq_ctx_term(c->zctx);
 	free(c);
+}
+
+bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m)
+{
+	static const struct {
+		const char *name, *help;
+		size_t at;
+	} counters[] = {
+		{ "kvtools_sub_messages_total", "Messages received.", offsetof(struct endpoint, messages) },
+		{ "kvtools_sub_bytes_total", "Bytes received, all frames.", offsetof(struct endpoint, bytes) },
+		{ "kvtools_sub_gaps_total", "Jumps forward in seq.", offsetof(struct endpoint, seq.gaps) },
+		{ "kvtools_sub_missing_batches_total", "Batches skipped in seq and not recovered by replay.",
+		  offsetof(struct endpoint, seq.missing) },
+		{ "kvtools_sub_replayed_total", "Batches recovered from the replay socket.", offsetof(struct endpoint, replayed) },
+		{ "kvtools_sub_restarts_total", "Steps back in seq: publisher restarts.", offsetof(struct endpoint, seq.restarts) },
+		{ "kvtools_sub_bad_seq_total", "Messages without an 8-byte seq frame.", offsetof(struct endpoint, bad_seq) },
+	};
+	if (!kv_metrics_begin(m))
+		return false;
+	for (size_t k = 0; k < sizeof counters / sizeof counters[0]; k++) {
+		kv_metrics_family(m, counters[k].name, "counter", counters[k].help);
+		for (size_t i = 0; i < c->neps; i++)
+			kv_metrics_sample(m, counters[k].name,
+					  (double)*(const uint64_t *)((const char *)&c->eps[i] + counters[k].at), "src",
+					  c->eps[i].src, NULL);
+	}
+	kv_metrics_family(m, "kvtools_sub_last_message_seconds", "gauge", "Unix time of the last message, 0 before any.");
+	for (size_t i = 0; i < c->neps; i++)
+		kv_metrics_sample(m, "kvtools_sub_last_message_seconds", (double)(c->eps[i].last_ns / 1000000000u), "src",
+				  c->eps[i].src, NULL);
+	kv_metrics_family(m, "kvtools_sub_records_total", "counter", "Records written to the capture.");
+	kv_metrics_sample(m, "kvtools_sub_records_total", (double)c->records, NULL);
+	return kv_metrics_commit(m);
 }

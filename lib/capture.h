@@ -49,5 +49,8 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f);
 /* One line for a terminal: totals so far. */
 void kv_capture_print_progress(const struct kv_capture *c, FILE *f);
 void kv_capture_free(struct kv_capture *c);
+struct kv_metrics;
+/* Writes the per-endpoint counters as kvtools_sub_* metrics (kvsub(1)). */
+bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m);
 
 #endif

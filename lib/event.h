@@ -92,6 +92,7 @@ struct kv_event {
 	struct kv_str extra_json;          /* extra_keys as JSON text, when read from a JSON line */
 	const struct kv_raw_hash *raw_hashes;
 	size_t nraw;
+	uint8_t hash_forms;        /* KV_HF_* of the hashes on the wire; 0 when not known (JSON input) */
 };
 
 const char *kv_format_name(enum kv_format f);

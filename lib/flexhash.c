@@ -1,5 +1,6 @@
 #include "flexhash.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int hexval(char c)
@@ -103,4 +104,30 @@ const char *kv_hash_from_object_key(const char *s, size_t n, uint64_t *h)
 	if (has_0x(s, n))
 		return parse_hex(s + 2, n - 2, h);
 	return parse_decimal(s, n, h);
+}
+
+unsigned kv_hash_form(const msgpack_object *o)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_POSITIVE_INTEGER: return KV_HF_UINT;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return KV_HF_NEGINT;
+	case MSGPACK_OBJECT_BIN: return o->via.bin.size > 8 ? KV_HF_BINLONG : KV_HF_BIN8;
+	case MSGPACK_OBJECT_STR: return KV_HF_STR;
+	default: return 0;
+	}
+}
+
+void kv_hash_forms_text(unsigned forms, char *buf, size_t n)
+{
+	static const char *const names[KV_HF_NFORMS] = { "uint", "negative int", "bytes <= 8", "bytes > 8", "string" };
+	size_t at = 0;
+	if (n)
+		buf[0] = 0;
+	for (unsigned i = 0; i < KV_HF_NFORMS; i++)
+		if (forms & (1u << i) && at < n) {
+			int k = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", names[i]);
+			at += k > 0 ? (size_t)k : 0;
+		}
+	if (at == 0 && n)
+		snprintf(buf, n, "forms not known");
 }

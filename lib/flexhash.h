@@ -16,6 +16,20 @@ struct kv_hash_opts {
 	bool decimal_strings;   /* strings without 0x are decimal */
 };
 
+/* The wire forms a publisher used for its hashes, as bits (kvmatch
+ * --diagnose names them when engines and pools never agree). */
+enum {
+	KV_HF_UINT = 1u << 0,       /* unsigned integer */
+	KV_HF_NEGINT = 1u << 1,     /* negative integer (Mooncake's int64) */
+	KV_HF_BIN8 = 1u << 2,       /* bytes, up to 8 */
+	KV_HF_BINLONG = 1u << 3,    /* bytes, more than 8 (vLLM's sha256 in bytes mode) */
+	KV_HF_STR = 1u << 4,        /* string (hex, or decimal by option) */
+	KV_HF_NFORMS = 5
+};
+unsigned kv_hash_form(const msgpack_object *o);
+/* "uint, bytes > 8" for a set of forms. */
+void kv_hash_forms_text(unsigned forms, char *buf, size_t n);
+
 /* NULL on success, else why the value is not a hash. */
 const char *kv_flexhash(const msgpack_object *o, const struct kv_hash_opts *opts, uint64_t *h);
 /* The string rules alone (also used for hashes that arrive in JSON). */

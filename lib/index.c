@@ -19,7 +19,27 @@ void kv_index_free(struct kv_index *ix)
 	}
 	free(ix->p);
 	free(ix->arena.a);
+	free(ix->held);
 	memset(ix, 0, sizeof *ix);
+}
+
+static void count_held(struct kv_index *ix, uint32_t w, unsigned bits, int delta)
+{
+	size_t need = ((size_t)w + 1) * KV_NMEDIA;
+	if (need > ix->capheld) {
+		size_t old = ix->capheld;
+		ix->held = kv_xgrow(ix->held, &ix->capheld, need, sizeof *ix->held);
+		memset(ix->held + old, 0, (ix->capheld - old) * sizeof *ix->held);
+	}
+	for (unsigned m = 0; m < KV_NMEDIA; m++)
+		if (bits & KV_MEDIUM_BIT(m))
+			ix->held[(size_t)w * KV_NMEDIA + m] += (uint64_t)(int64_t)delta;
+}
+
+uint64_t kv_index_held(const struct kv_index *ix, uint32_t w, enum kv_medium m)
+{
+	size_t at = (size_t)w * KV_NMEDIA + m;
+	return m < KV_NMEDIA && at < ix->capheld ? ix->held[at] : 0;
 }
 
 static bool same(const char *s, const char *p, size_t n)
@@ -171,11 +191,13 @@ static bool hold_in(struct kv_index *ix, struct kv_partition *p, struct kv_block
 		if (h[i] & bit)
 			return false;
 		h[i] |= bit;
+		count_held(ix, w, bit, 1);
 		return true;
 	}
 	if (b->n == UINT16_MAX)
 		kv_die(KV_EX_SOFTWARE, "a block with more than 65535 holders");
 	insert_holder(ix, b, i, KV_HOLDER(w, bit));
+	count_held(ix, w, bit, 1);
 	p->holdings++;
 	return true;
 }
@@ -219,6 +241,7 @@ static bool release_in(struct kv_index *ix, struct kv_partition *p, struct kv_bl
 	if (!found || !(h[i] & bit))
 		return false;
 	h[i] &= ~bit;
+	count_held(ix, w, bit, -1);
 	if (KV_HOLDER_MEDIA(h[i]))
 		return true;
 	delete_holder(ix, b, i);
@@ -269,6 +292,7 @@ size_t kv_index_release_all(struct kv_index *ix, uint32_t part, uint32_t w, unsi
 		if (!found || !(h[i] & mask))
 			continue;
 		dropped++;
+		count_held(ix, w, h[i] & mask, -1);
 		h[i] &= ~mask;
 		if (KV_HOLDER_MEDIA(h[i]))
 			continue;

@@ -56,7 +56,12 @@ struct kv_index {
 	struct kv_partition *p;
 	size_t n, cap;
 	struct kv_holder_arena arena;
+	uint64_t *held;        /* blocks held per worker and medium: [worker * KV_NMEDIA + medium] */
+	size_t capheld;
 };
+
+/* Blocks worker w holds in medium m, over all partitions. */
+uint64_t kv_index_held(const struct kv_index *ix, uint32_t w, enum kv_medium m);
 
 void kv_index_init(struct kv_index *ix);
 void kv_index_free(struct kv_index *ix);

@@ -2,7 +2,6 @@
 #include "util.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,11 +38,8 @@ static int fill(struct kv_lines *l)
 		l->cap *= 2;
 		l->buf = kv_xrealloc(l->buf, l->cap + 1);
 	}
-	if (l->idle) {
-		struct pollfd p = { .fd = l->fd, .events = POLLIN };
-		if (poll(&p, 1, 0) == 0)
-			l->idle(l->idle_arg);
-	}
+	if (l->idle && !kv_wait_input(l->fd, l->idle, l->idle_arg))
+		return 2;
 	for (;;) {
 		/* A stop that came while idle must not wait for more input. */
 		if (kv_stop_signal)

@@ -70,6 +70,7 @@ void kv_match_free(struct kv_match *m)
 	free(m->scratch);
 	free(m->targets);
 	free(m->srcbuf);
+	free(m->expired_by_worker);
 	memset(m, 0, sizeof *m);
 }
 
@@ -84,6 +85,69 @@ struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part)
 	return &m->pm[part];
 }
 
+/* ---- evidence per source (--diagnose, --metrics) ------------------------- */
+
+_Static_assert(KV_NREASONS <= KV_SRCDIAG_REASONS, "kv_srcdiag.drops is too small");
+
+static struct kv_srcdiag *cur_diag(struct kv_match *m)
+{
+	return m->cur ? &m->sources.v[m->cur - 1].d : &m->nodiag;
+}
+
+static void count_expired(struct kv_match *m, const uint32_t *workers, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (workers[i] >= m->capexpired) {
+			size_t old = m->capexpired;
+			m->expired_by_worker = kv_xgrow(m->expired_by_worker, &m->capexpired, workers[i] + 1,
+							sizeof *m->expired_by_worker);
+			memset(m->expired_by_worker + old, 0, (m->capexpired - old) * sizeof *m->expired_by_worker);
+		}
+		m->expired_by_worker[workers[i]]++;
+	}
+}
+
+uint64_t kv_match_expired_for(const struct kv_match *m, uint32_t w)
+{
+	return w < m->capexpired ? m->expired_by_worker[w] : 0;
+}
+
+/* What a source's stores say about it: their hash forms and a sample. */
+static void note_hashes(struct kv_srcdiag *d, const struct kv_event *e)
+{
+	d->hash_forms |= e->hash_forms;
+	if (!d->has_sample && e->nhashes) {
+		d->sample_hash = e->hashes[0];
+		d->has_sample = true;
+	}
+}
+
+static void note_lag(struct kv_srcdiag *d, const struct kv_event *e)
+{
+	double ts = e->ts_kind == KV_TS_SECONDS ? e->ts : e->ts_kind == KV_TS_MS ? (double)e->ts_ms / 1e3 : 0;
+	if (e->ts_kind == KV_TS_NONE || ts <= 0)
+		return;
+	double lag = (double)e->recv_ns / 1e9 - ts;
+	d->lag_sum += lag;
+	d->lag_last = lag;
+	if (d->lag_n++ == 0 || lag > d->lag_max)
+		d->lag_max = lag;
+}
+
+static void note_backend(struct kv_srcdiag *d, const struct kv_event *e)
+{
+	char id[48];
+	if (e->has & KV_HAS_BACKEND_ID)
+		snprintf(id, sizeof id, "%.*s", (int)(e->backend_id.n < 47 ? e->backend_id.n : 47), e->backend_id.p);
+	else
+		id[0] = 0;
+	for (unsigned i = 0; i < d->nbackend_ids; i++)
+		if (strcmp(d->backend_ids[i], id) == 0)
+			return;
+	if (d->nbackend_ids < KV_SRCDIAG_BACKENDS)
+		memcpy(d->backend_ids[d->nbackend_ids++], id, sizeof id);
+}
+
 /* ---- reporting ----------------------------------------------------------- */
 
 struct rep {
@@ -95,8 +159,12 @@ static void report(struct kv_match *m, const struct rep *r, enum kv_state state,
 		   const uint64_t *hash, int medium, const uint32_t *workers, size_t nworkers, uint64_t count)
 {
 	m->st.states[state]++;
-	if (state == KV_ST_DROPPED)
+	if (state == KV_ST_DROPPED) {
 		m->st.reasons[reason]++;
+		cur_diag(m)->drops[reason]++;
+	} else if (state == KV_ST_PENDING_EXPIRED) {
+		count_expired(m, workers, nworkers);
+	}
 	if (!(m->o.log_mask & (1u << state)) || !m->o.report)
 		return;
 	struct kv_report rp = {
@@ -419,6 +487,9 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 	m->st.records++;
 	kv_match_advance(m, ctx->recv_ns);
 	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
+	m->cur = (size_t)(src - m->sources.v) + 1;
+	if (!src->batches && !src->d.first_ns)
+		src->d.first_ns = ctx->recv_ns;
 	/* Event lines carry one event each: further events of the batch just seen
 	 * (same source, seq and receive time) belong to it, they are no restart. */
 	if (ctx->has_seq && src->seq.seen && ctx->seq == src->seq.last && ctx->recv_ns == src->last_recv_ns &&
@@ -443,8 +514,12 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 {
 	struct rep r = { ctx, 0 };
 	kv_match_advance(m, ctx->recv_ns);
-	if (ctx->src.n)
-		kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n)->errors++;
+	m->cur = 0;
+	if (ctx->src.n) {
+		struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
+		src->errors++;
+		m->cur = (size_t)(src - m->sources.v) + 1;
+	}
 	report(m, &r, KV_ST_DROPPED, KV_R_DECODE_ERROR, NULL, -1, NULL, 0, 0);
 }
 
@@ -546,6 +621,7 @@ static bool match_pending(struct kv_match *m, const struct rep *r, uint32_t part
 	report_entries(m, r, KV_ST_MATCHED, KV_R_NONE, ehash, workers, media, n);
 	free(workers);
 	free(media);
+	cur_diag(m)->offload_met += n > 0;
 	return n > 0;
 }
 
@@ -557,9 +633,12 @@ static void engine_offload_block(struct kv_match *m, const struct rep *r, uint32
 		return;
 	bool added;
 	struct kv_offload *o = kv_offloads_upsert(&kv_match_partition(m, part)->offload, ehash, &added);
-	*o = (struct kv_offload){ ehash, c->chain, c->parent, c->local, m->now };
+	*o = (struct kv_offload){ ehash, c->chain, c->parent, c->local, m->now, (uint32_t)m->cur };
 	report(m, r, KV_ST_OFFLOAD_CACHED, KV_R_NONE, &ehash, (int)medium, NULL, 0, 0);
 }
+
+/* The start of a source's stream, where missing parents are expected. */
+#define KV_EARLY_NS (10ull * 1000000000ull)
 
 /* How far ahead the loops over an event's blocks fetch table slots. */
 #define PREFETCH 8
@@ -568,15 +647,23 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 {
 	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_XPU : e->medium;
 	bool offload = medium != KV_XPU;
+	struct kv_srcdiag *d = cur_diag(m);
+	note_hashes(d, e);
+	*(offload ? &d->offload_blocks : &d->xpu_blocks) += e->nhashes;
 	if (e->ntokens > 0) {
 		bool mismatch;
 		size_t bs = expected_block_size(m, w, part, e, &mismatch), nblocks;
 		uint64_t parent;
 		if (mismatch) {
+			d->bs_got = e->block_size;
+			d->bs_want = m->ws->v[w].block_size ? m->ws->v[w].block_size : m->ix->p[part].block_size;
 			drop_hashes(m, r, e, KV_R_BLOCK_SIZE_MISMATCH, &w, 1);
 			return;
 		}
 		if (!bs || !chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
+			/* Parents stored before a capture began are never seen: tell those apart. */
+			if (e->recv_ns < d->first_ns + KV_EARLY_NS)
+				d->pnf_early += e->nhashes ? e->nhashes : 1;
 			drop_hashes(m, r, e, KV_R_PARENT_NOT_FOUND, &w, 1);
 			return;
 		}
@@ -692,6 +779,7 @@ static uint32_t worker_of(struct kv_match *m, const struct kv_event *e)
 static void engine_event(struct kv_match *m, const struct kv_event *e)
 {
 	uint32_t w = worker_of(m, e);
+	cur_diag(m)->engine = true;
 	if (e->type == KV_EV_CLEARED) {
 		struct rep r = { NULL, 0 };
 		struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
@@ -702,7 +790,13 @@ static void engine_event(struct kv_match *m, const struct kv_event *e)
 	uint32_t part = engine_partition(m, w, e);
 	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
 	struct rep r = { &ctx, part };
+	struct kv_srcdiag *d = cur_diag(m);
+	d->engine = true;
+	d->worker = w;
 	if ((e->has & KV_HAS_SPEC_KIND) && !main_attention(e->spec_kind)) {
+		if (!d->spec_kind[0])
+			snprintf(d->spec_kind, sizeof d->spec_kind, "%.*s", (int)(e->spec_kind.n < 31 ? e->spec_kind.n : 31),
+				 e->spec_kind.p);
 		drop_hashes(m, &r, e, KV_R_NON_FULL_ATTENTION, &w, 1);
 		return;
 	}
@@ -777,6 +871,8 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 		bool known = false, named = false;
 		if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
 			c = (struct content){ o->chain, o->parent, o->local };
+			if (o->src && o->src <= m->sources.n)
+				m->sources.v[o->src - 1].d.offload_met++;
 			kv_offloads_remove(&pm->offload, h);
 			known = true;
 		} else {
@@ -858,7 +954,14 @@ static void pool_event(struct kv_match *m, const struct kv_event *e)
 	/* Pools hold their replicas in host memory unless they say otherwise. */
 	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_CPU : e->medium;
 	size_t nt = pool_targets(m, e, sub);
+	struct kv_srcdiag *d = cur_diag(m);
+	d->pool = true;
+	if (e->type == KV_EV_STORED) {
+		note_hashes(d, e);
+		d->pool_blocks += e->nhashes;
+	}
 	if (nt == 0) {
+		note_backend(d, e);
 		drop_hashes(m, &r, e, KV_R_UNKNOWN_BACKEND, NULL, 0);
 		return;
 	}
@@ -879,6 +982,7 @@ static void pool_event(struct kv_match *m, const struct kv_event *e)
 void kv_match_event(struct kv_match *m, const struct kv_event *e)
 {
 	m->st.events++;
+	note_lag(cur_diag(m), e);
 	if (m->o.log_mask & (1u << KV_ST_PARSED)) {
 		struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
 		struct rep r = { &ctx, 0 };

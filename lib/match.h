@@ -72,6 +72,7 @@ struct kv_match_opts {
 struct kv_offload {
 	uint64_t key;
 	uint64_t chain, parent, local, t;
+	uint32_t src;                    /* the engine source that offloaded it: index + 1, 0 if unknown */
 };
 KV_TABLE_DEFINE(kv_offloads, struct kv_offload)
 
@@ -122,7 +123,11 @@ struct kv_match {
 	size_t npm;
 	uint64_t now;                    /* event time: the largest recv_ns seen */
 	uint64_t next_sweep;
-	struct kv_srcstats sources;      /* last seq per source, gaps, restarts */
+	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */
+	size_t cur;                      /* the source of the record being applied: index + 1, 0 if none */
+	struct kv_srcdiag nodiag;        /* where evidence of no known source goes */
+	uint64_t *expired_by_worker;     /* pending entries expired, per target worker */
+	size_t capexpired;
 	struct kv_match_stats st;
 	/* scratch */
 	uint64_t *local, *chain, *scratch;
@@ -150,6 +155,8 @@ struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part);
 uint64_t kv_match_pending(const struct kv_match *m);
 uint64_t kv_match_offloads(const struct kv_match *m);
 uint64_t kv_match_contents(const struct kv_match *m);
+/* Pending entries for worker w that expired. */
+uint64_t kv_match_expired_for(const struct kv_match *m, uint32_t w);
 /* Adds a pending entry as it was (snapshot loading). */
 void kv_match_restore_pending(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker,
 			      enum kv_medium medium, uint64_t t);

@@ -2,7 +2,6 @@
 #include "util.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +28,6 @@ void kv_mps_free(struct kv_mpstream *s)
 	s->buf = NULL;
 }
 
-static bool would_block(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	return poll(&p, 1, 0) == 0;
-}
-
 /* Reads more input behind what is buffered; -1 on error, 0 at EOF, 1 on data, 2 on stop. */
 static int fill(struct kv_mpstream *s, size_t want)
 {
@@ -52,8 +45,8 @@ static int fill(struct kv_mpstream *s, size_t want)
 		s->buf = kv_xrealloc(s->buf, c);
 		s->cap = c;
 	}
-	if (s->idle && would_block(s->fd))
-		s->idle(s->idle_arg);
+	if (s->idle && !kv_wait_input(s->fd, s->idle, s->idle_arg))
+		return 2;
 	for (;;) {
 		/* A stop that came while idle must not wait for more input. */
 		if (kv_stop_signal)

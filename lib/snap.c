@@ -747,7 +747,7 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		const struct kv_snap_offload *o = &s->offload[i];
 		bool added;
 		struct kv_offload *k = kv_offloads_upsert(&kv_match_partition(m, pid[o->partition])->offload, o->ehash, &added);
-		*k = (struct kv_offload){ o->ehash, o->chain, o->parent, o->local, o->t };
+		*k = (struct kv_offload){ o->ehash, o->chain, o->parent, o->local, o->t, 0 };
 	}
 	for (size_t i = 0; i < s->npending; i++) {
 		const struct kv_snap_pending *p = &s->pending[i];

@@ -49,6 +49,7 @@ struct kv_srcstat *kv_srcstats_get(struct kv_srcstats *s, const char *src, size_
 	memset(st, 0, sizeof *st);
 	st->src = kv_xstrndup(src, n);
 	st->src_len = n;
+	st->d.worker = UINT32_MAX;
 	s->slots[k] = (uint32_t)++s->n;
 	return st;
 }

@@ -4,11 +4,40 @@
 #ifndef KV_SRCSTATS_H
 #define KV_SRCSTATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "event.h"
 #include "seqtrack.h"
+
+/* What kvmatch saw of a source, for its metrics and --diagnose: blocks by
+ * kind and what became of them, drops by reason, and samples of the values
+ * that explain a drop. */
+#define KV_SRCDIAG_REASONS 16
+#define KV_SRCDIAG_BACKENDS 4
+
+struct kv_srcdiag {
+	uint64_t first_ns;          /* receive time of its first batch */
+	uint32_t worker;            /* engine source: its worker (of the last event); UINT32_MAX if none */
+	uint8_t hash_forms;         /* KV_HF_* of its hashes */
+	bool engine, pool;          /* it sent engine (vLLM) or pool events */
+	uint64_t xpu_blocks;        /* engine stores in accelerator memory */
+	uint64_t offload_blocks;    /* engine stores in cpu/disk (offloads) */
+	uint64_t offload_met;       /* ... that met a pool event */
+	uint64_t pool_blocks;       /* pool stores */
+	uint64_t pool_met;          /* ... confirmed or matched with engine content */
+	uint64_t drops[KV_SRCDIAG_REASONS];
+	uint64_t pnf_early;         /* parent_not_found in the first 10 s of its stream */
+	int64_t bs_got, bs_want;    /* a block_size mismatch */
+	char spec_kind[32];         /* a group that is not full attention */
+	char backend_ids[KV_SRCDIAG_BACKENDS][48];  /* backend_id values that name no worker */
+	unsigned nbackend_ids;
+	uint64_t sample_hash;       /* one of its hashes (stores) */
+	bool has_sample;
+	double lag_sum, lag_max, lag_last;  /* receive time minus the publisher's timestamp, seconds */
+	uint64_t lag_n;
+};
 
 struct kv_srcstat {
 	char *src;
@@ -17,6 +46,7 @@ struct kv_srcstat {
 	uint64_t last_recv_ns;       /* of the last batch, to know its other events */
 	uint64_t events[3][3];      /* [format][type] */
 	struct kv_seqtrack seq;
+	struct kv_srcdiag d;
 };
 
 struct kv_srcstats {

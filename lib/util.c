@@ -4,6 +4,7 @@
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,4 +249,21 @@ char *kv_xstrndup(const char *s, size_t n)
 	memcpy(p, s, n);
 	p[n] = 0;
 	return p;
+}
+
+bool kv_wait_input(int fd, void (*idle)(void *), void *arg)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int timeout = 0;
+	for (;;) {
+		if (kv_stop_signal)
+			return false;
+		int n = poll(&p, 1, timeout);
+		if (n > 0 || (n < 0 && errno != EINTR))
+			return true; /* ready, or let read() report the error */
+		if (kv_stop_signal)
+			return false;
+		idle(arg);
+		timeout = KV_IDLE_TICK_MS;
+	}
 }

@@ -51,6 +51,12 @@ _Noreturn void kv_print_help(const char *text);
 
 /* Installs the flag-only handlers; SIGPIPE is ignored so that writes return EPIPE. */
 void kv_install_signals(bool user_signals);
+/* Waits until fd has input (or EOF): calls idle at once when none is ready,
+ * then again every KV_IDLE_TICK_MS and after each signal, so that a program
+ * blocked on a quiet pipe still flushes, answers SIGUSR1/2 and rewrites its
+ * metrics.  false when a stop signal came. */
+#define KV_IDLE_TICK_MS 200
+bool kv_wait_input(int fd, void (*idle)(void *), void *arg);
 int kv_take_user_signal(void);
 
 /* Range-checked parsing of option values; false on any junk or overflow. */

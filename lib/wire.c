@@ -107,6 +107,8 @@ static void push_hash(struct kv_wire *w, uint64_t h, const msgpack_object *raw)
 {
 	w->hashes = kv_xgrow(w->hashes, &w->caph, w->nh + 1, sizeof *w->hashes);
 	w->hashes[w->nh++] = h;
+	if (raw)
+		w->ev[w->nev].hash_forms |= (uint8_t)kv_hash_form(raw);
 	if (!w->opts.raw_hashes || !raw)
 		return;
 	w->raw = kv_xgrow(w->raw, &w->capraw, w->nraw + 1, sizeof *w->raw);

@@ -1,0 +1,36 @@
+/* metrics: the Prometheus text exposition of kvtools' own counters
+ * (--metrics FILE), for node_exporter's textfile collector.  A file is
+ * written whole to a temporary name and renamed over the old one, so a
+ * scraper never reads half of it.  Label values are escaped as the format
+ * requires. */
+#ifndef KV_METRICS_H
+#define KV_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct kv_metrics {
+	const char *path;
+	char *tmp;
+	FILE *f;
+	uint64_t interval_ns;
+	uint64_t next_ns;          /* monotonic time of the next periodic write */
+};
+
+#define KV_METRICS_INTERVAL_DEFAULT_NS (5ull * 1000000000ull)
+
+/* interval_ns 0 means the default (5 s). */
+void kv_metrics_init(struct kv_metrics *m, const char *path, uint64_t interval_ns);
+void kv_metrics_free(struct kv_metrics *m);
+/* True when a periodic write is due (every interval of wall time, the first at once). */
+bool kv_metrics_due(struct kv_metrics *m);
+bool kv_metrics_begin(struct kv_metrics *m);
+/* # HELP and # TYPE of a family ("counter" or "gauge"). */
+void kv_metrics_family(struct kv_metrics *m, const char *name, const char *type, const char *help);
+/* name{labels} value; labels are name/value pairs, NULL-terminated. */
+void kv_metrics_sample(struct kv_metrics *m, const char *name, double value, ...);
+/* Renames the file into place; false (with errno) when writing failed. */
+bool kv_metrics_commit(struct kv_metrics *m);
+
+#endif
