@@ -89,13 +89,14 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/helpers/%.c $(LIBA)
+$(BUILD)/tests/%: tests/helpers/%.c $(wildcard tests/helpers/*.h) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
 # Each fuzz harness is also built with a plain driver that replays its
 # corpus, so that `make check` runs every corpus file.
-$(BUILD)/tests/fuzzreplay_%: fuzz/fuzz_%.c fuzz/replay.c $(LIBA)
+FUZZ_HDR   = $(wildcard fuzz/*.h)
+$(BUILD)/tests/fuzzreplay_%: fuzz/fuzz_%.c fuzz/replay.c $(FUZZ_HDR) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c $(LIBA) $(LDLIBS)
 
@@ -114,11 +115,33 @@ build/fuzz/libkvtools.a: $(FUZZ_LIBOBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-build/fuzz/fuzz_%: fuzz/fuzz_%.c build/fuzz/libkvtools.a
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libkvtools.a $(LDLIBS)
+# The fuzz harnesses with the project's warnings (lib/ gets them in the other builds).
+build/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_HDR) build/fuzz/libkvtools.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) -fsanitize=fuzzer -o $@ $< build/fuzz/libkvtools.a $(LDLIBS)
 
 fuzz: $(FUZZERS)
 	@echo "run: build/fuzz/fuzz_NAME -dict=fuzz/NAME.dict -max_total_time=60 NEWDIR fuzz/corpus/NAME"
+
+# make lint: cppcheck and clang-tidy over every C file, configured by
+# .cppcheck-suppressions and .clang-tidy; any finding fails.  clang-tidy runs
+# once per file into build/lint, so `make -j2 lint` uses both cores and a
+# second run only looks at what changed.
+LINT_SRC   = $(LIB_SRC) lib/http/fetch.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c
+TIDY_FLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DKV_VERSION='"$(VERSION)"' \
+             -Ilib -Itests/unit $(PKG_CFLAGS) $(CURL_CFLAGS)
+CPPCHECK   = cppcheck --std=c11 --enable=warning,style,performance,portability --inline-suppr \
+             --suppressions-list=.cppcheck-suppressions --error-exitcode=1 --quiet \
+             -D__BYTE_ORDER__=1234 -D__ORDER_LITTLE_ENDIAN__=1234 -DKV_VERSION='"$(VERSION)"' -Ilib -Itests/unit
+
+lint: deps
+	$(CPPCHECK) $(LINT_SRC)
+	@$(MAKE) --no-print-directory $(LINT_SRC:%.c=build/lint/%.tidy)
+	@echo "lint: $(words $(LINT_SRC)) files clean (cppcheck, clang-tidy)"
+
+build/lint/%.tidy: %.c .clang-tidy $(wildcard lib/*.h lib/http/*.h)
+	@mkdir -p $(@D)
+	clang-tidy --quiet $< -- $(TIDY_FLAGS)
+	@touch $@
 
 # Rebuild everything when the compiler or its flags change.
 $(BUILD)/.flags: FORCE
@@ -128,10 +151,13 @@ FORCE:
 
 check-build: $(BINS) $(UNITS) $(HELPERS) $(REPLAYS)
 
+# TESTS="kvsub unit" runs only those suites; VALGRIND=1 runs the unit tests
+# under valgrind (not with SAN=1: the two do not mix).
 check: deps
+	@if [ "$(VALGRIND)" = 1 ] && [ "$(SAN)" = 1 ]; then echo "make check: VALGRIND=1 and SAN=1 do not mix" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory check-build
 	@KVTOOLS_BIN=$(CURDIR)/$(PROGDIR) KVTOOLS_TESTBIN=$(CURDIR)/$(BUILD)/tests \
-	  KVTOOLS_SAN=$(SAN) tests/run $(TESTS)
+	  KVTOOLS_SAN=$(SAN) KVTOOLS_VALGRIND=$(VALGRIND) tests/run $(TESTS)
 
 deps:
 	@share/deps.sh

@@ -101,6 +101,8 @@ static void report(struct run *r, const struct kv_batch *b, const char *what)
 static void count(struct run *r, const struct kv_batch *b)
 {
 	struct kv_srcstat *st = kv_srcstats_get(&r->stats, b->ctx.src.p, b->ctx.src.n);
+	if (!st)
+		return; /* beyond the limit: counted by the stats themselves */
 	if (b->error) {
 		st->errors++;
 		return;

@@ -124,8 +124,15 @@ static int choice(const char *name, const char *arg, const char *const *names)
 static void parse_weights(const char *s, struct kv_weights *w)
 {
 	double v[3];
-	char extra;
-	if (sscanf(s, "%lf,%lf,%lf%c", &v[0], &v[1], &v[2], &extra) != 3 || v[0] < 0 || v[1] < 0 || v[2] < 0)
+	char buf[128];
+	char *parts[3], *rest = buf;
+	snprintf(buf, sizeof buf, "%s", s);
+	bool ok = strlen(s) < sizeof buf;
+	for (int i = 0; i < 3 && ok; i++) {
+		parts[i] = strsep(&rest, ",");
+		ok = parts[i] && kv_parse_double(parts[i], 0, 1e9, &v[i]);
+	}
+	if (!ok || rest)
 		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
 	*w = (struct kv_weights){ v[0], v[1], v[2] };
 }
@@ -231,7 +238,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, const char *
 	}
 	const char *name = std ? "stdin" : path;
 	struct kv_lines l;
-	kv_lines_init(&l, fd, 64u << 20, NULL, 0);
+	kv_lines_init(&l, fd, KV_TRACE_MAX_LINE, NULL, 0);
 	struct kv_trace_req req = { 0 };
 	char *line, err[200];
 	size_t n;
@@ -248,7 +255,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, const char *
 			continue;
 		if (st == KV_LINE_TOO_LONG || !kv_trace_parse(line, n, &req, err, sizeof err)) {
 			kv_warn("%s: line %llu: %s", name, (unsigned long long)l.lineno,
-				st == KV_LINE_TOO_LONG ? "longer than 64 MiB" : err);
+				st == KV_LINE_TOO_LONG ? "longer than 1 MiB" : err);
 			bad++;
 			continue;
 		}

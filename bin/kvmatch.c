@@ -98,6 +98,16 @@ static uint64_t seconds_option(const char *name, const char *arg, bool zero_ok)
 	return ns;
 }
 
+/* --diagnose's optional argument: text (the default) or json. */
+static enum kv_diag_format diag_format(const char *arg)
+{
+	if (!arg || strcmp(arg, "text") == 0)
+		return KV_DIAG_TEXT;
+	if (strcmp(arg, "json") != 0)
+		kv_usage_error("--diagnose: '%s' is not text or json", arg);
+	return KV_DIAG_JSON;
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	int c;
@@ -122,7 +132,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 				kv_usage_error("--max-pending: '%s' is not a count of 1 or more", optarg);
 			break;
 		case OPT_MATCH:
-			if (strcmp(optarg, "ip") && strcmp(optarg, "none"))
+			if (strcmp(optarg, "ip") != 0 && strcmp(optarg, "none") != 0)
 				kv_usage_error("--match: '%s' is not ip or none", optarg);
 			o->match.match_none = strcmp(optarg, "none") == 0;
 			break;
@@ -132,9 +142,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_METRICS_INTERVAL: o->metrics_ns = seconds_option("--metrics-interval", optarg, false); break;
 		case OPT_DIAGNOSE:
 			o->diagnose = true;
-			if (optarg && strcmp(optarg, "text") && strcmp(optarg, "json"))
-				kv_usage_error("--diagnose: '%s' is not text or json", optarg);
-			o->diag_format = optarg && strcmp(optarg, "json") == 0 ? KV_DIAG_JSON : KV_DIAG_TEXT;
+			o->diag_format = diag_format(optarg);
 			break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
@@ -242,7 +250,7 @@ static int dump(const char *path)
 	struct kv_snap s;
 	char err[256];
 	if (!kv_snap_load(path, &s, err, sizeof err))
-		kv_die(KV_EX_DATAERR, "%s: %s", path, err);
+		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", path, err);
 	struct kv_out out;
 	kv_out_open(&out, NULL);
 	kv_snap_dump(&s, &out);
@@ -264,7 +272,7 @@ static void load_state(struct run *r)
 		struct kv_snap s;
 		char err[256];
 		if (!kv_snap_load(r->o->resume, &s, err, sizeof err))
-			kv_die(errno == ENOENT ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->resume, err);
+			kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->resume, err);
 		kv_snap_restore(&s, &r->ix, &r->ws, &r->m);
 		kv_snap_unload(&s);
 	}
@@ -293,8 +301,7 @@ int main(int argc, char **argv)
 	o.src.idle_arg = &r;
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
 	struct kv_batch b;
-	enum kv_source_status st;
-	while (!kv_out_failed(&out) && (st = kv_source_next(src, &b)) == KV_SOURCE_BATCH) {
+	while (!kv_out_failed(&out) && kv_source_next(src, &b) == KV_SOURCE_BATCH) {
 		handle(&r, &b);
 		between_records(&r);
 	}

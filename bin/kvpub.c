@@ -257,6 +257,8 @@ struct run {
 	bool have_first;
 	uint64_t start_ns, end_ns;
 	uint64_t read, taken, outside, unmapped, bad, number;
+	uint64_t over;                /* lookups of sources beyond KV_PUB_MAX_SOURCES */
+	uint64_t over_records;        /* ... and the records of those skipped */
 	int fatal;                    /* exit status of a failure that ended the run */
 	uint64_t last_progress;
 	bool progress;
@@ -307,6 +309,11 @@ static bool meet(struct run *r, const char *src, size_t len, struct kv_pub_route
 		kv_warn("%s", err);
 		r->fatal = rc;
 		return false;
+	}
+	if (route->over) {
+		if (!r->over++ && !r->o->quiet)
+			kv_warn("more than %u sources: the records of the others are skipped", KV_PUB_MAX_SOURCES);
+		return true;
 	}
 	if (!route->fresh)
 		return true;
@@ -402,6 +409,10 @@ static enum play play_record(struct run *r, const struct input *in, const struct
 		if (!kv_pub_wait_until(r->pub, kv_monotonic_ns() + o->wait_ns))
 			return PLAY_STOP;
 		kv_pace_rebase(&r->pace);
+	}
+	if (route.over) {
+		r->over_records++;
+		return PLAY_ON;
 	}
 	if (!route.published) {
 		r->unmapped++;
@@ -570,6 +581,9 @@ int main(int argc, char **argv)
 		kv_pub_print_stats(r.pub, o.ndrops > 0, stderr);
 		if (r.unmapped)
 			kv_warn("%llu records of sources not in --map skipped", (unsigned long long)r.unmapped);
+		if (r.over_records)
+			kv_warn("%llu records of sources beyond the first %u skipped", (unsigned long long)r.over_records,
+				KV_PUB_MAX_SOURCES);
 		if (o.verbose)
 			kv_warn("%llu records read, %llu published, %llu outside the time window, %llu bad",
 				(unsigned long long)r.read, (unsigned long long)r.taken,

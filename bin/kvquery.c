@@ -109,7 +109,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_EXPLAIN: o->explain = true; break;
 		case OPT_SHARED: o->shared_pool = true; break;
 		case OPT_FORMAT:
-			if (strcmp(optarg, "json") && strcmp(optarg, "table"))
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0)
 				kv_usage_error("--format: '%s' is not json or table", optarg);
 			o->table = strcmp(optarg, "table") == 0;
 			break;
@@ -151,7 +151,7 @@ static int load(struct run *r, bool fatal)
 			kv_warn("%s: %s (keeping the snapshot loaded before)", r->o->snapshot, err);
 			return -1;
 		}
-		kv_die(errno == ENOENT ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->snapshot, err);
+		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->snapshot, err);
 	}
 	kv_qsource_free(&r->src);
 	kv_snap_unload(&r->snap);

@@ -195,6 +195,8 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv[0]);
 	parse_options(argc, argv, &o);
+	/* From the start: a stop during set-up still ends with a valid, empty capture. */
+	kv_install_signals(false);
 
 	struct kv_out out;
 	if (!kv_out_open(&out, o.output)) {
@@ -213,7 +215,6 @@ int main(int argc, char **argv)
 		kv_usage_error("no endpoints to capture from");
 	add_replays(cap, &o);
 
-	kv_install_signals(false);
 	kv_cap_write_header(&out, "kvsub " KV_VERSION, kv_realtime_ns());
 	kv_out_flush(&out);
 	kv_capture_start(cap);

@@ -37,7 +37,7 @@ struct endpoint {
 	bool replaying;
 	uint64_t lo, hi, deadline_ns;
 	struct stored *rep;
-	size_t nrep, caprep;
+	size_t nrep, caprep, rep_bytes;
 	/* messages held behind a replay, oldest first */
 	struct stored *held;
 	size_t head, nheld, capheld, held_bytes;
@@ -67,6 +67,12 @@ struct kv_capture *kv_capture_new(struct kv_out *out, const struct kv_capture_op
 	c->zctx = zmq_ctx_new();
 	if (!c->zctx)
 		kv_die(KV_EX_SOFTWARE, "zmq_ctx_new: %s", zmq_strerror(errno));
+	/* ZeroMQ allows 1023 sockets unless told otherwise, fewer than a large
+	 * registrations file names: allow what it can, the open-files limit
+	 * then being the bound (kv_capture_add reports it). */
+	int limit = zmq_ctx_get(c->zctx, ZMQ_SOCKET_LIMIT);
+	if (limit > 0)
+		zmq_ctx_set(c->zctx, ZMQ_MAX_SOCKETS, limit);
 	c->out = out;
 	c->opts = *opts;
 	return c;
@@ -89,6 +95,10 @@ static struct endpoint *find_ep(struct kv_capture *c, const char *src)
 static bool replay_endpoint_ok(struct kv_capture *c, const char *url, char *err, size_t errlen)
 {
 	void *s = zmq_socket(c->zctx, ZMQ_DEALER);
+	if (!s) {
+		snprintf(err, errlen, "%s: cannot open a socket: %s", url, zmq_strerror(errno));
+		return false;
+	}
 	set_int(s, ZMQ_LINGER, 0);
 	int rc = zmq_connect(s, url);
 	if (rc != 0)
@@ -100,6 +110,11 @@ static bool replay_endpoint_ok(struct kv_capture *c, const char *url, char *err,
 int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *replay_endpoint,
 		   char *err, size_t errlen)
 {
+	if (strlen(endpoint) > KV_CAP_MAX_SRC) {
+		/* it would be every record's src, which readers refuse */
+		snprintf(err, errlen, "%.64s...: endpoint longer than %u bytes", endpoint, KV_CAP_MAX_SRC);
+		return KV_EX_USAGE;
+	}
 	struct endpoint *dup = find_ep(c, endpoint);
 	if (dup) {
 		if (replay_endpoint && !dup->replay_url)
@@ -107,8 +122,11 @@ int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *repla
 		return 0;
 	}
 	void *s = zmq_socket(c->zctx, ZMQ_SUB);
-	if (!s)
-		kv_die(KV_EX_SOFTWARE, "zmq_socket: %s", zmq_strerror(errno));
+	if (!s) {
+		snprintf(err, errlen, "%s: cannot open a socket after %zu endpoints: %s", endpoint, c->neps,
+			 zmq_strerror(errno));
+		return KV_EX_UNAVAILABLE;
+	}
 	set_int(s, ZMQ_LINGER, 0);
 	set_int(s, ZMQ_RCVHWM, c->opts.hwm);
 	int64_t maxmsg = KV_CAP_MAX_RECORD;
@@ -164,6 +182,13 @@ static void write_record(struct kv_capture *c, struct endpoint *ep, uint64_t rec
 {
 	if (limit_reached(c) || kv_out_failed(c->out))
 		return;
+	/* ZMQ bounds each frame (ZMQ_MAXMSGSIZE), not their sum: a record that
+	 * readers would refuse, and with it the rest of the capture, is not
+	 * written but counted. */
+	if (kv_cap_record_size(recv_ns, strlen(ep->src), flags, frames, n) > KV_CAP_MAX_RECORD) {
+		ep->oversize++;
+		return;
+	}
 	kv_cap_write_record(c->out, recv_ns, ep->src, strlen(ep->src), flags, frames, n);
 	kv_out_flush_if_full(c->out);
 	c->records++;
@@ -324,6 +349,7 @@ static void finish_replay(struct kv_capture *c, struct endpoint *ep)
 		free_stored(s);
 	}
 	ep->nrep = 0;
+	ep->rep_bytes = 0;
 	drain_held(c, ep);
 }
 
@@ -349,7 +375,9 @@ static void take_replay_reply(struct endpoint *ep, const struct kv_frame *frames
 	};
 	ep->rep = kv_xgrow(ep->rep, &ep->caprep, ep->nrep + 1, sizeof *ep->rep);
 	store_copy(&ep->rep[ep->nrep++], recv_ns, rebuilt, 3);
-	if (ep->nrep >= MAX_HELD)
+	ep->rep_bytes += rebuilt[0].n + rebuilt[1].n + rebuilt[2].n;
+	/* What a replay brings is bounded like what waits behind it. */
+	if (ep->nrep >= MAX_HELD || ep->rep_bytes >= MAX_HELD_BYTES)
 		*done = true;
 }
 
@@ -582,13 +610,13 @@ bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m)
 		kv_metrics_family(m, counters[k].name, "counter", counters[k].help);
 		for (size_t i = 0; i < c->neps; i++)
 			kv_metrics_sample(m, counters[k].name,
-					  (double)*(const uint64_t *)((const char *)&c->eps[i] + counters[k].at), "src",
-					  c->eps[i].src, NULL);
+					  (double)*(const uint64_t *)((const char *)&c->eps[i] + counters[k].at),
+					  KV_LABELS("src", c->eps[i].src));
 	}
 	kv_metrics_family(m, "kvtools_sub_last_message_seconds", "gauge", "Unix time of the last message, 0 before any.");
 	for (size_t i = 0; i < c->neps; i++)
-		kv_metrics_sample(m, "kvtools_sub_last_message_seconds", (double)(c->eps[i].last_ns / 1000000000u), "src",
-				  c->eps[i].src, NULL);
+		kv_metrics_sample(m, "kvtools_sub_last_message_seconds", (double)c->eps[i].last_ns / 1e9,
+				  KV_LABELS("src", c->eps[i].src));
 	kv_metrics_family(m, "kvtools_sub_records_total", "counter", "Records written to the capture.");
 	kv_metrics_sample(m, "kvtools_sub_records_total", (double)c->records, NULL);
 	return kv_metrics_commit(m);

@@ -380,6 +380,35 @@ static void no_engine_events(struct diag *d)
 	    expired == 1 ? "y" : "ies", ull(nworkers), pl(nworkers, "s"), nworkers == 1 ? "it" : "they", list, nworkers > 4 ? ", ..." : "");
 }
 
+/* Drops past the bounds of LIMITS in kvmatch(1): sources, workers, partitions, holders. */
+static void limit_reached(struct diag *d)
+{
+	static const enum kv_reason limits[] = { KV_R_SOURCE_LIMIT, KV_R_WORKER_LIMIT, KV_R_PARTITION_LIMIT,
+						 KV_R_HOLDER_LIMIT };
+	const struct kv_match *m = d->m;
+	json_t *ev = json_object();
+	char list[256] = "";
+	size_t at = 0;
+	for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+		uint64_t n = m->st.reasons[limits[i]];
+		if (!n)
+			continue;
+		json_object_set_new(ev, kv_reason_name(limits[i]), json_integer((json_int_t)n));
+		int k = snprintf(list + at, sizeof list - at, "%s%llu %s", at ? ", " : "", ull(n),
+				 kv_reason_name(limits[i]));
+		at += k > 0 && (size_t)k < sizeof list - at ? (size_t)k : 0;
+	}
+	if (!at) {
+		json_decref(ev);
+		return;
+	}
+	add(d, "limit_reached", "warning", NULL, UINT32_MAX, ev,
+	    "the input names more sources, workers or partitions, or more holders for a block, than kvmatch "
+	    "keeps (LIMITS in kvmatch(1)): made-up names (LoRA, model, dp_rank, src) in the input, or a "
+	    "cluster beyond the bounds",
+	    "events or blocks dropped at kvmatch's bounds: %s", list);
+}
+
 /* ---- the report ---------------------------------------------------------- */
 
 static void find(struct diag *d)
@@ -394,6 +423,7 @@ static void find(struct diag *d)
 			per_source[k](d, &m->sources.v[i]);
 	hashes_never_meet(d);
 	no_engine_events(d);
+	limit_reached(d);
 }
 
 static void write_text(const struct kv_match *m, json_t *findings, FILE *f)

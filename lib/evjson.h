@@ -30,7 +30,8 @@ void kv_evjson_record(struct kv_evjson *j, const struct kv_wire_ctx *ctx);
 void kv_evjson_write(struct kv_evjson *j, struct kv_out *o, const struct kv_event *e);
 /* {"type":"error","src":..,"seq":..,"recv_ns":..,"record":N,"error":".."} */
 void kv_evjson_write_error(struct kv_out *o, const struct kv_wire_ctx *ctx, uint64_t record, const char *msg);
-/* Any MessagePack value as JSON (bin as hex strings, map keys as strings). */
+/* Any MessagePack value as JSON (bin as hex strings; map keys as strings,
+ * a key of another type as its JSON text, cut at 128 bytes). */
 void kv_json_write_msgpack(struct kv_out *o, const msgpack_object *v);
 
 

@@ -370,6 +370,10 @@ enum kv_evjson_status kv_evjson_parse(struct kv_evjson_reader *r, const char *li
 				      struct kv_event *e)
 {
 	memset(e, 0, sizeof *e);
+	/* A line without "src" or "topic" names the empty source, as a bare
+	 * payload does: never a NULL pointer, which the source tables would
+	 * hand to memcpy and memcmp. */
+	e->src = e->topic = (struct kv_str){ "", 0 };
 	r->e = e;
 	r->depth = 0;
 	r->key = K_OTHER;

@@ -47,17 +47,38 @@ static bool same(const char *s, const char *p, size_t n)
 	return strlen(s) == n && memcmp(s, p, n) == 0;
 }
 
-uint32_t kv_index_partition(struct kv_index *ix, const char *model, size_t mlen, const char *tenant, size_t tlen)
+/* bounded: what events ask for, refused past the limits (index.h). */
+static uint32_t partition(struct kv_index *ix, const char *model, size_t mlen, const char *tenant, size_t tlen,
+			  bool bounded)
 {
+	/* Names are C strings from here on (lookups, state lines, the
+	 * snapshot): one from the wire ends at its first NUL byte, else it
+	 * would never find its own partition again, and a snapshot would hold
+	 * two partitions of the same name, which its loader refuses. */
+	mlen = strnlen(model, mlen);
+	tlen = strnlen(tenant, tlen);
 	for (size_t i = 0; i < ix->n; i++)
 		if (same(ix->p[i].model, model, mlen) && same(ix->p[i].tenant, tenant, tlen))
 			return (uint32_t)i;
+	if (bounded && (ix->n >= KV_MAX_PARTITIONS || mlen > KV_MAX_PARTITION_NAME || tlen > KV_MAX_PARTITION_NAME))
+		return KV_NO_PARTITION;
 	ix->p = kv_xgrow(ix->p, &ix->cap, ix->n + 1, sizeof *ix->p);
 	struct kv_partition *p = &ix->p[ix->n];
 	memset(p, 0, sizeof *p);
 	p->model = kv_xstrndup(model, mlen);
 	p->tenant = kv_xstrndup(tenant, tlen);
 	return (uint32_t)ix->n++;
+}
+
+uint32_t kv_index_partition(struct kv_index *ix, const char *model, size_t mlen, const char *tenant, size_t tlen)
+{
+	return partition(ix, model, mlen, tenant, tlen, false);
+}
+
+uint32_t kv_index_partition_bounded(struct kv_index *ix, const char *model, size_t mlen, const char *tenant,
+				    size_t tlen)
+{
+	return partition(ix, model, mlen, tenant, tlen, true);
 }
 
 int64_t kv_index_find_partition(const struct kv_index *ix, const char *model, const char *tenant)
@@ -194,8 +215,10 @@ static bool hold_in(struct kv_index *ix, struct kv_partition *p, struct kv_block
 		count_held(ix, w, bit, 1);
 		return true;
 	}
-	if (b->n == UINT16_MAX)
-		kv_die(KV_EX_SOFTWARE, "a block with more than 65535 holders");
+	if (b->n == KV_MAX_HOLDERS) {
+		ix->refused++;
+		return false;
+	}
 	insert_holder(ix, b, i, KV_HOLDER(w, bit));
 	count_held(ix, w, bit, 1);
 	p->holdings++;

@@ -18,6 +18,15 @@
 #define KV_HOLDER_MEDIA(h) ((h) & 7u)
 #define KV_MEDIUM_BIT(m) (1u << (m))
 #define KV_MAX_WORKERS (1u << 24)
+/* A block's holder count is 16 bits: one more holder is refused (counted in
+ * kv_index.refused), never wrapped. */
+#define KV_MAX_HOLDERS UINT16_MAX
+/* What events may add (kvmatch(1), LIMITS): partitions are never freed and
+ * each lookup scans them, so made-up model, tenant or LoRA names must not
+ * add them without end; names are copied into every partition. */
+#define KV_MAX_PARTITIONS 4096u
+#define KV_MAX_PARTITION_NAME 1024u
+#define KV_NO_PARTITION UINT32_MAX
 
 struct kv_block {
 	uint64_t key;          /* prefix chain */
@@ -58,6 +67,7 @@ struct kv_index {
 	struct kv_holder_arena arena;
 	uint64_t *held;        /* blocks held per worker and medium: [worker * KV_NMEDIA + medium] */
 	size_t capheld;
+	uint64_t refused;      /* holders refused: their block had KV_MAX_HOLDERS already */
 };
 
 /* Blocks worker w holds in medium m, over all partitions. */
@@ -67,6 +77,10 @@ void kv_index_init(struct kv_index *ix);
 void kv_index_free(struct kv_index *ix);
 /* The partition of (model, tenant), created on first use. */
 uint32_t kv_index_partition(struct kv_index *ix, const char *model, size_t mlen, const char *tenant, size_t tlen);
+/* The same for events: KV_NO_PARTITION instead of creating a partition
+ * beyond KV_MAX_PARTITIONS, or one with a name longer than KV_MAX_PARTITION_NAME. */
+uint32_t kv_index_partition_bounded(struct kv_index *ix, const char *model, size_t mlen, const char *tenant,
+				    size_t tlen);
 /* -1 when there is no such partition. */
 int64_t kv_index_find_partition(const struct kv_index *ix, const char *model, const char *tenant);
 
@@ -74,7 +88,9 @@ const uint32_t *kv_block_holders(const struct kv_index *ix, const struct kv_bloc
 /* Media bits of worker w in block b (0: not a holder). */
 unsigned kv_block_media(const struct kv_index *ix, const struct kv_block *b, uint32_t w);
 
-/* Makes w hold the block in medium m, creating the block; true when that is new. */
+/* Makes w hold the block in medium m, creating the block; true when that is
+ * new.  A new holder of a block that has KV_MAX_HOLDERS is refused: false,
+ * and ix->refused counts it. */
 bool kv_index_hold(struct kv_index *ix, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local,
 		   uint32_t w, enum kv_medium m);
 /* kv_index_hold for several workers with one lookup; returns how many were new. */

@@ -49,6 +49,12 @@ void kv_cap_write_header(struct kv_out *o, const char *tool, uint64_t start_ns)
 void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, size_t src_len,
 			 uint64_t flags, const struct kv_frame *frames, size_t nframes)
 {
+	/* Room for the whole record first: the packer writes it piece by piece,
+	 * and a flush between two pieces (a frame larger than what is left of
+	 * the buffer) would put part of a record in the file; after a later
+	 * failed write (disk full), the file would be cut back to that flush
+	 * and end inside a record (kv_out flushes only between records). */
+	kv_out_reserve(o, kv_cap_record_size(recv_ns, src_len, flags, frames, nframes));
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, o, pack_to_out);
 	msgpack_pack_array(&pk, 4);
@@ -58,6 +64,33 @@ void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, si
 	msgpack_pack_array(&pk, nframes);
 	for (size_t i = 0; i < nframes; i++)
 		msgpack_pack_bin_with_body(&pk, frames[i].p, frames[i].n);
+}
+
+/* MessagePack sizes of what kv_cap_write_record packs, as msgpack-c packs
+ * them (the smallest form). */
+static uint64_t uint_size(uint64_t v)
+{
+	return v < 128 ? 1 : v <= UINT8_MAX ? 2 : v <= UINT16_MAX ? 3 : v <= UINT32_MAX ? 5 : 9;
+}
+
+static uint64_t str_size(size_t n)
+{
+	return (n < 32 ? 1 : n <= UINT8_MAX ? 2 : n <= UINT16_MAX ? 3 : 5) + (uint64_t)n;
+}
+
+static uint64_t bin_size(size_t n)
+{
+	return (n <= UINT8_MAX ? 2 : n <= UINT16_MAX ? 3 : 5) + (uint64_t)n;
+}
+
+uint64_t kv_cap_record_size(uint64_t recv_ns, size_t src_len, uint64_t flags, const struct kv_frame *frames,
+			    size_t nframes)
+{
+	uint64_t n = 1 + uint_size(recv_ns) + str_size(src_len) + uint_size(flags) +
+		     (nframes < 16 ? 1 : nframes <= UINT16_MAX ? 3 : 5);
+	for (size_t i = 0; i < nframes; i++)
+		n += bin_size(frames[i].n);
+	return n;
 }
 
 bool kv_cap_sniff(const uint8_t *p, size_t n)
@@ -101,6 +134,8 @@ static const char *take_record(const msgpack_object *o, struct kv_record *rec)
 		return "recv_ns is not an unsigned integer";
 	if (e[1].type != MSGPACK_OBJECT_STR)
 		return "src is not a string";
+	if (e[1].via.str.size > KV_CAP_MAX_SRC)
+		return "src longer than 1024 bytes";
 	if (e[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
 		return "flags is not an unsigned integer";
 	if (e[3].type != MSGPACK_OBJECT_ARRAY)

@@ -19,6 +19,9 @@
 /* A record (all its frames and fields) larger than this is refused: kvcap(5). */
 #define KV_CAP_MAX_RECORD (64u << 20)
 #define KV_CAP_MAX_FRAMES 64
+/* A record whose src is longer is refused: src names an endpoint, and
+ * readers keep each source's name for the whole run (kvcap(5)). */
+#define KV_CAP_MAX_SRC 1024u
 #define KV_CAP_FLAG_REPLAYED 1u
 
 struct kv_frame {
@@ -50,6 +53,10 @@ void kv_seq_encode(uint64_t seq, uint8_t out[8]);
 void kv_cap_write_header(struct kv_out *o, const char *tool, uint64_t start_ns);
 void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, size_t src_len,
 			 uint64_t flags, const struct kv_frame *frames, size_t nframes);
+/* The bytes kv_cap_write_record writes for such a record (writers check it
+ * against KV_CAP_MAX_RECORD, which readers enforce). */
+uint64_t kv_cap_record_size(uint64_t recv_ns, size_t src_len, uint64_t flags, const struct kv_frame *frames,
+			    size_t nframes);
 
 /* Reading. */
 enum kv_cap_status {

@@ -85,8 +85,15 @@ enum kv_lines_status kv_lines_next(struct kv_lines *l, char **line, size_t *len)
 			*len = n;
 			return KV_LINE;
 		}
-		if (l->eof)
+		if (l->eof) {
+			/* A last line without newline that was too long ends here:
+			 * it is reported like any other, not lost silently. */
+			if (skipping) {
+				l->lineno++;
+				return KV_LINE_TOO_LONG;
+			}
 			return KV_LINES_EOF;
+		}
 		scanned = avail;
 		if (avail > l->max_line) {
 			/* Keep only the line's tail in memory: drop what was scanned. */

@@ -11,7 +11,8 @@ static const char *const state_names[KV_NSTATES] = {
 };
 static const char *const reason_names[KV_NREASONS] = {
 	"", "non_full_attention", "block_size_mismatch", "no_hashes", "parent_not_found",
-	"unknown_backend", "unknown_hash", "duplicate", "decode_error", "max_pending",
+	"unknown_backend", "unknown_hash", "duplicate", "decode_error", "max_pending", "source_limit",
+	"worker_limit", "partition_limit", "holder_limit",
 };
 
 const char *kv_state_name(enum kv_state s) { return s < KV_NSTATES ? state_names[s] : "?"; }
@@ -164,6 +165,8 @@ static void report(struct kv_match *m, const struct rep *r, enum kv_state state,
 		cur_diag(m)->drops[reason]++;
 	} else if (state == KV_ST_PENDING_EXPIRED) {
 		count_expired(m, workers, nworkers);
+		if (reason == KV_R_MAX_PENDING)
+			m->st.max_pending_expired += count;
 	}
 	if (!(m->o.log_mask & (1u << state)) || !m->o.report)
 		return;
@@ -185,6 +188,16 @@ static void drop_hashes(struct kv_match *m, const struct rep *r, const struct kv
 	}
 	for (size_t i = 0; i < e->nhashes; i++)
 		report(m, r, KV_ST_DROPPED, why, &e->hashes[i], (int)e->medium, w, nw, 0);
+}
+
+/* Holders the index refused since `before` (their block had KV_MAX_HOLDERS
+ * already): one dropped line for the hash, counting them; false if none. */
+static bool note_refused(struct kv_match *m, const struct rep *r, uint64_t before, uint64_t hash, int medium)
+{
+	uint64_t n = m->ix->refused - before;
+	if (n)
+		report(m, r, KV_ST_DROPPED, KV_R_HOLDER_LIMIT, &hash, medium, NULL, 0, n);
+	return n > 0;
 }
 
 /* ---- content: what an engine hash names ----------------------------------- */
@@ -487,6 +500,12 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 	m->st.records++;
 	kv_match_advance(m, ctx->recv_ns);
 	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
+	if (!src) {
+		/* A source beyond KV_MAX_SOURCES: its batches are not applied. */
+		m->cur = 0;
+		report(m, &r, KV_ST_DROPPED, KV_R_SOURCE_LIMIT, NULL, -1, NULL, 0, nevents);
+		return false;
+	}
 	m->cur = (size_t)(src - m->sources.v) + 1;
 	if (!src->batches && !src->d.first_ns)
 		src->d.first_ns = ctx->recv_ns;
@@ -515,8 +534,8 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 	struct rep r = { ctx, 0 };
 	kv_match_advance(m, ctx->recv_ns);
 	m->cur = 0;
-	if (ctx->src.n) {
-		struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
+	struct kv_srcstat *src = ctx->src.n ? kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n) : NULL;
+	if (src) {
 		src->errors++;
 		m->cur = (size_t)(src - m->sources.v) + 1;
 	}
@@ -551,9 +570,9 @@ static uint32_t engine_partition(struct kv_match *m, uint32_t w, const struct kv
 	const struct kv_worker *wk = &m->ws->v[w];
 	const char *tenant = or_default(wk->tenant);
 	if (e->has & KV_HAS_LORA_NAME)
-		return kv_index_partition(m->ix, e->lora_name.p, e->lora_name.n, tenant, strlen(tenant));
+		return kv_index_partition_bounded(m->ix, e->lora_name.p, e->lora_name.n, tenant, strlen(tenant));
 	const char *model = or_default(wk->model);
-	return kv_index_partition(m->ix, model, strlen(model), tenant, strlen(tenant));
+	return kv_index_partition_bounded(m->ix, model, strlen(model), tenant, strlen(tenant));
 }
 
 static void grow_blocks(struct kv_match *m, size_t n)
@@ -615,10 +634,12 @@ static bool match_pending(struct kv_match *m, const struct rep *r, uint32_t part
 	uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
 	uint8_t *media = kv_xmalloc(cnt);
 	size_t n = pending_unlink(pm, ehash, any_entry, NULL, workers, media, cnt);
+	uint64_t refused = m->ix->refused;
 	for (size_t i = 0; i < n; i++)
 		kv_index_hold(m->ix, part, c->chain, c->parent, c->local, workers[i], media[i]);
 	learn(m, part, ehash, c->chain);
 	report_entries(m, r, KV_ST_MATCHED, KV_R_NONE, ehash, workers, media, n);
+	note_refused(m, r, refused, ehash, -1);
 	free(workers);
 	free(media);
 	cur_diag(m)->offload_met += n > 0;
@@ -680,9 +701,11 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 				engine_offload_block(m, r, part, e->hashes[i], &c, medium);
 				continue;
 			}
+			uint64_t refused = m->ix->refused;
 			kv_index_hold(m->ix, part, c.chain, c.parent, c.local, w, KV_XPU);
 			learn(m, part, e->hashes[i], c.chain);
-			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
+			if (!note_refused(m, r, refused, e->hashes[i], KV_XPU))
+				report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
 		}
 		return;
 	}
@@ -699,10 +722,12 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 		}
 		if (offload) {
 			engine_offload_block(m, r, part, e->hashes[i], &c, medium);
-		} else {
-			kv_index_hold(m->ix, part, c.chain, c.parent, c.local, w, KV_XPU);
-			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
+			continue;
 		}
+		uint64_t refused = m->ix->refused;
+		kv_index_hold(m->ix, part, c.chain, c.parent, c.local, w, KV_XPU);
+		if (!note_refused(m, r, refused, e->hashes[i], KV_XPU))
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
 	}
 }
 
@@ -779,17 +804,25 @@ static uint32_t worker_of(struct kv_match *m, const struct kv_event *e)
 static void engine_event(struct kv_match *m, const struct kv_event *e)
 {
 	uint32_t w = worker_of(m, e);
+	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
 	cur_diag(m)->engine = true;
+	if (w == KV_NO_WORKER) {
+		/* No worker could be inferred for it (KV_MAX_INFERRED_WORKERS). */
+		struct rep r = { &ctx, KV_NO_PARTITION };
+		drop_hashes(m, &r, e, KV_R_WORKER_LIMIT, NULL, 0);
+		return;
+	}
 	if (e->type == KV_EV_CLEARED) {
-		struct rep r = { NULL, 0 };
-		struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
-		r.ctx = &ctx;
+		struct rep r = { &ctx, 0 };
 		engine_cleared(m, &r, w);
 		return;
 	}
 	uint32_t part = engine_partition(m, w, e);
-	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
 	struct rep r = { &ctx, part };
+	if (part == KV_NO_PARTITION) {
+		drop_hashes(m, &r, e, KV_R_PARTITION_LIMIT, &w, 1);
+		return;
+	}
 	struct kv_srcdiag *d = cur_diag(m);
 	d->engine = true;
 	d->worker = w;
@@ -821,7 +854,7 @@ static uint32_t pool_partition(struct kv_match *m, const struct kv_event *e, con
 		tlen = e->tenant_id.n;
 	}
 	if (e->has & KV_HAS_LORA_NAME)
-		return kv_index_partition(m->ix, e->lora_name.p, e->lora_name.n, tenant, tlen);
+		return kv_index_partition_bounded(m->ix, e->lora_name.p, e->lora_name.n, tenant, tlen);
 	/* Without registrations every engine is in model "default": pools must meet them there. */
 	const char *model = m->ws->registered && sub && sub->model ? sub->model : "default";
 	size_t mlen = strlen(model);
@@ -829,7 +862,7 @@ static uint32_t pool_partition(struct kv_match *m, const struct kv_event *e, con
 		model = e->model_name.p;
 		mlen = e->model_name.n;
 	}
-	return kv_index_partition(m->ix, model, mlen, tenant, tlen);
+	return kv_index_partition_bounded(m->ix, model, mlen, tenant, tlen);
 }
 
 /* The workers a pool event is about; 0 when there are none. */
@@ -884,10 +917,12 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 			report(m, r, KV_ST_QUEUED, KV_R_NONE, &h, (int)medium, t, nt, 0);
 			continue;
 		}
+		uint64_t refused = m->ix->refused;
 		kv_index_hold_many(m->ix, part, c.chain, c.parent, c.local, t, nt, medium);
 		if (!named)
 			learn(m, part, h, c.chain);
 		report(m, r, KV_ST_CONFIRMED, KV_R_NONE, &h, (int)medium, t, nt, 0);
+		note_refused(m, r, refused, h, (int)medium);
 	}
 	pending_expire(m, part);
 }
@@ -951,6 +986,11 @@ static void pool_event(struct kv_match *m, const struct kv_event *e)
 	uint32_t part = pool_partition(m, e, sub);
 	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
 	struct rep r = { &ctx, part };
+	if (part == KV_NO_PARTITION) {
+		cur_diag(m)->pool = true;
+		drop_hashes(m, &r, e, KV_R_PARTITION_LIMIT, NULL, 0);
+		return;
+	}
 	/* Pools hold their replicas in host memory unless they say otherwise. */
 	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_CPU : e->medium;
 	size_t nt = pool_targets(m, e, sub);

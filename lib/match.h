@@ -27,7 +27,8 @@ enum kv_state {
 enum kv_reason {
 	KV_R_NONE, KV_R_NON_FULL_ATTENTION, KV_R_BLOCK_SIZE_MISMATCH, KV_R_NO_HASHES,
 	KV_R_PARENT_NOT_FOUND, KV_R_UNKNOWN_BACKEND, KV_R_UNKNOWN_HASH, KV_R_DUPLICATE,
-	KV_R_DECODE_ERROR, KV_R_MAX_PENDING, KV_NREASONS
+	KV_R_DECODE_ERROR, KV_R_MAX_PENDING, KV_R_SOURCE_LIMIT, KV_R_WORKER_LIMIT, KV_R_PARTITION_LIMIT,
+	KV_R_HOLDER_LIMIT, KV_NREASONS
 };
 
 const char *kv_state_name(enum kv_state s);
@@ -113,6 +114,7 @@ struct kv_match_stats {
 	uint64_t states[KV_NSTATES];
 	uint64_t reasons[KV_NREASONS];
 	uint64_t events, records, unknown_removals;
+	uint64_t max_pending_expired;    /* pending entries expired by --max-pending, not by their TTL */
 };
 
 struct kv_match {

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -75,23 +74,17 @@ static void label_value(FILE *f, const char *v)
 	fputc('"', f);
 }
 
-void kv_metrics_sample(struct kv_metrics *m, const char *name, double value, ...)
+void kv_metrics_sample(struct kv_metrics *m, const char *name, double value, const char *const *labels)
 {
-	va_list ap;
-	va_start(ap, value);
 	fputs(name, m->f);
-	const char *k = va_arg(ap, const char *);
-	for (int i = 0; k; i++) {
-		const char *v = va_arg(ap, const char *);
+	for (size_t i = 0; labels && labels[i]; i += 2) {
 		fputs(i ? "," : "{", m->f);
-		fputs(k, m->f);
+		fputs(labels[i], m->f);
 		fputc('=', m->f);
-		label_value(m->f, v ? v : "");
-		k = va_arg(ap, const char *);
-		if (!k)
+		label_value(m->f, labels[i + 1] ? labels[i + 1] : "");
+		if (!labels[i + 2])
 			fputc('}', m->f);
 	}
-	va_end(ap);
 	if (isnan(value))
 		fputs(" NaN\n", m->f);
 	else if (value == floor(value) && fabs(value) < 9e15)

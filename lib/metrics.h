@@ -28,8 +28,10 @@ bool kv_metrics_due(struct kv_metrics *m);
 bool kv_metrics_begin(struct kv_metrics *m);
 /* # HELP and # TYPE of a family ("counter" or "gauge"). */
 void kv_metrics_family(struct kv_metrics *m, const char *name, const char *type, const char *help);
-/* name{labels} value; labels are name/value pairs, NULL-terminated. */
-void kv_metrics_sample(struct kv_metrics *m, const char *name, double value, ...);
+/* name{labels} value; labels are name/value pairs ending with NULL, or
+ * NULL for none: kv_metrics_sample(m, "x", 1, KV_LABELS("src", s)). */
+void kv_metrics_sample(struct kv_metrics *m, const char *name, double value, const char *const *labels);
+#define KV_LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 /* Renames the file into place; false (with errno) when writing failed. */
 bool kv_metrics_commit(struct kv_metrics *m);
 

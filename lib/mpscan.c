@@ -100,10 +100,11 @@ enum kv_mp_scan kv_mp_scan(const uint8_t *p, size_t len, const struct kv_mp_limi
 		pos += hdr + lenbytes + extra;
 		if (kind == 1 || kind == 2) {
 			uint64_t children = kind == 2 ? n * 2 : n;
-			if (children == 0)
-				continue;
+			/* An empty container is a level too: msgpack-c's stack counts it. */
 			if (depth + 1 > max_depth)
 				return KV_MP_DEEP;
+			if (children == 0)
+				continue;
 			/* Every child takes at least one byte: a count beyond what is
 			 * left cannot complete here, and must not reach msgpack-c. */
 			if (children > len - pos)

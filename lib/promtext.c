@@ -721,6 +721,8 @@ bool kv_prom_parse(struct kv_prom_doc *doc, const char *text, size_t len,
 			ok = fail(&ps, "no newline at the end (cut off?)");
 		else if (memchr(s, 0, n))
 			ok = fail(&ps, "NUL byte");
+		/* n is 0 on an empty line (cppcheck assumes otherwise) */
+		// cppcheck-suppress knownConditionTrueFalse
 		else if (n && s[n - 1] == '\r')
 			ok = fail(&ps, "carriage return at the end (lines end in LF only)");
 		else {

@@ -60,6 +60,12 @@ struct kv_pub *kv_pub_new(const struct kv_pub_opts *o)
 	p->zctx = zmq_ctx_new();
 	if (!p->zctx)
 		kv_die(KV_EX_SOFTWARE, "zmq_ctx_new: %s", zmq_strerror(errno));
+	/* ZeroMQ allows 1023 sockets unless told otherwise, fewer than a capture
+	 * of a large cluster needs with --port-base: allow what it can, the
+	 * open-files limit then being the bound (bind_new reports it). */
+	int limit = zmq_ctx_get(p->zctx, ZMQ_SOCKET_LIMIT);
+	if (limit > 0)
+		zmq_ctx_set(p->zctx, ZMQ_MAX_SOCKETS, limit);
 	p->o = *o;
 	return p;
 }
@@ -97,15 +103,14 @@ static struct kv_pub_src *find_src(struct kv_pub *p, const char *name, size_t le
 				return s;
 		}
 	}
-	if (!create)
+	if (!create || p->nsrcs >= KV_PUB_MAX_SOURCES)
 		return NULL;
-	if (p->nsrcs >= UINT32_MAX - 1)
-		kv_die(KV_EX_SOFTWARE, "too many sources");
 	struct kv_pub_src *s = kv_xcalloc(1, sizeof *s);
 	s->name = kv_xstrndup(name, len);
 	s->len = len;
 	s->sock = SOCK_UNDECIDED;
-	p->srcs = kv_xgrow(p->srcs, &p->capsrcs, p->nsrcs + 1, sizeof *p->srcs);
+	/* an array of pointers: its element is a pointer */
+	p->srcs = kv_xgrow(p->srcs, &p->capsrcs, p->nsrcs + 1, sizeof *p->srcs); // NOLINT(bugprone-sizeof-expression)
 	p->srcs[p->nsrcs++] = s;
 	if (2 * p->nsrcs > p->nslots)
 		rehash(p);
@@ -130,8 +135,11 @@ static int bind_new(struct kv_pub *p, int type, const char *endpoint, void **out
 		    char *err, size_t errlen)
 {
 	void *s = zmq_socket(p->zctx, type);
-	if (!s)
-		kv_die(KV_EX_SOFTWARE, "zmq_socket: %s", zmq_strerror(errno));
+	if (!s) {
+		snprintf(err, errlen, "%s: cannot open a socket after %zu: %s", endpoint, p->nsocks + p->nrouters,
+			 zmq_strerror(errno));
+		return KV_EX_UNAVAILABLE;
+	}
 	set_int(s, ZMQ_LINGER, 0);
 	if (type == ZMQ_PUB) {
 		set_int(s, ZMQ_SNDHWM, p->o.hwm);
@@ -246,6 +254,10 @@ static int assign(struct kv_pub *p, struct kv_pub_src *s, long i, char *err, siz
 int kv_pub_replay_map(struct kv_pub *p, const char *src, const char *endpoint, char *err, size_t errlen)
 {
 	struct kv_pub_src *s = find_src(p, src, strlen(src), true);
+	if (!s) {
+		snprintf(err, errlen, "%s: more than %u sources", src, KV_PUB_MAX_SOURCES);
+		return KV_EX_USAGE;
+	}
 	if (s->replay_ep) {
 		snprintf(err, errlen, "%s: --replay-map names it twice", src);
 		return KV_EX_USAGE;
@@ -257,6 +269,10 @@ int kv_pub_replay_map(struct kv_pub *p, const char *src, const char *endpoint, c
 int kv_pub_map(struct kv_pub *p, const char *src, const char *endpoint, char *err, size_t errlen)
 {
 	struct kv_pub_src *s = find_src(p, src, strlen(src), true);
+	if (!s) {
+		snprintf(err, errlen, "%s: more than %u sources", src, KV_PUB_MAX_SOURCES);
+		return KV_EX_USAGE;
+	}
 	if (s->sock != SOCK_UNDECIDED) {
 		snprintf(err, errlen, "%s: --map names it twice", src);
 		return KV_EX_USAGE;
@@ -291,6 +307,10 @@ int kv_pub_lookup(struct kv_pub *p, const char *src, size_t len, struct kv_pub_r
 		  char *err, size_t errlen)
 {
 	struct kv_pub_src *s = find_src(p, src, len, true);
+	if (!s) {
+		*r = (struct kv_pub_route){ .over = true };
+		return 0;
+	}
 	*r = (struct kv_pub_route){ .src = s, .name = s->name, .fresh = !s->looked_up };
 	s->looked_up = true;
 	if (s->sock == SOCK_UNDECIDED) {
@@ -486,7 +506,7 @@ static bool serve_one(struct kv_pub *p, struct sock *k)
 	return true;
 }
 
-static struct sock *sock_of_router(struct kv_pub *p, void *router)
+static struct sock *sock_of_router(struct kv_pub *p, const void *router)
 {
 	for (size_t i = 0; i < p->nsocks; i++)
 		if (p->socks[i].router == router)

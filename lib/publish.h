@@ -21,6 +21,9 @@
 
 #define KV_PUB_BUFFER_STEPS 10000            /* vLLM's default buffer_steps */
 #define KV_PUB_BUFFER_BYTES (256u << 20)     /* and at most this much per socket */
+/* Sources kept, at most (kvpub(1), LIMITS): a capture of a real cluster has
+ * far fewer, and each is kept for the whole run. */
+#define KV_PUB_MAX_SOURCES 65536u
 
 struct kv_pub_opts {
 	const char *host;            /* host of port-base endpoints, "127.0.0.1" */
@@ -43,6 +46,7 @@ struct kv_pub_route {
 	bool published;              /* false: no socket for it (not in the maps) */
 	bool fresh;                  /* the first lookup of this source */
 	bool bound;                  /* a socket was bound for it just now */
+	bool over;                   /* a new source beyond KV_PUB_MAX_SOURCES: src and name are NULL */
 };
 
 struct kv_pub *kv_pub_new(const struct kv_pub_opts *o);

@@ -154,7 +154,7 @@ const char *kv_stop_name(enum kv_stop s)
 /* A worker's walks during one query.  Every run is contiguous from its start;
  * once a run misses a block it has ended for good. */
 struct wstate {
-	uint32_t epoch, seen;
+	uint32_t epoch;
 	uint32_t npu_end, cpu0_end, cpu1_end, disk0_end, disk1_end;
 	uint32_t cpu_own;               /* counted cpu blocks the worker holds itself */
 	bool npu, cpu0, cpu1, disk0, disk1;  /* alive */

@@ -51,6 +51,8 @@ static int push_token(struct kv_qparser *p, const char *s, size_t n)
 	if (!parse_u64(s, n, &v) || v > UINT32_MAX)
 		return fail(p, "%s: token ids are integers from 0 to 4294967295", "token_ids");
 	struct kv_qline *q = p->q;
+	if (q->ntokens >= KV_QUERY_MAX_TOKENS)
+		return fail(p, "%s: more than 16777216 token ids", "token_ids");
 	q->tokens = kv_xgrow(q->tokens, &p->captok, q->ntokens + 1, sizeof *q->tokens);
 	q->tokens[q->ntokens++] = (uint32_t)v;
 	return 1;
@@ -59,6 +61,8 @@ static int push_token(struct kv_qparser *p, const char *s, size_t n)
 static int push_hash(struct kv_qparser *p, uint64_t h)
 {
 	struct kv_qline *q = p->q;
+	if (q->nhashes >= KV_QUERY_MAX_TOKENS)
+		return fail(p, "%s: more than 16777216 hashes", "block_hashes");
 	q->hashes = kv_xgrow(q->hashes, &p->caphash, q->nhashes + 1, sizeof *q->hashes);
 	q->hashes[q->nhashes++] = h;
 	return 1;
@@ -126,6 +130,10 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 	if (in_list(p, Q_TOKENS))
 		return fail(p, "%s: token ids are integers from 0 to 4294967295", "token_ids");
 	if (p->depth == 1 && (p->key == Q_MODEL || p->key == Q_TENANT)) {
+		/* Names are kept as C strings: "m\u0000x" would be cut to "m" and
+		 * answered from another partition than the one asked for. */
+		if (memchr(s, 0, n))
+			return fail(p, "%s: contains a NUL character", p->key == Q_MODEL ? "model" : "tenant_id");
 		char **dst = p->key == Q_MODEL ? &p->model : &p->tenant;
 		free(*dst);
 		*dst = kv_xstrndup((const char *)s, n);

@@ -10,6 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Token ids (or block hashes) in one query, at most: kvgen's longest
+ * request, and what keeps one line's hashing arrays in the hundreds of MiB
+ * even with block size 1 (kvquery(1), LIMITS). */
+#define KV_QUERY_MAX_TOKENS (1u << 24)
+
 struct kv_qline {
 	bool by_hash;                /* block_hashes given (local hashes) */
 	bool has_model, has_tenant, has_block_size;

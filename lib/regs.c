@@ -1,12 +1,15 @@
 #include "regs.h"
+#include "lines.h"
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 bool kv_backend_parse(const char *s, enum kv_backend *b)
 {
@@ -149,31 +152,36 @@ static bool blank(const char *s)
 int kv_regs_load(const char *path, struct kv_regs *regs)
 {
 	memset(regs, 0, sizeof *regs);
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-	if (!f) {
+	bool std = strcmp(path, "-") == 0;
+	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		kv_warn_errno("%s", path);
 		return KV_EX_NOINPUT;
 	}
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	unsigned lineno = 0, bad = 0;
-	while ((len = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		if (blank(line))
-			continue;
-		if ((size_t)len > KV_REGS_MAX_LINE) {
+	/* Bounded reading: a line past the limit is skipped as it streams by,
+	 * never held whole (getline would grow with it). */
+	struct kv_lines l;
+	kv_lines_init(&l, fd, KV_REGS_MAX_LINE, NULL, 0);
+	char *line;
+	size_t len;
+	unsigned bad = 0;
+	enum kv_lines_status st;
+	while ((st = kv_lines_next(&l, &line, &len)) == KV_LINE || st == KV_LINE_TOO_LONG) {
+		unsigned lineno = (unsigned)l.lineno;
+		if (st == KV_LINE_TOO_LONG) {
 			kv_warn("%s: line %u: longer than %u bytes", path, lineno, KV_REGS_MAX_LINE);
 			bad++;
 			continue;
 		}
+		if (blank(line))
+			continue;
 		if (regs->n >= KV_REGS_MAX) {
 			kv_warn("%s: line %u: more than %u registrations", path, lineno, KV_REGS_MAX);
 			bad++;
 			break;
 		}
 		json_error_t jerr;
-		json_t *o = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
+		json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
 		if (!o || !json_is_object(o)) {
 			kv_warn("%s: line %u: %s", path, lineno, o ? "expected a JSON object" : jerr.text);
 			json_decref(o);
@@ -192,14 +200,15 @@ int kv_regs_load(const char *path, struct kv_regs *regs)
 		regs->v = kv_xgrow(regs->v, &regs->cap, regs->n + 1, sizeof *regs->v);
 		regs->v[regs->n++] = r;
 	}
-	int read_err = ferror(f) ? errno : 0;
-	free(line);
-	if (f != stdin)
-		fclose(f);
+	int read_err = st == KV_LINES_ERROR ? l.err : 0;
+	kv_lines_free(&l);
+	if (!std)
+		close(fd);
 	if (read_err) {
 		errno = read_err;
 		kv_warn_errno("%s", path);
 		return KV_EX_IOERR;
 	}
+	/* Stopped by a signal: the program notices the flag and ends. */
 	return bad ? KV_EX_DATAERR : KV_EX_OK;
 }

@@ -606,7 +606,7 @@ static void account(struct kv_sim *s, uint64_t trace_ns, size_t ntokens, size_t 
 		uint32_t *last = disk ? &disk : cpu ? &cpu : &npu;
 		*last -= over < *last ? over : *last;
 	}
-	uint64_t hit[KV_NMEDIA] = { (uint64_t)npu * bs, (uint64_t)cpu * bs, (uint64_t)disk * bs };
+	const uint64_t hit[KV_NMEDIA] = { (uint64_t)npu * bs, (uint64_t)cpu * bs, (uint64_t)disk * bs };
 	size_t wi = s->o.window_ns ? trace_ns / s->o.window_ns : 0;
 	if (wi >= s->nwindows) {
 		s->windows = kv_xgrow(s->windows, &s->capwindows, wi + 1, sizeof *s->windows);

@@ -91,21 +91,21 @@ static int by_u32(const void *x, const void *y)
 /* A table's entries in key order: keys and slot indexes (ZERO_SLOT for the
  * entry of key 0, which lives beside the slots). */
 #define ZERO_SLOT UINT32_MAX
-#define SORTED_ENTRIES(tbl, keys, idx, n)                                                    \
-	do {                                                                                 \
-		n = 0;                                                                       \
-		keys = kv_xmalloc(((tbl)->n + 2) * sizeof *keys);                             \
-		idx = kv_xmalloc(((tbl)->n + 2) * sizeof *idx);                               \
-		for (size_t i_ = 0; i_ < (tbl)->cap; i_++)                                    \
-			if ((tbl)->slots[i_].key) {                                          \
-				keys[n] = (tbl)->slots[i_].key;                              \
-				idx[n++] = (uint32_t)i_;                                     \
-			}                                                                    \
-		if ((tbl)->has_zero) {                                                       \
-			keys[n] = 0;                                                         \
-			idx[n++] = ZERO_SLOT;                                                \
-		}                                                                            \
-		kv_sort_keys(keys, idx, n);                                                  \
+#define SORTED_ENTRIES(tbl, keys, idx, n)                                               \
+	do {                                                                            \
+		(n) = 0;                                                                \
+		(keys) = kv_xmalloc(((tbl)->n + 2) * sizeof *(keys));                   \
+		(idx) = kv_xmalloc(((tbl)->n + 2) * sizeof *(idx));                     \
+		for (size_t i_ = 0; i_ < (tbl)->cap; i_++)                              \
+			if ((tbl)->slots[i_].key) {                                     \
+				(keys)[n] = (tbl)->slots[i_].key;                       \
+				(idx)[(n)++] = (uint32_t)i_;                            \
+			}                                                               \
+		if ((tbl)->has_zero) {                                                  \
+			(keys)[n] = 0;                                                  \
+			(idx)[(n)++] = ZERO_SLOT;                                       \
+		}                                                                       \
+		kv_sort_keys(keys, idx, n);                                             \
 	} while (0)
 #define ENTRY(tbl, i) ((i) == ZERO_SLOT ? &(tbl)->zero : &(tbl)->slots[i])
 
@@ -452,7 +452,7 @@ static bool blocks_fine(const struct kv_snap *s)
 		for (uint64_t i = 0; i < rp->blocks_count; i++) {
 			uint32_t n = b[i].nholders;
 			bad |= (i > 0) & (b[i].chain <= prev);
-			bad |= (n == 0) | (b[i].holders_first != holders) | (n > s->nholders - holders);
+			bad |= (n == 0) | (n > KV_MAX_HOLDERS) | (b[i].holders_first != holders) | (n > s->nholders - holders);
 			if (bad)
 				return false;
 			const uint32_t *h = s->holders + holders;
@@ -501,6 +501,8 @@ static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 				return fail(err, errlen, "block %llu: blocks out of order", (unsigned long long)i);
 			if (b->nholders == 0 || b->holders_first != holders || b->nholders > s->nholders - holders)
 				return fail(err, errlen, "block %llu: holders out of bounds", (unsigned long long)i);
+			if (b->nholders > KV_MAX_HOLDERS)
+				return fail(err, errlen, "block %llu: more than %u holders", (unsigned long long)i, KV_MAX_HOLDERS);
 			for (uint32_t k = 0; k < b->nholders; k++) {
 				uint32_t h = s->holders[holders + k];
 				if (KV_HOLDER_WORKER(h) >= s->nworkers || KV_HOLDER_MEDIA(h) == 0)
@@ -532,6 +534,9 @@ static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 
 static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 {
+	/* What an index can hold, so that resuming from it cannot go beyond. */
+	if (s->nworkers > KV_MAX_WORKERS)
+		return fail(err, errlen, "more than %u workers", KV_MAX_WORKERS);
 	for (size_t i = 0; i < s->nworkers; i++) {
 		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
 			return fail(err, errlen, "worker %zu: string out of bounds", i);
@@ -607,22 +612,31 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fail(err, errlen, "%s", strerror(errno));
+	if (fd < 0) {
+		int e = errno;
+		fail(err, errlen, "%s", strerror(e));
+		errno = e;
+		return false;
+	}
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
+		errno = 0;
 		return fail(err, errlen, "not a regular file");
 	}
 	size_t size = (size_t)st.st_size;
 	/* Every page is read by the checks: fault them all in at once. */
 	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
 	close(fd);
-	if (map == MAP_FAILED)
-		return fail(err, errlen, "%s", size ? strerror(errno) : "empty file");
+	if (map == MAP_FAILED) {
+		fail(err, errlen, "%s", size ? strerror(errno) : "empty file");
+		errno = 0;
+		return false;
+	}
 	if (!kv_snap_check(map, size, s, err, errlen)) {
 		munmap(map, size);
 		memset(s, 0, sizeof *s);
+		errno = 0;
 		return false;
 	}
 	s->map = map;
@@ -704,7 +718,9 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		const char *host = kv_snap_string(s, s->workers[i].host, &hn);
 		char *id = kv_xstrndup(inst, n), *h = hn ? kv_xstrndup(host, hn) : NULL;
 		wid[i] = kv_workers_add(ws, id, s->workers[i].dp_rank, h, s->workers[i].flags & 1);
-		if (!ws->v[wid[i]].block_size)
+		/* Registered and restored workers together beyond KV_MAX_WORKERS:
+		 * what the extra ones held is left out (checked below). */
+		if (wid[i] != KV_NO_WORKER && !ws->v[wid[i]].block_size)
 			ws->v[wid[i]].block_size = s->workers[i].block_size;
 		free(id);
 		free(h);
@@ -723,7 +739,7 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 			const struct kv_snap_block *b = &s->blocks[i];
 			for (uint32_t k = 0; k < b->nholders; k++) {
 				uint32_t h = s->holders[b->holders_first + k];
-				for (int med = 0; med < KV_NMEDIA; med++)
+				for (int med = 0; med < KV_NMEDIA && wid[KV_HOLDER_WORKER(h)] != KV_NO_WORKER; med++)
 					if (KV_HOLDER_MEDIA(h) & KV_MEDIUM_BIT(med))
 						kv_index_hold(ix, pid[p], b->chain, b->parent, b->local,
 							      wid[KV_HOLDER_WORKER(h)], (enum kv_medium)med);
@@ -751,12 +767,16 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 	}
 	for (size_t i = 0; i < s->npending; i++) {
 		const struct kv_snap_pending *p = &s->pending[i];
-		kv_match_restore_pending(m, pid[p->partition], p->ehash, wid[p->worker], (enum kv_medium)p->medium, p->t);
+		if (wid[p->worker] != KV_NO_WORKER)
+			kv_match_restore_pending(m, pid[p->partition], p->ehash, wid[p->worker], (enum kv_medium)p->medium,
+						 p->t);
 	}
 	for (size_t i = 0; i < s->nsources; i++) {
 		size_t n;
 		const char *src = kv_snap_string(s, s->sources[i].src, &n);
 		struct kv_srcstat *st = kv_srcstats_get(&m->sources, src, n);
+		if (!st)
+			break; /* more than KV_MAX_SOURCES (a crafted file): the rest are not kept */
 		st->seq.seen = s->sources[i].seen;
 		st->seq.last = s->sources[i].last_seq;
 		st->seq.gaps = s->sources[i].gaps;

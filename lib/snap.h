@@ -93,7 +93,9 @@ struct kv_snap {
 /* Writes the state atomically to path; false with errno set on failure. */
 bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
 		   const struct kv_match *m);
-/* Maps and validates; false with a message (what is wrong) in err. */
+/* Maps and validates; false with a message (what is wrong) in err, and
+ * errno the reason the file could not be opened, or 0 when it could but is
+ * not a valid snapshot (exit 66 against 65). */
 bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen);
 /* Validates bytes already in memory (the snapshot takes no ownership, and
  * has no directory: lookups fall back to binary search). */

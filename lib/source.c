@@ -251,7 +251,14 @@ static enum kv_source_status next_json(struct kv_source *s, struct kv_batch *b, 
 		return KV_SOURCE_BATCH;
 	}
 	struct kv_event *e = &s->json_event;
-	switch (kv_evjson_parse(s->json, line, n, e)) {
+	enum kv_evjson_status js = kv_evjson_parse(s->json, line, n, e);
+	if (js != KV_EVJSON_BAD && e->src.n > KV_CAP_MAX_SRC) {
+		/* as in captures (kvcap.h): readers keep every source's name */
+		snprintf(s->error, sizeof s->error, "src longer than %u bytes", KV_CAP_MAX_SRC);
+		b->error = s->error;
+		return KV_SOURCE_BATCH;
+	}
+	switch (js) {
 	case KV_EVJSON_BAD:
 		snprintf(s->error, sizeof s->error, "%s", kv_evjson_error(s->json));
 		b->error = s->error;

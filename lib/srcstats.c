@@ -44,6 +44,10 @@ struct kv_srcstat *kv_srcstats_get(struct kv_srcstats *s, const char *src, size_
 			return st;
 		k = (k + 1) & (s->nslots - 1);
 	}
+	if (s->n >= KV_MAX_SOURCES) {
+		s->refused++;
+		return NULL;
+	}
 	s->v = kv_xgrow(s->v, &s->cap, s->n + 1, sizeof *s->v);
 	struct kv_srcstat *st = &s->v[s->n];
 	memset(st, 0, sizeof *st);
@@ -80,4 +84,7 @@ void kv_srcstats_print(const struct kv_srcstats *s, FILE *f)
 			(unsigned long long)st->seq.restarts, (unsigned long long)st->replayed,
 			(unsigned long long)st->ignored, (unsigned long long)st->errors);
 	}
+	if (s->refused)
+		fprintf(f, "%s: %llu records of sources beyond the first %u not counted\n", kv_prog,
+			(unsigned long long)s->refused, KV_MAX_SOURCES);
 }

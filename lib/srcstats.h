@@ -49,17 +49,26 @@ struct kv_srcstat {
 	struct kv_srcdiag d;
 };
 
+/* Sources kept, at most (kvdecode(1) and kvmatch(1), LIMITS): each costs
+ * memory for the rest of the run, and a cluster has far fewer publishers,
+ * so a stream of made-up src names must not add them without end. */
+#define KV_MAX_SOURCES 65536u
+
 struct kv_srcstats {
 	struct kv_srcstat *v;
 	size_t n, cap;
 	uint32_t *slots;            /* open addressing: index + 1 */
 	size_t nslots;
+	uint64_t refused;           /* lookups of sources beyond KV_MAX_SOURCES */
 };
 
 void kv_srcstats_init(struct kv_srcstats *s);
 void kv_srcstats_free(struct kv_srcstats *s);
+/* The source's entry, created on first sight; NULL (and refused counted)
+ * for a new source when KV_MAX_SOURCES are kept. */
 struct kv_srcstat *kv_srcstats_get(struct kv_srcstats *s, const char *src, size_t n);
-/* One line per source, in order of first appearance. */
+/* One line per source, in order of first appearance, and one for the
+ * records of sources beyond the limit, if any. */
 void kv_srcstats_print(const struct kv_srcstats *s, FILE *f);
 
 #endif

@@ -22,7 +22,8 @@ void kv_statelog_write(struct kv_out *o, const struct kv_report *r, const struct
 	char *q = jw_reserve(o, room);
 	q = jw_u64(lit(q, "{\"recv_ns\":"), r->ctx ? r->ctx->recv_ns : r->now);
 	q = lit(lit(lit(q, ",\"state\":\""), kv_state_name(r->state)), "\"");
-	if (r->state == KV_ST_DROPPED)
+	/* pending_expired has a reason only when --max-pending forced it */
+	if (r->state == KV_ST_DROPPED || (r->state == KV_ST_PENDING_EXPIRED && r->reason != KV_R_NONE))
 		q = lit(lit(lit(q, ",\"reason\":\""), kv_reason_name(r->reason)), "\"");
 	q = lit(q, ",\"hash\":");
 	q = r->has_hash ? jw_hash(q, r->hash) : lit(q, "null");
@@ -45,12 +46,14 @@ void kv_statelog_write(struct kv_out *o, const struct kv_report *r, const struct
 		q = r->ctx->has_seq ? jw_u64(q, r->ctx->seq) : lit(q, "null");
 	}
 	if (p && r->state != KV_ST_RECEIVED && r->state != KV_ST_PARSED && !(r->state == KV_ST_DROPPED && (r->reason == KV_R_DUPLICATE ||
-										   r->reason == KV_R_DECODE_ERROR))) {
+										   r->reason == KV_R_DECODE_ERROR ||
+										   r->reason == KV_R_SOURCE_LIMIT))) {
 		q = jw_str(lit(q, ",\"model\":"), p->model, strlen(p->model));
 		q = jw_str(lit(q, ",\"tenant\":"), p->tenant, strlen(p->tenant));
 	}
 	if (r->state == KV_ST_PENDING_EXPIRED || r->state == KV_ST_RECEIVED || r->state == KV_ST_PARSED ||
-	    (r->state == KV_ST_APPLIED && !r->has_hash) || r->reason == KV_R_DUPLICATE)
+	    (r->state == KV_ST_APPLIED && !r->has_hash) || r->reason == KV_R_DUPLICATE ||
+	    r->reason == KV_R_SOURCE_LIMIT || r->reason == KV_R_HOLDER_LIMIT)
 		q = jw_u64(lit(q, ",\"count\":"), r->count);
 	jw_done(o, lit(q, "}\n"));
 }
@@ -62,6 +65,8 @@ void kv_statelog_summary(FILE *f, const struct kv_match *m)
 	for (int s = KV_ST_QUEUED; s < KV_NSTATES; s++)
 		fprintf(f, "%s%llu %s", s == KV_ST_QUEUED ? "; " : ", ", (unsigned long long)m->st.states[s],
 			kv_state_name((enum kv_state)s));
+	if (m->st.max_pending_expired)
+		fprintf(f, " (%llu entries by --max-pending)", (unsigned long long)m->st.max_pending_expired);
 	fputc('\n', f);
 	if (m->st.states[KV_ST_DROPPED]) {
 		fprintf(f, "%s: dropped:", kv_prog);

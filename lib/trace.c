@@ -22,8 +22,9 @@ bool kv_trace_parse(const char *line, size_t n, struct kv_trace_req *r, char *er
 	json_t *out = json_object_get(o, "output_length"), *ids = json_object_get(o, "hash_ids");
 	if (!json_is_object(o))
 		fail(err, errlen, "expected a JSON object");
-	else if (!json_is_integer(ts) || json_integer_value(ts) < 0)
-		fail(err, errlen, "timestamp: expected milliseconds (a non-negative integer)");
+	else if (!json_is_integer(ts) || json_integer_value(ts) < 0 ||
+		 (uint64_t)json_integer_value(ts) > KV_TRACE_MAX_TS_MS)
+		fail(err, errlen, "timestamp: expected milliseconds from 0 to 4294967295");
 	else if (!json_is_integer(in) || json_integer_value(in) < 0 || json_integer_value(in) > (1 << 24))
 		fail(err, errlen, "input_length: expected an integer from 0 to 16777216");
 	else if (out && (!json_is_integer(out) || json_integer_value(out) < 0 || json_integer_value(out) > (1 << 24)))

@@ -12,6 +12,15 @@
 
 #define KV_TRACE_BLOCK 512      /* tokens per trace hash id */
 #define KV_TRACE_VOCAB 150000u  /* token ids are below this, like a real tokenizer's */
+/* A trace line longer than this is skipped (kvgen(1), LIMITS).  The longest
+ * request (2^24 tokens: 32768 hash ids of up to 20 digits) takes 700 KB; a
+ * line is parsed into a document, about 25 times its size in memory. */
+#define KV_TRACE_MAX_LINE (1u << 20)
+/* The latest request time, in ms from the start (about 49.7 days): the
+ * simulation's clock (base + time / --speed, in ns) stays within 64 bits
+ * and its report windows within 4 Mi even of one second each, whatever one
+ * bad line says. */
+#define KV_TRACE_MAX_TS_MS 4294967295ull
 
 struct kv_trace_req {
 	uint64_t ts_ms;

@@ -155,14 +155,16 @@ static void fix_pointers(struct kv_wire *w)
 		size_t hend = k + 1 < w->nev ? off[3] : w->nh;
 		size_t tend = k + 1 < w->nev ? off[4] : w->nt;
 		size_t rend = k + 1 < w->nev ? off[5] : w->nraw;
-		e->hashes = w->hashes + off[0];
+		/* An array nothing was pushed to yet is NULL, and NULL + 0 is
+		 * undefined behaviour: such events get NULL and a count of 0. */
+		e->hashes = w->hashes ? w->hashes + off[0] : NULL;
 		e->nhashes = hend - off[0];
 		if (e->has & KV_HAS_TOKENS) {
-			e->tokens = w->tokens + off[1];
+			e->tokens = w->tokens ? w->tokens + off[1] : NULL;
 			e->ntokens = tend - off[1];
 		}
 		if (e->has & KV_HAS_RAW_HASHES) {
-			e->raw_hashes = w->raw + off[2];
+			e->raw_hashes = w->raw ? w->raw + off[2] : NULL;
 			e->nraw = rend - off[2];
 		}
 	}
@@ -488,8 +490,12 @@ static bool pool_numbers(struct kv_wire *w, struct kv_event *e, size_t k, const 
 	}
 	v = map_get(o, "block_size");
 	if (present(v)) {
-		if (!take_int(w, k, "block_size", v, &e->block_size) || e->block_size < 0)
+		if (!take_int(w, k, "block_size", v, &e->block_size))
 			return false;
+		if (e->block_size < 0) {
+			issue(w, "event %zu: block_size is negative", k);
+			return false;
+		}
 		e->has |= KV_HAS_BLOCK_SIZE;
 	}
 	return true;

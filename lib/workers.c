@@ -1,5 +1,6 @@
 #include "workers.h"
 #include "endpoint.h"
+#include "index.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -99,8 +100,10 @@ uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t 
 	struct srcmap_slot *s = srcmap_find(ws->bysrc, instance_id, strlen(instance_id), BY_ID_MARK + dp_rank);
 	if (s)
 		return s->worker;
-	if (ws->n >= (1u << 24))
-		kv_die(KV_EX_SOFTWARE, "more than 2^24 workers");
+	/* Worker ids are bounded (KV_MAX_WORKERS, index.h): past the bound
+	 * nobody is added, and the caller drops what needed one. */
+	if (ws->n >= KV_MAX_WORKERS)
+		return KV_NO_WORKER;
 	ws->v = kv_xgrow(ws->v, &ws->cap, ws->n + 1, sizeof *ws->v);
 	struct kv_worker *w = &ws->v[ws->n];
 	memset(w, 0, sizeof *w);
@@ -108,6 +111,7 @@ uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t 
 	w->dp_rank = dp_rank;
 	w->host = host ? kv_xstrdup(host) : NULL;
 	w->inferred = inferred;
+	ws->ninferred += inferred;
 	srcmap_put(ws->bysrc, instance_id, strlen(instance_id), BY_ID_MARK + dp_rank, (uint32_t)ws->n);
 	return (uint32_t)ws->n++;
 }
@@ -142,7 +146,10 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 			char *host = url ? host_of(url, strlen(url)) : NULL;
 			worker = kv_workers_add(ws, r->instance_id, r->dp_rank, host, false);
 			free(host);
+			if (worker == KV_NO_WORKER)
+				continue;
 			struct kv_worker *w = &ws->v[worker];
+			ws->ninferred -= w->inferred; /* registered now: no longer counts as inferred */
 			w->inferred = false;
 			if (!w->host && url)
 				w->host = host_of(url, strlen(url));
@@ -163,7 +170,7 @@ bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub
 	if (!sub || !sub->instance_id)
 		return false;
 	*w = kv_workers_add(ws, sub->instance_id, sub->dp_rank, NULL, false);
-	return true;
+	return *w != KV_NO_WORKER;
 }
 
 /* "host:port" of an engine endpoint with port minus dp (vLLM offsets each
@@ -188,11 +195,15 @@ uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has
 	s = srcmap_find(ws->bysrc, src.p, src.n, rank);
 	if (s)
 		return s->worker;
+	if (ws->ninferred >= KV_MAX_INFERRED_WORKERS)
+		return KV_NO_WORKER;
 	char *instance = inferred_instance(src, rank);
 	char *host = host_of(src.p, src.n);
 	uint32_t w = kv_workers_add(ws, instance, rank, host, true);
 	free(instance);
 	free(host);
+	if (w == KV_NO_WORKER)
+		return w;
 	srcmap_put(ws->bysrc, src.p, src.n, rank, w);
 	return w;
 }

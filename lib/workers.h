@@ -32,9 +32,18 @@ struct kv_pool_sub {
 	int64_t dp_rank;
 };
 
+/* No worker: returned when a limit keeps one from being created. */
+#define KV_NO_WORKER UINT32_MAX
+/* Workers inferred from event sources, at most (kvmatch(1), LIMITS): a
+ * registered cluster needs none, and each one costs memory for the rest of
+ * the run, so a stream of made-up sources or dp ranks must not add them
+ * without end. */
+#define KV_MAX_INFERRED_WORKERS 65536u
+
 struct kv_workers {
 	struct kv_worker *v;
 	size_t n, cap;
+	size_t ninferred;      /* of them inferred */
 	bool registered;       /* registrations were given */
 	/* source endpoint (+ dp for inferred workers) -> worker */
 	struct kv_srcmap *bysrc;
@@ -47,15 +56,18 @@ void kv_workers_free(struct kv_workers *ws);
 /* Adds the workers and pool subscribers of a registrations file. */
 void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs);
 /* The worker that published an engine event from src with batch dp_rank
- * (registered, or inferred and created on first sight). */
+ * (registered, or inferred and created on first sight); KV_NO_WORKER when
+ * inferring one more would pass KV_MAX_INFERRED_WORKERS or 2^24 workers. */
 uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has_dp, int64_t dp);
-/* Finds or adds the worker (instance_id, dp_rank); for snapshot loading. */
+/* Finds or adds the worker (instance_id, dp_rank); for snapshot loading.
+ * KV_NO_WORKER when there are 2^24 workers already. */
 uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t dp_rank, const char *host,
 			bool inferred);
 /* The workers whose engine endpoint host is ip, in id order; returns how many. */
 size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max);
 const struct kv_pool_sub *kv_workers_pool(const struct kv_workers *ws, struct kv_str src);
-/* The pool subscriber's own worker; false when its registration names none. */
+/* The pool subscriber's own worker; false when its registration names none
+ * (or no further worker can be added). */
 bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub, uint32_t *w);
 
 #endif

@@ -117,14 +117,14 @@ store() {
 		"$A" "$1" "$2" "$1" "$3" "$4" "$5"
 }
 
-parent_not_found() {
+diagnose_lines() { # kvmatch --diagnose=json on in.jsonl, without registrations
 	run --separate-stderr kvmatch -q --log none --diagnose=json in.jsonl
 	printf '%s\n' "$stderr" > report.json
 }
 
 @test "parent_not_found after lost batches: blames the missed events" {
 	{ store 1 1 11 null 1,2,3,4; store 3 3 13 12 9,10,11,12; } > in.jsonl
-	parent_not_found
+	diagnose_lines
 	assert_success
 	assert_equal "$(findings)" "missed_batches warning $A 10.0.0.1:5557
 parent_not_found warning $A 10.0.0.1:5557"
@@ -134,7 +134,7 @@ parent_not_found warning $A 10.0.0.1:5557"
 
 @test "parent_not_found at the start of a stream is a notice about where the capture began" {
 	{ store 1 1 13 12 9,10,11,12; store 30 2 14 null 1,2,3,4; } > in.jsonl
-	parent_not_found
+	diagnose_lines
 	assert_success
 	assert_equal "$(findings)" "parent_not_found notice $A 10.0.0.1:5557"
 	assert_equal "$(jq -r '.findings[0].message' report.json)" "1 block dropped because the parent is unknown (1 in the first 10 s of the stream); 0 batches missing, 0 replayed"
@@ -142,7 +142,7 @@ parent_not_found warning $A 10.0.0.1:5557"
 
 @test "parent_not_found later, without gaps, points at expired content" {
 	{ store 1 1 11 null 1,2,3,4; store 30 2 13 12 9,10,11,12; } > in.jsonl
-	parent_not_found
+	diagnose_lines
 	assert_success
 	assert_equal "$(findings)" "parent_not_found warning $A 10.0.0.1:5557"
 	assert_equal "$(jq -r '.findings[0].cause' report.json)" "parents were released and their content expired before the store arrived (raise --content-ttl), or the engine publishes stores out of order"
@@ -204,6 +204,15 @@ parent_not_found warning $A 10.0.0.1:5557"
 	printf '%s\n' "$stderr" > report.json
 	assert_equal "$(findings)" "decode_errors warning $A -"
 	assert_equal "$(evidence)" '{"records":1}'
+}
+
+@test "limit_reached: events dropped at kvmatch's bounds are counted by bound" {
+	{ store 1 1 11 null 1,2,3,4; store 2 2 12 null 5,6,7,8 | jq -c --arg l "$(printf 'l%.0s' $(seq 1025))" '.lora_name = $l'; } > in.jsonl
+	diagnose_lines
+	assert_success
+	assert_equal "$(findings)" "limit_reached warning - -"
+	assert_equal "$(evidence)" '{"partition_limit":1}'
+	assert_equal "$(jq -r '.findings[0].message' report.json)" "events or blocks dropped at kvmatch's bounds: 1 partition_limit"
 }
 
 @test "SIGUSR2 writes a report while kvmatch runs, and --diagnose one more at the end" {

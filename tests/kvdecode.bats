@@ -169,6 +169,17 @@ fixture_test() {
 	assert_equal "${stderr_lines[3]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 3: neither a vLLM event nor a pool event map"
 }
 
+@test "a negative block_size is refused in vLLM and pool events alike, with a message" {
+	decode_lines <<-'EOF'
+	[1.0, [["BlockStored", [1], null, [1, 2], -2], ["BlockRemoved", [9]]]]
+	{"events": [{"type": "BlockStored", "block_hashes": ["0xbb"], "backend_id": "10.0.0.1", "block_size": -4}, {"type": "BlockRemoved", "block_hashes": ["0xcc"]}]}
+	EOF
+	assert_equal "$status" 65
+	assert_equal "$(jq -c '.block_hashes' <<<"$output" | tr '\n' ' ')" '["0x0000000000000009"] ["0x00000000000000cc"] '
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: block_size is negative"
+	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): event 0: block_size is negative"
+}
+
 @test "an undecodable payload is reported, counted and skipped; decoding goes on" {
 	decode_lines <<-'EOF'
 	[1.0, [["BlockRemoved", [1]]]]

@@ -17,6 +17,7 @@
 #include "kvcap.h"
 #include "replay.h"
 #include "util.h"
+#include "arg.h"
 
 struct msg {
 	uint64_t seq;
@@ -141,6 +142,18 @@ static void wait_subscriber(void *pub, void *router, struct msg *msgs, const str
 	}
 }
 
+/* --skip LO-HI */
+static void skip_range(const char *s, long *lo, long *hi)
+{
+	char buf[64];
+	size_t n = strcspn(s, "-");
+	if (!s[n] || n >= sizeof buf)
+		kv_die(64, "--skip: '%s' is not LO-HI", s);
+	snprintf(buf, sizeof buf, "%.*s", (int)n, s);
+	*lo = arg_long(buf);
+	*hi = arg_long(s + n + 1);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = { .topic = "", .count = 10, .skip_lo = -1, .skip_hi = -1, .restart_at = -1,
@@ -156,18 +169,18 @@ int main(int argc, char **argv)
 	kv_set_prog(argv[0]);
 	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:C", lo, NULL)) != -1) {
 		switch (c) {
-		case 'n': o.count = atol(optarg); break;
-		case 's': o.start_seq = atol(optarg); break;
-		case 'k': sscanf(optarg, "%ld-%ld", &o.skip_lo, &o.skip_hi); break;
-		case 'R': o.restart_at = atol(optarg); break;
+		case 'n': o.count = arg_long(optarg); break;
+		case 's': o.start_seq = arg_long(optarg); break;
+		case 'k': skip_range(optarg, &o.skip_lo, &o.skip_hi); break;
+		case 'R': o.restart_at = arg_long(optarg); break;
 		case 'r': o.replay = optarg; break;
-		case 'S': o.shape = atoi(optarg); break;
+		case 'S': o.shape = (int)arg_long(optarg); break;
 		case 't': o.topic = optarg; break;
-		case 'w': o.wait_ms = atol(optarg); break;
-		case 'i': o.interval_us = atol(optarg); break;
-		case 'l': o.linger_ms = atol(optarg); break;
+		case 'w': o.wait_ms = arg_long(optarg); break;
+		case 'i': o.interval_us = arg_long(optarg); break;
+		case 'l': o.linger_ms = arg_long(optarg); break;
 		case 'L': o.log = optarg; break;
-		case 'T': o.tokens = atol(optarg); break;
+		case 'T': o.tokens = arg_long(optarg); break;
 		case 'C': o.connect = true; break;
 		default: return 64;
 		}

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arg.h"
+
 #define LOW 20000
 #define HIGH 32000
 
@@ -27,7 +29,7 @@ static bool bindable(int port)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 1;
+	long n = argc > 1 ? arg_long(argv[1]) : 1;
 	if (n < 1 || n > 100)
 		return 64;
 	struct timespec ts;

@@ -17,15 +17,24 @@
 #include "kvcap.h"
 #include "out.h"
 #include "util.h"
+#include "arg.h"
+
+static int hexdigit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)(c | 0x20);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
 
 static size_t unhex(const char *s, uint8_t *out)
 {
 	size_t n = 0;
 	for (; s[0] && s[1]; s += 2) {
-		unsigned v;
-		if (sscanf(s, "%2x", &v) != 1)
+		int hi = hexdigit(s[0]), lo = hexdigit(s[1]);
+		if (hi < 0 || lo < 0)
 			kv_die(65, "bad hex near '%s'", s);
-		out[n++] = (uint8_t)v;
+		out[n++] = (uint8_t)((unsigned)hi << 4 | (unsigned)lo);
 	}
 	return n;
 }
@@ -57,7 +66,7 @@ static void pack(msgpack_packer *pk, json_t *v)
 			msgpack_pack_str_with_body(pk, b, n);
 			free(b);
 		} else if (strncmp(s, "u:", 2) == 0) {
-			msgpack_pack_uint64(pk, strtoull(s + 2, NULL, 10));
+			msgpack_pack_uint64(pk, arg_u64(s + 2));
 		} else if (strncmp(s, "i:", 2) == 0) {
 			msgpack_pack_int64(pk, strtoll(s + 2, NULL, 10));
 		} else if (strncmp(s, "f:", 2) == 0) {
@@ -95,10 +104,10 @@ int main(int argc, char **argv)
 		case 'p': bare = true; break;
 		case 's': src = optarg; break;
 		case 't': topic = optarg; break;
-		case 'n': seq = strtoull(optarg, NULL, 10); break;
-		case 'k': seq_bytes = atoi(optarg); break;
-		case 'r': recv = strtoull(optarg, NULL, 10); break;
-		case 'S': step = strtoull(optarg, NULL, 10); break;
+		case 'n': seq = arg_u64(optarg); break;
+		case 'k': seq_bytes = (int)arg_long(optarg); break;
+		case 'r': recv = arg_u64(optarg); break;
+		case 'S': step = arg_u64(optarg); break;
 		default: return 64;
 		}
 	}

@@ -21,6 +21,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "arg.h"
+
 static void die(const char *what)
 {
 	perror(what);
@@ -99,14 +101,14 @@ static void serve(int fd, const char *action)
 	} else if (strcmp(action, "nohttp") == 0) {
 		put(fd, "\x01\x02 this is not HTTP\r\n\r\n", 23);
 	} else if (strncmp(action, "status=", 7) == 0) {
-		header(fd, atoi(action + 7), 6);
+		header(fd, (int)arg_long(action + 7), 6);
 		put(fd, "error\n", 6);
 	} else if (strncmp(action, "big=", 4) == 0) {
-		long long n = atoll(action + 4);
+		long long n = arg_long(action + 4);
 		header(fd, 200, n);
 		padding(fd, n);
 	} else if (strncmp(action, "stream=", 7) == 0) {
-		long long n = atoll(action + 7);
+		long long n = arg_long(action + 7);
 		header(fd, 200, -1);
 		padding(fd, n);
 	} else {
@@ -128,7 +130,7 @@ int main(int argc, char **argv)
 	const char *ready = NULL, *logpath = NULL;
 	while ((c = getopt(argc, argv, "p:r:L:")) != -1) {
 		switch (c) {
-		case 'p': port = atoi(optarg); break;
+		case 'p': port = (int)arg_long(optarg); break;
 		case 'r': ready = optarg; break;
 		case 'L': logpath = optarg; break;
 		default: return 2;

@@ -42,7 +42,7 @@ static bool check(const char *path, struct kv_prom_doc *doc)
 		kv_warn("%s: %s", path, err);
 	for (size_t i = 0; ok && i < doc->nfamilies; i++) {
 		const struct kv_prom_family *f = &doc->families[i];
-		if (!f->has_help || !f->has_type || f->name.n < 8 || memcmp(f->name.p, "kvtools_", 8)) {
+		if (!f->has_help || !f->has_type || f->name.n < 8 || memcmp(f->name.p, "kvtools_", 8) != 0) {
 			kv_warn("%s: %.*s: needs # HELP, # TYPE and a kvtools_ name", path, (int)f->name.n, f->name.p);
 			ok = false;
 		}

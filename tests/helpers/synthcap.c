@@ -12,6 +12,7 @@
 #include "kvcap.h"
 #include "out.h"
 #include "util.h"
+#include "arg.h"
 
 int main(int argc, char **argv)
 {
@@ -20,11 +21,11 @@ int main(int argc, char **argv)
 	kv_set_prog(argv[0]);
 	while ((c = getopt(argc, argv, "n:e:b:t:s:")) != -1) {
 		switch (c) {
-		case 'b': blocks = atol(optarg); break;
-		case 'n': n = atol(optarg); break;
-		case 'e': events = atol(optarg); break;
-		case 't': tokens = atol(optarg); break;
-		case 's': sources = atol(optarg); break;
+		case 'b': blocks = arg_long(optarg); break;
+		case 'n': n = arg_long(optarg); break;
+		case 'e': events = arg_long(optarg); break;
+		case 't': tokens = arg_long(optarg); break;
+		case 's': sources = arg_long(optarg); break;
 		default: return 64;
 		}
 	}

@@ -109,11 +109,12 @@ static void concatenated(void)
 	memcpy(two + len, b, len);
 	int records, headers;
 	char err[200];
-	ASSERT(read_all(two, 2 * len, &records, &headers, err, sizeof err) == KV_CAP_EOF);
-	ASSERT_EQ_U64(records, 6);
-	ASSERT_EQ_U64(headers, 2);
+	int st = read_all(two, 2 * len, &records, &headers, err, sizeof err);
 	free(two);
 	free(b);
+	ASSERT(st == KV_CAP_EOF);
+	ASSERT_EQ_U64(records, 6);
+	ASSERT_EQ_U64(headers, 2);
 }
 
 /* Cutting the stream anywhere yields the complete records before the cut and

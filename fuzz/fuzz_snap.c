@@ -1,0 +1,175 @@
+/* libFuzzer harness: kvsnap snapshots (SPEC sec. 7, kvsnap(5)) through
+ * kv_snap_load and its checks, then through every reader of a snapshot
+ * that passed them, so that no such snapshot can crash one: kvmatch --dump,
+ * kvquery's lookups, answers and routes (per partition, a walk along the
+ * snapshot's own chains by local hashes, and a token query), and kvmatch
+ * -i's restore into live structures, written again as kvmatch -o would.
+ * The first byte picks the options:
+ *   bit 0 keep the input's size and checksum fields (else the harness
+ *   writes the right ones, so that mutations get past the checksum to the
+ *   checks behind it), bit 1 shared pool, bit 2 every worker (explain,
+ *   route), bit 3 restore (and write again).
+ * Checked beyond "no crash": a rejected snapshot says why; in a loaded one
+ * every block is found by its chain and every partition by its name; the
+ * restored state, written again, loads (snapcheck.h). */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "blockhash.h"
+#include "index.h"
+#include "match.h"
+#include "memfile.h"
+#include "out.h"
+#include "query.h"
+#include "snap.h"
+#include "snapcheck.h"
+#include "workers.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Blocks looked at per partition, and blocks in a walk, so that a large
+ * input stays quick. */
+#define MAX_SCAN 1024
+#define MAX_WALK 64
+
+/* The size field and the trailing checksum a writer would have put there
+ * (in anything that holds a 32-byte header and a checksum). */
+static void fix_up(uint8_t *d, size_t n)
+{
+	if (n < 40)
+		return;
+	uint64_t size = n;
+	memcpy(d + 16, &size, 8);
+	uint64_t sum = XXH3_64bits(d, n - 8);
+	memcpy(d + n - 8, &sum, 8);
+}
+
+static void check_lookups(const struct kv_snap *s, uint32_t p)
+{
+	const struct kv_snap_partition *rp = &s->partitions[p];
+	const struct kv_snap_block *b = s->blocks + rp->blocks_first;
+	for (uint64_t i = 0; i < rp->blocks_count && i < MAX_SCAN; i++)
+		if (kv_snap_find(s, p, b[i].chain) != &b[i])
+			__builtin_trap();
+	size_t mn, tn;
+	const char *model = kv_snap_string(s, rp->model, &mn), *tenant = kv_snap_string(s, rp->tenant, &tn);
+	if (kv_snap_partition(s, model, mn, tenant, tn) != (int64_t)p)
+		__builtin_trap();
+}
+
+/* Local hashes along a path of the snapshot's blocks from the root: in a
+ * snapshot kvmatch wrote, the query of these hashes finds every block. */
+static size_t walk(const struct kv_snap *s, uint32_t p, uint64_t *locals)
+{
+	const struct kv_snap_partition *rp = &s->partitions[p];
+	const struct kv_snap_block *b = s->blocks + rp->blocks_first;
+	uint64_t at = KV_CHAIN_ROOT;
+	size_t n = 0;
+	while (n < MAX_WALK) {
+		uint64_t i = 0;
+		while (i < rp->blocks_count && i < MAX_SCAN && b[i].parent != at)
+			i++;
+		if (i == rp->blocks_count || i == MAX_SCAN)
+			break;
+		locals[n++] = b[i].local;
+		at = b[i].chain;
+	}
+	return n;
+}
+
+/* kvquery's answer and route to one query. */
+static void ask(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,
+		const struct kv_query_opts *o, const char *tenant, size_t tlen)
+{
+	size_t nhits, nblocks;
+	const struct kv_hit *hits = kv_query_run(q, src, req, o, &nhits, &nblocks);
+	struct kv_weights wt = KV_WEIGHTS_DEFAULT;
+	const struct kv_hit *route = kv_query_route(hits, nhits, &wt, q);
+	if (route && (route < hits || route >= hits + nhits))
+		__builtin_trap();
+	struct kv_out out;
+	kv_out_open_mem(&out);
+	kv_query_write_answer(&out, src, tenant, tlen, hits, nhits, req->block_size, o->shared_pool);
+	for (size_t i = 0; i < nhits; i++) {
+		size_t len;
+		int64_t dp;
+		kv_qsource_worker(src, hits[i].worker, &len, &dp);
+	}
+	kv_out_free_mem(&out);
+}
+
+static void queries(const struct kv_snap *s, uint8_t opt)
+{
+	struct kv_qsource src;
+	struct kv_querier *q = kv_querier_new();
+	struct kv_query_opts o = { .shared_pool = opt & 2, .all_workers = opt & 4 };
+	uint32_t tokens[48];
+	uint64_t locals[MAX_WALK];
+	for (uint32_t i = 0; i < 48; i++)
+		tokens[i] = i;
+	kv_qsource_snap(&src, s);
+	for (uint32_t p = 0; p < s->npartitions && p < 8; p++) {
+		check_lookups(s, p);
+		size_t tlen, bs = s->partitions[p].block_size ? s->partitions[p].block_size : 16;
+		const char *tenant = kv_snap_string(s, s->partitions[p].tenant, &tlen);
+		size_t nwalk = walk(s, p, locals);
+		struct kv_query by_hash = { p, bs, NULL, 0, locals, nwalk };
+		ask(q, &src, &by_hash, &o, tenant, tlen);
+		struct kv_query by_tokens = { p, bs, tokens, 48, NULL, 0 };
+		ask(q, &src, &by_tokens, &o, tenant, tlen);
+	}
+	kv_qsource_free(&src);
+	kv_querier_free(q);
+}
+
+/* kvmatch -i: the snapshot into live structures; then kvmatch -o. */
+static void restore(const struct kv_snap *s)
+{
+	struct kv_index ix;
+	struct kv_workers ws;
+	struct kv_match m;
+	struct kv_match_opts mo = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
+				    KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
+	kv_index_init(&ix);
+	kv_workers_init(&ws);
+	kv_match_init(&m, &ix, &ws, &mo);
+	kv_snap_restore(s, &ix, &ws, &m);
+	snapcheck(&ix, &ws, &m);
+	kv_match_free(&m);
+	kv_workers_free(&ws);
+	kv_index_free(&ix);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	uint8_t opt = data[0];
+	size_t n = size - 1;
+	uint8_t *d = malloc(n ? n : 1);
+	memcpy(d, data + 1, n);
+	if (!(opt & 1))
+		fix_up(d, n);
+	const char *path = fuzz_memfile(d, n);
+	free(d);
+	struct kv_snap s;
+	char err[256];
+	if (!kv_snap_load(path, &s, err, sizeof err)) {
+		if (!err[0])
+			__builtin_trap();
+		return 0;
+	}
+	struct kv_out out;
+	kv_out_open_mem(&out);
+	kv_snap_dump(&s, &out);
+	kv_out_free_mem(&out);
+	queries(&s, opt);
+	if (opt & 8)
+		restore(&s);
+	kv_snap_unload(&s);
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* snapcheck: kvmatch's state written as a snapshot (kvmatch -o) must load
+ * again (kvquery -s, kvmatch -i), whatever input built it.  The file is
+ * named by the process, in TMPDIR or /tmp, and removed at once; a snapshot
+ * that does not load traps, so that libFuzzer reports the input. */
+#ifndef FUZZ_SNAPCHECK_H
+#define FUZZ_SNAPCHECK_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "index.h"
+#include "match.h"
+#include "snap.h"
+#include "workers.h"
+
+static void snapcheck(const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[512], err[256];
+	snprintf(path, sizeof path, "%s/kvtools-fuzz-%ld.kvsnap", dir && *dir ? dir : "/tmp", (long)getpid());
+	if (!kv_snap_write(path, ix, ws, m)) {
+		perror(path);
+		abort();
+	}
+	struct kv_snap s;
+	bool ok = kv_snap_load(path, &s, err, sizeof err);
+	unlink(path);
+	if (!ok) {
+		fprintf(stderr, "a snapshot kvmatch wrote does not load: %s\n", err);
+		__builtin_trap();
+	}
+	kv_snap_unload(&s);
+}
+
+#endif

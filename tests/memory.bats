@@ -1,0 +1,94 @@
+#!/usr/bin/env bats
+# Memory bounds (kvmatch(1) "Time, expiry and memory", kvsub(1) "Memory"):
+# peak resident memory does not grow with the length of the input.  Peaks
+# are compared between a short and a long run of the same traffic, with
+# generous margins, since the machine may be shared; inputs come from
+# tests/helpers/churncap.c and fakepub.
+load helper
+
+# AddressSanitizer's shadow memory and quarantine say nothing about ours.
+no_san() {
+	if [ "${KVTOOLS_SAN:-}" = 1 ]; then skip "peak RSS is meaningless under AddressSanitizer"; fi
+}
+
+# peak FILE COMMAND...: runs COMMAND, writes its peak RSS in KiB to FILE.
+# GNU time when installed, else the peakrss helper (wait4's ru_maxrss).
+peak() {
+	local f=$1; shift
+	if [ -x /usr/bin/time ]; then
+		/usr/bin/time -o "$f" -f %M "$@"
+	else
+		peakrss "$f" "$@"
+	fi
+}
+
+MiB=1024  # in KiB, as peak reports
+
+# Store/remove churn: each record stores a block and removes the one stored
+# LIVE records before, so LIVE blocks are held whatever the length.
+LIVE=20000
+
+@test "kvmatch: a store/remove churn of 1M events peaks within 4 MiB of 250k events, and ends holding the live set" {
+	no_san
+	# events = 2 * records - LIVE: 250k and 1M events
+	churncap churn -n 135000 -l $LIVE > short.kvcap
+	churncap churn -n 510000 -l $LIVE > long.kvcap
+	for run in short long; do
+		peak $run.kb kvmatch --log none --content-ttl 10 -o $run.kvsnap $run.kvcap 2> $run.err
+	done
+	short=$(cat short.kb) long=$(cat long.kb)
+	echo "# kvmatch churn: 250k events $short KiB, 1M events $long KiB" >&3
+	assert_equal "$(head -1 short.err)" "kvmatch: 135000 records, 250000 events; 0 queued, 0 offload_cached, 0 matched, 0 confirmed, 250000 applied, 0 dropped, 0 pending_expired"
+	assert_equal "$(head -1 long.err)" "kvmatch: 510000 records, 1000000 events; 0 queued, 0 offload_cached, 0 matched, 0 confirmed, 1000000 applied, 0 dropped, 0 pending_expired"
+	# the index holds the live set and nothing else
+	assert_equal "$(sed -n 2p long.err | cut -d';' -f1)" "kvmatch: index: 1 partitions, 1 workers, 20000 blocks, 20000 holdings"
+	assert_equal "$(kvmatch --dump long.kvsnap | jq -r 'select(.kind == "block") | .chain' | grep -c .)" $LIVE
+	# not growing with the events, and within 8 MiB plus 1 KiB per live block
+	[ "$long" -le $((short + 4 * MiB)) ]
+	[ "$long" -le $((8 * MiB + LIVE)) ]
+}
+
+@test "kvmatch: a flood of 2M pool hashes that never meet an engine stays within --max-pending 100000 and 32 MiB" {
+	no_san
+	churncap flood -n 500000 -b 100 > short.kvcap
+	churncap flood -n 2000000 -b 100 > long.kvcap
+	for run in short long; do
+		peak $run.kb kvmatch --log none --max-pending 100000 -o $run.kvsnap $run.kvcap 2> $run.err
+	done
+	short=$(cat short.kb) long=$(cat long.kb)
+	echo "# kvmatch flood, --max-pending 100000: 500k hashes $short KiB, 2M hashes $long KiB" >&3
+	assert_equal "$(head -1 long.err)" "kvmatch: 20001 records, 20001 events; 2000000 queued, 0 offload_cached, 0 matched, 0 confirmed, 1 applied, 0 dropped, 1900000 pending_expired (1900000 entries by --max-pending)"
+	assert_equal "$(sed -n 2p long.err | cut -d';' -f2)" " 100000 pending, 0 offload cached, 0 content cached"
+	assert_equal "$(kvmatch --dump long.kvsnap | jq -r 'select(.kind == "pending") | .hash' | grep -c .)" 100000
+	[ "$long" -le $((short + 4 * MiB)) ]
+	[ "$long" -le $((32 * MiB)) ]
+}
+
+@test "kvmatch: entries pushed out of the pending pool by --max-pending are state lines with reason max_pending" {
+	churncap flood -n 300000 -b 100 > flood.kvcap
+	kvmatch --log pending_expired --max-pending 100000 flood.kvcap 2> err | jq -r '[.state, .reason, .count] | join(" ")' | sort | uniq -c > states
+	assert_equal "$(cat states)" " 200000 pending_expired max_pending 1"
+	assert_equal "$(head -1 err)" "kvmatch: 3001 records, 3001 events; 300000 queued, 0 offload_cached, 0 matched, 0 confirmed, 1 applied, 0 dropped, 200000 pending_expired (200000 entries by --max-pending)"
+}
+
+# capture N: kvsub capturing N messages of fakepub, published as fast as it
+# can, into /dev/null; peak RSS to N.kb.  --hwm bounds what ZeroMQ may queue
+# when kvsub falls behind on a busy machine, so that only kvsub's own memory
+# is compared.
+capture() {
+	local ep=tcp://127.0.0.1:$(port)
+	peak "$1.kb" kvsub --hwm 1000 -c "$1" -o /dev/null "$ep" 2> "$1.err" & sub=$!
+	fakepub -n "$1" -w 5000 -l 0 "$ep"
+	wait_for $sub 60
+	assert_equal "$status" 0
+}
+
+@test "kvsub: capturing 200k messages peaks within 2 MiB of capturing 20k" {
+	no_san
+	capture 20000
+	capture 200000
+	short=$(cat 20000.kb) long=$(cat 200000.kb)
+	echo "# kvsub: 20k messages $short KiB, 200k messages $long KiB" >&3
+	[[ $(cat 200000.err) == "kvsub: tcp://127.0.0.1:"*": 200000 messages, "* ]]
+	[ "$long" -le $((short + 2 * MiB)) ]
+}
