@@ -164,7 +164,22 @@ struct wstate {
 	enum kv_stop why;
 };
 
+/* The walk looks blocks up ahead of itself: each block costs dependent cache
+ * misses (directory or table slot, block record, holders), so their loads
+ * are started LA_DIR, LA_REC and LA_RES blocks before the block is walked,
+ * and the holders resolved LA_RES blocks ahead wait in a ring.  Each block is
+ * looked up once; a walk that stops early has looked up at most LA_RES
+ * blocks for nothing. */
+enum { LA_DIR = 20, LA_REC = 12, LA_RES = 5, LA_RING = 8 };
+_Static_assert(LA_RES < LA_RING && LA_RES < LA_REC && LA_REC < LA_DIR, "a block is resolved before its slot is reused");
+
+struct ahead {
+	const uint32_t *h;
+	size_t n;
+};
+
 struct kv_querier {
+	struct ahead ring[LA_RING];
 	uint64_t *local, *chain;
 	size_t cap;
 	struct wstate *w;
@@ -205,7 +220,7 @@ static void start_worker(struct wstate *s, uint32_t epoch)
 
 /* Block i, in whose media (bits) the worker has it; own: its own holding
  * (differs from bits with a shared pool).  Returns false once every run ended. */
-static bool step(struct wstate *s, uint32_t i, unsigned bits, unsigned own)
+static inline __attribute__((always_inline)) bool step(struct wstate *s, uint32_t i, unsigned bits, unsigned own)
 {
 	bool cpu_here = bits & KV_MEDIUM_BIT(KV_CPU), disk_here = bits & KV_MEDIUM_BIT(KV_DISK);
 	if (s->npu) {
@@ -299,6 +314,40 @@ static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 	return n;
 }
 
+/* Looks block j up into the ring and starts loading its holders. */
+static void resolve_ahead(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t j)
+{
+	struct ahead *a = &q->ring[j % LA_RING];
+	a->h = kv_qsource_holders(src, part, q->chain[j], &a->n);
+	if (!a->h)
+		return;
+	/* the first four lines: 64 holders, every DP rank of a large cluster */
+	size_t bytes = a->n * sizeof *a->h;
+	for (size_t off = 0; off < bytes && off < 256; off += 64)
+		__builtin_prefetch((const char *)a->h + off);
+}
+
+static void start_look_ahead(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n)
+{
+	for (size_t j = 0; j < n && j < LA_DIR; j++)
+		kv_qsource_prefetch(src, part, q->chain[j], 0);
+	for (size_t j = 0; j < n && j < LA_REC; j++)
+		kv_qsource_prefetch(src, part, q->chain[j], 1);
+	for (size_t j = 0; j < n && j < LA_RES; j++)
+		resolve_ahead(q, src, part, j);
+}
+
+/* Before walking block i: the loads for blocks further on. */
+static void look_ahead(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n)
+{
+	if (i + LA_DIR < n)
+		kv_qsource_prefetch(src, part, q->chain[i + LA_DIR], 0);
+	if (i + LA_REC < n)
+		kv_qsource_prefetch(src, part, q->chain[i + LA_REC], 1);
+	if (i + LA_RES < n)
+		resolve_ahead(q, src, part, i + LA_RES);
+}
+
 static int by_worker_name(const void *a, const void *b, void *ctx)
 {
 	const struct kv_qsource *s = ctx;
@@ -347,17 +396,11 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	}
 	uint32_t i = 0;
 	enum kv_stop end_why = KV_STOP_END;
+	start_look_ahead(q, src, req->part, n);
 	for (; i < n && (nactive > 0 || i == 0); i++) {
-		/* Each block costs dependent cache misses (directory, record,
-		 * holders): start them some blocks ahead. */
-		if (i + 6 < n)
-			kv_qsource_prefetch(src, req->part, q->chain[i + 6], 0);
-		if (i + 3 < n)
-			kv_qsource_prefetch(src, req->part, q->chain[i + 3], 1);
-		if (i + 1 < n)
-			kv_qsource_prefetch(src, req->part, q->chain[i + 1], 2);
-		size_t nh;
-		const uint32_t *h = kv_qsource_holders(src, req->part, q->chain[i], &nh);
+		look_ahead(q, src, req->part, i, n);
+		size_t nh = q->ring[i % LA_RING].n;
+		const uint32_t *h = q->ring[i % LA_RING].h;
 		if (!h) {
 			end_why = KV_STOP_NOT_IN_INDEX;
 			break;

@@ -112,8 +112,7 @@ static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap
 /* The block of partition part with this chain, or NULL. */
 const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
 /* Lookups ahead: stage 0 fetches the directory slot of chain, stage 1 its
- * block record, stage 2 the block's holders (each stage needs the one
- * before to have arrived). */
+ * block record (which needs the slot to have arrived). */
 void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage);
 /* -1 when no partition has this model and tenant. */
 int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen);
