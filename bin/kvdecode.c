@@ -68,7 +68,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
 		case 'V': kv_print_version();
-		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		default: kv_try_help();
 		}
 	}
 }
@@ -149,7 +149,7 @@ static void handle(struct run *r, const struct kv_batch *b)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
 	struct kv_out out;
 	if (!kv_out_open(&out, o.output)) {

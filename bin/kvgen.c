@@ -204,7 +204,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
 		case 'V': kv_print_version();
-		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		default: kv_try_help();
 		}
 	}
 	s->emit.mooncake = s->pool == KV_POOL_MOONCAKE;
@@ -272,7 +272,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, const char *
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
 	struct kv_out out;
 	bool capture = !o.no_capture;

@@ -148,7 +148,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
 		case 'V': kv_print_version();
-		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		default: kv_try_help();
 		}
 	}
 }
@@ -281,7 +281,7 @@ static void load_state(struct run *r)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
 	kv_install_signals(true);
 	if (o.dump)

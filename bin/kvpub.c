@@ -226,7 +226,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
 		case 'V': kv_print_version();
-		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		default: kv_try_help();
 		}
 	}
 	if (o->pub.single && (o->nmaps || o->pub.port_base >= 0))
@@ -540,7 +540,7 @@ static void setup(struct run *r)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
 	kv_install_signals(false);
 

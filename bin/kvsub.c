@@ -126,7 +126,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
 		case 'V': kv_print_version();
-		default: fprintf(stderr, "Try '%s --help'.\n", kv_prog); exit(KV_EX_USAGE);
+		default: kv_try_help();
 		}
 	}
 	o->cap.topics = o->topics;
@@ -193,7 +193,7 @@ static void add_replays(struct kv_capture *cap, const struct options *o)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
 	/* From the start: a stop during set-up still ends with a valid, empty capture. */
 	kv_install_signals(false);

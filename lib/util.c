@@ -15,11 +15,15 @@ const char *kv_prog = "kvtools";
 volatile sig_atomic_t kv_stop_signal;
 volatile sig_atomic_t kv_user_signal;
 
-void kv_set_prog(const char *argv0)
+void kv_set_prog(char **argv)
 {
-	const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
-	if (argv0 && *argv0)
-		kv_prog = slash ? slash + 1 : argv0;
+	char *argv0 = argv ? argv[0] : NULL;   /* NULL when run with argc 0 */
+	if (!argv0 || !*argv0)
+		return;
+	char *slash = strrchr(argv0, '/');
+	if (slash && slash[1])
+		argv[0] = slash + 1;
+	kv_prog = argv[0];
 }
 
 static void vwarn(const char *fmt, va_list ap, int errnum)
@@ -63,6 +67,11 @@ void kv_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vwarn(fmt, ap, 0);
 	va_end(ap);
+	kv_try_help();
+}
+
+void kv_try_help(void)
+{
 	fprintf(stderr, "Try '%s --help'.\n", kv_prog);
 	exit(KV_EX_USAGE);
 }

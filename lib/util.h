@@ -36,7 +36,11 @@ extern volatile sig_atomic_t kv_stop_signal;
 /* Last SIGUSR1/SIGUSR2 received and not yet taken with kv_take_user_signal. */
 extern volatile sig_atomic_t kv_user_signal;
 
-void kv_set_prog(const char *argv0);
+/* Sets kv_prog to argv[0] without its directories, and points argv[0] at
+ * that name too: getopt starts its own messages about a bad option with
+ * argv[0], and they must read `PROG: ...` like every other (SPEC sec. 2).
+ * Call it first in main, before getopt_long. */
+void kv_set_prog(char **argv);
 
 void kv_warn(const char *fmt, ...) KV_PRINTF(1, 2);
 /* kv_warn, plus ": strerror(errno)". */
@@ -44,6 +48,8 @@ void kv_warn_errno(const char *fmt, ...) KV_PRINTF(1, 2);
 _Noreturn void kv_die(int status, const char *fmt, ...) KV_PRINTF(2, 3);
 /* A bad option or value: one line, then `Try 'PROG --help'.`, exit 64. */
 _Noreturn void kv_usage_error(const char *fmt, ...) KV_PRINTF(1, 2);
+/* The second half of that, after getopt_long has printed the first line. */
+_Noreturn void kv_try_help(void);
 /* Prints `PROG VERSION` on stdout and exits 0 (or 74 if stdout fails). */
 _Noreturn void kv_print_version(void);
 /* Writes text to stdout and exits 0, or 74 if stdout fails. */

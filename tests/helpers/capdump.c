@@ -16,7 +16,7 @@ static void hex(const struct kv_frame *f)
 
 int main(int argc, char **argv)
 {
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	int fd = argc > 1 ? open(argv[1], O_RDONLY) : 0;
 	if (fd < 0)
 		kv_die(66, "%s: cannot open", argv[1]);

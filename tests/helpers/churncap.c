@@ -133,7 +133,7 @@ static uint64_t num(const char *s)
 
 int main(int argc, char **argv)
 {
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	if (argc < 2 || (strcmp(argv[1], "churn") != 0 && strcmp(argv[1], "flood") != 0))
 		kv_die(64, "usage: churncap churn|flood [-n N] [-l LIVE] [-b PER_EVENT] [-S STEP_NS]");
 	bool is_churn = strcmp(argv[1], "churn") == 0;

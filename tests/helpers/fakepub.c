@@ -166,7 +166,7 @@ int main(int argc, char **argv)
 		{ "connect", 0, NULL, 'C' }, { NULL, 0, NULL, 0 },
 	};
 	int c;
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:C", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.count = arg_long(optarg); break;

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 {
 	long wait_ms = 5000, linger_ms = 500;
 	int c;
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	while ((c = getopt(argc, argv, "w:l:")) != -1) {
 		switch (c) {
 		case 'w': wait_ms = arg_long(optarg); break;

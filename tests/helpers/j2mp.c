@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 	bool bare = false;
 	unsigned long long seq = 0, recv = 1764500000000000000ull, step = 1000000;
 	int seq_bytes = 8, c;
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': bare = true; break;

@@ -53,7 +53,7 @@ static bool check(const char *path, struct kv_prom_doc *doc)
 
 int main(int argc, char **argv)
 {
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	struct kv_prom_doc doc;
 	kv_prom_init(&doc);
 	int bad = 0;

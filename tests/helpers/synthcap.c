@@ -18,7 +18,7 @@ int main(int argc, char **argv)
 {
 	long n = 100000, events = 8, tokens = 16, sources = 4, blocks = 1;
 	int c;
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	while ((c = getopt(argc, argv, "n:e:b:t:s:")) != -1) {
 		switch (c) {
 		case 'b': blocks = arg_long(optarg); break;
