@@ -190,6 +190,17 @@ static void add_replays(struct kv_capture *cap, const struct options *o)
 	}
 }
 
+/* Opens (and so truncates) the capture file; exits 74 or, for a terminal, 64. */
+static void open_output(struct kv_out *out, const char *path)
+{
+	if (!kv_out_open(out, path)) {
+		kv_warn_errno("%s", path);
+		exit(KV_EX_IOERR);
+	}
+	if (out->tty)
+		kv_usage_error("refusing to write a binary capture to a terminal (use -o FILE or a pipe)");
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -198,14 +209,10 @@ int main(int argc, char **argv)
 	/* From the start: a stop during set-up still ends with a valid, empty capture. */
 	kv_install_signals(false);
 
-	struct kv_out out;
-	if (!kv_out_open(&out, o.output)) {
-		kv_warn_errno("%s", o.output);
-		return KV_EX_IOERR;
-	}
-	if (out.tty)
-		kv_usage_error("refusing to write a binary capture to a terminal (use -o FILE or a pipe)");
-
+	/* Every error that can end set-up comes before the output is opened:
+	 * -o truncates, and a typo must not wipe yesterday's capture.  The
+	 * capture only writes to out once started. */
+	struct kv_out out = { .fd = -1 };
 	struct kv_capture *cap = kv_capture_new(&out, &o.cap);
 	for (int i = optind; i < argc; i++)
 		add_endpoint(cap, &o, argv[i], NULL);
@@ -214,6 +221,7 @@ int main(int argc, char **argv)
 	if (kv_capture_count(cap) == 0)
 		kv_usage_error("no endpoints to capture from");
 	add_replays(cap, &o);
+	open_output(&out, o.output);
 
 	kv_cap_write_header(&out, "kvsub " KV_VERSION, kv_realtime_ns());
 	kv_out_flush(&out);

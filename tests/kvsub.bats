@@ -48,11 +48,43 @@ published() { grep -v skipped "$1" | cut -f1-3; }
 	assert_equal "${stderr_lines[0]}" "kvsub: bogus://nowhere: cannot connect: Protocol not supported"
 }
 
+# kvsub PRECIOUS-FILE ARGS...: runs kvsub -o on a file that holds a capture
+# of yesterday; set-up errors must come before -o truncates it.
+kvsub_keeps() {
+	local file=$1
+	shift
+	echo precious > "$file"
+	run --separate-stderr kvsub -o "$file" "$@"
+	assert_equal "$(cat "$file")" precious
+}
+
+@test "a set-up error leaves an existing -o file untouched" {
+	kvsub_keeps day1.kvcap 'bogus://x'
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: bogus://x: cannot connect: Protocol not supported"
+	kvsub_keeps day1.kvcap
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: no endpoints to capture from"
+	echo '{"instance_id": 7}' > regs.jsonl
+	kvsub_keeps day1.kvcap -r regs.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvsub: regs.jsonl: line 1: instance_id: expected a non-empty string"
+	kvsub_keeps day1.kvcap -r missing.jsonl
+	assert_equal "$status" 66
+	assert_equal "$stderr" "kvsub: missing.jsonl: No such file or directory"
+	kvsub_keeps day1.kvcap --replay "ipc://$T/other=ipc://$T/r" "ipc://$T/e"
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: ipc://$T/other: --replay names an endpoint that is not captured"
+	kvsub_keeps day1.kvcap --replay "ipc://$T/e=bogus://r" "ipc://$T/e"
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: bogus://r: invalid replay endpoint (Protocol not supported)"
+}
+
 @test "binding a port in use exits 69 naming the endpoint" {
 	p=$(port)
 	fakepub -n 1 -w 0 -l 3000 "tcp://127.0.0.1:$p" & pub=$!
 	sleep 0.3
-	run --separate-stderr kvsub --bind -o x.kvcap "tcp://127.0.0.1:$p"
+	kvsub_keeps x.kvcap --bind "tcp://127.0.0.1:$p"
 	stop_bg $pub
 	assert_equal "$status" 69
 	assert_equal "${stderr_lines[0]}" "kvsub: tcp://127.0.0.1:$p: cannot bind: Address already in use"
