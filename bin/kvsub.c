@@ -172,8 +172,9 @@ static void add_registered(struct kv_capture *cap, const struct options *o)
 		for (int m = 0; m < KV_NMEDIA; m++)
 			if (r->medium_ep[m])
 				add_endpoint(cap, o, r->medium_ep[m], m == KV_XPU ? r->replay_endpoint : NULL);
-		if (r->endpoint)
-			add_endpoint(cap, o, r->endpoint, r->is_pool ? NULL : r->replay_endpoint);
+		/* An engine's "endpoint" is its HTTP address, not a publisher (SPEC 4.1). */
+		if (r->is_pool && r->endpoint)
+			add_endpoint(cap, o, r->endpoint, NULL);
 	}
 	kv_regs_free(&regs);
 }

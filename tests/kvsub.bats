@@ -252,6 +252,15 @@ replay_fills_gap() {
 	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 0 gaps, 0 missing, 2 replayed"
 }
 
+@test "-r: an engine's endpoint is its HTTP address, not subscribed" {
+	cat > regs.jsonl <<-JSON
+	{"instance_id": "w1", "dp_rank": 0, "block_size": 16, "endpoint": "http://10.0.0.5:8000", "medium_endpoints": {"npu": "ipc://$T/engine"}}
+	JSON
+	run --separate-stderr kvsub -r regs.jsonl -W 0.2 -o x.kvcap
+	assert_success
+	assert_equal "$stderr" "kvsub: ipc://$T/engine: 0 messages, 0 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
+}
+
 @test "a bad registrations line is reported with its line number, exit 65" {
 	printf '%s\n' '{"instance_id": "w1", "medium_endpoints": {"npu": "tcp://127.0.0.1:1"}}' '{"instance_id": 7}' > regs.jsonl
 	run --separate-stderr kvsub -r regs.jsonl -o x.kvcap
