@@ -166,7 +166,11 @@ bench: deps
 	@$(MAKE) --no-print-directory check-build
 	@bench/run $(BENCH)
 
-demo: deps all
+# Like check: the build runs in a sub-make started after deps has finished,
+# so that `make -j2 demo` on a fresh machine does not compile while
+# share/deps.sh is still installing the headers.
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@share/demo.sh
 
 # What `make install` puts in SHAREDIR: the sample, its registrations and
