@@ -7,7 +7,13 @@ BINDIR    ?= $(PREFIX)/bin
 MANDIR    ?= $(PREFIX)/share/man
 SHAREDIR  ?= $(PREFIX)/share/kvtools
 ZSHDIR    ?= $(PREFIX)/share/zsh/site-functions
-# bash-completion's completionsdir, under PREFIX (it searches $XDG_DATA_DIRS, /usr/local/share too)
+# bash-completion's completionsdir from pkg-config, but under PREFIX; when
+# pkg-config knows no bash-completion, $(PREFIX)/share/bash-completion/completions.
+# Deliberately not /usr/share/bash-completion/completions whatever PREFIX is
+# (issue 8's fallback): `make install PREFIX=/usr/local` must write nothing
+# under /usr/share, which belongs to the package manager, and bash-completion
+# also looks in /usr/local/share ($XDG_DATA_DIRS).  With PREFIX=/usr both are
+# /usr/share/bash-completion/completions.  BASHCOMPDIR=... overrides.
 BASHCOMPDIR ?= $(shell pkg-config --define-variable=prefix=$(PREFIX) --define-variable=datadir=$(PREFIX)/share --variable=completionsdir bash-completion 2>/dev/null || echo $(PREFIX)/share/bash-completion/completions)
 
 CC        ?= cc
