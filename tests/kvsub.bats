@@ -287,3 +287,63 @@ replay_fills_gap() {
 	assert_equal "$status" 0
 	assert_equal "$(frames cap.kvcap)" "$(published pub.log)"
 }
+
+@test "--topic subscribes to matching topics only" {
+	kvsub -t kv@a -c 10 -W 10 -o cap.kvcap "ipc://$T/a" "ipc://$T/b" 2>err & sub=$!
+	# the other topic first: had it been subscribed, it would fill the count
+	fakepub -n 10 -t other@b -w 3000 "ipc://$T/b"
+	fakepub -n 10 -t kv@a -L a.log "ipc://$T/a"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(frames cap.kvcap)" "$(published a.log)"
+	run cat err
+	assert_line --index 1 "kvsub: ipc://$T/b: 0 messages, 0 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
+}
+
+@test "--replay-timeout: a replay socket nobody serves is given up, the held records written" {
+	p=$(port)
+	kvsub -c 15 -W 10 --replay-timeout 0.5 --replay "tcp://127.0.0.1:$p=ipc://$T/nobody" \
+		-o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 20 --skip 10-14 -l 0 -L pub.log "tcp://127.0.0.1:$p" & pub=$!
+	wait_for $sub 20
+	end=$(date +%s%N)
+	assert_equal "$status" 0
+	wait_for $pub
+	assert_equal "$(frames cap.kvcap)" "$(published pub.log | head -15)"
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f2 | tr -d '\n')" "000000000000000"
+	run cat err
+	assert_output --regexp "^kvsub: tcp://127.0.0.1:$p: 15 messages, [0-9]+ bytes, 1 gaps, 5 missing, 0 replayed, 0 restarts, 0 bad seq$"
+	# seq 15 revealed the gap and was held until the replay was given up:
+	# 0.5 s, not the default 2 s, nor until -W
+	held=$(kvdecode cap.kvcap | jq 'select(.seq == 15) | .recv_ns')
+	waited=$(( (end - held) / 1000000 ))
+	[ "$waited" -ge 500 ]
+	[ "$waited" -lt 1900 ]
+}
+
+@test "a seq frame that is not 8 bytes, and a message of 2 frames, count as bad seq" {
+	kvsub -c 4 -W 10 -o cap.kvcap "ipc://$T/p" 2>err & sub=$!
+	framepub "ipc://$T/p" "3,seq,10" "3,seq,10" "3,4,10" "3,10"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	# still captured, every frame: seq "-" where there is none
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4,6 | tr '\t\n' ', ')" "0,3 1,3 -,3 -,2 "
+	run cat err
+	assert_output "kvsub: ipc://$T/p: 4 messages, 72 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 2 bad seq"
+}
+
+@test "-v shows the totals every second on a terminal, and nothing elsewhere" {
+	( sleep 0.3; fakepub -n 20 -L pub.log "ipc://$T/p" ) & pub=$!
+	run timeout 20 script -qec "$BIN/kvsub -v -W 2.5 -o cap.kvcap ipc://$T/p" /dev/null
+	wait_for $pub
+	assert_success
+	# \r starts each progress line; the last one, then the statistics
+	lines=$(tr '\r' '\n' <<<"$output" | grep .)
+	grep -q '^kvsub: [0-9]* records, ' <<<"$lines"
+	bytes=$(( $(cut -f3 pub.log | tr -d '\n' | wc -c) / 2 + 20 * 8 ))
+	assert_equal "$(tail -2 <<<"$lines")" "kvsub: 20 records, 20 messages, $bytes bytes, 0 missing 
+kvsub: ipc://$T/p: 20 messages, $bytes bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
+	run --separate-stderr kvsub -v -W 0.3 -o cap.kvcap "ipc://$T/q"
+	assert_success
+	assert_equal "$stderr" "kvsub: ipc://$T/q: 0 messages, 0 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
+}
