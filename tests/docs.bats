@@ -44,6 +44,30 @@ mantree() {
 	done
 }
 
+@test "every option of --help is in the SYNOPSIS of its page" {
+	for p in $PROGRAMS; do
+		syn=$(awk '/^\.Sh SYNOPSIS/ { s = 1; next } /^\.Sh / { s = 0 } s' "$ROOT/man/$p.1")
+		while read -r long short; do
+			[ "$long" = --help ] || [ "$long" = --version ] && continue
+			# as the long option, or its letter in a group of flags (Fl bqv)
+			grep -qE -- "Fl ${long#-}( |\$)" <<<"$syn" && continue
+			[ -n "$short" ] && grep -qE "Fl [a-zA-Z]*${short#-}[a-zA-Z]*( |\$)" <<<"$syn" && continue
+			echo "$p.1 SYNOPSIS lacks $long" >&3
+			false
+		done < <("$p" --help | sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z0-9-]+).*/\2 \1/p' | tr -d ,)
+	done
+}
+
+@test "every exit status of --help is in EXIT STATUS of its page, and 70 in all" {
+	for p in $PROGRAMS; do
+		st=$(awk '/^\.Sh EXIT STATUS/ { s = 1; next } /^\.Sh / { s = 0 } s && /^\.It [0-9]+$/ { print $2 }' "$ROOT/man/$p.1")
+		# 70: kv_xmalloc and friends end every program that way when memory runs out
+		for code in $("$p" --help | sed -n '/^Exit status/,$p' | grep -oE '\b(0|[1-9][0-9])\b') 70; do
+			grep -qx "$code" <<<"$st" || { echo "$p.1 EXIT STATUS lacks $code" >&3; false; }
+		done
+	done
+}
+
 # The examples that run offline: literal blocks of EXAMPLES that use the
 # shipped share/ files and need no network, no capture of a day and no long
 # run (the full trace's experiments take minutes): one per line, NUL-separated.
