@@ -68,30 +68,61 @@ mantree() {
 	done
 }
 
-# The examples that run offline: literal blocks of EXAMPLES that use the
-# shipped share/ files and need no network, no capture of a day and no long
-# run (the full trace's experiments take minutes): one per line, NUL-separated.
+# The literal blocks of EXAMPLES, NUL-separated, but for those that cannot
+# run offline, each left out by a rule of its own:
+#   kvsub, kvpub, kvstat  subscribe to live publishers, bind fixed TCP ports
+#                         or scrape a cluster's HTTP endpoints;
+#   pkill                 signals a process such a pipeline started;
+#   --watch               runs until it is interrupted;
+#   conversation_trace, routing-experiment
+#                         the full trace: minutes of run time.
 offline_examples() {
 	awk '/^\.Sh EXAMPLES/ { ex = 1; next } /^\.Sh / { ex = 0 }
 	     ex && /^\.Bd -literal/ { blk = ""; inb = 1; next }
 	     inb && /^\.Ed/ { inb = 0
-		if (blk ~ /share\// && blk !~ /tcp:|day1|conversation_trace|routing-experiment/) printf "%s%c", blk, 0
+		if (blk ~ /(^|[^a-z])(kvsub|kvpub|kvstat) /) next
+		if (blk ~ /(^|[^a-z])pkill /) next
+		if (blk ~ /--watch/) next
+		if (blk ~ /conversation_trace|routing-experiment/) next
+		printf "%s%c", blk, 0
 		next }
 	     inb { gsub(/\\e/, "\\"); blk = blk $0 "\n" }' "$1"
 }
 
+# The files the examples name, made of the shipped samples: a day's capture
+# (and the next day's, a pool's, an engine's) is share/sample.kvcap, its
+# snapshot is what kvmatch makes of it, workers.jsonl and requests.jsonl are
+# share/registrations.jsonl and share/queries.jsonl.
+example_files() {
+	ln -sfn "$ROOT/share" share
+	for f in day1.kvcap day2.kvcap pool.kvcap engine.kvcap; do cp share/sample.kvcap "$f"; done
+	cp share/registrations.jsonl workers.jsonl
+	cp share/queries.jsonl requests.jsonl
+	kvmatch -q -r workers.jsonl --log none -o day1.kvsnap day1.kvcap
+	mkdir tmp
+}
+
 @test "the examples of the man pages that run offline work on the shipped samples" {
-	cd "$ROOT"
+	example_files
 	n=0
-	for f in man/*.[157]; do
-		offline_examples "$f" > "$T/examples"
+	for f in "$ROOT"/man/*.[157]; do
+		offline_examples "$f" > examples
 		while IFS= read -r -d '' ex; do
 			n=$((n + 1))
-			run bash -c "set -eo pipefail; cd '$T'; ln -sfn '$ROOT/share' share; $ex"
-			[ "$status" -eq 0 ] || { printf '%s: example failed (%s):\n%s\n%s\n' "$f" "$status" "$ex" "$output" >&3; false; }
-		done < "$T/examples"
+			# what an example writes to /tmp goes to this test's own directory
+			ex=${ex//\/tmp\//$T/tmp/}
+			if [[ $ex == import* ]]; then
+				run /usr/bin/python3 -c "$ex"
+			else
+				run bash -c "set -eo pipefail; $ex"
+			fi
+			# 141: a stage ended by SIGPIPE when a later one (head) stopped
+			# reading, as it is, silently, in a shell without pipefail
+			[ "$status" -eq 0 ] || [ "$status" -eq 141 ] || { printf '%s: example failed (%s):\n%s\n%s\n' "${f##*/}" "$status" "$ex" "$output" >&3; false; }
+		done < examples
 	done
-	[ "$n" -ge 8 ]
+	# 20 on 2026-12-01: fewer means a rule above left out more than it should
+	[ "$n" -ge 20 ]
 }
 
 @test "the README names every program, the set-up commands and the test command" {
