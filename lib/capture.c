@@ -1,4 +1,5 @@
 #include "capture.h"
+#include "endpoint.h"
 #include "kvcap.h"
 #include "metrics.h"
 #include "replay.h"
@@ -113,6 +114,11 @@ int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *repla
 	if (strlen(endpoint) > KV_CAP_MAX_SRC) {
 		/* it would be every record's src, which readers refuse */
 		snprintf(err, errlen, "%.64s...: endpoint longer than %u bytes", endpoint, KV_CAP_MAX_SRC);
+		return KV_EX_USAGE;
+	}
+	const char *problem = c->opts.bind ? NULL : kv_endpoint_connect_problem(endpoint);
+	if (problem) {
+		snprintf(err, errlen, "%s: %s", endpoint, problem);
 		return KV_EX_USAGE;
 	}
 	struct endpoint *dup = find_ep(c, endpoint);

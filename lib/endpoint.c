@@ -51,6 +51,19 @@ bool kv_endpoint_host_port(const char *url, size_t len, char *host, size_t hostl
 	return true;
 }
 
+const char *kv_endpoint_connect_problem(const char *url)
+{
+	if (strncmp(url, "inproc://", 9) == 0)
+		return "inproc endpoints are inside one process: no publisher can reach them";
+	if (strncmp(url, "tcp://", 6) != 0)
+		return NULL; /* ipc:// and the rest: ZMQ checks them */
+	char host[256];
+	long port;
+	if (!kv_endpoint_host_port(url, strlen(url), host, sizeof host, &port) || port < 1)
+		return "a tcp endpoint to connect to needs a host and a port from 1 to 65535";
+	return NULL;
+}
+
 bool kv_endpoint_is_wildcard(const char *url)
 {
 	return strncmp(url, "tcp://*:", 8) == 0;

@@ -66,6 +66,26 @@ samples() { grep -v '^#' "$1"; }
 	promcheck m.prom
 }
 
+@test "kvmatch --metrics gives each source's receive lag behind its publisher's clock" {
+	# Event lines carry ts in seconds (kvdecode converts the pools' ms): the lag of
+	# the last event is recv time minus that, per source.
+	cat > in.jsonl <<-'EOF'
+	{"src":"tcp://e:1","recv_ns":1000500000000,"seq":0,"ts":1000.25,"format":"vllm","dp_rank":0,"type":"stored","medium":"xpu","block_hashes":[1],"parent":null,"token_ids":[1,2,3,4],"block_size":4}
+	{"src":"tcp://e:1","recv_ns":1001000000000,"seq":1,"ts":1000.5,"format":"vllm","dp_rank":0,"type":"stored","medium":"xpu","block_hashes":[2],"parent":1,"token_ids":[5,6,7,8],"block_size":4}
+	{"src":"tcp://m:2","recv_ns":1002000000000,"seq":0,"ts":999.75,"format":"mooncake","type":"stored","medium":"cpu","block_hashes":[9],"backend_id":"10.9.9.9"}
+	{"src":"tcp://q:3","recv_ns":1003000000000,"seq":0,"format":"vllm","dp_rank":0,"type":"cleared","medium":"xpu"}
+	EOF
+	run --separate-stderr kvmatch -q --log none --metrics m.prom in.jsonl
+	assert_success
+	promcheck m.prom
+	run samples m.prom
+	assert_line 'kvtools_match_source_lag_seconds{src="tcp://e:1"} 0.5'
+	assert_line 'kvtools_match_source_lag_seconds{src="tcp://m:2"} 2.25'
+	# a source whose batches carry no timestamp has no lag sample
+	refute_line --partial 'kvtools_match_source_lag_seconds{src="tcp://q:3"}'
+	assert_line 'kvtools_match_source_last_batch_seconds{src="tcp://q:3"} 1003'
+}
+
 @test "kvmatch --metrics into a directory that does not exist: the run completes, exit 74" {
 	echo '{"src":"tcp://e:1","recv_ns":1,"seq":0,"format":"vllm","dp_rank":0,"type":"stored","medium":"xpu","block_hashes":[1],"parent":null,"token_ids":[1,2,3,4],"block_size":4}' > in.jsonl
 	run --separate-stderr kvmatch -q --log all --metrics nowhere/m.prom -o snap.kvsnap in.jsonl
@@ -92,6 +112,25 @@ samples() { grep -v '^#' "$1"; }
 	assert_line "kvtools_sub_restarts_total{src=\"tcp://127.0.0.1:$p\"} 0"
 	assert_line "kvtools_sub_records_total 25"
 	assert_line --regexp "^kvtools_sub_last_message_seconds\{src=\"tcp://127.0.0.1:$p\"\} [0-9]{10}"
+}
+
+@test "kvsub --metrics is rewritten during a capture, not only at exit" {
+	p=$(port)
+	kvsub -q --metrics m.prom --metrics-interval 0.1 -o cap.kvcap "tcp://127.0.0.1:$p" & sub=$!
+	fakepub -n 7 "tcp://127.0.0.1:$p"
+	for _ in $(seq 100); do
+		grep -q "^kvtools_sub_messages_total{src=\"tcp://127.0.0.1:$p\"} 7\$" m.prom 2>/dev/null && break
+		sleep 0.05
+	done
+	# kvsub is still capturing: the figures come from the periodic rewrite
+	kill -0 $sub
+	promcheck m.prom
+	run samples m.prom
+	assert_line "kvtools_sub_messages_total{src=\"tcp://127.0.0.1:$p\"} 7"
+	assert_line "kvtools_sub_records_total 7"
+	kill -INT $sub
+	wait_for $sub
+	assert_equal "$status" 0
 }
 
 @test "kvsub --metrics counts a publisher restart" {
