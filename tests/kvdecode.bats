@@ -275,6 +275,18 @@ limited() {
 	assert_equal "${stderr_lines[1]}" "kvdecode: tcp://pool:5557: 1 batches, 1 events (memcache: 1 stored, 0 removed, 0 cleared), 0 gaps, 0 missing, 0 restarts, 0 replayed, 1 ignored, 0 errors"
 }
 
+@test "--stats: an undecodable record counts as an error, not as a gap in seq" {
+	decode_lines --stats <<-'EOF'
+	[1.0, [["BlockRemoved", [1]]]]
+	raw:c1
+	[1.0, [["BlockRemoved", [2]]]]
+	EOF
+	assert_equal "$status" 65
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): invalid MessagePack byte 0xc1"
+	assert_equal "${stderr_lines[1]}" "kvdecode: tcp://10.0.0.5:5557: 2 batches, 2 events (vllm: 0 stored, 2 removed, 0 cleared), 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 1 errors"
+}
+
 @test "--payload decodes a stream of bare payloads" {
 	j2mp --payload > p.bin <<-'EOF'
 	[1.0, [["BlockRemoved", [1]]], 0]
