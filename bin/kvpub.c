@@ -454,14 +454,6 @@ static enum play play_input(struct run *r, struct input *in)
 		rd.in.idle = on_idle;
 		rd.in.idle_arg = r;
 	}
-	const uint8_t *p;
-	size_t n = kv_mps_peek(&rd.in, 1, &p);
-	if (n > 0 && !kv_cap_sniff(p, n) && !kv_stop_signal) {
-		kv_warn("%s: not a kvcap capture (it does not start with a header map)", in->name);
-		r->bad++;
-		kv_cap_close(&rd);
-		return PLAY_ON;
-	}
 	kv_pace_rebase(&r->pace);
 	while (result == PLAY_ON && !kv_stop_signal) {
 		switch (kv_cap_next(&rd, &rec)) {

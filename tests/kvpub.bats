@@ -342,7 +342,31 @@ gap_replay() {
 	echo '{"not": "a capture"}' > notcap.json
 	run --separate-stderr kvpub --single "ipc://$T/p" --slow-joiner-wait 0 --linger 0 notcap.json
 	assert_equal "$status" 65
-	assert_equal "${stderr_lines[0]}" "kvpub: notcap.json: not a kvcap capture (it does not start with a header map)"
+	assert_equal "${stderr_lines[0]}" "kvpub: notcap.json: not a kvcap capture (it does not start with a kvcap header)"
+}
+
+@test "a first object that is a map but no kvcap header: nothing of that input is published, exit 65" {
+	# A bare payload map, then a whole capture: its records must not go out.
+	{ j2mp --payload <<< '{"events": []}'; gen 3; } > bad.kvcap
+	gen 3 > good.kvcap
+	kvsub -c 3 -W 10 -o got.kvcap "ipc://$T/p" 2>/dev/null & sub=$!
+	run --separate-stderr kvpub --single "ipc://$T/p" --speed max --linger 0 bad.kvcap good.kvcap
+	wait_for $sub 20
+	assert_equal "$status" 0
+	run --separate-stderr kvpub --single "ipc://$T/q" --speed max --slow-joiner-wait 0 --linger 0 bad.kvcap good.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvpub: bad.kvcap: not a kvcap capture (it does not start with a kvcap header)
+kvpub: tcp://10.0.0.5:5557 -> ipc://$T/q
+kvpub: ipc://$T/q: 3 messages, 120 bytes"
+	assert_equal "$(frames got.kvcap)" "$(frames good.kvcap)"
+	run --separate-stderr kvpub --single "ipc://$T/q" --slow-joiner-wait 0 --linger 0 bad.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvpub: bad.kvcap: not a kvcap capture (it does not start with a kvcap header)
+kvpub: ipc://$T/q: 0 messages, 0 bytes"
+	# kvdecode refuses it with the same rule
+	run --separate-stderr kvdecode bad.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvdecode: bad.kvcap: record 1: not a kvcap capture (it does not start with a kvcap header); --payload reads bare payloads"
 }
 
 @test "records of a source not in --map are skipped with one warning and a count" {
