@@ -382,6 +382,40 @@ kvpub: 3 records of sources not in --map skipped"
 	assert_equal "$(frames got.kvcap)" "$(frames_of in.kvcap tcp://10.0.0.5:5557)"
 }
 
+@test "a mapped source the files do not have is a usage error before anything is published" {
+	gen 3 > in.kvcap
+	run --separate-stderr kvpub --map "tcp://10.0.0.5:5557=ipc://$T/p" --map "tcp://10.0.0.7:5557=ipc://$T/q" \
+		--map "tcp://10.0.0.8:5557=ipc://$T/q" --slow-joiner-wait 0 --linger 0 in.kvcap
+	assert_equal "$status" 64
+	# the files are read first (the mapping line), nothing goes out (no statistics)
+	assert_equal "$stderr" "kvpub: tcp://10.0.0.5:5557 -> ipc://$T/p
+kvpub: --map tcp://10.0.0.7:5557: no record of this source in the input
+kvpub: --map tcp://10.0.0.8:5557: no record of this source in the input
+Try 'kvpub --help'."
+	run --separate-stderr kvpub -q --single "ipc://$T/s" --replay-map "tcp://10.0.0.9:1=ipc://$T/r" --slow-joiner-wait 0 --linger 0 in.kvcap
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvpub: --replay-map tcp://10.0.0.9:1: no record of this source in the input"
+}
+
+@test "a mapped source a pipe never brought is named at the end, exit 65" {
+	gen 3 > in.kvcap
+	kvsub -c 3 -W 10 -o got.kvcap "ipc://$T/p" 2>/dev/null & sub=$!
+	run --separate-stderr bash -c "cat in.kvcap | kvpub --map tcp://10.0.0.5:5557=ipc://$T/p --map tcp://10.0.0.7:5557=ipc://$T/q --speed max --linger 0"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(frames got.kvcap)" "$(frames in.kvcap)"
+	run --separate-stderr bash -c "cat in.kvcap | kvpub --map tcp://10.0.0.5:5557=ipc://$T/p --map tcp://10.0.0.7:5557=ipc://$T/q --speed max --slow-joiner-wait 0 --linger 0"
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvpub: tcp://10.0.0.5:5557 -> ipc://$T/p
+kvpub: --map tcp://10.0.0.7:5557: no record of this source in the input
+kvpub: ipc://$T/p: 3 messages, 120 bytes
+kvpub: ipc://$T/q: 0 messages, 0 bytes"
+	# -c ends the run before the input does: nothing is known about the rest
+	run --separate-stderr bash -c "cat in.kvcap | kvpub -q -c 1 --map tcp://10.0.0.5:5557=ipc://$T/p --map tcp://10.0.0.7:5557=ipc://$T/q --speed max --slow-joiner-wait 0 --linger 0"
+	assert_success
+	[ -z "$stderr" ]
+}
+
 @test "--map and --port-base combine: mapped sources first, the rest on ports" {
 	{ gen 2 --src tcp://10.0.0.5:5557; gen 2 --src tcp://10.0.0.9:5557; } > in.kvcap
 	p=$(port 8)
