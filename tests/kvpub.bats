@@ -283,6 +283,53 @@ gap_replay() {
 	gap_replay v0.26
 }
 
+# The exact frames of kvpub's replies, as a DEALER that sends vLLM's
+# request sees them (tests/helpers/replayreq.c, independent of lib/replay.c):
+# kvpub publishes three batches and lingers; the request is repeated until
+# the three have gone out (a reply then has them all), at most ~10 s.
+# Prints replayreq's lines for the request from seq $2.
+replay_lines() {
+	local shape=$1 from=$2 i
+	printf '%s\n' '[1.5, [["BlockRemoved", [1]]], 0]' '[1.5, [["BlockRemoved", [2]]], 0]' '[1.5, [["BlockRemoved", [3]]], 0]' |
+		j2mp --topic kv > in.kvcap
+	kvpub -q --single "ipc://$T/p" --replay-map "tcp://10.0.0.5:5557=ipc://$T/r" --replay-shape "$shape" \
+		--speed max --slow-joiner-wait 0 --linger 15 in.kvcap & pub=$!
+	for i in $(seq 1 20); do
+		replayreq -t 500 "ipc://$T/r" 0 > all.txt 2>/dev/null && [ "$(wc -l < all.txt)" -eq 4 ] && break
+		sleep 0.05
+	done
+	replayreq -t 2000 "ipc://$T/r" "$from"
+	kill -TERM $pub
+	wait_for $pub 5
+}
+
+# Payload of record N (1-based) of in.kvcap, in hex.
+payload_hex() { capdump in.kvcap 2>/dev/null | sed -n "$1p" | cut -f5; }
+
+@test "replay replies in the vLLM 0.25 shape: ['', seq, payload], end ['', ff x 8, '']" {
+	run --separate-stderr replay_lines v0.25 0
+	assert_success
+	assert_equal "$output" "3 - 0000000000000000 $(payload_hex 1)
+3 - 0000000000000001 $(payload_hex 2)
+3 - 0000000000000002 $(payload_hex 3)
+3 - ffffffffffffffff -"
+	run --separate-stderr replay_lines v0.25 2
+	assert_success
+	assert_equal "$output" "3 - 0000000000000002 $(payload_hex 3)
+3 - ffffffffffffffff -"
+}
+
+@test "replay replies in the vLLM 0.26 shape: ['', topic, seq, payload], end ['', '', ff x 8, '']" {
+	run --separate-stderr replay_lines v0.26 1
+	assert_success
+	assert_equal "$output" "4 - 6b76 0000000000000001 $(payload_hex 2)
+4 - 6b76 0000000000000002 $(payload_hex 3)
+4 - - ffffffffffffffff -"
+	run --separate-stderr replay_lines v0.26 3
+	assert_success
+	assert_equal "$output" "4 - - ffffffffffffffff -"
+}
+
 @test "records flagged as replayed are published like the others" {
 	gap_replay v0.26
 	cp got.kvcap in2.kvcap
