@@ -418,11 +418,31 @@ limited() {
 	assert_equal "${stderr_lines[1]}" "Try 'kvdecode --help'."
 }
 
-@test "kvsub | kvdecode shows events live" {
+# Lines reach the file while kvsub and kvdecode still run: kvsub has no -c
+# and its publisher stays quiet after five messages, so a kvdecode that
+# wrote only at exit (or when its buffer filled) would leave the file empty
+# until the processes are stopped, and the bounded poll would fail.
+@test "kvsub | kvdecode shows events live, while both still run" {
 	p=$(port)
-	kvsub -c 5 -W 10 "tcp://127.0.0.1:$p" 2>/dev/null | kvdecode > live.jsonl & pipe=$!
+	mkfifo pipe
+	kvsub -W 30 "tcp://127.0.0.1:$p" 2>/dev/null > pipe & sub=$!
+	kvdecode < pipe > live.jsonl & dec=$!
 	fakepub -n 5 "tcp://127.0.0.1:$p"
-	wait_for $pipe 20
+	for i in $(seq 1 200); do
+		[ "$(wc -l < live.jsonl)" -ge 5 ] && break
+		sleep 0.05
+	done
+	# what was there while both ran, before anything stops them
+	lines_live=$(wc -l < live.jsonl)
+	alive_sub=0 alive_dec=0
+	kill -0 $sub 2>/dev/null && alive_sub=1
+	kill -0 $dec 2>/dev/null && alive_dec=1
+	kill -TERM $sub
+	wait_for $sub 5
+	assert_equal "$status" 0
+	wait_for $dec 5
+	assert_equal "$status" 0
+	assert_equal "$alive_sub $alive_dec $lines_live" "1 1 5"
 	assert_equal "$(jq -r '.seq' live.jsonl | tr '\n' ' ')" "0 1 2 3 4 "
 	assert_equal "$(jq -r '.block_hashes[0]' live.jsonl | head -1)" "0x0000000000001000"
 }
