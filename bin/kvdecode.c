@@ -103,6 +103,10 @@ static void count(struct run *r, const struct kv_batch *b)
 	struct kv_srcstat *st = kv_srcstats_get(&r->stats, b->ctx.src.p, b->ctx.src.n);
 	if (!st)
 		return; /* beyond the limit: counted by the stats themselves */
+	/* An undecodable record still arrived: its seq counts, or the next
+	 * batch would look like a gap. */
+	if (b->ctx.has_seq)
+		kv_seq_observe(&st->seq, b->ctx.seq);
 	if (b->error) {
 		st->errors++;
 		return;
@@ -111,8 +115,6 @@ static void count(struct run *r, const struct kv_batch *b)
 	st->replayed += b->ctx.replayed;
 	st->ignored += b->ignored;
 	st->errors += b->nissues;
-	if (b->ctx.has_seq)
-		kv_seq_observe(&st->seq, b->ctx.seq);
 	for (size_t i = 0; i < b->nev; i++)
 		st->events[b->ev[i].format][b->ev[i].type]++;
 }

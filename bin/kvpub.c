@@ -257,6 +257,8 @@ struct run {
 	bool have_first;
 	uint64_t start_ns, end_ns;
 	uint64_t read, taken, outside, unmapped, bad, number;
+	uint64_t unseen;              /* mapped sources the input did not have */
+	bool complete;                /* every input was played to its end */
 	uint64_t over;                /* lookups of sources beyond KV_PUB_MAX_SOURCES */
 	uint64_t over_records;        /* ... and the records of those skipped */
 	int fatal;                    /* exit status of a failure that ended the run */
@@ -344,6 +346,35 @@ static void prescan(struct run *r, struct input *in)
 			meet(r, rec.src, rec.src_len, &route);
 	kv_cap_close(&rd);
 	rewind_input(in);
+}
+
+#define UNSEEN "%s %s: no record of this source in the input"
+
+/* Names each source that --map or --replay-map gave and the input did not
+ * have (a typo, or the wrong capture: nothing would be published for it);
+ * returns how many. */
+static uint64_t report_unseen(struct run *r)
+{
+	const char *name, *option;
+	uint64_t n = 0;
+	for (size_t pos = 0; (name = kv_pub_next_unseen(r->pub, &pos, &option)); n++)
+		kv_warn(UNSEEN, option, name);
+	return n;
+}
+
+/* The same when the inputs were read beforehand: a usage error before
+ * anything is published, the last source named in its message. */
+static void refuse_unseen(struct run *r)
+{
+	const char *name, *option, *last = NULL, *last_option = NULL;
+	for (size_t pos = 0; (name = kv_pub_next_unseen(r->pub, &pos, &option));) {
+		if (last)
+			kv_warn(UNSEEN, last_option, last);
+		last = name;
+		last_option = option;
+	}
+	if (last)
+		kv_usage_error(UNSEEN, last_option, last);
 }
 
 /* Before a read that would block: answer replay requests until input comes. */
@@ -454,14 +485,6 @@ static enum play play_input(struct run *r, struct input *in)
 		rd.in.idle = on_idle;
 		rd.in.idle_arg = r;
 	}
-	const uint8_t *p;
-	size_t n = kv_mps_peek(&rd.in, 1, &p);
-	if (n > 0 && !kv_cap_sniff(p, n) && !kv_stop_signal) {
-		kv_warn("%s: not a kvcap capture (it does not start with a header map)", in->name);
-		r->bad++;
-		kv_cap_close(&rd);
-		return PLAY_ON;
-	}
 	kv_pace_rebase(&r->pace);
 	while (result == PLAY_ON && !kv_stop_signal) {
 		switch (kv_cap_next(&rd, &rec)) {
@@ -504,6 +527,7 @@ static void play(struct run *r)
 		for (size_t i = 0; i < r->nin; i++)
 			if (play_input(r, &r->in[i]) == PLAY_STOP)
 				return;
+		r->complete = true;
 		/* Another pass only when this one published and had no errors. */
 		if (!r->o->loop || r->taken == taken || r->bad != bad)
 			return;
@@ -559,12 +583,19 @@ int main(int argc, char **argv)
 	kv_pace_init(&r.pace, o.speed);
 	r.progress = o.verbose && !o.quiet && isatty(STDERR_FILENO);
 
-	/* With a port base, files are read once first, so that every socket is
-	 * bound (and its mapping shown) before anything is published. */
-	if (o.pub.port_base >= 0)
+	/* Files are read once first: with a port base so that every socket is
+	 * bound (and its mapping shown) before anything is published, with maps
+	 * so that a map naming a source the input does not have is refused
+	 * before anything is published.  Pipes are checked at their end. */
+	bool all_regular = true;
+	for (size_t i = 0; i < r.nin; i++)
+		all_regular = all_regular && r.in[i].regular;
+	if (o.pub.port_base >= 0 || o.nmaps || o.nreplay_maps)
 		for (size_t i = 0; i < r.nin && !r.fatal && !kv_stop_signal; i++)
 			if (r.in[i].regular)
 				prescan(&r, &r.in[i]);
+	if (all_regular && !r.fatal && !kv_stop_signal)
+		refuse_unseen(&r);
 	/* The slow-joiner wait for the sockets bound so far (later ones get their own). */
 	uint64_t wait = kv_pub_sockets(r.pub) ? o.wait_ns : 0;
 	if (!r.fatal && kv_pub_wait_until(r.pub, kv_monotonic_ns() + wait)) {
@@ -573,6 +604,8 @@ int main(int argc, char **argv)
 	}
 	if (r.progress && r.last_progress)
 		fputc('\n', stderr);
+	if (!all_regular && r.complete && !r.fatal && !kv_stop_signal)
+		r.unseen = report_unseen(&r);
 	if (!r.fatal && !kv_stop_signal)
 		kv_pub_wait_until(r.pub, kv_monotonic_ns() + o.linger_ns);
 
@@ -601,5 +634,5 @@ int main(int argc, char **argv)
 		return r.fatal;
 	if (status)
 		return status;
-	return r.bad ? KV_EX_DATAERR : KV_EX_OK;
+	return r.bad || r.unseen ? KV_EX_DATAERR : KV_EX_OK;
 }

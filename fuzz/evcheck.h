@@ -66,6 +66,7 @@ static void evcheck_same(const struct kv_event *a, const struct kv_event *b, con
 	evcheck(!(a->has & KV_HAS_BLOCK_SIZE) || a->block_size == b->block_size);
 	evcheck(!(a->has & KV_HAS_GROUP_IDX) || a->group_idx == b->group_idx);
 	evcheck(!(a->has & KV_HAS_SLIDING_WINDOW) || a->sliding_window == b->sliding_window);
+	evcheck(!(a->has & KV_HAS_BASE_BLOCK_IDX) || a->base_block_idx == b->base_block_idx);
 	/* (a JSON "lora_id": null has no other written form than a number) */
 	evcheck(!(a->has & KV_HAS_LORA_ID) || a->lora_id_null || a->lora_id == b->lora_id);
 	if (a->has & KV_HAS_EVENT_ID) {
@@ -84,6 +85,9 @@ static void evcheck_same(const struct kv_event *a, const struct kv_event *b, con
 	evcheck_str(a->model_name, b->model_name);
 	evcheck_str(a->tenant_id, b->tenant_id);
 	evcheck_str(a->object_key, b->object_key);
+	evcheck_str(a->locality, b->locality);
+	evcheck_str(a->ownership, b->ownership);
+	evcheck_str(a->additional_salt, b->additional_salt);
 }
 
 /* Writes e (of the record ctx) as a line and reads it back with r. */

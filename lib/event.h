@@ -40,6 +40,10 @@ enum {
 	KV_HAS_EVENT_ID = 1u << 13,
 	KV_HAS_OBJECT_KEY = 1u << 14,
 	KV_HAS_RAW_HASHES = 1u << 15,
+	KV_HAS_LOCALITY = 1u << 16,
+	KV_HAS_OWNERSHIP = 1u << 17,
+	KV_HAS_BASE_BLOCK_IDX = 1u << 18,
+	KV_HAS_ADDITIONAL_SALT = 1u << 19,
 };
 
 /* A value echoed as it came (event_id is an int on some publishers, a string on others). */
@@ -84,9 +88,12 @@ struct kv_event {
 	int64_t block_size;
 	bool lora_id_null;
 	int64_t lora_id;
-	int64_t group_idx;
+	int64_t group_idx;         /* vLLM group_idx, or a pool event's group_id */
 	int64_t sliding_window;
+	int64_t base_block_idx;    /* pool events */
 	struct kv_str lora_name, spec_kind, medium_raw, backend_id, model_name, tenant_id, object_key;
+	struct kv_str locality, ownership;   /* vLLM, as on the wire */
+	struct kv_str additional_salt;       /* pool events */
 	struct kv_scalar event_id;
 	const msgpack_object *extra_keys;  /* only from wire decoding; JSON input passes extra_json */
 	struct kv_str extra_json;          /* extra_keys as JSON text, when read from a JSON line */

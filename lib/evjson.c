@@ -63,7 +63,8 @@ static char *write_ts(struct kv_evjson *j, char *p, const struct kv_event *e)
 static size_t str_bound(const struct kv_event *e)
 {
 	const struct kv_str *s[] = { &e->lora_name, &e->spec_kind, &e->medium_raw, &e->backend_id,
-				     &e->model_name, &e->tenant_id, &e->object_key, &e->event_id.s };
+				     &e->model_name, &e->tenant_id, &e->object_key, &e->event_id.s,
+				     &e->locality, &e->ownership, &e->additional_salt };
 	size_t n = 0;
 	for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
 		n += JW_STR_MAX(s[i]->n) + 32;
@@ -158,6 +159,10 @@ void kv_evjson_write(struct kv_evjson *j, struct kv_out *o, const struct kv_even
 		p = opt_str(p, ",\"kv_cache_spec_kind\":", e->spec_kind);
 	if (has & KV_HAS_SLIDING_WINDOW)
 		p = jw_i64(lit(p, ",\"kv_cache_spec_sliding_window\":"), e->sliding_window);
+	if (has & KV_HAS_LOCALITY)
+		p = opt_str(p, ",\"locality\":", e->locality);
+	if (has & KV_HAS_OWNERSHIP)
+		p = opt_str(p, ",\"ownership\":", e->ownership);
 	if (has & KV_HAS_MEDIUM_RAW)
 		p = opt_str(p, ",\"medium_raw\":", e->medium_raw);
 	if (has & KV_HAS_BACKEND_ID)
@@ -177,6 +182,10 @@ void kv_evjson_write(struct kv_evjson *j, struct kv_out *o, const struct kv_even
 	}
 	if (has & KV_HAS_OBJECT_KEY)
 		p = opt_str(p, ",\"object_key\":", e->object_key);
+	if (has & KV_HAS_BASE_BLOCK_IDX)
+		p = jw_i64(lit(p, ",\"base_block_idx\":"), e->base_block_idx);
+	if (has & KV_HAS_ADDITIONAL_SALT)
+		p = opt_str(p, ",\"additional_salt\":", e->additional_salt);
 	if (has & KV_HAS_RAW_HASHES)
 		p = write_raw_hashes(p, e);
 	*p++ = '}';

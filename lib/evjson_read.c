@@ -13,14 +13,16 @@ enum key {
 	K_OTHER, K_SRC, K_RECV_NS, K_SEQ, K_TOPIC, K_REPLAYED, K_FORMAT, K_TS, K_DP_RANK, K_TYPE,
 	K_MEDIUM, K_BLOCK_HASHES, K_PARENT, K_TOKEN_IDS, K_BLOCK_SIZE, K_LORA_ID, K_LORA_NAME,
 	K_GROUP_IDX, K_SPEC_KIND, K_SLIDING_WINDOW, K_MEDIUM_RAW, K_BACKEND_ID, K_MODEL_NAME,
-	K_TENANT_ID, K_EVENT_ID, K_OBJECT_KEY, K_EXTRA_KEYS,
+	K_TENANT_ID, K_EVENT_ID, K_OBJECT_KEY, K_EXTRA_KEYS, K_LOCALITY, K_OWNERSHIP, K_BASE_BLOCK_IDX,
+	K_ADDITIONAL_SALT,
 };
 
 static const char *const key_names[] = {
 	"", "src", "recv_ns", "seq", "topic", "replayed", "format", "ts", "dp_rank", "type",
 	"medium", "block_hashes", "parent", "token_ids", "block_size", "lora_id", "lora_name",
 	"group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "medium_raw", "backend_id",
-	"model_name", "tenant_id", "event_id", "object_key", "extra_keys",
+	"model_name", "tenant_id", "event_id", "object_key", "extra_keys", "locality", "ownership",
+	"base_block_idx", "additional_salt",
 };
 
 struct kv_evjson_reader {
@@ -188,6 +190,7 @@ static int on_number(void *ctx, const char *s, size_t n)
 	case K_LORA_ID: target = &e->lora_id; bit = KV_HAS_LORA_ID; e->lora_id_null = false; break;
 	case K_GROUP_IDX: target = &e->group_idx; bit = KV_HAS_GROUP_IDX; break;
 	case K_SLIDING_WINDOW: target = &e->sliding_window; bit = KV_HAS_SLIDING_WINDOW; break;
+	case K_BASE_BLOCK_IDX: target = &e->base_block_idx; bit = KV_HAS_BASE_BLOCK_IDX; break;
 	default: return 1;
 	}
 	if (!parse_i64(s, n, target))
@@ -267,6 +270,9 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 	case K_MODEL_NAME: target = &e->model_name; bit = KV_HAS_MODEL_NAME; break;
 	case K_TENANT_ID: target = &e->tenant_id; bit = KV_HAS_TENANT_ID; break;
 	case K_OBJECT_KEY: target = &e->object_key; bit = KV_HAS_OBJECT_KEY; break;
+	case K_LOCALITY: target = &e->locality; bit = KV_HAS_LOCALITY; break;
+	case K_OWNERSHIP: target = &e->ownership; bit = KV_HAS_OWNERSHIP; break;
+	case K_ADDITIONAL_SALT: target = &e->additional_salt; bit = KV_HAS_ADDITIONAL_SALT; break;
 	default: return 1;
 	}
 	*target = keep_string(r, s, n);

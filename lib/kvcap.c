@@ -192,8 +192,18 @@ enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec)
 		snprintf(r->error, sizeof r->error, "byte %llu: undecodable object", (unsigned long long)off);
 		return KV_CAP_ERROR;
 	}
-	if (o.type == MSGPACK_OBJECT_MAP && is_header(&o))
+	if (o.type == MSGPACK_OBJECT_MAP && is_header(&o)) {
+		r->started = true;
 		return KV_CAP_HEADER;
+	}
+	if (!r->started) {
+		/* Records before any header would be read from something that
+		 * merely looks like MessagePack: refuse the whole input. */
+		r->not_capture = true;
+		r->error_off = off;
+		snprintf(r->error, sizeof r->error, "not a kvcap capture (it does not start with a kvcap header)");
+		return KV_CAP_ERROR;
+	}
 	rec->offset = off;
 	rec->number = ++r->records;
 	const char *why = take_record(&o, rec);

@@ -72,12 +72,17 @@ struct kv_cap_reader {
 	struct kv_mpstream in;
 	msgpack_zone zone;
 	uint64_t records;     /* objects read that were records or skipped */
+	bool started;         /* a header was read: this is a capture */
+	bool not_capture;     /* the error is that the first object is no header */
 	char error[200];
 	uint64_t error_off;
 };
 
 void kv_cap_open(struct kv_cap_reader *r, int fd, const char *name);
 void kv_cap_close(struct kv_cap_reader *r);
+/* The next object.  A stream whose first object is not a header is not a
+ * capture: KV_CAP_ERROR with not_capture set, whatever follows (the one
+ * rule for every reader: kvdecode, kvmatch, kvpub). */
 enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec);
 /* True when the bytes look like the start of a kvcap stream (a map first). */
 bool kv_cap_sniff(const uint8_t *p, size_t n);

@@ -537,6 +537,10 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 	struct kv_srcstat *src = ctx->src.n ? kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n) : NULL;
 	if (src) {
 		src->errors++;
+		/* The record still arrived: its seq counts, or the next batch would
+		 * look like a gap (a replayed one already seen changes nothing). */
+		if (ctx->has_seq && !(ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last))
+			kv_seq_observe(&src->seq, ctx->seq);
 		m->cur = (size_t)(src - m->sources.v) + 1;
 	}
 	report(m, &r, KV_ST_DROPPED, KV_R_DECODE_ERROR, NULL, -1, NULL, 0, 0);

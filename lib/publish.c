@@ -36,6 +36,7 @@ struct kv_pub_src {
 	size_t len;
 	long sock;                   /* index, SOCK_NONE, or SOCK_UNDECIDED */
 	char *replay_ep;             /* from a replay map */
+	bool mapped;                 /* named by a map */
 	bool looked_up;
 };
 
@@ -277,6 +278,7 @@ int kv_pub_map(struct kv_pub *p, const char *src, const char *endpoint, char *er
 		snprintf(err, errlen, "%s: --map names it twice", src);
 		return KV_EX_USAGE;
 	}
+	s->mapped = true;
 	long i;
 	int rc = pub_socket(p, endpoint, &i, err, errlen);
 	return rc ? rc : assign(p, s, i, err, errlen);
@@ -579,6 +581,18 @@ bool kv_pub_wait_input(struct kv_pub *p, int fd)
 }
 
 /* ---- reporting ---- */
+
+const char *kv_pub_next_unseen(const struct kv_pub *p, size_t *pos, const char **option)
+{
+	for (; *pos < p->nsrcs; (*pos)++) {
+		const struct kv_pub_src *s = p->srcs[*pos];
+		if (!s->looked_up && (s->mapped || s->replay_ep)) {
+			*option = s->mapped ? "--map" : "--replay-map";
+			return p->srcs[(*pos)++]->name;
+		}
+	}
+	return NULL;
+}
 
 void kv_pub_print_route(const struct kv_pub *p, const struct kv_pub_src *s, FILE *f)
 {

@@ -78,6 +78,11 @@ bool kv_pub_wait_until(struct kv_pub *p, uint64_t due_ns);
  * when a stop signal came first. */
 bool kv_pub_wait_input(struct kv_pub *p, int fd);
 
+/* The next source that --map or --replay-map named (kv_pub_map or
+ * kv_pub_replay_map) and no lookup ever met, from *pos on; NULL when none
+ * is left.  *option is "--map" or "--replay-map", whichever named it. */
+const char *kv_pub_next_unseen(const struct kv_pub *p, size_t *pos, const char **option);
+
 /* "PROG: SRC -> ENDPOINT[, replay ENDPOINT]" */
 void kv_pub_print_route(const struct kv_pub *p, const struct kv_pub_src *s, FILE *f);
 /* The same as a JSON line: {"src":..,"endpoint":..,"replay_endpoint":..} */

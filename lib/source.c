@@ -22,7 +22,6 @@ struct kv_source {
 	int fd;
 	const char *name;
 	enum kv_input_kind kind;
-	bool first_object;
 	struct kv_cap_reader cap;      /* kvcap and payload streams */
 	uint64_t payloads;
 	struct kv_lines lines;         /* JSON lines */
@@ -85,7 +84,6 @@ static bool open_next(struct kv_source *s)
 		s->fd = fd;
 		s->name = std ? "stdin" : f;
 		s->open = true;
-		s->first_object = true;
 		s->payloads = 0;
 		kv_cap_open(&s->cap, fd, s->name);
 		s->cap.in.idle = s->opts.idle;
@@ -154,22 +152,20 @@ static enum kv_source_status next_kvcap(struct kv_source *s, struct kv_batch *b,
 		return KV_SOURCE_BATCH;
 	case KV_CAP_STOPPED:
 		return KV_SOURCE_STOPPED;
-	case KV_CAP_ERROR:
+	case KV_CAP_ERROR: {
+		char msg[sizeof s->cap.error + 40];
+		snprintf(msg, sizeof msg, "%s%s", s->cap.error,
+			 s->cap.not_capture ? "; --payload reads bare payloads" : "");
 		b->record = s->cap.records + 1;
-		fatal(s, b, s->cap.error);
+		fatal(s, b, msg);
 		return KV_SOURCE_BATCH;
+	}
 	case KV_CAP_HEADER:
-		s->first_object = false;
 		*got = false;
 		return KV_SOURCE_BATCH;
 	case KV_CAP_SKIP:
 	case KV_CAP_RECORD:
 		break;
-	}
-	if (s->first_object) {
-		b->record = 1;
-		fatal(s, b, "not a kvcap capture (it does not start with a kvcap header); --payload reads bare payloads");
-		return KV_SOURCE_BATCH;
 	}
 	b->record = rec.number;
 	if (st == KV_CAP_SKIP) {

@@ -243,18 +243,61 @@ static bool take_medium(struct kv_wire *w, struct kv_event *e, size_t k, const m
 /* ---- vLLM events --------------------------------------------------------- */
 
 enum vf { VF_HASHES, VF_PARENT, VF_TOKENS, VF_BLOCK_SIZE, VF_LORA_ID, VF_MEDIUM, VF_LORA_NAME,
-	  VF_EXTRA_KEYS, VF_GROUP_IDX, VF_SPEC_KIND, VF_SLIDING_WINDOW, VF_N };
+	  VF_EXTRA_KEYS, VF_GROUP_IDX, VF_SPEC_KIND, VF_SLIDING_WINDOW, VF_LOCALITY, VF_OWNERSHIP, VF_N };
 
 static const char *const vf_keys[VF_N] = {
 	"block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium",
 	"lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window",
+	"locality", "ownership",
 };
 
 /* Array order of each event type's fields (vllm/distributed/kv_events.py). */
 static const enum vf stored_order[] = { VF_HASHES, VF_PARENT, VF_TOKENS, VF_BLOCK_SIZE, VF_LORA_ID,
 					VF_MEDIUM, VF_LORA_NAME, VF_EXTRA_KEYS, VF_GROUP_IDX,
-					VF_SPEC_KIND, VF_SLIDING_WINDOW };
-static const enum vf removed_order[] = { VF_HASHES, VF_MEDIUM, VF_GROUP_IDX };
+					VF_SPEC_KIND, VF_SLIDING_WINDOW, VF_LOCALITY, VF_OWNERSHIP };
+static const enum vf removed_order[] = { VF_HASHES, VF_MEDIUM, VF_GROUP_IDX, VF_LOCALITY, VF_OWNERSHIP };
+
+/* A scalar field of the event: which wire field, its KV_HAS_ bit, where it
+ * goes in struct kv_event, and whether it is an integer or a string. */
+struct vfield {
+	enum vf f;
+	uint32_t bit;
+	size_t at;
+	bool is_str;
+};
+
+/* The fields stores and removals both carry. */
+static const struct vfield common_fields[] = {
+	{ VF_GROUP_IDX, KV_HAS_GROUP_IDX, offsetof(struct kv_event, group_idx), false },
+	{ VF_LOCALITY, KV_HAS_LOCALITY, offsetof(struct kv_event, locality), true },
+	{ VF_OWNERSHIP, KV_HAS_OWNERSHIP, offsetof(struct kv_event, ownership), true },
+};
+
+/* The scalar fields of stores only. */
+static const struct vfield stored_fields[] = {
+	{ VF_BLOCK_SIZE, KV_HAS_BLOCK_SIZE, offsetof(struct kv_event, block_size), false },
+	{ VF_LORA_ID, KV_HAS_LORA_ID, offsetof(struct kv_event, lora_id), false },
+	{ VF_SLIDING_WINDOW, KV_HAS_SLIDING_WINDOW, offsetof(struct kv_event, sliding_window), false },
+	{ VF_LORA_NAME, KV_HAS_LORA_NAME, offsetof(struct kv_event, lora_name), true },
+	{ VF_SPEC_KIND, KV_HAS_SPEC_KIND, offsetof(struct kv_event, spec_kind), true },
+};
+
+/* Takes the fields of the table that are present; false (an issue) when one
+ * has the wrong type. */
+static bool take_vfields(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *f[VF_N],
+			 const struct vfield *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const msgpack_object *o = f[t[i].f];
+		if (!present(o))
+			continue;
+		void *to = (char *)e + t[i].at;
+		if (t[i].is_str ? !take_str(w, k, vf_keys[t[i].f], o, to) : !take_int(w, k, vf_keys[t[i].f], o, to))
+			return false;
+		e->has |= t[i].bit;
+	}
+	return true;
+}
 
 static bool vllm_tag(const msgpack_object *tag, enum kv_evtype *t)
 {
@@ -269,20 +312,11 @@ static bool vllm_tag(const msgpack_object *tag, enum kv_evtype *t)
 	return true;
 }
 
-static bool vllm_fields(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *f[VF_N])
+/* The fields only stores have.  A parent that is not a hash drops the
+ * whole event, not just the parent: kept without it, the store would look
+ * like one from the root and kvmatch would chain its blocks wrongly. */
+static bool vllm_store_fields(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *f[VF_N])
 {
-	if (!take_hashes(w, k, "block_hashes", f[VF_HASHES]))
-		return false;
-	if (!take_medium(w, e, k, f[VF_MEDIUM]))
-		return false;
-	if (e->type != KV_EV_STORED) {
-		if (present(f[VF_GROUP_IDX])) {
-			if (!take_int(w, k, "group_idx", f[VF_GROUP_IDX], &e->group_idx))
-				return false;
-			e->has |= KV_HAS_GROUP_IDX;
-		}
-		return true;
-	}
 	e->has |= KV_HAS_PARENT;
 	e->parent_null = !present(f[VF_PARENT]);
 	if (!e->parent_null) {
@@ -297,41 +331,24 @@ static bool vllm_fields(struct kv_wire *w, struct kv_event *e, size_t k, const m
 			return false;
 		e->has |= KV_HAS_TOKENS;
 	}
-	static const struct { enum vf f; uint32_t bit; size_t at; } ints[] = {
-		{ VF_BLOCK_SIZE, KV_HAS_BLOCK_SIZE, offsetof(struct kv_event, block_size) },
-		{ VF_LORA_ID, KV_HAS_LORA_ID, offsetof(struct kv_event, lora_id) },
-		{ VF_GROUP_IDX, KV_HAS_GROUP_IDX, offsetof(struct kv_event, group_idx) },
-		{ VF_SLIDING_WINDOW, KV_HAS_SLIDING_WINDOW, offsetof(struct kv_event, sliding_window) },
-	};
-	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-		const msgpack_object *o = f[ints[i].f];
-		if (!present(o))
-			continue;
-		if (!take_int(w, k, vf_keys[ints[i].f], o, (int64_t *)((char *)e + ints[i].at)))
-			return false;
-		e->has |= ints[i].bit;
-	}
+	if (!take_vfields(w, e, k, f, stored_fields, sizeof stored_fields / sizeof stored_fields[0]))
+		return false;
 	if (e->has & KV_HAS_BLOCK_SIZE && e->block_size < 0) {
 		issue(w, "event %zu: block_size is negative", k);
 		return false;
-	}
-	static const struct { enum vf f; uint32_t bit; size_t at; } strs[] = {
-		{ VF_LORA_NAME, KV_HAS_LORA_NAME, offsetof(struct kv_event, lora_name) },
-		{ VF_SPEC_KIND, KV_HAS_SPEC_KIND, offsetof(struct kv_event, spec_kind) },
-	};
-	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
-		const msgpack_object *o = f[strs[i].f];
-		if (!present(o))
-			continue;
-		if (!take_str(w, k, vf_keys[strs[i].f], o, (struct kv_str *)((char *)e + strs[i].at)))
-			return false;
-		e->has |= strs[i].bit;
 	}
 	if (present(f[VF_EXTRA_KEYS])) {
 		e->extra_keys = f[VF_EXTRA_KEYS];
 		e->has |= KV_HAS_EXTRA_KEYS;
 	}
 	return true;
+}
+
+static bool vllm_fields(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *f[VF_N])
+{
+	return take_hashes(w, k, "block_hashes", f[VF_HASHES]) && take_medium(w, e, k, f[VF_MEDIUM]) &&
+	       (e->type != KV_EV_STORED || vllm_store_fields(w, e, k, f)) &&
+	       take_vfields(w, e, k, f, common_fields, sizeof common_fields / sizeof common_fields[0]);
 }
 
 static void vllm_event(struct kv_wire *w, const struct kv_event *batch, size_t k, const msgpack_object *o)
@@ -441,6 +458,7 @@ static bool pool_strings(struct kv_wire *w, struct kv_event *e, size_t k, const 
 		{ "tenant_id", KV_HAS_TENANT_ID, offsetof(struct kv_event, tenant_id) },
 		{ "object_key", KV_HAS_OBJECT_KEY, offsetof(struct kv_event, object_key) },
 		{ "lora_name", KV_HAS_LORA_NAME, offsetof(struct kv_event, lora_name) },
+		{ "additional_salt", KV_HAS_ADDITIONAL_SALT, offsetof(struct kv_event, additional_salt) },
 	};
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
 		const msgpack_object *v = map_get(o, strs[i].key);
@@ -450,6 +468,31 @@ static bool pool_strings(struct kv_wire *w, struct kv_event *e, size_t k, const 
 			return false;
 		e->has |= strs[i].bit;
 	}
+	return true;
+}
+
+/* A pool event's group_id is the KV cache group that vLLM calls group_idx,
+ * and is written as such; Mooncake sends it as a string ("0"), so a string
+ * of a decimal integer is taken as well as an integer. */
+static bool take_group_id(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *v)
+{
+	if (!present(v))
+		return true;
+	bool ok = get_i64(v, &e->group_idx);
+	if (v->type == MSGPACK_OBJECT_STR) {
+		char digits[24];
+		uint32_t n = v->via.str.size;
+		if (n > 0 && n < sizeof digits) {
+			memcpy(digits, v->via.str.ptr, n);
+			digits[n] = 0;
+			ok = kv_parse_i64(digits, INT64_MIN, INT64_MAX, &e->group_idx);
+		}
+	}
+	if (!ok) {
+		issue(w, "event %zu: group_id is not an integer (a number, or a string of decimal digits)", k);
+		return false;
+	}
+	e->has |= KV_HAS_GROUP_IDX;
 	return true;
 }
 
@@ -498,7 +541,13 @@ static bool pool_numbers(struct kv_wire *w, struct kv_event *e, size_t k, const 
 		}
 		e->has |= KV_HAS_BLOCK_SIZE;
 	}
-	return true;
+	v = map_get(o, "base_block_idx");
+	if (present(v)) {
+		if (!take_int(w, k, "base_block_idx", v, &e->base_block_idx))
+			return false;
+		e->has |= KV_HAS_BASE_BLOCK_IDX;
+	}
+	return take_group_id(w, e, k, map_get(o, "group_id"));
 }
 
 static bool pool_hashes(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *o)
@@ -516,13 +565,15 @@ static bool pool_hashes(struct kv_wire *w, struct kv_event *e, size_t k, const m
 		else
 			push_hash(w, h, map_get(o, "object_key"));
 	}
-	const msgpack_object *parent = map_get(o, "parent_hash");
+	/* As for vLLM stores, a parent that is not a hash drops the event. */
+	const char *parent_key = "parent_hash";
+	const msgpack_object *parent = map_get(o, parent_key);
 	if (!present(parent))
-		parent = map_get(o, "parent_block_hash");
+		parent = map_get(o, parent_key = "parent_block_hash");
 	if (present(parent)) {
 		const char *why = kv_flexhash(parent, &w->opts.hash, &e->parent);
 		if (why) {
-			issue(w, "event %zu: parent_hash: %s", k, why);
+			issue(w, "event %zu: %s: %s", k, parent_key, why);
 			return false;
 		}
 		e->has |= KV_HAS_PARENT;
@@ -576,9 +627,12 @@ static void events_of(struct kv_wire *w, const struct kv_event *base, const msgp
 			continue;
 		}
 		b.format = vllm ? KV_FMT_VLLM : map_batch ? KV_FMT_MEMCACHE : KV_FMT_MOONCAKE;
-		/* vLLM stamps batches in float seconds, Mooncake in integer milliseconds. */
+		/* vLLM stamps batches in float seconds, array or map; the Mooncake
+		 * master's array batches carry integer milliseconds.  A map batch
+		 * with a ts is vLLM's shape (SPEC sec. 5.2), so its ts is seconds
+		 * whatever events it holds. */
 		if (batch_ts && is_number(batch_ts)) {
-			if (!vllm && get_i64(batch_ts, &b.ts_ms)) {
+			if (b.format == KV_FMT_MOONCAKE && get_i64(batch_ts, &b.ts_ms)) {
 				b.ts_kind = KV_TS_MS;
 			} else {
 				b.ts_kind = KV_TS_SECONDS;
@@ -614,7 +668,7 @@ static bool map_batch(struct kv_wire *w, struct kv_event *base, const msgpack_ob
 	}
 	if (ts && !take_batch_dp(w, base, map_get(root, "data_parallel_rank")))
 		return false;
-	events_of(w, base, events, ts, ts == NULL);
+	events_of(w, base, events, ts, true);
 	return true;
 }
 

@@ -63,8 +63,55 @@ fixture_test() {
 	EOF
 	assert_success
 	assert_equal "$(field 0 'del(.src,.recv_ns,.seq,.topic,.replayed,.ts,.dp_rank,.format)|tostring')" \
-		'"{\"type\":\"stored\",\"medium\":\"xpu\",\"block_hashes\":[\"0x0000000000000001\"],\"parent\":\"0x0000000000000005\",\"token_ids\":[1,2,3,4],\"block_size\":4,\"lora_id\":7,\"lora_name\":\"adapter\",\"extra_keys\":[[\"salt\"]],\"group_idx\":1,\"kv_cache_spec_kind\":\"sliding_window\",\"kv_cache_spec_sliding_window\":128,\"medium_raw\":\"GPU\"}"'
-	assert_equal "$(field 1 '[.medium, .parent, .token_ids, .block_size, .group_idx]|tostring')" '"[\"cpu\",null,[],0,0]"'
+		'"{\"type\":\"stored\",\"medium\":\"xpu\",\"block_hashes\":[\"0x0000000000000001\"],\"parent\":\"0x0000000000000005\",\"token_ids\":[1,2,3,4],\"block_size\":4,\"lora_id\":7,\"lora_name\":\"adapter\",\"extra_keys\":[[\"salt\"]],\"group_idx\":1,\"kv_cache_spec_kind\":\"sliding_window\",\"kv_cache_spec_sliding_window\":128,\"locality\":\"local\",\"ownership\":\"owned\",\"medium_raw\":\"GPU\"}"'
+	assert_equal "$(field 1 '[.medium, .parent, .token_ids, .block_size, .group_idx, .locality, .ownership, has("future")]|tostring')" '"[\"cpu\",null,[],0,0,\"local\",\"owned\",false]"'
+}
+
+# The event fields after the batch fields, as one JSON text per line.
+event_fields() { jq -c 'del(.src, .recv_ns, .seq, .topic, .replayed)' <<<"$output"; }
+
+@test "locality and ownership of stores and removals, array and map form, as on the wire" {
+	decode_lines <<-'EOF'
+	[1.0, [["BlockRemoved", [1], "CPU", 2, "REMOTE", "kvcr"], ["BlockRemoved", [2], null, null, "LOCAL"]], 0]
+	[1.0, [{"type": "BlockStored", "block_hashes": [3], "parent_block_hash": null, "token_ids": [1], "block_size": 1, "locality": "LOCAL", "ownership": "kvcr"}, {"type": "BlockRemoved", "block_hashes": [3], "ownership": null, "locality": "REMOTE"}], 0]
+	[1.0, [["BlockRemoved", [4], null, null, 5]], 0]
+	EOF
+	assert_equal "$status" 65
+	assert_equal "$(event_fields)" '{"format":"vllm","ts":1,"dp_rank":0,"type":"removed","medium":"cpu","block_hashes":["0x0000000000000001"],"group_idx":2,"locality":"REMOTE","ownership":"kvcr","medium_raw":"CPU"}
+{"format":"vllm","ts":1,"dp_rank":0,"type":"removed","medium":"xpu","block_hashes":["0x0000000000000002"],"locality":"LOCAL"}
+{"format":"vllm","ts":1,"dp_rank":0,"type":"stored","medium":"xpu","block_hashes":["0x0000000000000003"],"parent":null,"token_ids":[1],"block_size":1,"locality":"LOCAL","ownership":"kvcr"}
+{"format":"vllm","ts":1,"dp_rank":0,"type":"removed","medium":"xpu","block_hashes":["0x0000000000000003"],"locality":"REMOTE"}'
+	assert_equal "$stderr" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 0: locality is not a string"
+}
+
+@test "pool events: group_id becomes group_idx, base_block_idx and additional_salt are kept" {
+	# A Mooncake master batch as its publisher packs it (group_id a string,
+	# optional fields nil), and memcache events with the same keys.
+	decode_lines <<-'EOF'
+	[1717000005000, [{"event_id": 1, "timestamp": 1717000005000, "event_type": "stored", "type": "BlockStored", "model_name": "llama", "block_size": 16, "additional_salt": "salt-a", "lora_name": null, "tenant_id": "default", "backend_id": "10.0.0.5", "medium": "cpu", "dp_rank": 0, "group_id": "0", "object_key": "llama@default@00ff", "seq_hashes": [], "block_hashes": [], "base_block_idx": null, "parent_hash": null, "token_ids": null, "parent_block_hash": null}], 0]
+	{"events": [{"event_type": "removed", "seq_hashes": [7], "group_id": 3, "base_block_idx": 12, "additional_salt": null}, {"event_type": "stored", "seq_hashes": [8], "group_id": "-1"}]}
+	{"events": [{"event_type": "stored", "seq_hashes": [9], "group_id": "g0"}, {"event_type": "stored", "seq_hashes": [9], "group_id": 1.5}, {"event_type": "stored", "seq_hashes": [9], "base_block_idx": "1"}, {"event_type": "stored", "seq_hashes": [9], "additional_salt": 1}]}
+	EOF
+	assert_equal "$status" 65
+	assert_equal "$(event_fields)" '{"format":"mooncake","ts":1717000005,"dp_rank":0,"type":"stored","medium":"cpu","block_hashes":["0x00000000000000ff"],"block_size":16,"group_idx":0,"medium_raw":"cpu","backend_id":"10.0.0.5","model_name":"llama","tenant_id":"default","event_id":1,"object_key":"llama@default@00ff","additional_salt":"salt-a"}
+{"format":"memcache","ts":null,"dp_rank":null,"type":"removed","medium":"unknown","block_hashes":["0x0000000000000007"],"group_idx":3,"base_block_idx":12}
+{"format":"memcache","ts":null,"dp_rank":null,"type":"stored","medium":"unknown","block_hashes":["0x0000000000000008"],"group_idx":-1}'
+	assert_equal "${#stderr_lines[@]}" 4
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 0: group_id is not an integer (a number, or a string of decimal digits)"
+	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 1: group_id is not an integer (a number, or a string of decimal digits)"
+	assert_equal "${stderr_lines[2]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 2: base_block_idx is not an integer"
+	assert_equal "${stderr_lines[3]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 3: additional_salt is not a string"
+}
+
+@test "pool events in a map batch with ts are memcache events, and that ts is in seconds" {
+	decode_lines <<-'EOF'
+	{"ts": 1717000000, "events": [{"event_type": "stored", "seq_hashes": [1]}, {"event_type": "stored", "seq_hashes": [2], "timestamp": 1717000000250}], "data_parallel_rank": 1}
+	{"ts": 1717000000.5, "events": [{"event_type": "removed", "seq_hashes": [1]}, {"type": "BlockRemoved", "block_hashes": [3]}]}
+	[1717000001000, [{"event_type": "removed", "seq_hashes": [2]}], 0]
+	EOF
+	assert_success
+	assert_equal "$(jq -c '[.format, .ts, .dp_rank]' <<<"$output" | tr '\n' ' ')" \
+		'["memcache",1717000000,1] ["memcache",1717000000.25,1] ["memcache",1717000000.5,null] ["vllm",1717000000.5,null] ["mooncake",1717000001,0] '
 }
 
 @test "short arrays: fields that are not there are not written" {
@@ -123,6 +170,22 @@ fixture_test() {
 	assert_equal "$(field 1 .type)" '"cleared"'
 	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: block_hashes[1]: a float is not a hash"
 	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: block_hashes[2]: a boolean is not a hash"
+}
+
+@test "a bad parent hash drops its whole event, not just the parent, in vLLM and pool events" {
+	decode_lines --stats <<-'EOF'
+	[1.0, [["BlockStored", [1], "f:2.5", [1], 1], ["BlockStored", [2], 1, [2], 1]], 0]
+	[1.0, [{"type": "BlockStored", "block_hashes": [3], "parent_block_hash": true, "token_ids": [3], "block_size": 1}], 0]
+	{"events": [{"event_type": "stored", "seq_hashes": [4], "parent_hash": "f:1.5"}, {"event_type": "stored", "seq_hashes": [5], "parent_block_hash": "zz"}, {"event_type": "stored", "seq_hashes": [6], "parent_hash": 4}]}
+	EOF
+	assert_equal "$status" 65
+	assert_equal "$(jq -c '[.format, .block_hashes, .parent]' <<<"$output")" '["vllm",["0x0000000000000002"],"0x0000000000000001"]
+["memcache",["0x0000000000000006"],"0x0000000000000004"]'
+	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: parent_block_hash: a float is not a hash
+kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): event 0: parent_block_hash: a boolean is not a hash
+kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 0: parent_hash: a float is not a hash
+kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 1: parent_block_hash: not a hex string
+kvdecode: tcp://10.0.0.5:5557: 3 batches, 2 events (vllm: 1 stored, 0 removed, 0 cleared; memcache: 1 stored, 0 removed, 0 cleared), 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 4 errors"
 }
 
 @test "pool events: seq_hashes and block_hashes merged without repeats, in order" {
@@ -275,6 +338,18 @@ limited() {
 	assert_equal "${stderr_lines[1]}" "kvdecode: tcp://pool:5557: 1 batches, 1 events (memcache: 1 stored, 0 removed, 0 cleared), 0 gaps, 0 missing, 0 restarts, 0 replayed, 1 ignored, 0 errors"
 }
 
+@test "--stats: an undecodable record counts as an error, not as a gap in seq" {
+	decode_lines --stats <<-'EOF'
+	[1.0, [["BlockRemoved", [1]]]]
+	raw:c1
+	[1.0, [["BlockRemoved", [2]]]]
+	EOF
+	assert_equal "$status" 65
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): invalid MessagePack byte 0xc1"
+	assert_equal "${stderr_lines[1]}" "kvdecode: tcp://10.0.0.5:5557: 2 batches, 2 events (vllm: 0 stored, 2 removed, 0 cleared), 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 1 errors"
+}
+
 @test "--payload decodes a stream of bare payloads" {
 	j2mp --payload > p.bin <<-'EOF'
 	[1.0, [["BlockRemoved", [1]]], 0]
@@ -343,11 +418,31 @@ limited() {
 	assert_equal "${stderr_lines[1]}" "Try 'kvdecode --help'."
 }
 
-@test "kvsub | kvdecode shows events live" {
+# Lines reach the file while kvsub and kvdecode still run: kvsub has no -c
+# and its publisher stays quiet after five messages, so a kvdecode that
+# wrote only at exit (or when its buffer filled) would leave the file empty
+# until the processes are stopped, and the bounded poll would fail.
+@test "kvsub | kvdecode shows events live, while both still run" {
 	p=$(port)
-	kvsub -c 5 -W 10 "tcp://127.0.0.1:$p" 2>/dev/null | kvdecode > live.jsonl & pipe=$!
+	mkfifo pipe
+	kvsub -W 30 "tcp://127.0.0.1:$p" 2>/dev/null > pipe & sub=$!
+	kvdecode < pipe > live.jsonl & dec=$!
 	fakepub -n 5 "tcp://127.0.0.1:$p"
-	wait_for $pipe 20
+	for i in $(seq 1 200); do
+		[ "$(wc -l < live.jsonl)" -ge 5 ] && break
+		sleep 0.05
+	done
+	# what was there while both ran, before anything stops them
+	lines_live=$(wc -l < live.jsonl)
+	alive_sub=0 alive_dec=0
+	kill -0 $sub 2>/dev/null && alive_sub=1
+	kill -0 $dec 2>/dev/null && alive_dec=1
+	kill -TERM $sub
+	wait_for $sub 5
+	assert_equal "$status" 0
+	wait_for $dec 5
+	assert_equal "$status" 0
+	assert_equal "$alive_sub $alive_dec $lines_live" "1 1 5"
 	assert_equal "$(jq -r '.seq' live.jsonl | tr '\n' ' ')" "0 1 2 3 4 "
 	assert_equal "$(jq -r '.block_hashes[0]' live.jsonl | head -1)" "0x0000000000001000"
 }

@@ -251,6 +251,17 @@ dropped no_hashes - cpu a/0,a/1"
 0xd47a8f41c833328a"
 }
 
+@test "an undecodable record is a decode_error drop, and its seq no gap (capture and -e lines alike)" {
+	printf '%s\n' '[1.0, [["BlockRemoved", [1]]]]' 'raw:c1' '[1.0, [["BlockRemoved", [2]]]]' | j2mp > in.kvcap
+	run --separate-stderr kvmatch -o a.kvsnap in.kvcap
+	assert_equal "$status" 65
+	assert_equal "$output" '{"recv_ns":1764500000001000000,"state":"dropped","reason":"decode_error","hash":null,"workers":[],"src":"tcp://10.0.0.5:5557","seq":1}'
+	assert_equal "$(kvmatch --dump a.kvsnap | grep '"kind":"source"')" '{"kind":"source","src":"tcp://10.0.0.5:5557","last_seq":2,"batches":2,"gaps":0,"restarts":0}'
+	run bash -c 'kvdecode -q -e in.kvcap | kvmatch -q --log none -o b.kvsnap'
+	assert_equal "$status" 65
+	cmp a.kvsnap b.kvsnap
+}
+
 @test "the same input twice gives identical snapshot bytes" {
 	synthcap -n 2000 -e 4 -b 3 -s 8 > in.kvcap
 	kvmatch -q --log none -o a.kvsnap in.kvcap

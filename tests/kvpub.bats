@@ -283,6 +283,53 @@ gap_replay() {
 	gap_replay v0.26
 }
 
+# The exact frames of kvpub's replies, as a DEALER that sends vLLM's
+# request sees them (tests/helpers/replayreq.c, independent of lib/replay.c):
+# kvpub publishes three batches and lingers; the request is repeated until
+# the three have gone out (a reply then has them all), at most ~10 s.
+# Prints replayreq's lines for the request from seq $2.
+replay_lines() {
+	local shape=$1 from=$2 i
+	printf '%s\n' '[1.5, [["BlockRemoved", [1]]], 0]' '[1.5, [["BlockRemoved", [2]]], 0]' '[1.5, [["BlockRemoved", [3]]], 0]' |
+		j2mp --topic kv > in.kvcap
+	kvpub -q --single "ipc://$T/p" --replay-map "tcp://10.0.0.5:5557=ipc://$T/r" --replay-shape "$shape" \
+		--speed max --slow-joiner-wait 0 --linger 15 in.kvcap & pub=$!
+	for i in $(seq 1 20); do
+		replayreq -t 500 "ipc://$T/r" 0 > all.txt 2>/dev/null && [ "$(wc -l < all.txt)" -eq 4 ] && break
+		sleep 0.05
+	done
+	replayreq -t 2000 "ipc://$T/r" "$from"
+	kill -TERM $pub
+	wait_for $pub 5
+}
+
+# Payload of record N (1-based) of in.kvcap, in hex.
+payload_hex() { capdump in.kvcap 2>/dev/null | sed -n "$1p" | cut -f5; }
+
+@test "replay replies in the vLLM 0.25 shape: ['', seq, payload], end ['', ff x 8, '']" {
+	run --separate-stderr replay_lines v0.25 0
+	assert_success
+	assert_equal "$output" "3 - 0000000000000000 $(payload_hex 1)
+3 - 0000000000000001 $(payload_hex 2)
+3 - 0000000000000002 $(payload_hex 3)
+3 - ffffffffffffffff -"
+	run --separate-stderr replay_lines v0.25 2
+	assert_success
+	assert_equal "$output" "3 - 0000000000000002 $(payload_hex 3)
+3 - ffffffffffffffff -"
+}
+
+@test "replay replies in the vLLM 0.26 shape: ['', topic, seq, payload], end ['', '', ff x 8, '']" {
+	run --separate-stderr replay_lines v0.26 1
+	assert_success
+	assert_equal "$output" "4 - 6b76 0000000000000001 $(payload_hex 2)
+4 - 6b76 0000000000000002 $(payload_hex 3)
+4 - - ffffffffffffffff -"
+	run --separate-stderr replay_lines v0.26 3
+	assert_success
+	assert_equal "$output" "4 - - ffffffffffffffff -"
+}
+
 @test "records flagged as replayed are published like the others" {
 	gap_replay v0.26
 	cp got.kvcap in2.kvcap
@@ -342,7 +389,31 @@ gap_replay() {
 	echo '{"not": "a capture"}' > notcap.json
 	run --separate-stderr kvpub --single "ipc://$T/p" --slow-joiner-wait 0 --linger 0 notcap.json
 	assert_equal "$status" 65
-	assert_equal "${stderr_lines[0]}" "kvpub: notcap.json: not a kvcap capture (it does not start with a header map)"
+	assert_equal "${stderr_lines[0]}" "kvpub: notcap.json: not a kvcap capture (it does not start with a kvcap header)"
+}
+
+@test "a first object that is a map but no kvcap header: nothing of that input is published, exit 65" {
+	# A bare payload map, then a whole capture: its records must not go out.
+	{ j2mp --payload <<< '{"events": []}'; gen 3; } > bad.kvcap
+	gen 3 > good.kvcap
+	kvsub -c 3 -W 10 -o got.kvcap "ipc://$T/p" 2>/dev/null & sub=$!
+	run --separate-stderr kvpub --single "ipc://$T/p" --speed max --linger 0 bad.kvcap good.kvcap
+	wait_for $sub 20
+	assert_equal "$status" 0
+	run --separate-stderr kvpub --single "ipc://$T/q" --speed max --slow-joiner-wait 0 --linger 0 bad.kvcap good.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvpub: bad.kvcap: not a kvcap capture (it does not start with a kvcap header)
+kvpub: tcp://10.0.0.5:5557 -> ipc://$T/q
+kvpub: ipc://$T/q: 3 messages, 120 bytes"
+	assert_equal "$(frames got.kvcap)" "$(frames good.kvcap)"
+	run --separate-stderr kvpub --single "ipc://$T/q" --slow-joiner-wait 0 --linger 0 bad.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvpub: bad.kvcap: not a kvcap capture (it does not start with a kvcap header)
+kvpub: ipc://$T/q: 0 messages, 0 bytes"
+	# kvdecode refuses it with the same rule
+	run --separate-stderr kvdecode bad.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvdecode: bad.kvcap: record 1: not a kvcap capture (it does not start with a kvcap header); --payload reads bare payloads"
 }
 
 @test "records of a source not in --map are skipped with one warning and a count" {
@@ -356,6 +427,40 @@ kvpub: tcp://10.0.0.9:5557: not in --map; its records are skipped
 kvpub: ipc://$T/p: 5 messages, 200 bytes
 kvpub: 3 records of sources not in --map skipped"
 	assert_equal "$(frames got.kvcap)" "$(frames_of in.kvcap tcp://10.0.0.5:5557)"
+}
+
+@test "a mapped source the files do not have is a usage error before anything is published" {
+	gen 3 > in.kvcap
+	run --separate-stderr kvpub --map "tcp://10.0.0.5:5557=ipc://$T/p" --map "tcp://10.0.0.7:5557=ipc://$T/q" \
+		--map "tcp://10.0.0.8:5557=ipc://$T/q" --slow-joiner-wait 0 --linger 0 in.kvcap
+	assert_equal "$status" 64
+	# the files are read first (the mapping line), nothing goes out (no statistics)
+	assert_equal "$stderr" "kvpub: tcp://10.0.0.5:5557 -> ipc://$T/p
+kvpub: --map tcp://10.0.0.7:5557: no record of this source in the input
+kvpub: --map tcp://10.0.0.8:5557: no record of this source in the input
+Try 'kvpub --help'."
+	run --separate-stderr kvpub -q --single "ipc://$T/s" --replay-map "tcp://10.0.0.9:1=ipc://$T/r" --slow-joiner-wait 0 --linger 0 in.kvcap
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvpub: --replay-map tcp://10.0.0.9:1: no record of this source in the input"
+}
+
+@test "a mapped source a pipe never brought is named at the end, exit 65" {
+	gen 3 > in.kvcap
+	kvsub -c 3 -W 10 -o got.kvcap "ipc://$T/p" 2>/dev/null & sub=$!
+	run --separate-stderr bash -c "cat in.kvcap | kvpub --map tcp://10.0.0.5:5557=ipc://$T/p --map tcp://10.0.0.7:5557=ipc://$T/q --speed max --linger 0"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(frames got.kvcap)" "$(frames in.kvcap)"
+	run --separate-stderr bash -c "cat in.kvcap | kvpub --map tcp://10.0.0.5:5557=ipc://$T/p --map tcp://10.0.0.7:5557=ipc://$T/q --speed max --slow-joiner-wait 0 --linger 0"
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvpub: tcp://10.0.0.5:5557 -> ipc://$T/p
+kvpub: --map tcp://10.0.0.7:5557: no record of this source in the input
+kvpub: ipc://$T/p: 3 messages, 120 bytes
+kvpub: ipc://$T/q: 0 messages, 0 bytes"
+	# -c ends the run before the input does: nothing is known about the rest
+	run --separate-stderr bash -c "cat in.kvcap | kvpub -q -c 1 --map tcp://10.0.0.5:5557=ipc://$T/p --map tcp://10.0.0.7:5557=ipc://$T/q --speed max --slow-joiner-wait 0 --linger 0"
+	assert_success
+	[ -z "$stderr" ]
 }
 
 @test "--map and --port-base combine: mapped sources first, the rest on ports" {
@@ -427,29 +532,50 @@ kvpub: 3 records of sources not in --map skipped"
 	assert_line --index 1 "kvpub: tcp://127.0.0.1:$p: 5 messages, 200 bytes, 1 replay requests, 5 replayed"
 }
 
-# The issue asks for a capture from kvgen; kvgen does not exist yet, so the
-# capture comes from tests/helpers/synthcap (three engines).  kvmatch reads
-# the capture directly on one side; on the other the same capture goes
-# through kvpub | kvsub | kvdecode | kvmatch.  kvsub stamps records with its
-# own recv_ns and names them by kvpub's endpoints, so the snapshots differ
-# in bytes (times, source names, worker hosts); the index itself must not:
-# registrations give the workers the same instance ids on both sides, and
-# `kvmatch --dump` is compared on its partition, block and engine-hash lines.
-@test "a capture through kvpub | kvsub | kvdecode | kvmatch gives the index kvmatch gets from the capture" {
-	synthcap -n 300 -s 3 -e 4 -b 2 > in.kvcap
+# A kvgen capture (2 nodes x 2 DP ranks behind a memcache pool, caches
+# small enough that blocks are evicted: engine and pool removals) goes
+# through kvpub | kvsub | kvdecode | kvmatch, and must give exactly the
+# index kvmatch builds from the capture itself.  What must differ is
+# normalised away: the sources are named by kvpub's endpoints (mapped back
+# with kvpub -o's mapping) and stamped with kvsub's recv_ns (the snapshot's
+# now_ns and content times).  The registrations are rewritten from that
+# mapping as README "Replaying traffic into another router" says: each
+# worker keeps its original engine endpoint, whose host is what the pool's
+# backend_id names, and gets kvpub's socket as its other endpoint.
+# kvsub orders messages of different sockets as they come, so the pool
+# events trail the engines' by --pool-lag 300 ms, played at the recorded
+# pace (the ten requests of the trace all start at once): about 1 s.
+@test "a kvgen capture through kvpub | kvsub | kvdecode | kvmatch gives the snapshot kvmatch gets from the capture" {
+	head -10 "$ROOT/share/traces/conversation-300.jsonl" |
+		kvgen -q --workers 2 --dp 2 --policy round-robin --pool memcache --capacity 200 --pool-capacity 400 \
+			--pool-lag 300 --registrations regs.jsonl -o in.kvcap
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	assert_equal "$n" 20
+	kvmatch -q --log none -r regs.jsonl -o direct.kvsnap in.kvcap
 	p=$(port 8)
-	for k in 0 1 2; do
-		echo "{\"instance_id\": \"w$k\", \"dp_rank\": $k, \"block_size\": 16, \"medium_endpoints\": {\"npu\": \"tcp://10.0.0.$k:5557\"}}" >> direct.jsonl
-		echo "{\"instance_id\": \"w$k\", \"dp_rank\": $k, \"block_size\": 16, \"medium_endpoints\": {\"npu\": \"tcp://127.0.0.1:$((p + k))\"}}" >> wire.jsonl
-	done
-	kvmatch -q --log none -r direct.jsonl -o direct.kvsnap in.kvcap
-	bash -c "kvsub -c 300 -W 20 tcp://127.0.0.1:$p tcp://127.0.0.1:$((p + 1)) tcp://127.0.0.1:$((p + 2)) 2>/dev/null |
+	# the mapping, from a pass that publishes one record to nobody
+	kvpub -q --port-base "$p" --speed max --slow-joiner-wait 0 --linger 0 -c 1 -o map.jsonl in.kvcap
+	jq -c --slurpfile m map.jsonl '($m | map({key: .src, value: .endpoint}) | from_entries) as $to
+		| if .medium_endpoints then .medium_endpoints.cpu = $to[.medium_endpoints.npu]
+		  else .endpoint = $to[.endpoint] end' regs.jsonl > wire.jsonl
+	bash -c "kvsub -c $n -W 30 $(jq -r .endpoint map.jsonl | tr '\n' ' ') 2>/dev/null | tee got.kvcap |
 		kvdecode | kvmatch -q --log none -r wire.jsonl -o wire.kvsnap" & sub=$!
-	kvpub -q --port-base "$p" --speed max --linger 0 in.kvcap
+	kvpub -q --port-base "$p" --linger 0 in.kvcap
 	wait_for $sub 30
 	assert_equal "$status" 0
-	index() { kvmatch --dump "$1" | grep -E '^\{"kind":"(partition|block|engine_hash)"'; }
+	index() {
+		kvmatch --dump "$1" | jq -c 'del(.now_ns, .t)' |
+			sed -f <(jq -r '"s|\"" + .endpoint + "\"|\"" + .src + "\"|"' map.jsonl)
+	}
 	run index direct.kvsnap
-	assert_equal "$(grep -c '"kind":"block"' <<<"$output")" 2400
+	# pool events were matched: 800 blocks are held in cpu, by the pool
+	assert_equal "$(jq -c 'select(.kind == "block" and any(.holders[].media[]; . == "cpu"))' <<<"$output" | wc -l)" 800
 	assert_equal "$(index wire.kvsnap)" "$output"
+	# Registrations that only point the workers at kvpub's sockets lose
+	# the pool events: their backend_id names hosts no worker is on.
+	jq -c 'if .medium_endpoints then .medium_endpoints = {npu: .medium_endpoints.cpu} else . end' wire.jsonl > naive.jsonl
+	run --separate-stderr kvmatch --log none -r naive.jsonl got.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" 'kvmatch: 20 records, 49 events; 0 queued, 6986 offload_cached, 0 matched, 0 confirmed, 13276 applied, 13172 dropped, 0 pending_expired'
+	assert_equal "${stderr_lines[1]}" 'kvmatch: dropped: 13172 unknown_backend'
 }

@@ -167,8 +167,9 @@ static void garbage_refused(void)
 
 static void not_a_record_is_skipped(void)
 {
-	/* [1, "s", 0, [1]]: a frame that is not binary; then a good record. */
-	static const uint8_t b[] = { 0x94, 0x01, 0xa1, 's', 0x00, 0x91, 0x01,
+	/* A header; [1, "s", 0, [1]]: a frame that is not binary; then a good record. */
+	static const uint8_t b[] = { 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0x01,
+				     0x94, 0x01, 0xa1, 's', 0x00, 0x91, 0x01,
 				     0x94, 0x02, 0xa1, 's', 0x00, 0x91, 0xc4, 0x01, 'x' };
 	char path[] = "/tmp/kvtools-unit-XXXXXX";
 	int fd = mkstemp(path);
@@ -178,14 +179,39 @@ static void not_a_record_is_skipped(void)
 	struct kv_cap_reader r;
 	struct kv_record rec;
 	kv_cap_open(&r, fd, "t");
+	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_HEADER);
 	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_SKIP);
-	ASSERT(strcmp(r.error, "record 1 (byte 0): a frame is not binary") == 0);
+	ASSERT(strcmp(r.error, "record 1 (byte 8): a frame is not binary") == 0);
 	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_RECORD);
 	ASSERT_EQ_U64(rec.number, 2);
 	ASSERT_EQ_U64(rec.recv_ns, 2);
 	ASSERT(kv_cap_next(&r, &rec) == KV_CAP_EOF);
 	kv_cap_close(&r);
 	close(fd);
+}
+
+/* A first object that is no header makes the input no capture, even when
+ * valid records follow: a map without "kvcap", a record, anything else. */
+static void header_required(void)
+{
+	static const uint8_t map_first[] = { 0x81, 0xa1, 'x', 0x01,
+					     0x94, 0x02, 0xa1, 's', 0x00, 0x91, 0xc4, 0x01, 'x' };
+	static const uint8_t record_first[] = { 0x94, 0x02, 0xa1, 's', 0x00, 0x91, 0xc4, 0x01, 'x' };
+	static const uint8_t int_first[] = { 0x7b, 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0x01 };
+	const struct { const uint8_t *b; size_t n; } cases[] = {
+		{ map_first, sizeof map_first }, { record_first, sizeof record_first }, { int_first, sizeof int_first },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int records, headers;
+		char err[200];
+		ASSERT(read_all(cases[i].b, cases[i].n, &records, &headers, err, sizeof err) == KV_CAP_ERROR);
+		ASSERT(strcmp(err, "not a kvcap capture (it does not start with a kvcap header)") == 0);
+		ASSERT_EQ_U64(records + headers, 0);
+	}
+	/* An empty input is an empty capture, not an error. */
+	int records, headers;
+	char err[200];
+	ASSERT(read_all(map_first, 0, &records, &headers, err, sizeof err) == KV_CAP_EOF);
 }
 
 static void frame_rule(void)
@@ -213,6 +239,7 @@ int main(void)
 	RUN(truncation_everywhere);
 	RUN(garbage_refused);
 	RUN(not_a_record_is_skipped);
+	RUN(header_required);
 	RUN(frame_rule);
 	return unit_done();
 }
