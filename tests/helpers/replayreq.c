@@ -78,7 +78,7 @@ static bool take_reply(void *s)
 
 int main(int argc, char **argv)
 {
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	long limit_ms = 5000;
 	int c;
 	while ((c = getopt(argc, argv, "t:")) != -1) {
