@@ -82,6 +82,26 @@ kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs"
 	grep -q '^kvgen: policy kv: 5 requests,' <<<"$stderr"
 }
 
+@test "a gzip-compressed trace is refused once, from a file or stdin, before any output" {
+	gzip -c "$TRACE" > t.jsonl.gz
+	run --separate-stderr kvgen -o out.kvcap t.jsonl.gz
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvgen: t.jsonl.gz: gzip-compressed; decompress it first: zcat t.jsonl.gz | kvgen [OPTION]..."
+	[ ! -e out.kvcap ]
+	run --separate-stderr kvgen -n - < t.jsonl.gz
+	assert_equal "$status" 65
+	assert_output ''
+	assert_equal "$stderr" "kvgen: stdin: gzip-compressed; decompress it first: zcat FILE | kvgen [OPTION]..."
+	# the same bytes uncompressed are served, a lone 0x1f is only a bad line
+	run --separate-stderr bash -c "zcat t.jsonl.gz | kvgen -n --limit 3"
+	assert_success
+	[[ $stderr == "kvgen: policy kv: 3 requests, "* ]]
+	printf '\037' > one.jsonl
+	run --separate-stderr kvgen -n -q one.jsonl
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]:0:25}" "kvgen: one.jsonl: line 1:"
+}
+
 @test "kvgen refuses a terminal, and bad options" {
 	run script -qec "$BIN/kvgen --limit 1 $TRACE" /dev/null
 	assert_equal "$status" 64
