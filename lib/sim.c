@@ -219,9 +219,13 @@ static void write_query(struct kv_sim *s, size_t ntokens, size_t nq)
 static const char *const engine_media[] = { "GPU", "CPU", "DISK" };
 static const char *const pool_media[] = { "xpu", "cpu", "disk" };
 
+/* 10.0.0.1, 10.0.0.2, ... 10.0.0.250, 10.0.1.1, ...: 250 hosts a /24, none
+ * ending in .0 or .255.  Past 256 such subnets (instance 64000 on) the second
+ * octet counts on, so that every --workers count has valid addresses while
+ * those of smaller clusters stay what captures and tests already hold. */
 static void node_ip(char *buf, size_t n, uint32_t i)
 {
-	snprintf(buf, n, "10.0.%u.%u", i / 250, i % 250 + 1);
+	snprintf(buf, n, "10.%u.%u.%u", i / 64000, i / 250 % 256, i % 250 + 1);
 }
 
 struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture)

@@ -82,6 +82,20 @@ kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs"
 	grep -q '^kvgen: policy kv: 5 requests,' <<<"$stderr"
 }
 
+@test "every --workers count has valid, distinct node addresses; small clusters keep theirs" {
+	kvgen -n -q --workers 65536 --dp 1 --capacity 1 --limit 1 --registrations regs.jsonl "$TRACE"
+	jq -r '.medium_endpoints.npu' regs.jsonl > eps
+	assert_equal "$(wc -l < eps)" 65536
+	assert_equal "$(sort -u eps | wc -l)" 65536
+	# four octets of 0..255, the last never 0 or 255
+	assert_equal "$(grep -Evc '^tcp://10\.([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])\.([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])\.([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-4]):5557$' eps)" 0
+	assert_equal "$(sed -n '1p;250p;251p;64000p;64001p;65536p' eps | tr '\n' ' ')" \
+		"tcp://10.0.0.1:5557 tcp://10.0.0.250:5557 tcp://10.0.1.1:5557 tcp://10.0.255.250:5557 tcp://10.1.0.1:5557 tcp://10.1.6.36:5557 "
+	# kvmatch takes them all as distinct hosts
+	kvmatch -q -r regs.jsonl -o all.kvsnap </dev/null
+	assert_equal "$(kvmatch --dump all.kvsnap | jq -r 'select(.kind == "worker") | .host' | sort -u | wc -l)" 65536
+}
+
 @test "a gzip-compressed trace is refused once, from a file or stdin, before any output" {
 	gzip -c "$TRACE" > t.jsonl.gz
 	run --separate-stderr kvgen -o out.kvcap t.jsonl.gz
