@@ -33,6 +33,33 @@ agrees() { # kvgen options...: kvmatch rebuilds exactly kvgen's own index
 	agrees --pool memcache --pool-capacity 3000 --pool-lag -5
 	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched cap.kvcap
 	[ "$(grep -c '"state":"matched"' <<<"$output")" -gt 100 ]
+	# in time order: 15 request times, each with its engine batches 5 ms later
+	kvdecode cap.kvcap | jq .recv_ns > ns
+	sort -c -n ns
+	assert_equal "$(sort -u ns | wc -l)" 30
+}
+
+# The records of a capture: recv_ns, src, seq.
+records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' '; }
+
+@test "--pool-lag: the pool's batches after the engine's, or before them, recv_ns never going back" {
+	sed -n '1p;11p' "$TRACE" > two.jsonl     # at 0 and 3 s of trace time
+	kvgen -q --workers 1 --dp 1 --pool memcache --pool-lag 5 -o after.kvcap two.jsonl
+	assert_equal "$(records after.kvcap)" '[1764547200000000000,"tcp://10.0.0.1:5557",0] [1764547200005000000,"tcp://kvs-master:5557",1] [1764547203000000000,"tcp://10.0.0.1:5557",1] [1764547203005000000,"tcp://kvs-master:5557",2] '
+	# negative: the engine's batches are the ones delayed
+	kvgen -q --workers 1 --dp 1 --pool memcache --pool-lag -5 -o before.kvcap two.jsonl
+	assert_equal "$(records before.kvcap)" '[1764547200000000000,"tcp://kvs-master:5557",1] [1764547200005000000,"tcp://10.0.0.1:5557",0] [1764547203000000000,"tcp://kvs-master:5557",2] [1764547203005000000,"tcp://10.0.0.1:5557",1] '
+	# a lag longer than the gap between requests interleaves them, still in time order
+	kvgen -q --workers 1 --dp 1 --pool memcache --pool-lag -5000 -o long.kvcap two.jsonl
+	assert_equal "$(records long.kvcap)" '[1764547200000000000,"tcp://kvs-master:5557",1] [1764547203000000000,"tcp://kvs-master:5557",2] [1764547205000000000,"tcp://10.0.0.1:5557",0] [1764547208000000000,"tcp://10.0.0.1:5557",1] '
+	# 0: the same time, the pool's first
+	kvgen -q --workers 1 --dp 1 --pool memcache --pool-lag 0 -o zero.kvcap two.jsonl
+	assert_equal "$(records zero.kvcap)" '[1764547200000000000,"tcp://kvs-master:5557",1] [1764547200000000000,"tcp://10.0.0.1:5557",0] [1764547203000000000,"tcp://kvs-master:5557",2] [1764547203000000000,"tcp://10.0.0.1:5557",1] '
+	# kvmatch confirms every pool block on arrival after, matches each one waiting before
+	kvgen -n -q --workers 1 --dp 1 --pool memcache --registrations regs.jsonl two.jsonl
+	assert_equal "$(kvmatch -q -r regs.jsonl --log queued,matched,confirmed after.kvcap | jq -r .state | uniq -c | tr -s ' \n' ' ')" ' 1236 confirmed '
+	assert_equal "$(kvmatch -q -r regs.jsonl --log queued,matched,confirmed before.kvcap | jq -r .state | uniq -c | tr -s ' \n' ' ')" ' 422 queued 422 matched 814 queued 814 matched '
+	assert_equal "$(kvmatch -q -r regs.jsonl --log queued,matched,confirmed long.kvcap | jq -r .state | uniq -c | tr -s ' \n' ' ')" ' 1236 queued 1236 matched '
 }
 
 @test "the capture decodes without a single error, every format on the wire" {
