@@ -62,6 +62,17 @@ records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' ';
 	assert_equal "$(kvmatch -q -r regs.jsonl --log queued,matched,confirmed long.kvcap | jq -r .state | uniq -c | tr -s ' \n' ' ')" ' 1236 queued 1236 matched '
 }
 
+@test "--speed maps trace time to recv_ns: 15 s of trace at --speed 10 span 1.5 s; reports keep trace time" {
+	{ sed -n '1p;11p' "$TRACE"; sed -n 12p "$TRACE" | jq -c '.timestamp = 15000'; } > at.jsonl   # 0, 3 and 15 s
+	kvgen -q --workers 1 --dp 1 --speed 10 --window 10 --report at.json -o fast.kvcap at.jsonl
+	assert_equal "$(kvdecode fast.kvcap | jq -c '[.recv_ns, .seq, .ts]' | uniq | tr '\n' ' ')" \
+		'[1764547200000000000,0,1764547200] [1764547200300000000,1,1764547200.3] [1764547201500000000,2,1764547201.5] '
+	assert_equal "$(jq -c '[.windows[] | [.start_s, .requests]]' at.json)" '[[0,2],[10,1]]'
+	# slower than the trace: 15 s become 30 s
+	kvgen -q --workers 1 --dp 1 --speed 0.5 -o slow.kvcap at.jsonl
+	assert_equal "$(kvdecode slow.kvcap | jq -c '.recv_ns' | uniq | tr '\n' ' ')" '1764547200000000000 1764547206000000000 1764547230000000000 '
+}
+
 @test "the capture decodes without a single error, every format on the wire" {
 	kvgen -q --limit 40 --workers 2 --dp 2 --policy round-robin --pool mooncake --vllm-format map --hash-format bytes -o cap.kvcap "$TRACE"
 	run --separate-stderr kvdecode --stats cap.kvcap
