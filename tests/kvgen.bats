@@ -167,3 +167,12 @@ kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs"
 	assert_success
 	assert_line --index 0 'Usage: kvgen [OPTION]... [TRACE]'
 }
+
+@test "make samples makes the shipped sample, registrations and queries again, byte for byte" {
+	run make -s -C "$ROOT" samples SAMPLEDIR="$T/made"
+	assert_success
+	assert_equal "$(ls "$T/made" | tr '\n' ' ')" "queries.jsonl registrations.jsonl sample.kvcap "
+	for f in sample.kvcap registrations.jsonl queries.jsonl; do
+		cmp "$T/made/$f" "$ROOT/share/$f"
+	done
+}
