@@ -56,7 +56,7 @@ FUZZ_NAMES = $(FUZZ_SRC:fuzz/fuzz_%.c=%)
 REPLAYS    = $(FUZZ_NAMES:%=$(BUILD)/tests/fuzzreplay_%)
 FUZZERS    = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 
-.PHONY: all check check-build deps install uninstall clean demo bench fuzz lint
+.PHONY: all check check-build deps install uninstall clean demo bench fuzz lint samples
 .SUFFIXES:
 .SECONDARY:
 
@@ -178,6 +178,22 @@ bench: deps
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@share/demo.sh
+
+# make samples: share/sample.kvcap, its registrations and queries, made again
+# from the trace byte for byte (kvgen is deterministic; the capture's header
+# names kvgen's version, so a new VERSION changes that header alone): 2 nodes
+# x 2 DP ranks of 64-token blocks and 1500-block caches, a memcache pool, kv
+# routing with load weight 8, the first 30 requests; the queries are the last
+# five of them cut to 2048 tokens.  SAMPLEDIR=DIR writes them elsewhere.
+SAMPLEDIR  ?= share
+SAMPLE_OPTS = --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --load-weight 8 --limit 30
+
+samples: $(PROGDIR)/kvgen
+	@mkdir -p $(SAMPLEDIR)
+	$(PROGDIR)/kvgen -q $(SAMPLE_OPTS) --registrations $(SAMPLEDIR)/registrations.jsonl \
+	  --queries $(SAMPLEDIR)/queries.all -o $(SAMPLEDIR)/sample.kvcap share/traces/conversation-300.jsonl
+	sed -n 26,30p $(SAMPLEDIR)/queries.all | jq -c '.token_ids |= .[:2048]' > $(SAMPLEDIR)/queries.jsonl
+	rm -f $(SAMPLEDIR)/queries.all
 
 # What `make install` puts in SHAREDIR: the sample, its registrations and
 # queries, the traces and the example scripts.

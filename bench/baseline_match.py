@@ -6,7 +6,11 @@ Reads a kvcap capture of vLLM array events and memcache pool events (what
 python3-xxhash (XXH3-64, seed 1337, local hash and prefix chain), and keeps
 the index in dicts: engine hash -> chain, chain -> {worker: media}, the
 offload cache and the pending pool (IpOnly targets from backend_id).
-Prints the block operations it applied, for the benchmark's rate.
+The rules are SPEC sec. 6 as lib/match.c applies them, without the TTLs: in
+kvgen's traffic the pool's events come 1 ms after the engine's, so nothing
+waits long enough to expire.  Prints the block operations it applied (for
+the benchmark's rate), then the blocks and (block, worker) pairs of the
+index, which must be kvmatch's.
 """
 import struct
 import sys
@@ -62,13 +66,21 @@ def main(capture, regs):
                     for h in ev.get("seq_hashes") or []:
                         ops += len(targets)
                         if ev["event_type"] == "stored":
-                            c = offload.pop(h, None) or chain_of.get(h)
+                            c = offload.pop(h, None)
+                            if c is None:
+                                c = chain_of.get(h)
                             if c is None:
                                 pending.setdefault(h, []).extend((w, m) for w in targets)
                                 continue
                             for w in targets:
                                 hold(c, w, m)
                         elif ev["event_type"] == "removed":
+                            # the targets stop holding it; their entries waiting for it go
+                            offload.pop(h, None)
+                            if h in pending:
+                                pending[h] = [(tw, tm) for (tw, tm) in pending[h] if tw not in targets or tm != m]
+                                if not pending[h]:
+                                    del pending[h]
                             c = chain_of.get(h)
                             for w in targets:
                                 if c is not None:
@@ -85,8 +97,12 @@ def main(capture, regs):
                             c = chain_of.get(h)
                             if c is None:
                                 continue
-                            for (tw, tm) in pending.pop(h, []):
-                                hold(c, tw, tm)
+                            # matched with the pool entries waiting for it, else cached
+                            # until the pool's event comes (SPEC 6.3)
+                            waiting = pending.pop(h, None)
+                            if waiting:
+                                for (tw, tm) in waiting:
+                                    hold(c, tw, tm)
                             else:
                                 offload[h] = c
                         continue
@@ -102,11 +118,14 @@ def main(capture, regs):
                         ops += 1
                 elif tag == "BlockRemoved":
                     for h in hashes:
+                        ops += 1
+                        # an offload dropped before any pool confirmed it never reached a tier
+                        if m != XPU and offload.pop(h, None) is not None:
+                            continue
                         c = chain_of.get(h)
                         if c is not None:
                             release(c, w, m)
-                        ops += 1
-    print(ops, len(index))
+    print(ops, len(index), sum(len(holders) for holders in index.values()))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ static const char usage[] =
 	"      --pool memcache|mooncake|none  a KV pool per node behind the ranks (none)\n"
 	"      --pool-capacity BLOCKS  host memory of each node's pool (262144)\n"
 	"      --disk-capacity BLOCKS  disk tier behind it (0: none)\n"
-	"      --pool-lag MS         pool events come MS after the engine's; negative: before (1)\n"
+	"      --pool-lag MS         pool events come MS after the engine's; negative: the\n"
+	"                            engine's come -MS after the pool's (1)\n"
 	"      --policy random|round-robin|kv  routing (kv)\n"
 	"      --weights N,C,D       kv routing weights of npu, cpu, disk blocks (1,1,0)\n"
 	"      --load-weight L       kv routing: score less L per request the worker took\n"
@@ -53,8 +54,9 @@ static const char usage[] =
 	"  -h, --help                show this help and exit\n"
 	"  -V, --version             show the version and exit\n"
 	"\n"
-	"Exit status: 0 success, 64 usage, 65 bad trace lines (the rest was served),\n"
-	"66 cannot open the trace, 74 write error.  See kvgen(1).\n";
+	"Exit status: 0 success, 64 usage, 65 bad trace lines (the rest was served) or\n"
+	"a gzip-compressed trace (use zcat), 66 cannot open the trace, 74 write error.\n"
+	"See kvgen(1).\n";
 
 enum { OPT_WORKERS = 256, OPT_DP, OPT_CAPACITY, OPT_BLOCK_SIZE, OPT_POOL, OPT_POOL_CAPACITY, OPT_DISK_CAPACITY,
        OPT_POOL_LAG, OPT_POLICY, OPT_WEIGHTS, OPT_SEED, OPT_SPEED, OPT_VLLM_FORMAT, OPT_HASH_FORMAT, OPT_MODEL,
@@ -228,17 +230,59 @@ static bool write_file(const char *path, void (*fn)(const struct kv_sim *, FILE 
 	return true;
 }
 
-static int serve_trace(struct kv_sim *sim, const struct options *o, const char *path, struct kv_out *out)
+/* The trace, opened and its first bytes read, so that a compressed file is
+ * refused before any output is written. */
+struct trace_in {
+	int fd;
+	const char *name;
+	bool std;
+	unsigned char head[2];
+	size_t nhead;
+};
+
+/* Reads the first bytes of the trace; a read error is left for the line
+ * reader to meet again and report with the file's name. */
+static void read_head(struct trace_in *t)
 {
-	bool std = !path || strcmp(path, "-") == 0;
-	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	while (t->nhead < sizeof t->head) {
+		ssize_t r = read(t->fd, t->head + t->nhead, sizeof t->head - t->nhead);
+		if (r < 0 && errno == EINTR && !kv_stop_signal)
+			continue;
+		if (r <= 0)
+			break;
+		t->nhead += (size_t)r;
+	}
+}
+
+/* 0, or the exit status when the trace cannot be served at all: it does not
+ * open (66), or it is gzip data (65): decoding it as lines would print an
+ * error for every line. */
+static int open_trace(const char *path, struct trace_in *t)
+{
+	t->std = !path || strcmp(path, "-") == 0;
+	t->name = t->std ? "stdin" : path;
+	t->nhead = 0;
+	t->fd = t->std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (t->fd < 0) {
 		kv_warn_errno("%s", path);
 		return KV_EX_NOINPUT;
 	}
-	const char *name = std ? "stdin" : path;
+	read_head(t);
+	if (t->nhead == 2 && t->head[0] == 0x1f && t->head[1] == 0x8b) {
+		kv_warn("%s: gzip-compressed; decompress it first: zcat %s | %s [OPTION]...", t->name,
+			t->std ? "FILE" : path, kv_prog);
+		if (!t->std)
+			close(t->fd);
+		return KV_EX_DATAERR;
+	}
+	return KV_EX_OK;
+}
+
+static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace_in *t, struct kv_out *out)
+{
+	const char *name = t->name;
 	struct kv_lines l;
-	kv_lines_init(&l, fd, KV_TRACE_MAX_LINE, NULL, 0);
+	kv_lines_init(&l, t->fd, KV_TRACE_MAX_LINE, t->head, t->nhead);
 	struct kv_trace_req req = { 0 };
 	char *line, err[200];
 	size_t n;
@@ -264,16 +308,26 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, const char *
 	}
 	free(req.hash_ids);
 	kv_lines_free(&l);
-	if (!std)
-		close(fd);
+	if (!t->std)
+		close(t->fd);
 	return bad ? KV_EX_DATAERR : KV_EX_OK;
 }
+
+#define TTY_REFUSAL "refusing to write a binary capture to a terminal (use -o FILE, a pipe or -n)"
 
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	bool to_stdout = !o.output || strcmp(o.output, "-") == 0;
+	/* before reading the trace, which may be a terminal waiting for input */
+	if (!o.no_capture && to_stdout && isatty(STDOUT_FILENO))
+		kv_usage_error(TTY_REFUSAL);
+	struct trace_in trace;
+	int opened = open_trace(optind < argc ? argv[optind] : NULL, &trace);
+	if (opened)
+		return opened;
 	struct kv_out out;
 	bool capture = !o.no_capture;
 	if (capture) {
@@ -282,7 +336,7 @@ int main(int argc, char **argv)
 			return KV_EX_IOERR;
 		}
 		if (out.tty)
-			kv_usage_error("refusing to write a binary capture to a terminal (use -o FILE, a pipe or -n)");
+			kv_usage_error(TTY_REFUSAL);
 		kv_cap_write_header(&out, "kvgen " KV_VERSION, o.sim.base_ns);
 	}
 	kv_install_signals(false);
@@ -293,7 +347,7 @@ int main(int argc, char **argv)
 			kv_die(KV_EX_IOERR, "%s: %s", o.queries, strerror(errno));
 		kv_sim_queries(sim, queries, o.queries_by_hash);
 	}
-	int status = serve_trace(sim, &o, optind < argc ? argv[optind] : NULL, capture ? &out : NULL);
+	int status = serve_trace(sim, &o, &trace, capture ? &out : NULL);
 	kv_sim_finish(sim);
 	if (queries && (ferror(queries) | fclose(queries))) {
 		kv_warn_errno("%s", o.queries);

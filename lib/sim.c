@@ -132,9 +132,12 @@ struct node {
 	char ip[32];
 };
 
-/* A pool batch waiting for its time. */
+/* A record waiting for its time: the pool's batches with a positive
+ * --pool-lag, the engines' with a negative one.  Either kind comes a fixed
+ * lag after the request, so the queue is in time order. */
 struct queued {
 	uint64_t recv_ns, seq;
+	const char *src;
 	uint8_t *payload;
 	size_t n;
 };
@@ -219,9 +222,13 @@ static void write_query(struct kv_sim *s, size_t ntokens, size_t nq)
 static const char *const engine_media[] = { "GPU", "CPU", "DISK" };
 static const char *const pool_media[] = { "xpu", "cpu", "disk" };
 
+/* 10.0.0.1, 10.0.0.2, ... 10.0.0.250, 10.0.1.1, ...: 250 hosts a /24, none
+ * ending in .0 or .255.  Past 256 such subnets (instance 64000 on) the second
+ * octet counts on, so that every --workers count has valid addresses while
+ * those of smaller clusters stay what captures and tests already hold. */
 static void node_ip(char *buf, size_t n, uint32_t i)
 {
-	snprintf(buf, n, "10.0.%u.%u", i / 250, i % 250 + 1);
+	snprintf(buf, n, "10.%u.%u.%u", i / 64000, i / 250 % 256, i % 250 + 1);
 }
 
 struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture)
@@ -320,19 +327,19 @@ static void write_record(struct kv_sim *s, uint64_t recv_ns, const char *src, ui
 	s->records++;
 }
 
-/* Pool batches due by recv_ns go out first, so that the capture is in time order. */
+/* Records due by recv_ns go out first, so that the capture is in time order. */
 static void flush_queue(struct kv_sim *s, uint64_t upto)
 {
 	while (s->qn && s->queue[s->qhead].recv_ns <= upto) {
 		struct queued *q = &s->queue[s->qhead];
-		write_record(s, q->recv_ns, s->pool_src, q->seq, q->payload, q->n);
+		write_record(s, q->recv_ns, q->src, q->seq, q->payload, q->n);
 		free(q->payload);
 		s->qhead = (s->qhead + 1) % s->capq;
 		s->qn--;
 	}
 }
 
-static void enqueue(struct kv_sim *s, uint64_t recv_ns, const void *payload, size_t n)
+static void enqueue(struct kv_sim *s, uint64_t recv_ns, const char *src, uint64_t seq, const void *payload, size_t n)
 {
 	if (s->qn == s->capq) {
 		size_t cap = s->capq ? 2 * s->capq : 64;
@@ -346,7 +353,8 @@ static void enqueue(struct kv_sim *s, uint64_t recv_ns, const void *payload, siz
 	}
 	struct queued *e = &s->queue[(s->qhead + s->qn++) % s->capq];
 	e->recv_ns = recv_ns;
-	e->seq = s->pool_seq++;
+	e->src = src;
+	e->seq = seq;
 	e->payload = kv_xmalloc(n);
 	memcpy(e->payload, payload, n);
 	e->n = n;
@@ -624,6 +632,41 @@ static void account(struct kv_sim *s, uint64_t trace_ns, size_t ntokens, size_t 
 	}
 }
 
+/* Writes the batch in s->sb now when it is due at t, else queues it for its time. */
+static void write_or_queue(struct kv_sim *s, uint64_t at, uint64_t t, const char *src, uint64_t seq)
+{
+	if (at <= t)
+		write_record(s, at, src, seq, s->sb.data, s->sb.size);
+	else
+		enqueue(s, at, src, seq, s->sb.data, s->sb.size);
+}
+
+/* The request's batches: the pool's --pool-lag after the engine's.  A
+ * negative lag delays the engine's batch instead of back-dating the pool's,
+ * so that the pool's events still come first and recv_ns never goes back. */
+static void publish(struct kv_sim *s, uint32_t rank, uint64_t t)
+{
+	int64_t lag = s->o.pool_lag_ns;
+	uint64_t pool_t = t + (lag > 0 ? (uint64_t)lag : 0), engine_t = t + (lag < 0 ? (uint64_t)-lag : 0);
+	struct node *nd = &s->nodes[rank / s->o.dp];
+	for (size_t i = 0; i < s->b.npev; i++) {
+		s->b.pev[i].backend_id = nd->ip;
+		s->b.pev[i].model = s->o.model;
+		s->b.pev[i].tenant = "default";
+		s->b.pev[i].ts_ms = (int64_t)(pool_t / 1000000u);
+	}
+	if (s->b.npev) {
+		kv_emit_pool_batch(&s->sb, &s->o.emit, (int64_t)(pool_t / 1000000u), s->b.pev, s->b.npev);
+		s->pool_events += s->b.npev;
+		write_or_queue(s, pool_t, t, s->pool_src, s->pool_seq++);
+	}
+	if (s->b.nev) {
+		struct rank *r = &s->ranks[rank];
+		kv_emit_vllm_batch(&s->sb, &s->o.emit, (double)engine_t / 1e9, rank % s->o.dp, s->b.ev, s->b.nev);
+		write_or_queue(s, engine_t, t, r->src, r->seq++);
+	}
+}
+
 void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
 {
 	uint64_t trace_ns = req->ts_ms * 1000000ull;
@@ -654,30 +697,7 @@ void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
 	if (s->o.pool != KV_POOL_NONE)
 		serve_pool(s, rank, nfull);
 	settle(&s->b);
-	struct node *nd = &s->nodes[rank / s->o.dp];
-	int64_t ts_ms = (int64_t)(t / 1000000u);
-	for (size_t i = 0; i < s->b.npev; i++) {
-		s->b.pev[i].backend_id = nd->ip;
-		s->b.pev[i].model = s->o.model;
-		s->b.pev[i].tenant = "default";
-		s->b.pev[i].ts_ms = ts_ms + (s->o.pool_lag_ns / 1000000);
-	}
-	uint64_t pool_t = s->o.pool_lag_ns < 0 && (uint64_t)(-s->o.pool_lag_ns) > t ? 0 : t + (uint64_t)s->o.pool_lag_ns;
-	if (s->b.npev) {
-		kv_emit_pool_batch(&s->sb, &s->o.emit, (int64_t)(pool_t / 1000000u), s->b.pev, s->b.npev);
-		s->pool_events += s->b.npev;
-		if (pool_t <= t) {
-			flush_queue(s, pool_t);
-			write_record(s, pool_t, s->pool_src, s->pool_seq++, s->sb.data, s->sb.size);
-		} else {
-			enqueue(s, pool_t, s->sb.data, s->sb.size);
-		}
-	}
-	if (s->b.nev) {
-		struct rank *r = &s->ranks[rank];
-		kv_emit_vllm_batch(&s->sb, &s->o.emit, (double)t / 1e9, rank % s->o.dp, s->b.ev, s->b.nev);
-		write_record(s, t, r->src, r->seq++, s->sb.data, s->sb.size);
-	}
+	publish(s, rank, t);
 }
 
 void kv_sim_finish(struct kv_sim *s)

@@ -40,7 +40,8 @@ struct kv_sim_opts {
 	uint64_t load_window_ns;
 	uint64_t seed;
 	double speed;               /* trace time is divided by this */
-	int64_t pool_lag_ns;        /* pool events come this long after the engine's (may be negative) */
+	int64_t pool_lag_ns;        /* pool events come this long after the engine's; negative: the
+	                               engine's this long after the pool's */
 	struct kv_emit_opts emit;
 	const char *model;
 	uint64_t base_ns;           /* recv_ns of trace time 0 */

@@ -162,7 +162,7 @@ complete_words() {
 
 @test "bash completion: options, their values, and files by suffix" {
 	cd "$T"
-	touch a.kvcap b.kvsnap c.jsonl d.txt
+	touch a.kvcap b.kvsnap c.jsonl d.txt e.jsonl.gz
 	assert_equal "$(complete_words 'kvmatch --log mat')" "matched "
 	assert_equal "$(complete_words 'kvmatch --log matched,dro')" "matched,dropped "
 	assert_equal "$(complete_words 'kvquery --format ')" "json table "
@@ -171,6 +171,8 @@ complete_words() {
 	assert_equal "$(complete_words 'kvquery -s ')" "b.kvsnap "
 	assert_equal "$(complete_words 'kvdecode ')" "a.kvcap "
 	assert_equal "$(complete_words 'kvmatch -r ')" "c.jsonl "
+	# kvgen reads no gzip: the trace is piped through zcat
+	assert_equal "$(complete_words 'kvgen ')" "c.jsonl "
 	assert_equal "$(complete_words 'kvsub --rep')" "--replay --replay-from --replay-timeout "
 }
 

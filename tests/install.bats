@@ -68,3 +68,43 @@ load helper
 	assert_success
 	assert_equal "$(find "$T/dest" -type f | wc -l)" 0
 }
+
+# The routing experiment, run where make install put it: it must find the
+# installed trace and kvgen with no checkout on PATH.
+@test "the installed routing experiment finds its trace and kvgen; TRACE, KVGEN and GNUPLOT override them" {
+	cd "$ROOT"
+	make -s install DESTDIR="$T/dest" PREFIX=/usr/local
+	cd "$T"
+	local share=$T/dest/usr/local/share/kvtools bin=$T/dest/usr/local/bin
+	local script=$share/examples/routing-experiment.sh files
+	files="kv-load-xpu.dat kv-load-xpu.json kv-load-xpu2.dat kv-load-xpu2.json kv-load.dat kv-load.json kv.dat kv.json random.dat random.json round-robin.dat round-robin.json"
+	# TRACE: every 8th of the first 300 requests, 38 over 102 s; no gnuplot
+	zcat "$share/traces/conversation_trace.jsonl.gz" | head -300 | awk 'NR % 8 == 1' > t38.jsonl
+	run --separate-stderr env PATH=/usr/bin:/bin TRACE="$T/t38.jsonl" GNUPLOT=no-gnuplot "$script" a
+	assert_success
+	assert_output "| policy | weights | served from cache | from xpu | from cpu (pool) | requests per worker |
+|---|---|---:|---:|---:|---|
+| random | - | 2.6% | 1.2% | 1.4% | 0 to 3 |
+| round-robin | - | 3.3% | 0% | 3.3% | 0 to 1 |
+| kv (cache affinity only) | 1,1,0 | 4.3% | 4.3% | 0% | 0 to 38 |
+| kv + load (weight 8) | 1,0,0 | 4.2% | 3.8% | 0.3% | 0 to 10 |
+| kv + load (weight 8) | 2,1,0 | 4.3% | 4% | 0.3% | 0 to 11 |
+| kv + load (weight 8) | 1,1,0 | 4.2% | 3.5% | 0.7% | 0 to 7 |"
+	assert_equal "$stderr" "routing-experiment.sh: no-gnuplot not found: plot skipped (the data is in a/*.dat)"
+	assert_equal "$(cat a/table.md)" "$output"
+	assert_equal "$(ls a | tr '\n' ' ')" "$files runs.txt table.md "
+	assert_equal "$(jq -c '[.requests, (.windows | length)]' a/kv-load.json)" "[38,2]"
+	assert_equal "$(cat a/kv-load.dat | wc -l)" 2
+	# the installed trace, through a KVGEN that serves its first 40 requests
+	printf '#!/bin/sh\nexec "%s" "$@" --limit 40 --window 5\n' "$bin/kvgen" > kvgen40
+	chmod +x kvgen40
+	run --separate-stderr env PATH=/usr/bin:/bin KVGEN="$T/kvgen40" "$script" b
+	assert_success
+	assert_equal "$stderr" "routing-experiment.sh: plot: b/routing-experiment.png"
+	# what the trace's first 40 lines give: the default was the installed trace
+	zcat "$share/traces/conversation_trace.jsonl.gz" | head -40 > t40.jsonl
+	assert_equal "$(env PATH=/usr/bin:/bin TRACE="$T/t40.jsonl" GNUPLOT=no-gnuplot "$script" c 2>/dev/null)" "$output"
+	assert_equal "$(sed -n 5p c/table.md)" "| kv (cache affinity only) | 1,1,0 | 3.9% | 3.9% | 0% | 0 to 40 |"
+	assert_equal "$(ls b | tr '\n' ' ')" "$files routing-experiment.png runs.txt table.md "
+	assert_equal "$(head -c 8 b/routing-experiment.png | od -An -tx1 | tr -d ' ')" 89504e470d0a1a0a
+}

@@ -33,6 +33,44 @@ agrees() { # kvgen options...: kvmatch rebuilds exactly kvgen's own index
 	agrees --pool memcache --pool-capacity 3000 --pool-lag -5
 	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched cap.kvcap
 	[ "$(grep -c '"state":"matched"' <<<"$output")" -gt 100 ]
+	# in time order: 15 request times, each with its engine batches 5 ms later
+	kvdecode cap.kvcap | jq .recv_ns > ns
+	sort -c -n ns
+	assert_equal "$(sort -u ns | wc -l)" 30
+}
+
+# The records of a capture: recv_ns, src, seq.
+records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' '; }
+
+@test "--pool-lag: the pool's batches after the engine's, or before them, recv_ns never going back" {
+	sed -n '1p;11p' "$TRACE" > two.jsonl     # at 0 and 3 s of trace time
+	kvgen -q --workers 1 --dp 1 --pool memcache --pool-lag 5 -o after.kvcap two.jsonl
+	assert_equal "$(records after.kvcap)" '[1764547200000000000,"tcp://10.0.0.1:5557",0] [1764547200005000000,"tcp://kvs-master:5557",1] [1764547203000000000,"tcp://10.0.0.1:5557",1] [1764547203005000000,"tcp://kvs-master:5557",2] '
+	# negative: the engine's batches are the ones delayed
+	kvgen -q --workers 1 --dp 1 --pool memcache --pool-lag -5 -o before.kvcap two.jsonl
+	assert_equal "$(records before.kvcap)" '[1764547200000000000,"tcp://kvs-master:5557",1] [1764547200005000000,"tcp://10.0.0.1:5557",0] [1764547203000000000,"tcp://kvs-master:5557",2] [1764547203005000000,"tcp://10.0.0.1:5557",1] '
+	# a lag longer than the gap between requests interleaves them, still in time order
+	kvgen -q --workers 1 --dp 1 --pool memcache --pool-lag -5000 -o long.kvcap two.jsonl
+	assert_equal "$(records long.kvcap)" '[1764547200000000000,"tcp://kvs-master:5557",1] [1764547203000000000,"tcp://kvs-master:5557",2] [1764547205000000000,"tcp://10.0.0.1:5557",0] [1764547208000000000,"tcp://10.0.0.1:5557",1] '
+	# 0: the same time, the pool's first
+	kvgen -q --workers 1 --dp 1 --pool memcache --pool-lag 0 -o zero.kvcap two.jsonl
+	assert_equal "$(records zero.kvcap)" '[1764547200000000000,"tcp://kvs-master:5557",1] [1764547200000000000,"tcp://10.0.0.1:5557",0] [1764547203000000000,"tcp://kvs-master:5557",2] [1764547203000000000,"tcp://10.0.0.1:5557",1] '
+	# kvmatch confirms every pool block on arrival after, matches each one waiting before
+	kvgen -n -q --workers 1 --dp 1 --pool memcache --registrations regs.jsonl two.jsonl
+	assert_equal "$(kvmatch -q -r regs.jsonl --log queued,matched,confirmed after.kvcap | jq -r .state | uniq -c | tr -s ' \n' ' ')" ' 1236 confirmed '
+	assert_equal "$(kvmatch -q -r regs.jsonl --log queued,matched,confirmed before.kvcap | jq -r .state | uniq -c | tr -s ' \n' ' ')" ' 422 queued 422 matched 814 queued 814 matched '
+	assert_equal "$(kvmatch -q -r regs.jsonl --log queued,matched,confirmed long.kvcap | jq -r .state | uniq -c | tr -s ' \n' ' ')" ' 1236 queued 1236 matched '
+}
+
+@test "--speed maps trace time to recv_ns: 15 s of trace at --speed 10 span 1.5 s; reports keep trace time" {
+	{ sed -n '1p;11p' "$TRACE"; sed -n 12p "$TRACE" | jq -c '.timestamp = 15000'; } > at.jsonl   # 0, 3 and 15 s
+	kvgen -q --workers 1 --dp 1 --speed 10 --window 10 --report at.json -o fast.kvcap at.jsonl
+	assert_equal "$(kvdecode fast.kvcap | jq -c '[.recv_ns, .seq, .ts]' | uniq | tr '\n' ' ')" \
+		'[1764547200000000000,0,1764547200] [1764547200300000000,1,1764547200.3] [1764547201500000000,2,1764547201.5] '
+	assert_equal "$(jq -c '[.windows[] | [.start_s, .requests]]' at.json)" '[[0,2],[10,1]]'
+	# slower than the trace: 15 s become 30 s
+	kvgen -q --workers 1 --dp 1 --speed 0.5 -o slow.kvcap at.jsonl
+	assert_equal "$(kvdecode slow.kvcap | jq -c '.recv_ns' | uniq | tr '\n' ' ')" '1764547200000000000 1764547206000000000 1764547230000000000 '
 }
 
 @test "the capture decodes without a single error, every format on the wire" {
@@ -82,6 +120,40 @@ kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs"
 	grep -q '^kvgen: policy kv: 5 requests,' <<<"$stderr"
 }
 
+@test "every --workers count has valid, distinct node addresses; small clusters keep theirs" {
+	kvgen -n -q --workers 65536 --dp 1 --capacity 1 --limit 1 --registrations regs.jsonl "$TRACE"
+	jq -r '.medium_endpoints.npu' regs.jsonl > eps
+	assert_equal "$(wc -l < eps)" 65536
+	assert_equal "$(sort -u eps | wc -l)" 65536
+	# four octets of 0..255, the last never 0 or 255
+	assert_equal "$(grep -Evc '^tcp://10\.([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])\.([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])\.([1-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-4]):5557$' eps)" 0
+	assert_equal "$(sed -n '1p;250p;251p;64000p;64001p;65536p' eps | tr '\n' ' ')" \
+		"tcp://10.0.0.1:5557 tcp://10.0.0.250:5557 tcp://10.0.1.1:5557 tcp://10.0.255.250:5557 tcp://10.1.0.1:5557 tcp://10.1.6.36:5557 "
+	# kvmatch takes them all as distinct hosts
+	kvmatch -q -r regs.jsonl -o all.kvsnap </dev/null
+	assert_equal "$(kvmatch --dump all.kvsnap | jq -r 'select(.kind == "worker") | .host' | sort -u | wc -l)" 65536
+}
+
+@test "a gzip-compressed trace is refused once, from a file or stdin, before any output" {
+	gzip -c "$TRACE" > t.jsonl.gz
+	run --separate-stderr kvgen -o out.kvcap t.jsonl.gz
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvgen: t.jsonl.gz: gzip-compressed; decompress it first: zcat t.jsonl.gz | kvgen [OPTION]..."
+	[ ! -e out.kvcap ]
+	run --separate-stderr kvgen -n - < t.jsonl.gz
+	assert_equal "$status" 65
+	assert_output ''
+	assert_equal "$stderr" "kvgen: stdin: gzip-compressed; decompress it first: zcat FILE | kvgen [OPTION]..."
+	# the same bytes uncompressed are served, a lone 0x1f is only a bad line
+	run --separate-stderr bash -c "zcat t.jsonl.gz | kvgen -n --limit 3"
+	assert_success
+	[[ $stderr == "kvgen: policy kv: 3 requests, "* ]]
+	printf '\037' > one.jsonl
+	run --separate-stderr kvgen -n -q one.jsonl
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]:0:25}" "kvgen: one.jsonl: line 1:"
+}
+
 @test "kvgen refuses a terminal, and bad options" {
 	run script -qec "$BIN/kvgen --limit 1 $TRACE" /dev/null
 	assert_equal "$status" 64
@@ -94,4 +166,13 @@ kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs"
 	run kvgen --help
 	assert_success
 	assert_line --index 0 'Usage: kvgen [OPTION]... [TRACE]'
+}
+
+@test "make samples makes the shipped sample, registrations and queries again, byte for byte" {
+	run make -s -C "$ROOT" samples SAMPLEDIR="$T/made"
+	assert_success
+	assert_equal "$(ls "$T/made" | tr '\n' ' ')" "queries.jsonl registrations.jsonl sample.kvcap "
+	for f in sample.kvcap registrations.jsonl queries.jsonl; do
+		cmp "$T/made/$f" "$ROOT/share/$f"
+	done
 }
