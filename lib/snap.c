@@ -69,9 +69,7 @@ static struct kv_snap_str add_string(struct buf *strings, const char *s)
 static int by_worker_name(const void *x, const void *y, void *ctx)
 {
 	const struct kv_workers *ws = ctx;
-	const struct kv_worker *a = &ws->v[*(const uint32_t *)x], *b = &ws->v[*(const uint32_t *)y];
-	int c = strcmp(a->instance_id, b->instance_id);
-	return c ? c : (a->dp_rank > b->dp_rank) - (a->dp_rank < b->dp_rank);
+	return kv_workers_compare(&ws->v[*(const uint32_t *)x], &ws->v[*(const uint32_t *)y]);
 }
 
 static int by_partition_name(const void *x, const void *y, void *ctx)

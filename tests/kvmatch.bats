@@ -282,6 +282,22 @@ dropped no_hashes - cpu a/0,a/1"
 	cmp all.kvsnap resumed.kvsnap
 }
 
+@test "resuming names IpOnly targets as one run does: inferred workers first seen out of name order" {
+	# ids follow first appearance (6000, then 5000); a resumed run's follow the
+	# snapshot's name order: targets, state lines and the pending pool must not care
+	{ store tcp://10.0.0.1:6000 1 0 xpu '"0xa"' null 1,2,3,4
+	  store tcp://10.0.0.1:5000 2 0 xpu '"0xb"' null 5,6,7,8; } > A.jsonl
+	{ pool stored 3 cpu '"0xc"' 10.0.0.1
+	  store tcp://10.0.0.1:5000 100 0 xpu '"0xd"' null 9,9,9,9; } > B.jsonl
+	cat A.jsonl B.jsonl | kvmatch -q --log all -o ab.kvsnap > ab.log
+	kvmatch -q --log all -o a.kvsnap A.jsonl > a.log
+	kvmatch -q --log all -i a.kvsnap -o b.kvsnap B.jsonl > b.log
+	cmp ab.kvsnap b.kvsnap
+	assert_equal "$(cat a.log b.log)" "$(cat ab.log)"
+	assert_equal "$(states < b.log | grep -e ^queued -e ^pending_expired)" "queued - 0x000000000000000c cpu 10.0.0.1:5000/0,10.0.0.1:6000/0
+pending_expired - 0x000000000000000c cpu 10.0.0.1:5000/0,10.0.0.1:6000/0"
+}
+
 @test "a replayed batch that was already applied is dropped as a duplicate" {
 	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 2 0 xpu '"0xb"' '"0xa"' 5,6,7,8 | sed 's/"seq":2/"seq":2,"replayed":true/' | sed 's/"seq":2,/"seq":1,/'; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
