@@ -428,10 +428,9 @@ static void pending_expire(struct kv_match *m, uint32_t part)
 
 /* ---- sweeps of cached content and stale engine hashes --------------------- */
 
-static void sweep_partition(struct kv_match *m, uint32_t part)
+/* Removes the offloads not confirmed within --offload-ttl; returns how many. */
+static size_t expire_offloads(struct kv_match *m, struct kv_pmatch *pm)
 {
-	struct kv_pmatch *pm = kv_match_partition(m, part);
-	struct kv_partition *p = &m->ix->p[part];
 	size_t n = 0;
 	/* Collect first: removing shifts entries within the table. */
 	for (size_t i = 0; i < pm->offload.cap; i++)
@@ -439,41 +438,79 @@ static void sweep_partition(struct kv_match *m, uint32_t part)
 			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
 			m->scratch[n++] = pm->offload.slots[i].key;
 		}
-	if (pm->offload.has_zero && !live(pm->offload.zero.t, m->o.offload_ttl_ns, m->now))
-		kv_offloads_remove(&pm->offload, 0);
 	for (size_t i = 0; i < n; i++)
 		kv_offloads_remove(&pm->offload, m->scratch[i]);
-	n = 0;
+	if (pm->offload.has_zero && !live(pm->offload.zero.t, m->o.offload_ttl_ns, m->now)) {
+		kv_offloads_remove(&pm->offload, 0);
+		n++;
+	}
+	return n;
+}
+
+/* Removes the content kept longer than --content-ttl; returns how many. */
+static size_t expire_contents(struct kv_match *m, struct kv_pmatch *pm)
+{
+	size_t n = 0;
 	for (size_t i = 0; i < pm->content.cap; i++)
 		if (pm->content.slots[i].key && !live(pm->content.slots[i].t, m->o.content_ttl_ns, m->now)) {
 			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
 			m->scratch[n++] = pm->content.slots[i].key;
 		}
-	if (pm->content.has_zero && !live(pm->content.zero.t, m->o.content_ttl_ns, m->now))
-		kv_contents_remove(&pm->content, 0);
 	for (size_t i = 0; i < n; i++)
 		kv_contents_remove(&pm->content, m->scratch[i]);
-	p->stale_possible |= n > 0;
-	/* An engine hash whose block is gone and whose content expired names
-	 * nothing.  Such stale names pile up only when engines name one block
-	 * by several hashes (no common PYTHONHASHSEED): look for them each time
-	 * the map has doubled since the last look (which keeps the cost linear),
-	 * and only when content expired since: before that, every name names. */
-	if (!p->stale_possible || kv_ehashes_count(&p->ehashes) <= 2 * p->ehash_mark + 1024)
-		return;
-	n = 0;
+	if (pm->content.has_zero && !live(pm->content.zero.t, m->o.content_ttl_ns, m->now)) {
+		kv_contents_remove(&pm->content, 0);
+		n++;
+	}
+	return n;
+}
+
+/* Whether an engine hash still names something: a block, content kept for
+ * a later store, or an offload still waiting for its pool. */
+static bool names_something(struct kv_match *m, uint32_t part, const struct kv_ehash *e)
+{
+	struct content c;
+	if (chain_content(m, part, e->chain, &c))
+		return true;
+	struct kv_offload *o = kv_offloads_find(&m->pm[part].offload, e->key);
+	return o && live(o->t, m->o.offload_ttl_ns, m->now);
+}
+
+/* Forgets the engine hashes that name nothing any more. */
+static void forget_stale_names(struct kv_match *m, uint32_t part)
+{
+	struct kv_partition *p = &m->ix->p[part];
+	size_t n = 0;
 	for (size_t i = 0; i <= p->ehashes.cap; i++) {
 		struct kv_ehash *e = i < p->ehashes.cap ? &p->ehashes.slots[i] : p->ehashes.has_zero ? &p->ehashes.zero : NULL;
 		if (!e || (i < p->ehashes.cap && e->key == 0))
 			continue;
-		struct content c;
-		if (!chain_content(m, part, e->chain, &c)) {
+		if (!names_something(m, part, e)) {
 			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
 			m->scratch[n++] = e->key;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
 		kv_ehashes_remove(&p->ehashes, m->scratch[i]);
+}
+
+static void sweep_partition(struct kv_match *m, uint32_t part)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
+	/* Every name is learned from a store: one whose offload expired
+	 * unconfirmed, or whose released content expired, may name nothing now. */
+	size_t gone = expire_offloads(m, pm);
+	gone += expire_contents(m, pm);
+	p->stale_possible |= gone > 0;
+	/* Look for such names each time the map has doubled since the last look
+	 * (which keeps the cost linear), and only when something expired since:
+	 * before that, every name names.  So the map holds at most twice the
+	 * names in use plus 1024, whether blocks are released (content) or
+	 * offloads never confirmed. */
+	if (!p->stale_possible || kv_ehashes_count(&p->ehashes) <= 2 * p->ehash_mark + 1024)
+		return;
+	forget_stale_names(m, part);
 	p->ehash_mark = kv_ehashes_count(&p->ehashes);
 	p->stale_possible = false;
 }
