@@ -205,13 +205,24 @@ static void build_maps(struct snap_build *b, const struct kv_index *ix, const st
 	}
 	free(keys);
 	free(idx);
-	for (uint64_t s = pm->head; s < pm->tail; s++) {
-		const struct kv_pending *e = &pm->ring[s & (pm->ringcap - 1)];
+}
+
+/* The pending pool in arrival order, over all partitions: the order its
+ * entries expire in, which a resumed run must keep. */
+static void build_pending(struct snap_build *b, const struct kv_index *ix, const struct kv_match *m)
+{
+	uint32_t *pmap = kv_xmalloc((ix->n + 1) * sizeof *pmap);
+	for (uint32_t k = 0; k < ix->n; k++)
+		pmap[b->porder[k]] = k;
+	const struct kv_pendpool *pp = &m->pending;
+	for (uint64_t s = pp->head; s < pp->tail; s++) {
+		const struct kv_pending *e = &pp->ring[s & (pp->cap - 1)];
 		if (!e->alive)
 			continue;
-		struct kv_snap_pending r = { k, b->wmap[e->worker], e->ehash, e->t, e->medium, 0 };
+		struct kv_snap_pending r = { pmap[e->part], b->wmap[e->worker], e->ehash, e->t, e->medium, 0 };
 		buf_add(&b->sec[KV_SEC_PENDING], &r, sizeof r);
 	}
+	free(pmap);
 }
 
 static void build_sources(struct snap_build *b, const struct kv_match *m)
@@ -257,6 +268,7 @@ static void build(struct snap_build *b, const struct kv_index *ix, const struct 
 		buf_add(&b->sec[KV_SEC_PARTITIONS], &rp, sizeof rp);
 		build_maps(b, ix, m, live, k);
 	}
+	build_pending(b, ix, m);
 	build_sources(b, m);
 }
 
@@ -548,7 +560,8 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 		const struct kv_snap_pending *p = &s->pending[i];
 		if (p->partition >= s->npartitions || p->worker >= s->nworkers || p->medium >= KV_NMEDIA)
 			return fail(err, errlen, "pending %zu: out of range", i);
-		if (i > 0 && p->partition < s->pending[i - 1].partition)
+		/* arrival order: an entry's time is the event time it arrived at */
+		if (i > 0 && p->t < s->pending[i - 1].t)
 			return fail(err, errlen, "pending %zu: out of order", i);
 	}
 	for (size_t i = 0; i < s->nsources; i++)

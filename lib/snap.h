@@ -19,7 +19,7 @@
 #include "out.h"
 #include "workers.h"
 
-#define KV_SNAP_VERSION 1
+#define KV_SNAP_VERSION 2
 
 enum kv_snap_section {
 	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_HOLDERS,

@@ -114,6 +114,24 @@ matched - 0x000000000000000b cpu a/0,a/1"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | .hash' | tr '\n' ' ')" "0x0000000000000002 0x0000000000000003 "
 }
 
+@test "--max-pending bounds the pending pool over all partitions: the oldest of all tenants expire first" {
+	# one hash waiting in each of three tenants' partitions
+	for t in 1 2 3; do pool stored $t cpu "\"0x$t\"" 10.0.0.6 | sed "s/}\$/,\"tenant_id\":\"t$t\"}/"; done > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --max-pending 2 --log pending_expired -o s.kvsnap ev.jsonl
+	assert_success
+	assert_output '{"recv_ns":3000000000,"state":"pending_expired","reason":"max_pending","hash":"0x0000000000000001","medium":"cpu","workers":[{"instance_id":"b","dp_rank":0}],"model":"m","tenant":"t1","count":1}'
+	assert_equal "${stderr_lines[0]}" "kvmatch: 3 records, 3 events; 3 queued, 0 offload_cached, 0 matched, 0 confirmed, 0 applied, 0 dropped, 1 pending_expired (1 entries by --max-pending)"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | .tenant' | tr '\n' ' ')" "t1 t2 t3 "
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | "\(.partition) \(.hash)"')" "1 0x0000000000000002
+2 0x0000000000000003"
+	# resumed between the tenants' stores, the bound and the order hold
+	head -2 ev.jsonl > A.jsonl
+	tail -1 ev.jsonl > B.jsonl
+	kvmatch -q -r regs.jsonl --max-pending 2 --log none -o a.kvsnap A.jsonl
+	kvmatch -q -r regs.jsonl --max-pending 2 --log none -i a.kvsnap -o b.kvsnap B.jsonl
+	cmp s.kvsnap b.kvsnap
+}
+
 @test "IpOnly: an unknown backend_id is dropped unknown_backend" {
 	pool stored 1 cpu '"0xa"' 10.9.9.9 > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
