@@ -41,7 +41,7 @@ _Static_assert(sizeof(struct kv_snap_ehash) == 24, "ehash record");
 _Static_assert(sizeof(struct kv_snap_content) == 40, "content record");
 _Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
 _Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
-_Static_assert(sizeof(struct kv_snap_source) == 56, "source record");
+_Static_assert(sizeof(struct kv_snap_source) == 64, "source record");
 
 /* ---- building ------------------------------------------------------------ */
 
@@ -241,7 +241,8 @@ static void build_sources(struct snap_build *b, const struct kv_match *m)
 	for (size_t i = 0; i < n; i++) {
 		const struct kv_srcstat *st = &m->sources.v[order[i]];
 		struct kv_snap_source r = { add_string(&b->sec[KV_SEC_STRINGS], st->src), st->seq.seen, 0,
-					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches };
+					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches,
+					    st->last_recv_ns };
 		buf_add(&b->sec[KV_SEC_SOURCES], &r, sizeof r);
 	}
 	free(order);
@@ -564,8 +565,9 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 		if (i > 0 && p->t < s->pending[i - 1].t)
 			return fail(err, errlen, "pending %zu: out of order", i);
 	}
+	/* a source's last batch arrived at or before the event time reached */
 	for (size_t i = 0; i < s->nsources; i++)
-		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1)
+		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns)
 			return fail(err, errlen, "source %zu: bad record", i);
 	return true;
 }
@@ -794,6 +796,7 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		st->seq.missing = s->sources[i].missing;
 		st->seq.restarts = s->sources[i].restarts;
 		st->batches = s->sources[i].batches;
+		st->last_recv_ns = s->sources[i].last_recv_ns;
 	}
 	if (s->meta->now_ns > m->now) {
 		m->now = s->meta->now_ns;
@@ -944,6 +947,7 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 		q = lit(q, ",\"last_seq\":");
 		q = r->seen ? jw_u64(q, r->last_seq) : lit(q, "null");
 		q = jw_u64(lit(q, ",\"batches\":"), r->batches);
+		q = jw_u64(lit(q, ",\"last_recv_ns\":"), r->last_recv_ns);
 		q = jw_u64(lit(q, ",\"gaps\":"), r->gaps);
 		q = jw_u64(lit(q, ",\"restarts\":"), r->restarts);
 		jw_done(o, lit(q, "}\n"));

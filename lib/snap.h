@@ -56,6 +56,7 @@ struct kv_snap_source {
 	struct kv_snap_str src;
 	uint32_t seen, reserved;
 	uint64_t last_seq, gaps, missing, restarts, batches;
+	uint64_t last_recv_ns;           /* of its last batch: event lines that continue it are no new batch */
 };
 
 /* A loaded, validated snapshot: views into the mapped file. */

@@ -293,11 +293,25 @@ dropped no_hashes - cpu a/0,a/1"
 	synthcap -n 3000 -e 4 -b 2 -s 8 > all.kvcap
 	kvmatch -q --log none -o all.kvsnap all.kvcap
 	kvdecode all.kvcap > all.jsonl
-	head -6000 all.jsonl > a.jsonl
-	tail -n +6001 all.jsonl > b.jsonl
-	kvmatch -q --log none -o part.kvsnap a.jsonl
-	kvmatch -q --log none -i part.kvsnap -o resumed.kvsnap b.jsonl
-	cmp all.kvsnap resumed.kvsnap
+	# lines 6001 to 6004 are one batch (one line per event)
+	batch=$(sed -n 6001p all.jsonl | grep -o '^{"src":"[^"]*","recv_ns":[0-9]*,"seq":[0-9]*,')
+	assert_equal "$(grep -n -F "$batch" all.jsonl | cut -d: -f1 | tr '\n' ' ')" "6001 6002 6003 6004 "
+	# the same batch replayed (kvsub fills a gap so): applied, as it is new
+	sed "/^$(sed 's|[/.]|\\&|g' <<<"$batch")/s/\"replayed\":false/\"replayed\":true/" all.jsonl > replayed.jsonl
+	assert_equal "$(grep -c '"replayed":true' replayed.jsonl)" 4
+	kvmatch -q --log none -o replayed.kvsnap replayed.jsonl
+	cmp all.kvsnap replayed.kvsnap
+	# split between batches, inside the batch, inside the replayed batch
+	for cut in all:6000 all:6002 replayed:6002; do
+		head -${cut#*:} ${cut%:*}.jsonl > a.jsonl
+		tail -n +$((${cut#*:} + 1)) ${cut%:*}.jsonl > b.jsonl
+		kvmatch -q --log none -o part.kvsnap a.jsonl
+		run --separate-stderr kvmatch --log dropped -i part.kvsnap -o resumed.kvsnap b.jsonl
+		assert_success
+		assert_equal "$output" ""
+		cmp all.kvsnap resumed.kvsnap
+	done
+	assert_equal "$(kvmatch --dump resumed.kvsnap | jq -r 'select(.kind == "source") | "\(.batches) \(.restarts)"' | sort -u)" "375 0"
 }
 
 @test "resuming names IpOnly targets as one run does: inferred workers first seen out of name order" {
