@@ -543,11 +543,20 @@ static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 			return fail(err, errlen, name " %zu: out of order", i);                      \
 	}
 
-static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
+/* No more than an index can hold, so that resuming cannot go beyond it
+ * (restoring finds each partition by name among those before it: past
+ * the bound that would take quadratic time). */
+static bool check_limits(const struct kv_snap *s, char *err, size_t errlen)
 {
-	/* What an index can hold, so that resuming from it cannot go beyond. */
+	if (s->npartitions > KV_MAX_PARTITIONS)
+		return fail(err, errlen, "more than %u partitions", KV_MAX_PARTITIONS);
 	if (s->nworkers > KV_MAX_WORKERS)
 		return fail(err, errlen, "more than %u workers", KV_MAX_WORKERS);
+	return true;
+}
+
+static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
+{
 	for (size_t i = 0; i < s->nworkers; i++) {
 		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
 			return fail(err, errlen, "worker %zu: string out of bounds", i);
@@ -589,7 +598,8 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, 
 	memcpy(&sum, d + size - 8, 8);
 	if (XXH3_64bits(d, size - 8) != sum)
 		return fail(err, errlen, "checksum mismatch (corrupt file)");
-	return check_sections(d, size, s, err, errlen) && check_blocks(s, err, errlen) && check_rest(s, err, errlen);
+	return check_sections(d, size, s, err, errlen) && check_limits(s, err, errlen) && check_blocks(s, err, errlen) &&
+	       check_rest(s, err, errlen);
 }
 
 /* Chains are uniformly distributed, and sorted within a partition: an

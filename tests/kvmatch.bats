@@ -393,6 +393,25 @@ s.kvsnap"
 	assert_equal "$status" 66
 }
 
+@test "a snapshot of more partitions than an index holds (4096) is refused at load" {
+	# kvmatch never writes one; restoring it would find each partition among
+	# all before it, quadratic in their number
+	snapparts 4097 over.kvsnap
+	run --separate-stderr kvmatch --log none -i over.kvsnap -o out.kvsnap /dev/null
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: over.kvsnap: more than 4096 partitions"
+	[ ! -e out.kvsnap ]
+	run --separate-stderr kvquery -s over.kvsnap /dev/null
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: over.kvsnap: more than 4096 partitions"
+	# the bound itself resumes, to the same bytes
+	snapparts 4096 max.kvsnap
+	run --separate-stderr kvmatch -q --log none -i max.kvsnap -o out.kvsnap /dev/null
+	assert_success
+	cmp max.kvsnap out.kvsnap
+	assert_equal "$(kvmatch --dump out.kvsnap | jq -r 'select(.kind == "meta") | .partitions')" 4096
+}
+
 @test "bad event lines are reported with their line numbers, the rest applied" {
 	{ echo 'not json'; store $E0 1 0 xpu '"0xa"' null 1,2,3,4; echo '{"type": "sideways"}'; echo '{"src": "x"}'; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl --log applied ev.jsonl
