@@ -358,6 +358,15 @@ s.kvsnap"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 3
 }
 
+@test "--snapshot-every without -o is a usage error" {
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	run --separate-stderr kvmatch --snapshot-every 10 ev.jsonl
+	assert_equal "$status" 64
+	assert_equal "$output" ""
+	assert_equal "$stderr" "kvmatch: --snapshot-every: no snapshot to write (-o FILE.kvsnap)
+Try 'kvmatch --help'."
+}
+
 @test "SIGUSR1 writes the snapshot at once" {
 	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
 	mkfifo fifo
