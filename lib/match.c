@@ -586,6 +586,9 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 
 /* ---- engine events ------------------------------------------------------- */
 
+/* Whether a KV cache group's kind caches full prefixes.  The list of SPEC
+ * 6.3, and sliding_window_mla beyond it, deliberately (kvmatch(1), Engine
+ * events): a sliding-window layer caches its window only, MLA or not. */
 static bool main_attention(struct kv_str kind)
 {
 	static const char *const skipped[] = { "slidingwindow", "slidingwindowmla", "chunkedlocalattention", "mamba",

@@ -6,7 +6,8 @@
  * atomic (temporary file, fsync, rename).  Loading maps the file and checks
  * every count, offset and index before anything uses them; queries then run
  * on the mapped records directly (blocks are sorted by chain within their
- * partition, so a lookup is an interpolation search). */
+ * partition: a lookup reads the slot of the chain's top bits in a directory
+ * built at load, then binary-searches the few blocks of that slot). */
 #ifndef KV_SNAP_H
 #define KV_SNAP_H
 

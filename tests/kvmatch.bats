@@ -153,14 +153,27 @@ matched - 0x000000000000000b cpu a/0,a/1"
 	  store $E0 3 0 xpu '"0x3"' null 1,2,3,6 4 ',"kv_cache_spec_kind":"ChunkedLocalAttention"'
 	  store $E0 4 0 xpu '"0x4"' null 1,2,3,7 4 ',"kv_cache_spec_kind":"full_attention"'
 	  store $E0 5 0 xpu '"0x5"' null 1,2,3,8 4 ',"kv_cache_spec_kind":"MLA_attention"'
-	  store $E0 6 0 xpu '"0x6"' null 1,2,3,9 4 ',"kv_cache_spec_kind":"new_kind"'; } > ev.jsonl
-	run --separate-stderr kvmatch -r regs.jsonl --log dropped,applied ev.jsonl
-	assert_equal "$(states <<<"$output" | cut -d' ' -f1-3)" "dropped non_full_attention 0x0000000000000001
-dropped non_full_attention 0x0000000000000002
-dropped non_full_attention 0x0000000000000003
-applied - 0x0000000000000004
-applied - 0x0000000000000005
-applied - 0x0000000000000006"
+	  store $E0 6 0 xpu '"0x6"' null 1,2,3,9 4 ',"kv_cache_spec_kind":"new_kind"'
+	  store $E0 7 0 xpu '"0x7"' null 1,2,4,1 4 ',"kv_cache_spec_kind":"cross_attention"'
+	  store $E0 8 0 xpu '"0x8"' null 1,2,4,2 4 ',"kv_cache_spec_kind":"EncoderOnlyAttention"'
+	  store $E0 9 0 xpu '"0x9"' null 1,2,4,3 4 ',"kv_cache_spec_kind":"sink_full_attention"'
+	  # beyond SPEC 6.3's list, deliberately (kvmatch(1), Engine events)
+	  store $E0 10 0 xpu '"0x10"' null 1,2,4,4 4 ',"kv_cache_spec_kind":"sliding_window_mla"'
+	  store $E0 11 0 cpu '"0x11"' null 1,2,4,5 4 ',"kv_cache_spec_kind":"SlidingWindowMLA"'; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log dropped,applied,offload_cached ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "dropped non_full_attention 0x0000000000000001 xpu a/0
+dropped non_full_attention 0x0000000000000002 xpu a/0
+dropped non_full_attention 0x0000000000000003 xpu a/0
+applied - 0x0000000000000004 xpu a/0
+applied - 0x0000000000000005 xpu a/0
+applied - 0x0000000000000006 xpu a/0
+dropped non_full_attention 0x0000000000000007 xpu a/0
+dropped non_full_attention 0x0000000000000008 xpu a/0
+applied - 0x0000000000000009 xpu a/0
+dropped non_full_attention 0x0000000000000010 xpu a/0
+dropped non_full_attention 0x0000000000000011 cpu a/0"
+	assert_equal "${stderr_lines[1]}" "kvmatch: dropped: 7 non_full_attention"
 }
 
 @test "a block size other than the registration's is dropped; placeholders are not" {
@@ -328,6 +341,22 @@ dropped no_hashes - cpu a/0,a/1"
 	assert_equal "$(cat a.log b.log)" "$(cat ab.log)"
 	assert_equal "$(states < b.log | grep -e ^queued -e ^pending_expired)" "queued - 0x000000000000000c cpu 10.0.0.1:5000/0,10.0.0.1:6000/0
 pending_expired - 0x000000000000000c cpu 10.0.0.1:5000/0,10.0.0.1:6000/0"
+}
+
+@test "-i without the registrations of the run that wrote the snapshot: events go to inferred workers" {
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > A.jsonl
+	{ removed $E0 2 0 xpu '"0xa"'; store $E0 3 0 xpu '"0xb"' '"0xa"' 5,6,7,8; } > B.jsonl
+	kvmatch -q -r regs.jsonl --log none -o a.kvsnap A.jsonl
+	# with them: the removal reaches a/0, the store finds its parent
+	run --separate-stderr kvmatch -r regs.jsonl --log applied,dropped -i a.kvsnap -o b.kvsnap B.jsonl
+	assert_equal "$(states <<<"$output")" "applied - 0x000000000000000a xpu a/0
+applied - 0x000000000000000b xpu a/0"
+	# without (kvmatch(1), Snapshots): an inferred worker in model default
+	run --separate-stderr kvmatch --log applied,dropped -i a.kvsnap -o b.kvsnap B.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "dropped parent_not_found 0x000000000000000b xpu 10.0.0.5:5557/0"
+	assert_equal "${stderr_lines[2]}" "kvmatch: index: 2 partitions, 4 workers, 1 blocks, 1 holdings; 0 pending, 0 offload cached, 0 content cached; 1 removals of unknown blocks"
+	assert_equal "$(holdings b.kvsnap)" "0xcb38e4d7fb2dca5c a/0 xpu"
 }
 
 @test "a replayed batch that was already applied is dropped as a duplicate" {
