@@ -91,6 +91,26 @@ setup() {
 	assert_equal "$stderr" "kvquery: q.jsonl: line 4: unknown model and tenant: the snapshot has no such partition"
 }
 
+@test "a tenant of 300 bytes is answered whole, in answers, routes and explanations" {
+	tenant=$(printf 't%.0s' $(seq 300))
+	cat > regs2.jsonl <<-EOF
+	{"instance_id": "a", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "$tenant", "medium_endpoints": {"npu": "$E0"}}
+	EOF
+	store $E0 1 0 xpu '"0x1"' null 1,2 2 > ev2.jsonl
+	kvmatch -q -r regs2.jsonl --log none -o s2.kvsnap ev2.jsonl
+	echo "{\"model\": \"m\", \"tenant_id\": \"$tenant\", \"token_ids\": [1,2]}" > q.jsonl
+	run --separate-stderr kvquery -s s2.kvsnap q.jsonl
+	assert_success
+	assert_output "{\"$tenant\":{\"a\":{\"longest_matched\":2,\"DP\":{\"0\":{\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}}}}}"
+	run --separate-stderr kvquery -s s2.kvsnap --route q.jsonl
+	assert_success
+	assert_output "{\"tenant\":\"$tenant\",\"instance_id\":\"a\",\"dp_rank\":0,\"score\":1,\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}"
+	run --separate-stderr kvquery -s s2.kvsnap --explain q.jsonl
+	assert_success
+	assert_equal "$(jq -r '.tenant | length' <<<"$output")" 300
+	assert_equal "$(jq -r .tenant <<<"$output")" "$tenant"
+}
+
 @test "--route names the chosen worker with its score" {
 	echo "[$(seq -s, 1 700)]" > q.txt
 	run --separate-stderr kvquery -s s.kvsnap --route q.txt
