@@ -76,8 +76,6 @@ confirmed - 0x000000000000000a cpu a/0,a/1"
 }
 
 @test "pool stored before the engine offload: queued, then matched; the same index" {
-	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 2 0 cpu '"0xa"' null '' 0; pool stored 3 cpu '"0xa"' 10.0.0.5; } > first.jsonl
-	kvmatch -q -r regs.jsonl --log none -o first.kvsnap first.jsonl
 	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; pool stored 3 cpu '"0xb"' 10.0.0.5; store $E0 4 0 cpu '"0xb"' '"0xa"' 5,6,7,8; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched,confirmed -o s.kvsnap ev.jsonl
 	assert_success
@@ -230,6 +228,78 @@ dropped no_hashes - cpu a/0,a/1"
 0xcb38e4d7fb2dca5c b/0 xpu"
 }
 
+@test "engine removals in cpu and disk: its worker stops holding there; an unconfirmed offload is forgotten" {
+	{ store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
+	  store $E0 2 0 cpu '"0xa"' null '' 0
+	  pool stored 3 cpu '"0xa"' 10.0.0.5
+	  pool stored 3 disk '"0xb"' 10.0.0.5
+	  removed $E0 4 0 cpu '"0xa"'
+	  removed $E0 5 0 disk '"0xb"'
+	  store $E0 6 0 cpu '"0xc"' '"0xb"' 9,9,9,9
+	  removed $E0 7 0 cpu '"0xc"'
+	  pool stored 8 cpu '"0xc"' 10.0.0.5; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log offload_cached,queued,confirmed,applied -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output" | grep -v 'xpu a/0$')" "offload_cached - 0x000000000000000a cpu 
+confirmed - 0x000000000000000a cpu a/0,a/1
+confirmed - 0x000000000000000b disk a/0,a/1
+applied - 0x000000000000000a cpu a/0
+applied - 0x000000000000000b disk a/0
+offload_cached - 0x000000000000000c cpu 
+queued - 0x000000000000000c cpu a/0,a/1"
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 xpu
+0xcb38e4d7fb2dca5c a/1 cpu
+0xe8d3ec39b907b74c a/0 xpu
+0xe8d3ec39b907b74c a/1 disk"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "offload" or .kind == "pending") | [.kind, .hash, .medium]')" '["pending","0x000000000000000c","cpu"]
+["pending","0x000000000000000c","cpu"]'
+}
+
+@test "a pool removal drops the pending entries of its hash" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 2 cpu '"0xd"' 10.0.0.5
+	  pool stored 2 cpu '"0xe"' 10.0.0.5
+	  pool removed 3 cpu '"0xd"' 10.0.0.5
+	  store $E0 4 0 cpu '"0xd","0xe"' '"0xa"' 5,6,7,8,9,9,9,9; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched,offload_cached,applied -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "applied - 0x000000000000000a xpu a/0
+queued - 0x000000000000000d cpu a/0,a/1
+queued - 0x000000000000000e cpu a/0,a/1
+applied - 0x000000000000000d cpu a/0,a/1
+offload_cached - 0x000000000000000d cpu 
+matched - 0x000000000000000e cpu a/0,a/1"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "offload" or .kind == "pending") | [.kind, .hash]')" '["offload","0x000000000000000d"]'
+}
+
+@test "a pool clear in disk drops the targets' disk holdings and their disk pending entries" {
+	{ store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
+	  pool stored 2 cpu '"0xa"' 10.0.0.5
+	  pool stored 2 disk '"0xa","0xb"' 10.0.0.5
+	  pool stored 2 disk '"0xb"' 10.0.0.6
+	  pool stored 3 cpu '"0xc"' 10.0.0.5
+	  pool stored 3 disk '"0xd"' 10.0.0.5
+	  pool stored 3 disk '"0xd"' 10.0.0.6
+	  pool cleared 4 disk '' 10.0.0.5; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log applied -o s.kvsnap ev.jsonl
+	assert_success
+	# 4 holdings and 2 pending entries of a/0 and a/1 in disk
+	assert_equal "$(tail -1 <<<"$output" | jq -c '[.state, .medium, .count, [.workers[] | "\(.instance_id)/\(.dp_rank)"]]')" '["applied","disk",6,["a/0","a/1"]]'
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 xpu+cpu
+0xcb38e4d7fb2dca5c a/1 cpu
+0xe8d3ec39b907b74c a/0 xpu
+0xe8d3ec39b907b74c b/0 disk"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | "\(.hash) \(.instance_id)/\(.dp_rank) \(.medium)"')" "0x000000000000000c a/0 cpu
+0x000000000000000c a/1 cpu
+0x000000000000000d b/0 disk"
+	# the entries a clear dropped wait no more: the engine's offload finds only b/0's
+	store $E0 5 0 disk '"0xd"' '"0xb"' 9,9,9,9 >> ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log matched ev.jsonl
+	assert_equal "$(states <<<"$output")" "matched - 0x000000000000000d disk b/0"
+}
+
 @test "a removed block's content is kept: a later disk store still confirms" {
 	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; removed $E0 2 0 xpu '"0xa"'; pool stored 100 disk '"0xa"' 10.0.0.6; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
@@ -272,21 +342,64 @@ dropped no_hashes - cpu a/0,a/1"
 }
 
 @test "fixtures: kvdecode | kvmatch and kvmatch on the capture give the same snapshot bytes" {
-	for f in "$FIX"/*.kvcap; do
+	# A pool capture alone names no known worker (all unknown_backend): each
+	# pool follows the engine whose blocks it holds.  memcache's batch stores
+	# cpu and disk replicas, removes the cpu one and clears another node.
+	cat "$FIX/vllm-0.9-array.kvcap" "$FIX/memcache.kvcap" > vllm-memcache.kvcap
+	cat "$FIX/vllm-0.9-array.kvcap" "$FIX/mooncake.kvcap" > vllm-mooncake.kvcap
+	# an engine that released its blocks (removed, cleared): content kept confirms
+	cat "$FIX/vllm-array-dp1.kvcap" "$FIX/memcache.kvcap" > released-memcache.kvcap
+	for f in "$FIX"/*.kvcap vllm-memcache.kvcap vllm-mooncake.kvcap released-memcache.kvcap; do
 		kvdecode "$f" | kvmatch -q --log none -o a.kvsnap
 		kvmatch -q --log none -o b.kvsnap "$f"
 		cmp a.kvsnap b.kvsnap
 	done
 	kvdecode "$FIX/vllm-0.9-array.kvcap" | kvmatch -q --log none -o s.kvsnap
-	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="block") | .local' | sort)" "0xd43939178abd00db
-0xd47a8f41c833328a"
+	assert_equal "$(holdings s.kvsnap)" "0xd47a8f41c833328a 10.0.0.5:5557/0 xpu
+0xd43939178abd00db 10.0.0.5:5557/0 xpu"
+	run --separate-stderr kvmatch --log confirmed,applied,dropped -o s.kvsnap vllm-memcache.kvcap
+	assert_success
+	assert_equal "$(states <<<"$output")" "applied - 0xb0147556276afc9c xpu 10.0.0.5:5557/0
+applied - 0x192dd62904fcccac xpu 10.0.0.5:5557/0
+confirmed - 0xb0147556276afc9c cpu 10.0.0.5:5557/0
+confirmed - 0x192dd62904fcccac disk 10.0.0.5:5557/0
+applied - 0xb0147556276afc9c cpu 10.0.0.5:5557/0
+dropped unknown_backend - xpu "
+	assert_equal "$(holdings s.kvsnap)" "0xd47a8f41c833328a 10.0.0.5:5557/0 xpu
+0xd43939178abd00db 10.0.0.5:5557/0 xpu+disk"
+	# Mooncake's hash >= 2^63 (int64 on the wire) meets the engine's
+	run --separate-stderr kvmatch --log confirmed,applied,dropped -o s.kvsnap vllm-mooncake.kvcap
+	assert_success
+	assert_equal "$(states <<<"$output" | tail -2)" "confirmed - 0xb0147556276afc9c cpu 10.0.0.5:5557/0
+applied - 0xb0147556276afc9c cpu 10.0.0.5:5557/0"
+	assert_equal "${stderr_lines[0]}" "kvmatch: 2 records, 3 events; 0 queued, 0 offload_cached, 0 matched, 1 confirmed, 3 applied, 0 dropped, 0 pending_expired"
+	run --separate-stderr kvmatch --log confirmed -o s.kvsnap released-memcache.kvcap
+	assert_success
+	assert_equal "$(states <<<"$output")" "confirmed - 0xb0147556276afc9c cpu 10.0.0.5:5557/1
+confirmed - 0x192dd62904fcccac disk 10.0.0.5:5557/1"
+	assert_equal "$(holdings s.kvsnap)" "0xd43939178abd00db 10.0.0.5:5557/1 disk"
+	assert_equal "${stderr_lines[2]}" "kvmatch: index: 1 partitions, 1 workers, 1 blocks, 1 holdings; 0 pending, 0 offload cached, 2 content cached; 0 removals of unknown blocks"
 }
 
 @test "the same input twice gives identical snapshot bytes" {
-	synthcap -n 2000 -e 4 -b 3 -s 8 > in.kvcap
-	kvmatch -q --log none -o a.kvsnap in.kvcap
-	kvmatch -q --log none -o b.kvsnap in.kvcap
+	# a simulated cluster with a memcache pool and disk whose events come
+	# before the engines': evictions, offloads, pending, released content
+	kvgen -q --workers 2 --dp 2 --pool memcache --pool-lag -2 --capacity 300 --pool-capacity 400 \
+		--disk-capacity 200 --limit 100 --registrations gen.jsonl -o gen.kvcap "$ROOT/share/traces/conversation-300.jsonl"
+	kvmatch -q -r gen.jsonl --log none -o a.kvsnap gen.kvcap
+	kvmatch -q -r gen.jsonl --log none -o b.kvsnap gen.kvcap
 	cmp a.kvsnap b.kvsnap
+	# cut while pool entries wait for their engine events: every table holds some
+	kvdecode gen.kvcap | head -351 > cut.jsonl
+	run --separate-stderr kvmatch -r gen.jsonl --log none -o c.kvsnap cut.jsonl
+	assert_success
+	kvmatch -q -r gen.jsonl --log none -o d.kvsnap cut.jsonl
+	cmp c.kvsnap d.kvsnap
+	assert_equal "$(kvmatch --dump c.kvsnap | jq -r .kind | sort -u | tr '\n' ' ')" "block content engine_hash meta offload partition pending source worker "
+	# stores were removed, pool events queued, then matched or confirmed
+	read -r queued matched confirmed <<<"$(sed -n 's/.*; \([0-9]*\) queued, [0-9]* offload_cached, \([0-9]*\) matched, \([0-9]*\) confirmed,.*/\1 \2 \3/p' <<<"${stderr_lines[0]}")"
+	[ "$queued" -gt 1000 ] && [ "$matched" -gt 1000 ] && [ "$confirmed" -gt 1000 ]
+	[ "$(kvmatch --dump c.kvsnap | jq -r 'select(.kind == "content") | .chain' | grep -c .)" -gt 1000 ]
 }
 
 @test "A, then B resumed from A's snapshot, equals A+B in one run" {
