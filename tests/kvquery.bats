@@ -106,16 +106,14 @@ setup() {
 	store $E0 1 0 xpu '"0x1"' null 1,2 2 > ev2.jsonl
 	kvmatch -q -r regs2.jsonl --log none -o s2.kvsnap ev2.jsonl
 	echo "{\"model\": \"m\", \"tenant_id\": \"$tenant\", \"token_ids\": [1,2]}" > q.jsonl
-	run --separate-stderr kvquery -s s2.kvsnap q.jsonl
-	assert_success
-	assert_output "{\"$tenant\":{\"a\":{\"longest_matched\":2,\"DP\":{\"0\":{\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}}}}}"
-	run --separate-stderr kvquery -s s2.kvsnap --route q.jsonl
-	assert_success
-	assert_output "{\"tenant\":\"$tenant\",\"instance_id\":\"a\",\"dp_rank\":0,\"score\":1,\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}"
-	run --separate-stderr kvquery -s s2.kvsnap --explain q.jsonl
-	assert_success
-	assert_equal "$(jq -r '.tenant | length' <<<"$output")" 300
-	assert_equal "$(jq -r .tenant <<<"$output")" "$tenant"
+	for how in "" --route --explain; do
+		kvquery -s s2.kvsnap $how q.jsonl > "out$how.json" 2> "out$how.err"
+	done
+	assert_equal "$(cat out.json)" "{\"$tenant\":{\"a\":{\"longest_matched\":2,\"DP\":{\"0\":{\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}}}}}"
+	assert_equal "$(cat out--route.json)" "{\"tenant\":\"$tenant\",\"instance_id\":\"a\",\"dp_rank\":0,\"score\":1,\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}"
+	assert_equal "$(jq -r '.tenant | length' out--explain.json)" 300
+	assert_equal "$(jq -r .tenant out--explain.json)" "$tenant"
+	assert_equal "$(cat out*.err)" ""
 }
 
 @test "--route names the chosen worker with its score" {

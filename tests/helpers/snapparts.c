@@ -19,18 +19,19 @@ int main(int argc, char **argv)
 		kv_die(KV_EX_USAGE, "usage: snapparts N FILE.kvsnap");
 	uint64_t n = arg_u64(argv[1]);
 	struct kv_index ix;
-	struct kv_workers ws;
-	struct kv_match m;
-	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
-				   KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
 	kv_index_init(&ix);
-	kv_workers_init(&ws);
-	kv_match_init(&m, &ix, &ws, &o);
 	for (uint64_t i = 0; i < n; i++) {
 		char model[32];
 		int len = snprintf(model, sizeof model, "p%llu", (unsigned long long)i);
 		kv_index_partition(&ix, model, (size_t)len, "default", 7);
 	}
+	/* nothing else: no workers, an idle matcher */
+	struct kv_workers ws;
+	kv_workers_init(&ws);
+	struct kv_match m;
+	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
+				   KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
+	kv_match_init(&m, &ix, &ws, &o);
 	bool ok = kv_snap_write(argv[2], &ix, &ws, &m);
 	if (!ok)
 		kv_warn_errno("%s", argv[2]);

@@ -202,14 +202,14 @@ static void reseal(uint8_t *b, size_t n)
 static void order_times_and_bounds(void)
 {
 	struct state s;
+	struct kv_snap snap;
+	char err[200];
 	make_state(&s);
 	uint32_t a = (uint32_t)kv_index_find_partition(&s.ix, "a", "t");
 	kv_match_restore_pending(&s.m, a, 1000, 0, KV_CPU, 7); /* after the entry of "m" at 5 */
 	kv_srcstats_get(&s.m.sources, "tcp://x:1", 9)->last_recv_ns = s.m.now;
 	size_t n;
 	uint8_t *b = write_read(&s, &n);
-	struct kv_snap snap;
-	char err[200];
 	ASSERT(kv_snap_check(b, n, &snap, err, sizeof err));
 	/* arrival order, not partition order: "m" (index 1) first, then "a" (0) */
 	ASSERT_EQ_U64(snap.npending, 2);
