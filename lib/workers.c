@@ -232,7 +232,8 @@ size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_
 	/* Ids follow the order workers were first seen, which a resumed run
 	 * (ids in the snapshot's order) does not share: name order keeps state
 	 * lines and the pending pool the same either way. */
-	qsort_r(out, n, sizeof *out, by_name, (void *)ws);
+	if (n > 1)
+		qsort_r(out, n, sizeof *out, by_name, (void *)ws);
 	return n;
 }
 
