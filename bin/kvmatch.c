@@ -153,6 +153,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 }
 
+/* Options that mean nothing without another one are usage errors, not
+ * silently ignored. */
+static void check_option_pairs(const struct options *o)
+{
+	if (o->every_ns && !o->snapshot)
+		kv_usage_error("--snapshot-every: no snapshot to write (-o FILE.kvsnap)");
+}
+
 struct run {
 	const struct options *o;
 	struct kv_out *out;
@@ -283,6 +291,7 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	check_option_pairs(&o);
 	kv_install_signals(true);
 	if (o.dump)
 		return dump(o.dump);

@@ -229,7 +229,7 @@ static char *lit(char *p, const char *s)
 	return p + n;
 }
 
-static void write_route(struct run *r, const char *tenant, const struct kv_hit *h, size_t bs)
+static void write_route(struct run *r, struct kv_str tenant, const struct kv_hit *h, size_t bs)
 {
 	size_t len = 0;
 	int64_t dp = 0;
@@ -243,8 +243,8 @@ static void write_route(struct run *r, const char *tenant, const struct kv_hit *
 		kv_out_write(r->out, row, (size_t)n);
 		return;
 	}
-	char *p = jw_reserve(r->out, 256 + JW_STR_MAX(len) + JW_STR_MAX(strlen(tenant)));
-	p = jw_str(lit(p, "{\"tenant\":"), tenant, strlen(tenant));
+	char *p = jw_reserve(r->out, 256 + JW_STR_MAX(len) + JW_STR_MAX(tenant.n));
+	p = jw_str(lit(p, "{\"tenant\":"), tenant.p, tenant.n);
 	if (!h) {
 		jw_done(r->out, lit(p, ",\"instance_id\":null}\n"));
 		return;
@@ -259,7 +259,7 @@ static void write_route(struct run *r, const char *tenant, const struct kv_hit *
 	jw_done(r->out, lit(p, "}\n"));
 }
 
-static void write_explain(struct run *r, const char *tenant, const struct kv_hit *hits, size_t n, size_t nblocks,
+static void write_explain(struct run *r, struct kv_str tenant, const struct kv_hit *hits, size_t n, size_t nblocks,
 			  size_t bs, const struct kv_hit *route)
 {
 	if (r->o->table) {
@@ -276,8 +276,8 @@ static void write_explain(struct run *r, const char *tenant, const struct kv_hit
 		}
 		return;
 	}
-	char *p = jw_reserve(r->out, 128 + JW_STR_MAX(strlen(tenant)));
-	p = jw_str(lit(p, "{\"tenant\":"), tenant, strlen(tenant));
+	char *p = jw_reserve(r->out, 128 + JW_STR_MAX(tenant.n));
+	p = jw_str(lit(p, "{\"tenant\":"), tenant.p, tenant.n);
 	p = jw_u64(lit(p, ",\"blocks\":"), nblocks);
 	p = jw_u64(lit(p, ",\"block_size\":"), bs);
 	jw_done(r->out, lit(p, ",\"workers\":["));
@@ -361,10 +361,9 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 		bad_line(r, file, lineno, why);
 		return;
 	}
-	size_t tlen;
-	const char *t = kv_snap_string(&r->snap, r->snap.partitions[part].tenant, &tlen);
-	char tenant[256];
-	snprintf(tenant, sizeof tenant, "%.*s", (int)tlen, t);
+	/* the partition's tenant, whole: answers are keyed by it */
+	struct kv_str tenant;
+	tenant.p = kv_snap_string(&r->snap, r->snap.partitions[part].tenant, &tenant.n);
 	struct kv_query req = { (uint32_t)part, bs, q->by_hash ? NULL : q->tokens, q->ntokens,
 				q->by_hash ? q->hashes : NULL, q->nhashes };
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
@@ -384,7 +383,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	else if (r->o->table)
 		write_table_rows(r, hits, nhits, bs);
 	else
-		kv_query_write_answer(r->out, &r->src, tenant, strlen(tenant), hits, nhits, bs, r->o->shared_pool);
+		kv_query_write_answer(r->out, &r->src, tenant.p, tenant.n, hits, nhits, bs, r->o->shared_pool);
 	kv_out_flush_if_full(r->out);
 }
 

@@ -57,7 +57,6 @@ static void pmatch_free(struct kv_pmatch *pm)
 	kv_offloads_free(&pm->offload);
 	kv_contents_free(&pm->content);
 	kv_pend_heads_free(&pm->heads);
-	free(pm->ring);
 }
 
 void kv_match_free(struct kv_match *m)
@@ -65,6 +64,7 @@ void kv_match_free(struct kv_match *m)
 	for (size_t i = 0; i < m->npm; i++)
 		pmatch_free(&m->pm[i]);
 	free(m->pm);
+	free(m->pending.ring);
 	kv_srcstats_free(&m->sources);
 	free(m->local);
 	free(m->chain);
@@ -275,55 +275,60 @@ static void learn(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t ch
 
 #define NO_SEQ UINT64_MAX
 
-static struct kv_pending *slot(struct kv_pmatch *pm, uint64_t seq)
+static struct kv_pending *slot(struct kv_pendpool *pp, uint64_t seq)
 {
-	return &pm->ring[seq & (pm->ringcap - 1)];
+	return &pp->ring[seq & (pp->cap - 1)];
 }
 
-static void ring_resize(struct kv_pmatch *pm, size_t cap)
+static void ring_resize(struct kv_pendpool *pp, size_t cap)
 {
-	struct kv_pending *old = pm->ring;
-	size_t oldcap = pm->ringcap;
-	pm->ring = kv_xcalloc(cap, sizeof *pm->ring);
-	pm->ringcap = cap;
-	for (uint64_t s = pm->head; s < pm->tail; s++)
-		*slot(pm, s) = old[s & (oldcap - 1)];
+	struct kv_pending *old = pp->ring;
+	size_t oldcap = pp->cap;
+	pp->ring = kv_xcalloc(cap, sizeof *pp->ring);
+	pp->cap = cap;
+	for (uint64_t s = pp->head; s < pp->tail; s++)
+		*slot(pp, s) = old[s & (oldcap - 1)];
 	free(old);
 }
 
-static void pending_push(struct kv_pmatch *pm, uint64_t ehash, uint32_t worker, enum kv_medium medium, uint64_t t)
+static void pending_push(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker, enum kv_medium medium,
+			 uint64_t t)
 {
+	struct kv_pendpool *pp = &m->pending;
 	bool added;
-	struct kv_pend_head *h = kv_pend_heads_upsert(&pm->heads, ehash, &added);
+	struct kv_pend_head *h = kv_pend_heads_upsert(&kv_match_partition(m, part)->heads, ehash, &added);
 	if (!added)
-		for (uint64_t s = h->first; s != NO_SEQ; s = slot(pm, s)->next)
-			if (slot(pm, s)->worker == worker && slot(pm, s)->medium == medium)
+		for (uint64_t s = h->first; s != NO_SEQ; s = slot(pp, s)->next)
+			if (slot(pp, s)->worker == worker && slot(pp, s)->medium == medium)
 				return; /* already waiting: keep the first arrival's time */
-	if (pm->tail - pm->head == pm->ringcap)
-		ring_resize(pm, pm->ringcap ? 2 * pm->ringcap : 64);
-	uint64_t seq = pm->tail++;
-	*slot(pm, seq) = (struct kv_pending){ ehash, t, NO_SEQ, worker, (uint8_t)medium, true };
+	if (pp->tail - pp->head == pp->cap)
+		ring_resize(pp, pp->cap ? 2 * pp->cap : 64);
+	uint64_t seq = pp->tail++;
+	*slot(pp, seq) = (struct kv_pending){ ehash, t, NO_SEQ, worker, (uint16_t)part, (uint8_t)medium, true };
 	if (added)
 		h->first = seq;
 	else
-		slot(pm, h->last)->next = seq;
+		slot(pp, h->last)->next = seq;
 	h->last = seq;
 	h->count++;
-	pm->alive++;
+	pp->alive++;
 }
 
-/* Unlinks the entries of ehash that keep() rejects; returns how many went. */
-static size_t pending_unlink(struct kv_pmatch *pm, uint64_t ehash,
+/* Unlinks the entries of ehash in partition part that gone() picks;
+ * returns how many went. */
+static size_t pending_unlink(struct kv_match *m, uint32_t part, uint64_t ehash,
 			     bool (*gone)(const struct kv_pending *p, const void *arg), const void *arg,
 			     uint32_t *workers, uint8_t *media, size_t max)
 {
-	struct kv_pend_head *h = kv_pend_heads_find(&pm->heads, ehash);
+	struct kv_pendpool *pp = &m->pending;
+	struct kv_pend_heads *heads = &kv_match_partition(m, part)->heads;
+	struct kv_pend_head *h = kv_pend_heads_find(heads, ehash);
 	if (!h)
 		return 0;
 	size_t n = 0;
 	uint64_t prev = NO_SEQ;
 	for (uint64_t s = h->first; s != NO_SEQ;) {
-		struct kv_pending *p = slot(pm, s);
+		struct kv_pending *p = slot(pp, s);
 		uint64_t next = p->next;
 		if (gone(p, arg)) {
 			if (n < max) {
@@ -332,12 +337,12 @@ static size_t pending_unlink(struct kv_pmatch *pm, uint64_t ehash,
 			}
 			n++;
 			p->alive = false;
-			pm->alive--;
+			pp->alive--;
 			h->count--;
 			if (prev == NO_SEQ)
 				h->first = next;
 			else
-				slot(pm, prev)->next = next;
+				slot(pp, prev)->next = next;
 			if (h->last == s)
 				h->last = prev;
 		} else {
@@ -346,7 +351,7 @@ static size_t pending_unlink(struct kv_pmatch *pm, uint64_t ehash,
 		s = next;
 	}
 	if (h->count == 0)
-		kv_pend_heads_remove(&pm->heads, ehash);
+		kv_pend_heads_remove(heads, ehash);
 	return n;
 }
 
@@ -375,12 +380,12 @@ static bool expired_entry(const struct kv_pending *p, const void *arg)
 	return p->t + w->ttl <= w->older_than;
 }
 
-static void ring_trim(struct kv_pmatch *pm)
+static void ring_trim(struct kv_pendpool *pp)
 {
-	while (pm->head < pm->tail && !slot(pm, pm->head)->alive)
-		pm->head++;
-	if (pm->ringcap > 1024 && 8 * (pm->tail - pm->head) < pm->ringcap)
-		ring_resize(pm, pm->ringcap / 2);
+	while (pp->head < pp->tail && !slot(pp, pp->head)->alive)
+		pp->head++;
+	if (pp->cap > 1024 && 8 * (pp->tail - pp->head) < pp->cap)
+		ring_resize(pp, pp->cap / 2);
 }
 
 /* Reports the entries of one hash leaving the pool, grouped by medium. */
@@ -399,27 +404,28 @@ static void report_entries(struct kv_match *m, const struct rep *r, enum kv_stat
 	}
 }
 
-/* Expires the oldest pending entries: those past the TTL, and as many as it
- * takes to get back under --max-pending. */
-static void pending_expire(struct kv_match *m, uint32_t part)
+/* Expires the oldest pending entries of all partitions: those past the
+ * TTL, and as many as it takes to get back under --max-pending. */
+static void pending_expire(struct kv_match *m)
 {
-	struct kv_pmatch *pm = kv_match_partition(m, part);
-	struct rep r = { NULL, part };
+	struct kv_pendpool *pp = &m->pending;
 	for (;;) {
-		ring_trim(pm);
-		if (pm->head == pm->tail)
+		ring_trim(pp);
+		if (pp->head == pp->tail)
 			return;
-		struct kv_pending *p = slot(pm, pm->head);
+		struct kv_pending *p = slot(pp, pp->head);
 		bool by_ttl = p->t + m->o.pending_ttl_ns <= m->now;
-		if (!by_ttl && pm->alive <= m->o.max_pending)
+		if (!by_ttl && pp->alive <= m->o.max_pending)
 			return;
 		uint64_t ehash = p->ehash;
+		uint32_t part = p->part;
+		struct rep r = { NULL, part };
 		struct who w = { .older_than = by_ttl ? m->now : p->t + m->o.pending_ttl_ns, .ttl = m->o.pending_ttl_ns };
-		struct kv_pend_head *h = kv_pend_heads_find(&pm->heads, ehash);
+		struct kv_pend_head *h = kv_pend_heads_find(&kv_match_partition(m, part)->heads, ehash);
 		size_t cnt = h ? h->count : 1;
 		uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
 		uint8_t *media = kv_xmalloc(cnt);
-		size_t n = pending_unlink(pm, ehash, expired_entry, &w, workers, media, cnt);
+		size_t n = pending_unlink(m, part, ehash, expired_entry, &w, workers, media, cnt);
 		report_entries(m, &r, KV_ST_PENDING_EXPIRED, by_ttl ? KV_R_NONE : KV_R_MAX_PENDING, ehash, workers, media, n);
 		free(workers);
 		free(media);
@@ -428,10 +434,9 @@ static void pending_expire(struct kv_match *m, uint32_t part)
 
 /* ---- sweeps of cached content and stale engine hashes --------------------- */
 
-static void sweep_partition(struct kv_match *m, uint32_t part)
+/* Removes the offloads not confirmed within --offload-ttl; returns how many. */
+static size_t expire_offloads(struct kv_match *m, struct kv_pmatch *pm)
 {
-	struct kv_pmatch *pm = kv_match_partition(m, part);
-	struct kv_partition *p = &m->ix->p[part];
 	size_t n = 0;
 	/* Collect first: removing shifts entries within the table. */
 	for (size_t i = 0; i < pm->offload.cap; i++)
@@ -439,41 +444,79 @@ static void sweep_partition(struct kv_match *m, uint32_t part)
 			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
 			m->scratch[n++] = pm->offload.slots[i].key;
 		}
-	if (pm->offload.has_zero && !live(pm->offload.zero.t, m->o.offload_ttl_ns, m->now))
-		kv_offloads_remove(&pm->offload, 0);
 	for (size_t i = 0; i < n; i++)
 		kv_offloads_remove(&pm->offload, m->scratch[i]);
-	n = 0;
+	if (pm->offload.has_zero && !live(pm->offload.zero.t, m->o.offload_ttl_ns, m->now)) {
+		kv_offloads_remove(&pm->offload, 0);
+		n++;
+	}
+	return n;
+}
+
+/* Removes the content kept longer than --content-ttl; returns how many. */
+static size_t expire_contents(struct kv_match *m, struct kv_pmatch *pm)
+{
+	size_t n = 0;
 	for (size_t i = 0; i < pm->content.cap; i++)
 		if (pm->content.slots[i].key && !live(pm->content.slots[i].t, m->o.content_ttl_ns, m->now)) {
 			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
 			m->scratch[n++] = pm->content.slots[i].key;
 		}
-	if (pm->content.has_zero && !live(pm->content.zero.t, m->o.content_ttl_ns, m->now))
-		kv_contents_remove(&pm->content, 0);
 	for (size_t i = 0; i < n; i++)
 		kv_contents_remove(&pm->content, m->scratch[i]);
-	p->stale_possible |= n > 0;
-	/* An engine hash whose block is gone and whose content expired names
-	 * nothing.  Such stale names pile up only when engines name one block
-	 * by several hashes (no common PYTHONHASHSEED): look for them each time
-	 * the map has doubled since the last look (which keeps the cost linear),
-	 * and only when content expired since: before that, every name names. */
-	if (!p->stale_possible || kv_ehashes_count(&p->ehashes) <= 2 * p->ehash_mark + 1024)
-		return;
-	n = 0;
+	if (pm->content.has_zero && !live(pm->content.zero.t, m->o.content_ttl_ns, m->now)) {
+		kv_contents_remove(&pm->content, 0);
+		n++;
+	}
+	return n;
+}
+
+/* Whether an engine hash still names something: a block, content kept for
+ * a later store, or an offload still waiting for its pool. */
+static bool names_something(struct kv_match *m, uint32_t part, const struct kv_ehash *e)
+{
+	struct content c;
+	if (chain_content(m, part, e->chain, &c))
+		return true;
+	struct kv_offload *o = kv_offloads_find(&m->pm[part].offload, e->key);
+	return o && live(o->t, m->o.offload_ttl_ns, m->now);
+}
+
+/* Forgets the engine hashes that name nothing any more. */
+static void forget_stale_names(struct kv_match *m, uint32_t part)
+{
+	struct kv_partition *p = &m->ix->p[part];
+	size_t n = 0;
 	for (size_t i = 0; i <= p->ehashes.cap; i++) {
 		struct kv_ehash *e = i < p->ehashes.cap ? &p->ehashes.slots[i] : p->ehashes.has_zero ? &p->ehashes.zero : NULL;
 		if (!e || (i < p->ehashes.cap && e->key == 0))
 			continue;
-		struct content c;
-		if (!chain_content(m, part, e->chain, &c)) {
+		if (!names_something(m, part, e)) {
 			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
 			m->scratch[n++] = e->key;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
 		kv_ehashes_remove(&p->ehashes, m->scratch[i]);
+}
+
+static void sweep_partition(struct kv_match *m, uint32_t part)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
+	/* Every name is learned from a store: one whose offload expired
+	 * unconfirmed, or whose released content expired, may name nothing now. */
+	size_t gone = expire_offloads(m, pm);
+	gone += expire_contents(m, pm);
+	p->stale_possible |= gone > 0;
+	/* Look for such names each time the map has doubled since the last look
+	 * (which keeps the cost linear), and only when something expired since:
+	 * before that, every name names.  So the map holds at most twice the
+	 * names in use plus 1024, whether blocks are released (content) or
+	 * offloads never confirmed. */
+	if (!p->stale_possible || kv_ehashes_count(&p->ehashes) <= 2 * p->ehash_mark + 1024)
+		return;
+	forget_stale_names(m, part);
 	p->ehash_mark = kv_ehashes_count(&p->ehashes);
 	p->stale_possible = false;
 }
@@ -483,8 +526,7 @@ void kv_match_advance(struct kv_match *m, uint64_t t)
 	if (t <= m->now)
 		return;
 	m->now = t;
-	for (uint32_t part = 0; part < m->ix->n; part++)
-		pending_expire(m, part);
+	pending_expire(m);
 	if (m->now >= m->next_sweep) {
 		for (uint32_t part = 0; part < m->ix->n; part++)
 			sweep_partition(m, part);
@@ -548,6 +590,9 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 
 /* ---- engine events ------------------------------------------------------- */
 
+/* Whether a KV cache group's kind caches full prefixes.  The list of SPEC
+ * 6.3, and sliding_window_mla beyond it, deliberately (kvmatch(1), Engine
+ * events): a sliding-window layer caches its window only, MLA or not. */
 static bool main_attention(struct kv_str kind)
 {
 	static const char *const skipped[] = { "slidingwindow", "slidingwindowmla", "chunkedlocalattention", "mamba",
@@ -637,7 +682,7 @@ static bool match_pending(struct kv_match *m, const struct rep *r, uint32_t part
 	size_t cnt = h->count;
 	uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
 	uint8_t *media = kv_xmalloc(cnt);
-	size_t n = pending_unlink(pm, ehash, any_entry, NULL, workers, media, cnt);
+	size_t n = pending_unlink(m, part, ehash, any_entry, NULL, workers, media, cnt);
 	uint64_t refused = m->ix->refused;
 	for (size_t i = 0; i < n; i++)
 		kv_index_hold(m->ix, part, c->chain, c->parent, c->local, workers[i], media[i]);
@@ -917,7 +962,7 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 		}
 		if (!known) {
 			for (size_t k = 0; k < nt; k++)
-				pending_push(pm, h, t[k], medium, m->now);
+				pending_push(m, part, h, t[k], medium, m->now);
 			report(m, r, KV_ST_QUEUED, KV_R_NONE, &h, (int)medium, t, nt, 0);
 			continue;
 		}
@@ -928,7 +973,7 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 		report(m, r, KV_ST_CONFIRMED, KV_R_NONE, &h, (int)medium, t, nt, 0);
 		note_refused(m, r, refused, h, (int)medium);
 	}
-	pending_expire(m, part);
+	pending_expire(m);
 }
 
 static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part, const struct kv_event *e,
@@ -947,7 +992,7 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 				struct who w = { .worker = t[k], .medium = medium };
 				uint32_t wk;
 				uint8_t md;
-				any |= pending_unlink(pm, h, entry_of, &w, &wk, &md, 1) > 0;
+				any |= pending_unlink(m, part, h, entry_of, &w, &wk, &md, 1) > 0;
 			}
 		struct kv_ehash *eh = kv_ehashes_find(&p->ehashes, h);
 		if (eh) {
@@ -965,21 +1010,30 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 	}
 }
 
+static bool is_target(uint32_t w, const uint32_t *t, size_t nt)
+{
+	for (size_t k = 0; k < nt; k++)
+		if (t[k] == w)
+			return true;
+	return false;
+}
+
 static void pool_cleared(struct kv_match *m, const struct rep *r, uint32_t part, const uint32_t *t, size_t nt,
 			 enum kv_medium medium)
 {
-	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_pendpool *pp = &m->pending;
 	uint64_t dropped = 0;
-	for (size_t k = 0; k < nt; k++) {
+	for (size_t k = 0; k < nt; k++)
 		dropped += kv_index_release_all(m->ix, part, t[k], KV_MEDIUM_BIT(medium), on_freed, m);
-		struct who w = { .worker = t[k], .medium = medium };
-		for (uint64_t s = pm->head; s < pm->tail; s++) {
-			struct kv_pending *p = slot(pm, s);
-			uint32_t wk;
-			uint8_t md;
-			if (p->alive && p->worker == t[k] && p->medium == medium)
-				dropped += pending_unlink(pm, p->ehash, entry_of, &w, &wk, &md, 1);
-		}
+	/* The pool holds every partition's entries: one pass for all targets. */
+	for (uint64_t s = pp->head; s < pp->tail; s++) {
+		struct kv_pending *p = slot(pp, s);
+		if (!p->alive || p->part != part || p->medium != medium || !is_target(p->worker, t, nt))
+			continue;
+		struct who w = { .worker = p->worker, .medium = medium };
+		uint32_t wk;
+		uint8_t md;
+		dropped += pending_unlink(m, part, p->ehash, entry_of, &w, &wk, &md, 1);
 	}
 	report(m, r, KV_ST_APPLIED, KV_R_NONE, NULL, (int)medium, t, nt, dropped);
 }
@@ -1042,10 +1096,7 @@ void kv_match_event(struct kv_match *m, const struct kv_event *e)
 
 uint64_t kv_match_pending(const struct kv_match *m)
 {
-	uint64_t n = 0;
-	for (size_t i = 0; i < m->npm; i++)
-		n += m->pm[i].alive;
-	return n;
+	return m->pending.alive;
 }
 
 uint64_t kv_match_offloads(const struct kv_match *m)
@@ -1067,5 +1118,5 @@ uint64_t kv_match_contents(const struct kv_match *m)
 void kv_match_restore_pending(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker,
 			      enum kv_medium medium, uint64_t t)
 {
-	pending_push(kv_match_partition(m, part), ehash, worker, medium, t);
+	pending_push(m, part, ehash, worker, medium, t);
 }

@@ -84,13 +84,24 @@ struct kv_content {
 };
 KV_TABLE_DEFINE(kv_contents, struct kv_content)
 
-/* Pending pool: entries in arrival order in a ring, chained per hash. */
+/* Pending pool: the entries of every partition in one ring, in arrival
+ * order, so that expiry and --max-pending take the oldest of them all;
+ * chained per hash within their partition. */
 struct kv_pending {
 	uint64_t ehash, t;
 	uint64_t next;                   /* sequence number of the next entry of this hash, or UINT64_MAX */
 	uint32_t worker;
+	uint16_t part;                   /* its partition */
 	uint8_t medium;
 	bool alive;
+};
+_Static_assert(KV_MAX_PARTITIONS - 1 <= UINT16_MAX, "kv_pending.part holds every partition id");
+
+struct kv_pendpool {
+	struct kv_pending *ring;
+	size_t cap;
+	uint64_t head, tail;             /* sequence numbers: [head, tail) are in the ring */
+	uint64_t alive;
 };
 
 struct kv_pend_head {
@@ -103,11 +114,7 @@ KV_TABLE_DEFINE(kv_pend_heads, struct kv_pend_head)
 struct kv_pmatch {                       /* matching state of one partition */
 	struct kv_offloads offload;
 	struct kv_contents content;
-	struct kv_pend_heads heads;
-	struct kv_pending *ring;
-	size_t ringcap;
-	uint64_t head, tail;             /* sequence numbers: [head, tail) are in the ring */
-	uint64_t alive;
+	struct kv_pend_heads heads;      /* its pending entries, by engine hash */
 };
 
 struct kv_match_stats {
@@ -123,6 +130,7 @@ struct kv_match {
 	struct kv_match_opts o;
 	struct kv_pmatch *pm;            /* parallel to ix->p */
 	size_t npm;
+	struct kv_pendpool pending;
 	uint64_t now;                    /* event time: the largest recv_ns seen */
 	uint64_t next_sweep;
 	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */
@@ -159,7 +167,7 @@ uint64_t kv_match_offloads(const struct kv_match *m);
 uint64_t kv_match_contents(const struct kv_match *m);
 /* Pending entries for worker w that expired. */
 uint64_t kv_match_expired_for(const struct kv_match *m, uint32_t w);
-/* Adds a pending entry as it was (snapshot loading). */
+/* Adds a pending entry as it was (snapshot loading, in arrival order). */
 void kv_match_restore_pending(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker,
 			      enum kv_medium medium, uint64_t t);
 

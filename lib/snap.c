@@ -41,7 +41,7 @@ _Static_assert(sizeof(struct kv_snap_ehash) == 24, "ehash record");
 _Static_assert(sizeof(struct kv_snap_content) == 40, "content record");
 _Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
 _Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
-_Static_assert(sizeof(struct kv_snap_source) == 56, "source record");
+_Static_assert(sizeof(struct kv_snap_source) == 64, "source record");
 
 /* ---- building ------------------------------------------------------------ */
 
@@ -69,9 +69,7 @@ static struct kv_snap_str add_string(struct buf *strings, const char *s)
 static int by_worker_name(const void *x, const void *y, void *ctx)
 {
 	const struct kv_workers *ws = ctx;
-	const struct kv_worker *a = &ws->v[*(const uint32_t *)x], *b = &ws->v[*(const uint32_t *)y];
-	int c = strcmp(a->instance_id, b->instance_id);
-	return c ? c : (a->dp_rank > b->dp_rank) - (a->dp_rank < b->dp_rank);
+	return kv_workers_compare(&ws->v[*(const uint32_t *)x], &ws->v[*(const uint32_t *)y]);
 }
 
 static int by_partition_name(const void *x, const void *y, void *ctx)
@@ -207,13 +205,24 @@ static void build_maps(struct snap_build *b, const struct kv_index *ix, const st
 	}
 	free(keys);
 	free(idx);
-	for (uint64_t s = pm->head; s < pm->tail; s++) {
-		const struct kv_pending *e = &pm->ring[s & (pm->ringcap - 1)];
+}
+
+/* The pending pool in arrival order, over all partitions: the order its
+ * entries expire in, which a resumed run must keep. */
+static void build_pending(struct snap_build *b, const struct kv_index *ix, const struct kv_match *m)
+{
+	uint32_t *pmap = kv_xmalloc((ix->n + 1) * sizeof *pmap);
+	for (uint32_t k = 0; k < ix->n; k++)
+		pmap[b->porder[k]] = k;
+	const struct kv_pendpool *pp = &m->pending;
+	for (uint64_t s = pp->head; s < pp->tail; s++) {
+		const struct kv_pending *e = &pp->ring[s & (pp->cap - 1)];
 		if (!e->alive)
 			continue;
-		struct kv_snap_pending r = { k, b->wmap[e->worker], e->ehash, e->t, e->medium, 0 };
+		struct kv_snap_pending r = { pmap[e->part], b->wmap[e->worker], e->ehash, e->t, e->medium, 0 };
 		buf_add(&b->sec[KV_SEC_PENDING], &r, sizeof r);
 	}
+	free(pmap);
 }
 
 static void build_sources(struct snap_build *b, const struct kv_match *m)
@@ -232,7 +241,8 @@ static void build_sources(struct snap_build *b, const struct kv_match *m)
 	for (size_t i = 0; i < n; i++) {
 		const struct kv_srcstat *st = &m->sources.v[order[i]];
 		struct kv_snap_source r = { add_string(&b->sec[KV_SEC_STRINGS], st->src), st->seq.seen, 0,
-					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches };
+					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches,
+					    st->last_recv_ns };
 		buf_add(&b->sec[KV_SEC_SOURCES], &r, sizeof r);
 	}
 	free(order);
@@ -259,6 +269,7 @@ static void build(struct snap_build *b, const struct kv_index *ix, const struct 
 		buf_add(&b->sec[KV_SEC_PARTITIONS], &rp, sizeof rp);
 		build_maps(b, ix, m, live, k);
 	}
+	build_pending(b, ix, m);
 	build_sources(b, m);
 }
 
@@ -532,11 +543,20 @@ static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 			return fail(err, errlen, name " %zu: out of order", i);                      \
 	}
 
-static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
+/* No more than an index can hold, so that resuming cannot go beyond it
+ * (restoring finds each partition by name among those before it: past
+ * the bound that would take quadratic time). */
+static bool check_limits(const struct kv_snap *s, char *err, size_t errlen)
 {
-	/* What an index can hold, so that resuming from it cannot go beyond. */
+	if (s->npartitions > KV_MAX_PARTITIONS)
+		return fail(err, errlen, "more than %u partitions", KV_MAX_PARTITIONS);
 	if (s->nworkers > KV_MAX_WORKERS)
 		return fail(err, errlen, "more than %u workers", KV_MAX_WORKERS);
+	return true;
+}
+
+static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
+{
 	for (size_t i = 0; i < s->nworkers; i++) {
 		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
 			return fail(err, errlen, "worker %zu: string out of bounds", i);
@@ -550,11 +570,13 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 		const struct kv_snap_pending *p = &s->pending[i];
 		if (p->partition >= s->npartitions || p->worker >= s->nworkers || p->medium >= KV_NMEDIA)
 			return fail(err, errlen, "pending %zu: out of range", i);
-		if (i > 0 && p->partition < s->pending[i - 1].partition)
+		/* arrival order: an entry's time is the event time it arrived at */
+		if (i > 0 && p->t < s->pending[i - 1].t)
 			return fail(err, errlen, "pending %zu: out of order", i);
 	}
+	/* a source's last batch arrived at or before the event time reached */
 	for (size_t i = 0; i < s->nsources; i++)
-		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1)
+		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns)
 			return fail(err, errlen, "source %zu: bad record", i);
 	return true;
 }
@@ -576,7 +598,8 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, 
 	memcpy(&sum, d + size - 8, 8);
 	if (XXH3_64bits(d, size - 8) != sum)
 		return fail(err, errlen, "checksum mismatch (corrupt file)");
-	return check_sections(d, size, s, err, errlen) && check_blocks(s, err, errlen) && check_rest(s, err, errlen);
+	return check_sections(d, size, s, err, errlen) && check_limits(s, err, errlen) && check_blocks(s, err, errlen) &&
+	       check_rest(s, err, errlen);
 }
 
 /* Chains are uniformly distributed, and sorted within a partition: an
@@ -783,6 +806,7 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		st->seq.missing = s->sources[i].missing;
 		st->seq.restarts = s->sources[i].restarts;
 		st->batches = s->sources[i].batches;
+		st->last_recv_ns = s->sources[i].last_recv_ns;
 	}
 	if (s->meta->now_ns > m->now) {
 		m->now = s->meta->now_ns;
@@ -933,6 +957,7 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 		q = lit(q, ",\"last_seq\":");
 		q = r->seen ? jw_u64(q, r->last_seq) : lit(q, "null");
 		q = jw_u64(lit(q, ",\"batches\":"), r->batches);
+		q = jw_u64(lit(q, ",\"last_recv_ns\":"), r->last_recv_ns);
 		q = jw_u64(lit(q, ",\"gaps\":"), r->gaps);
 		q = jw_u64(lit(q, ",\"restarts\":"), r->restarts);
 		jw_done(o, lit(q, "}\n"));

@@ -6,7 +6,8 @@
  * atomic (temporary file, fsync, rename).  Loading maps the file and checks
  * every count, offset and index before anything uses them; queries then run
  * on the mapped records directly (blocks are sorted by chain within their
- * partition, so a lookup is an interpolation search). */
+ * partition: a lookup reads the slot of the chain's top bits in a directory
+ * built at load, then binary-searches the few blocks of that slot). */
 #ifndef KV_SNAP_H
 #define KV_SNAP_H
 
@@ -19,7 +20,7 @@
 #include "out.h"
 #include "workers.h"
 
-#define KV_SNAP_VERSION 1
+#define KV_SNAP_VERSION 2
 
 enum kv_snap_section {
 	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_HOLDERS,
@@ -56,6 +57,7 @@ struct kv_snap_source {
 	struct kv_snap_str src;
 	uint32_t seen, reserved;
 	uint64_t last_seq, gaps, missing, restarts, batches;
+	uint64_t last_recv_ns;           /* of its last batch: event lines that continue it are no new batch */
 };
 
 /* A loaded, validated snapshot: views into the mapped file. */

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* qsort_r */
 #include "workers.h"
 #include "endpoint.h"
 #include "index.h"
@@ -208,6 +209,18 @@ uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has
 	return w;
 }
 
+int kv_workers_compare(const struct kv_worker *a, const struct kv_worker *b)
+{
+	int c = strcmp(a->instance_id, b->instance_id);
+	return c ? c : (a->dp_rank > b->dp_rank) - (a->dp_rank < b->dp_rank);
+}
+
+static int by_name(const void *x, const void *y, void *ctx)
+{
+	const struct kv_workers *ws = ctx;
+	return kv_workers_compare(&ws->v[*(const uint32_t *)x], &ws->v[*(const uint32_t *)y]);
+}
+
 size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max)
 {
 	size_t n = 0;
@@ -216,6 +229,11 @@ size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_
 		if (h && strlen(h) == ip.n && memcmp(h, ip.p, ip.n) == 0)
 			out[n++] = (uint32_t)i;
 	}
+	/* Ids follow the order workers were first seen, which a resumed run
+	 * (ids in the snapshot's order) does not share: name order keeps state
+	 * lines and the pending pool the same either way. */
+	if (n > 1)
+		qsort_r(out, n, sizeof *out, by_name, (void *)ws);
 	return n;
 }
 

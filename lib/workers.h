@@ -63,7 +63,11 @@ uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has
  * KV_NO_WORKER when there are 2^24 workers already. */
 uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t dp_rank, const char *host,
 			bool inferred);
-/* The workers whose engine endpoint host is ip, in id order; returns how many. */
+/* The order of workers wherever order shows (state lines, the pending
+ * pool, snapshots): by instance_id, then dp_rank. */
+int kv_workers_compare(const struct kv_worker *a, const struct kv_worker *b);
+/* The workers whose engine endpoint host is ip, in kv_workers_compare
+ * order; returns how many (all of them when fewer than max). */
 size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max);
 const struct kv_pool_sub *kv_workers_pool(const struct kv_workers *ws, struct kv_str src);
 /* The pool subscriber's own worker; false when its registration names none

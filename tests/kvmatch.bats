@@ -76,8 +76,6 @@ confirmed - 0x000000000000000a cpu a/0,a/1"
 }
 
 @test "pool stored before the engine offload: queued, then matched; the same index" {
-	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 2 0 cpu '"0xa"' null '' 0; pool stored 3 cpu '"0xa"' 10.0.0.5; } > first.jsonl
-	kvmatch -q -r regs.jsonl --log none -o first.kvsnap first.jsonl
 	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; pool stored 3 cpu '"0xb"' 10.0.0.5; store $E0 4 0 cpu '"0xb"' '"0xa"' 5,6,7,8; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched,confirmed -o s.kvsnap ev.jsonl
 	assert_success
@@ -114,6 +112,24 @@ matched - 0x000000000000000b cpu a/0,a/1"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | .hash' | tr '\n' ' ')" "0x0000000000000002 0x0000000000000003 "
 }
 
+@test "--max-pending bounds the pending pool over all partitions: the oldest of all tenants expire first" {
+	# one hash waiting in each of three tenants' partitions
+	for t in 1 2 3; do pool stored $t cpu "\"0x$t\"" 10.0.0.6 | sed "s/}\$/,\"tenant_id\":\"t$t\"}/"; done > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --max-pending 2 --log pending_expired -o s.kvsnap ev.jsonl
+	assert_success
+	assert_output '{"recv_ns":3000000000,"state":"pending_expired","reason":"max_pending","hash":"0x0000000000000001","medium":"cpu","workers":[{"instance_id":"b","dp_rank":0}],"model":"m","tenant":"t1","count":1}'
+	assert_equal "${stderr_lines[0]}" "kvmatch: 3 records, 3 events; 3 queued, 0 offload_cached, 0 matched, 0 confirmed, 0 applied, 0 dropped, 1 pending_expired (1 entries by --max-pending)"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | .tenant' | tr '\n' ' ')" "t1 t2 t3 "
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | "\(.partition) \(.hash)"')" "1 0x0000000000000002
+2 0x0000000000000003"
+	# resumed between the tenants' stores, the bound and the order hold
+	head -2 ev.jsonl > A.jsonl
+	tail -1 ev.jsonl > B.jsonl
+	kvmatch -q -r regs.jsonl --max-pending 2 --log none -o a.kvsnap A.jsonl
+	kvmatch -q -r regs.jsonl --max-pending 2 --log none -i a.kvsnap -o b.kvsnap B.jsonl
+	cmp s.kvsnap b.kvsnap
+}
+
 @test "IpOnly: an unknown backend_id is dropped unknown_backend" {
 	pool stored 1 cpu '"0xa"' 10.9.9.9 > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
@@ -135,14 +151,27 @@ matched - 0x000000000000000b cpu a/0,a/1"
 	  store $E0 3 0 xpu '"0x3"' null 1,2,3,6 4 ',"kv_cache_spec_kind":"ChunkedLocalAttention"'
 	  store $E0 4 0 xpu '"0x4"' null 1,2,3,7 4 ',"kv_cache_spec_kind":"full_attention"'
 	  store $E0 5 0 xpu '"0x5"' null 1,2,3,8 4 ',"kv_cache_spec_kind":"MLA_attention"'
-	  store $E0 6 0 xpu '"0x6"' null 1,2,3,9 4 ',"kv_cache_spec_kind":"new_kind"'; } > ev.jsonl
-	run --separate-stderr kvmatch -r regs.jsonl --log dropped,applied ev.jsonl
-	assert_equal "$(states <<<"$output" | cut -d' ' -f1-3)" "dropped non_full_attention 0x0000000000000001
-dropped non_full_attention 0x0000000000000002
-dropped non_full_attention 0x0000000000000003
-applied - 0x0000000000000004
-applied - 0x0000000000000005
-applied - 0x0000000000000006"
+	  store $E0 6 0 xpu '"0x6"' null 1,2,3,9 4 ',"kv_cache_spec_kind":"new_kind"'
+	  store $E0 7 0 xpu '"0x7"' null 1,2,4,1 4 ',"kv_cache_spec_kind":"cross_attention"'
+	  store $E0 8 0 xpu '"0x8"' null 1,2,4,2 4 ',"kv_cache_spec_kind":"EncoderOnlyAttention"'
+	  store $E0 9 0 xpu '"0x9"' null 1,2,4,3 4 ',"kv_cache_spec_kind":"sink_full_attention"'
+	  # beyond SPEC 6.3's list, deliberately (kvmatch(1), Engine events)
+	  store $E0 10 0 xpu '"0x10"' null 1,2,4,4 4 ',"kv_cache_spec_kind":"sliding_window_mla"'
+	  store $E0 11 0 cpu '"0x11"' null 1,2,4,5 4 ',"kv_cache_spec_kind":"SlidingWindowMLA"'; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log dropped,applied,offload_cached ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "dropped non_full_attention 0x0000000000000001 xpu a/0
+dropped non_full_attention 0x0000000000000002 xpu a/0
+dropped non_full_attention 0x0000000000000003 xpu a/0
+applied - 0x0000000000000004 xpu a/0
+applied - 0x0000000000000005 xpu a/0
+applied - 0x0000000000000006 xpu a/0
+dropped non_full_attention 0x0000000000000007 xpu a/0
+dropped non_full_attention 0x0000000000000008 xpu a/0
+applied - 0x0000000000000009 xpu a/0
+dropped non_full_attention 0x0000000000000010 xpu a/0
+dropped non_full_attention 0x0000000000000011 cpu a/0"
+	assert_equal "${stderr_lines[1]}" "kvmatch: dropped: 7 non_full_attention"
 }
 
 @test "a block size other than the registration's is dropped; placeholders are not" {
@@ -199,6 +228,78 @@ dropped no_hashes - cpu a/0,a/1"
 0xcb38e4d7fb2dca5c b/0 xpu"
 }
 
+@test "engine removals in cpu and disk: its worker stops holding there; an unconfirmed offload is forgotten" {
+	{ store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
+	  store $E0 2 0 cpu '"0xa"' null '' 0
+	  pool stored 3 cpu '"0xa"' 10.0.0.5
+	  pool stored 3 disk '"0xb"' 10.0.0.5
+	  removed $E0 4 0 cpu '"0xa"'
+	  removed $E0 5 0 disk '"0xb"'
+	  store $E0 6 0 cpu '"0xc"' '"0xb"' 9,9,9,9
+	  removed $E0 7 0 cpu '"0xc"'
+	  pool stored 8 cpu '"0xc"' 10.0.0.5; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log offload_cached,queued,confirmed,applied -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output" | grep -v 'xpu a/0$')" "offload_cached - 0x000000000000000a cpu 
+confirmed - 0x000000000000000a cpu a/0,a/1
+confirmed - 0x000000000000000b disk a/0,a/1
+applied - 0x000000000000000a cpu a/0
+applied - 0x000000000000000b disk a/0
+offload_cached - 0x000000000000000c cpu 
+queued - 0x000000000000000c cpu a/0,a/1"
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 xpu
+0xcb38e4d7fb2dca5c a/1 cpu
+0xe8d3ec39b907b74c a/0 xpu
+0xe8d3ec39b907b74c a/1 disk"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "offload" or .kind == "pending") | [.kind, .hash, .medium]')" '["pending","0x000000000000000c","cpu"]
+["pending","0x000000000000000c","cpu"]'
+}
+
+@test "a pool removal drops the pending entries of its hash" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 2 cpu '"0xd"' 10.0.0.5
+	  pool stored 2 cpu '"0xe"' 10.0.0.5
+	  pool removed 3 cpu '"0xd"' 10.0.0.5
+	  store $E0 4 0 cpu '"0xd","0xe"' '"0xa"' 5,6,7,8,9,9,9,9; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched,offload_cached,applied -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "applied - 0x000000000000000a xpu a/0
+queued - 0x000000000000000d cpu a/0,a/1
+queued - 0x000000000000000e cpu a/0,a/1
+applied - 0x000000000000000d cpu a/0,a/1
+offload_cached - 0x000000000000000d cpu 
+matched - 0x000000000000000e cpu a/0,a/1"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "offload" or .kind == "pending") | [.kind, .hash]')" '["offload","0x000000000000000d"]'
+}
+
+@test "a pool clear in disk drops the targets' disk holdings and their disk pending entries" {
+	{ store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
+	  pool stored 2 cpu '"0xa"' 10.0.0.5
+	  pool stored 2 disk '"0xa","0xb"' 10.0.0.5
+	  pool stored 2 disk '"0xb"' 10.0.0.6
+	  pool stored 3 cpu '"0xc"' 10.0.0.5
+	  pool stored 3 disk '"0xd"' 10.0.0.5
+	  pool stored 3 disk '"0xd"' 10.0.0.6
+	  pool cleared 4 disk '' 10.0.0.5; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log applied -o s.kvsnap ev.jsonl
+	assert_success
+	# 4 holdings and 2 pending entries of a/0 and a/1 in disk
+	assert_equal "$(tail -1 <<<"$output" | jq -c '[.state, .medium, .count, [.workers[] | "\(.instance_id)/\(.dp_rank)"]]')" '["applied","disk",6,["a/0","a/1"]]'
+	run holdings s.kvsnap
+	assert_output "0xcb38e4d7fb2dca5c a/0 xpu+cpu
+0xcb38e4d7fb2dca5c a/1 cpu
+0xe8d3ec39b907b74c a/0 xpu
+0xe8d3ec39b907b74c b/0 disk"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | "\(.hash) \(.instance_id)/\(.dp_rank) \(.medium)"')" "0x000000000000000c a/0 cpu
+0x000000000000000c a/1 cpu
+0x000000000000000d b/0 disk"
+	# the entries a clear dropped wait no more: the engine's offload finds only b/0's
+	store $E0 5 0 disk '"0xd"' '"0xb"' 9,9,9,9 >> ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log matched ev.jsonl
+	assert_equal "$(states <<<"$output")" "matched - 0x000000000000000d disk b/0"
+}
+
 @test "a removed block's content is kept: a later disk store still confirms" {
 	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; removed $E0 2 0 xpu '"0xa"'; pool stored 100 disk '"0xa"' 10.0.0.6; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
@@ -241,14 +342,43 @@ dropped no_hashes - cpu a/0,a/1"
 }
 
 @test "fixtures: kvdecode | kvmatch and kvmatch on the capture give the same snapshot bytes" {
-	for f in "$FIX"/*.kvcap; do
+	# A pool capture alone names no known worker (all unknown_backend): each
+	# pool follows the engine whose blocks it holds.  memcache's batch stores
+	# cpu and disk replicas, removes the cpu one and clears another node.
+	cat "$FIX/vllm-0.9-array.kvcap" "$FIX/memcache.kvcap" > vllm-memcache.kvcap
+	cat "$FIX/vllm-0.9-array.kvcap" "$FIX/mooncake.kvcap" > vllm-mooncake.kvcap
+	# an engine that released its blocks (removed, cleared): content kept confirms
+	cat "$FIX/vllm-array-dp1.kvcap" "$FIX/memcache.kvcap" > released-memcache.kvcap
+	for f in "$FIX"/*.kvcap vllm-memcache.kvcap vllm-mooncake.kvcap released-memcache.kvcap; do
 		kvdecode "$f" | kvmatch -q --log none -o a.kvsnap
 		kvmatch -q --log none -o b.kvsnap "$f"
 		cmp a.kvsnap b.kvsnap
 	done
 	kvdecode "$FIX/vllm-0.9-array.kvcap" | kvmatch -q --log none -o s.kvsnap
-	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="block") | .local' | sort)" "0xd43939178abd00db
-0xd47a8f41c833328a"
+	assert_equal "$(holdings s.kvsnap)" "0xd47a8f41c833328a 10.0.0.5:5557/0 xpu
+0xd43939178abd00db 10.0.0.5:5557/0 xpu"
+	run --separate-stderr kvmatch --log confirmed,applied,dropped -o s.kvsnap vllm-memcache.kvcap
+	assert_success
+	assert_equal "$(states <<<"$output")" "applied - 0xb0147556276afc9c xpu 10.0.0.5:5557/0
+applied - 0x192dd62904fcccac xpu 10.0.0.5:5557/0
+confirmed - 0xb0147556276afc9c cpu 10.0.0.5:5557/0
+confirmed - 0x192dd62904fcccac disk 10.0.0.5:5557/0
+applied - 0xb0147556276afc9c cpu 10.0.0.5:5557/0
+dropped unknown_backend - xpu "
+	assert_equal "$(holdings s.kvsnap)" "0xd47a8f41c833328a 10.0.0.5:5557/0 xpu
+0xd43939178abd00db 10.0.0.5:5557/0 xpu+disk"
+	# Mooncake's hash >= 2^63 (int64 on the wire) meets the engine's
+	run --separate-stderr kvmatch --log confirmed,applied,dropped -o s.kvsnap vllm-mooncake.kvcap
+	assert_success
+	assert_equal "$(states <<<"$output" | tail -2)" "confirmed - 0xb0147556276afc9c cpu 10.0.0.5:5557/0
+applied - 0xb0147556276afc9c cpu 10.0.0.5:5557/0"
+	assert_equal "${stderr_lines[0]}" "kvmatch: 2 records, 3 events; 0 queued, 0 offload_cached, 0 matched, 1 confirmed, 3 applied, 0 dropped, 0 pending_expired"
+	run --separate-stderr kvmatch --log confirmed -o s.kvsnap released-memcache.kvcap
+	assert_success
+	assert_equal "$(states <<<"$output")" "confirmed - 0xb0147556276afc9c cpu 10.0.0.5:5557/1
+confirmed - 0x192dd62904fcccac disk 10.0.0.5:5557/1"
+	assert_equal "$(holdings s.kvsnap)" "0xd43939178abd00db 10.0.0.5:5557/1 disk"
+	assert_equal "${stderr_lines[2]}" "kvmatch: index: 1 partitions, 1 workers, 1 blocks, 1 holdings; 0 pending, 0 offload cached, 2 content cached; 0 removals of unknown blocks"
 }
 
 @test "an undecodable record is a decode_error drop, and its seq no gap (capture and -e lines alike)" {
@@ -263,10 +393,24 @@ dropped no_hashes - cpu a/0,a/1"
 }
 
 @test "the same input twice gives identical snapshot bytes" {
-	synthcap -n 2000 -e 4 -b 3 -s 8 > in.kvcap
-	kvmatch -q --log none -o a.kvsnap in.kvcap
-	kvmatch -q --log none -o b.kvsnap in.kvcap
+	# a simulated cluster with a memcache pool and disk whose events come
+	# before the engines': evictions, offloads, pending, released content
+	kvgen -q --workers 2 --dp 2 --pool memcache --pool-lag -2 --capacity 300 --pool-capacity 400 \
+		--disk-capacity 200 --limit 100 --registrations gen.jsonl -o gen.kvcap "$ROOT/share/traces/conversation-300.jsonl"
+	kvmatch -q -r gen.jsonl --log none -o a.kvsnap gen.kvcap
+	kvmatch -q -r gen.jsonl --log none -o b.kvsnap gen.kvcap
 	cmp a.kvsnap b.kvsnap
+	# cut while pool entries wait for their engine events: every table holds some
+	kvdecode gen.kvcap | head -351 > cut.jsonl
+	run --separate-stderr kvmatch -r gen.jsonl --log none -o c.kvsnap cut.jsonl
+	assert_success
+	kvmatch -q -r gen.jsonl --log none -o d.kvsnap cut.jsonl
+	cmp c.kvsnap d.kvsnap
+	assert_equal "$(kvmatch --dump c.kvsnap | jq -r .kind | sort -u | tr '\n' ' ')" "block content engine_hash meta offload partition pending source worker "
+	# stores were removed, pool events queued, then matched or confirmed
+	read -r queued matched confirmed <<<"$(sed -n 's/.*; \([0-9]*\) queued, [0-9]* offload_cached, \([0-9]*\) matched, \([0-9]*\) confirmed,.*/\1 \2 \3/p' <<<"${stderr_lines[0]}")"
+	[ "$queued" -gt 1000 ] && [ "$matched" -gt 1000 ] && [ "$confirmed" -gt 1000 ]
+	[ "$(kvmatch --dump c.kvsnap | jq -r 'select(.kind == "content") | .chain' | grep -c .)" -gt 1000 ]
 }
 
 @test "A, then B resumed from A's snapshot, equals A+B in one run" {
@@ -286,11 +430,57 @@ dropped no_hashes - cpu a/0,a/1"
 	synthcap -n 3000 -e 4 -b 2 -s 8 > all.kvcap
 	kvmatch -q --log none -o all.kvsnap all.kvcap
 	kvdecode all.kvcap > all.jsonl
-	head -6000 all.jsonl > a.jsonl
-	tail -n +6001 all.jsonl > b.jsonl
-	kvmatch -q --log none -o part.kvsnap a.jsonl
-	kvmatch -q --log none -i part.kvsnap -o resumed.kvsnap b.jsonl
-	cmp all.kvsnap resumed.kvsnap
+	# lines 6001 to 6004 are one batch (one line per event)
+	batch=$(sed -n 6001p all.jsonl | grep -o '^{"src":"[^"]*","recv_ns":[0-9]*,"seq":[0-9]*,')
+	assert_equal "$(grep -n -F "$batch" all.jsonl | cut -d: -f1 | tr '\n' ' ')" "6001 6002 6003 6004 "
+	# the same batch replayed (kvsub fills a gap so): applied, as it is new
+	sed "/^$(sed 's|[/.]|\\&|g' <<<"$batch")/s/\"replayed\":false/\"replayed\":true/" all.jsonl > replayed.jsonl
+	assert_equal "$(grep -c '"replayed":true' replayed.jsonl)" 4
+	kvmatch -q --log none -o replayed.kvsnap replayed.jsonl
+	cmp all.kvsnap replayed.kvsnap
+	# split between batches, inside the batch, inside the replayed batch
+	for cut in all:6000 all:6002 replayed:6002; do
+		head -${cut#*:} ${cut%:*}.jsonl > a.jsonl
+		tail -n +$((${cut#*:} + 1)) ${cut%:*}.jsonl > b.jsonl
+		kvmatch -q --log none -o part.kvsnap a.jsonl
+		run --separate-stderr kvmatch --log dropped -i part.kvsnap -o resumed.kvsnap b.jsonl
+		assert_success
+		assert_equal "$output" ""
+		cmp all.kvsnap resumed.kvsnap
+	done
+	assert_equal "$(kvmatch --dump resumed.kvsnap | jq -r 'select(.kind == "source") | "\(.batches) \(.restarts)"' | sort -u)" "375 0"
+}
+
+@test "resuming names IpOnly targets as one run does: inferred workers first seen out of name order" {
+	# ids follow first appearance (6000, then 5000); a resumed run's follow the
+	# snapshot's name order: targets, state lines and the pending pool must not care
+	{ store tcp://10.0.0.1:6000 1 0 xpu '"0xa"' null 1,2,3,4
+	  store tcp://10.0.0.1:5000 2 0 xpu '"0xb"' null 5,6,7,8; } > A.jsonl
+	{ pool stored 3 cpu '"0xc"' 10.0.0.1
+	  store tcp://10.0.0.1:5000 100 0 xpu '"0xd"' null 9,9,9,9; } > B.jsonl
+	cat A.jsonl B.jsonl | kvmatch -q --log all -o ab.kvsnap > ab.log
+	kvmatch -q --log all -o a.kvsnap A.jsonl > a.log
+	kvmatch -q --log all -i a.kvsnap -o b.kvsnap B.jsonl > b.log
+	cmp ab.kvsnap b.kvsnap
+	assert_equal "$(cat a.log b.log)" "$(cat ab.log)"
+	assert_equal "$(states < b.log | grep -e ^queued -e ^pending_expired)" "queued - 0x000000000000000c cpu 10.0.0.1:5000/0,10.0.0.1:6000/0
+pending_expired - 0x000000000000000c cpu 10.0.0.1:5000/0,10.0.0.1:6000/0"
+}
+
+@test "-i without the registrations of the run that wrote the snapshot: events go to inferred workers" {
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > A.jsonl
+	{ removed $E0 2 0 xpu '"0xa"'; store $E0 3 0 xpu '"0xb"' '"0xa"' 5,6,7,8; } > B.jsonl
+	kvmatch -q -r regs.jsonl --log none -o a.kvsnap A.jsonl
+	# with them: the removal reaches a/0, the store finds its parent
+	run --separate-stderr kvmatch -r regs.jsonl --log applied,dropped -i a.kvsnap -o b.kvsnap B.jsonl
+	assert_equal "$(states <<<"$output")" "applied - 0x000000000000000a xpu a/0
+applied - 0x000000000000000b xpu a/0"
+	# without (kvmatch(1), Snapshots): an inferred worker in model default
+	run --separate-stderr kvmatch --log applied,dropped -i a.kvsnap -o b.kvsnap B.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "dropped parent_not_found 0x000000000000000b xpu 10.0.0.5:5557/0"
+	assert_equal "${stderr_lines[2]}" "kvmatch: index: 2 partitions, 4 workers, 1 blocks, 1 holdings; 0 pending, 0 offload cached, 0 content cached; 1 removals of unknown blocks"
+	assert_equal "$(holdings b.kvsnap)" "0xcb38e4d7fb2dca5c a/0 xpu"
 }
 
 @test "a replayed batch that was already applied is dropped as a duplicate" {
@@ -319,6 +509,15 @@ s.kvsnap"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 1
 	wait_for $pid
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 3
+}
+
+@test "--snapshot-every without -o is a usage error" {
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	run --separate-stderr kvmatch --snapshot-every 10 ev.jsonl
+	assert_equal "$status" 64
+	assert_equal "$output" ""
+	assert_equal "$stderr" "kvmatch: --snapshot-every: no snapshot to write (-o FILE.kvsnap)
+Try 'kvmatch --help'."
 }
 
 @test "SIGUSR1 writes the snapshot at once" {
@@ -354,6 +553,25 @@ s.kvsnap"
 	assert_equal "$stderr" "kvmatch: ev.jsonl: not a kvsnap snapshot"
 	run --separate-stderr kvmatch -i missing.kvsnap ev.jsonl
 	assert_equal "$status" 66
+}
+
+@test "a snapshot of more partitions than an index holds (4096) is refused at load" {
+	# kvmatch never writes one; restoring it would find each partition among
+	# all before it, quadratic in their number
+	snapparts 4097 over.kvsnap
+	run --separate-stderr kvmatch --log none -i over.kvsnap -o out.kvsnap /dev/null
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: over.kvsnap: more than 4096 partitions"
+	[ ! -e out.kvsnap ]
+	run --separate-stderr kvquery -s over.kvsnap /dev/null
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: over.kvsnap: more than 4096 partitions"
+	# the bound itself resumes, to the same bytes
+	snapparts 4096 max.kvsnap
+	run --separate-stderr kvmatch -q --log none -i max.kvsnap -o out.kvsnap /dev/null
+	assert_success
+	cmp max.kvsnap out.kvsnap
+	assert_equal "$(kvmatch --dump out.kvsnap | jq -r 'select(.kind == "meta") | .partitions')" 4096
 }
 
 @test "bad event lines are reported with their line numbers, the rest applied" {

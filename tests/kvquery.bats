@@ -53,11 +53,18 @@ setup() {
 }
 
 @test "several DP ranks: longest_matched is the largest of them" {
-	{ cat ev.jsonl; store $E1 4 1 xpu '"0x1","0x2","0x3","0x4","0x5"' null "$(seq -s, 1 640)" 128; } > ev2.jsonl
-	kvmatch -q -r regs.jsonl --log none -o s2.kvsnap ev2.jsonl
-	echo "[$(seq -s, 1 700)]" | kvquery -s s2.kvsnap > out.json
-	assert_equal "$(jq -c '.default.a.longest_matched, .default.a.DP["0"].matched_tokens, .default.a.DP["1"]' out.json | tr '\n' ' ')" \
-		'640 640 {"matched_tokens":640,"npu_blocks":5,"cpu_blocks":0,"disk_blocks":0} '
+	# DP 0 as set up (npu 3, cpu 2), DP 1 six blocks, DP 2 two: the largest
+	# is neither the first nor the last rank
+	E2=tcp://10.0.0.5:5559
+	{ cat regs.jsonl; echo "{\"instance_id\": \"a\", \"dp_rank\": 2, \"block_size\": 128, \"modelname\": \"m\", \"medium_endpoints\": {\"npu\": \"$E2\"}}"; } > regs3.jsonl
+	{ cat ev.jsonl
+	  store $E1 4 1 xpu '"0x11","0x12","0x13","0x14","0x15","0x16"' null "$(seq -s, 1 768)" 128
+	  store $E2 5 2 xpu '"0x21","0x22"' null "$(seq -s, 1 256)" 128; } > ev2.jsonl
+	kvmatch -q -r regs3.jsonl --log none -o s2.kvsnap ev2.jsonl
+	echo "[$(seq -s, 1 800)]" > q.txt
+	run --separate-stderr kvquery -s s2.kvsnap q.txt
+	assert_success
+	assert_output '{"default":{"a":{"longest_matched":768,"DP":{"0":{"matched_tokens":640,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0},"1":{"matched_tokens":768,"npu_blocks":6,"cpu_blocks":0,"disk_blocks":0},"2":{"matched_tokens":256,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
 }
 
 @test "/query_by_hash: local hashes, as numbers above 2^63 or hex strings" {
@@ -89,6 +96,24 @@ setup() {
 	assert_equal "${lines[2]}" '{"t1":{"a":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
 	assert_equal "${lines[3]}" 'null'
 	assert_equal "$stderr" "kvquery: q.jsonl: line 4: unknown model and tenant: the snapshot has no such partition"
+}
+
+@test "a tenant of 300 bytes is answered whole, in answers, routes and explanations" {
+	tenant=$(printf 't%.0s' $(seq 300))
+	cat > regs2.jsonl <<-EOF
+	{"instance_id": "a", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "$tenant", "medium_endpoints": {"npu": "$E0"}}
+	EOF
+	store $E0 1 0 xpu '"0x1"' null 1,2 2 > ev2.jsonl
+	kvmatch -q -r regs2.jsonl --log none -o s2.kvsnap ev2.jsonl
+	echo "{\"model\": \"m\", \"tenant_id\": \"$tenant\", \"token_ids\": [1,2]}" > q.jsonl
+	for how in "" --route --explain; do
+		kvquery -s s2.kvsnap $how q.jsonl > "out$how.json" 2> "out$how.err"
+	done
+	assert_equal "$(cat out.json)" "{\"$tenant\":{\"a\":{\"longest_matched\":2,\"DP\":{\"0\":{\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}}}}}"
+	assert_equal "$(cat out--route.json)" "{\"tenant\":\"$tenant\",\"instance_id\":\"a\",\"dp_rank\":0,\"score\":1,\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}"
+	assert_equal "$(jq -r '.tenant | length' out--explain.json)" 300
+	assert_equal "$(jq -r .tenant out--explain.json)" "$tenant"
+	assert_equal "$(cat out*.err)" ""
 }
 
 @test "--route names the chosen worker with its score" {
@@ -177,6 +202,21 @@ setup() {
 	run --separate-stderr kvquery -s fx2.kvsnap --block-size 16 <<< "[$(seq -s, 0 40)]"
 	assert_success
 	assert_output '{"default":{}}'
+	# both engines' captures and the memcache pool's, which confirms the
+	# second block on disk for both DP ranks of 10.0.0.5 (DP 1 from the
+	# content it released): a prefix walk of DP 1 stops at block 0, held
+	# by DP 0 only, and its disk block in the middle does not count
+	cat "$FIX/vllm-0.9-array.kvcap" "$FIX/vllm-array-dp1.kvcap" "$FIX/memcache.kvcap" | kvdecode |
+		kvmatch -q --log none -o fx3.kvsnap
+	assert_equal "$(kvmatch --dump fx3.kvsnap | jq -c 'select(.kind == "block") | [.local, [.holders[] | "\(.dp_rank) \(.media | join("+"))"]]')" '["0xd47a8f41c833328a",["0 xpu"]]
+["0xd43939178abd00db",["0 xpu+disk","1 disk"]]'
+	echo "[$(seq -s, 0 40)]" > q.txt
+	run --separate-stderr kvquery -s fx3.kvsnap q.txt
+	assert_success
+	assert_output '{"default":{"10.0.0.5:5557":{"longest_matched":32,"DP":{"0":{"matched_tokens":32,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	run --separate-stderr kvquery -s fx3.kvsnap --explain q.txt
+	assert_success
+	assert_output '{"tenant":"default","blocks":3,"block_size":16,"workers":[{"instance_id":"10.0.0.5:5557","dp_rank":0,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0,"matched_blocks":2,"stopped_at":2,"reason":"not_in_index"},{"instance_id":"10.0.0.5:5557","dp_rank":1,"npu_blocks":0,"cpu_blocks":0,"disk_blocks":0,"matched_blocks":0,"stopped_at":0,"reason":"held_elsewhere"}]}'
 }
 
 @test "--watch reloads the snapshot when kvmatch replaces it" {

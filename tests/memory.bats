@@ -71,6 +71,23 @@ LIVE=20000
 	assert_equal "$(head -1 err)" "kvmatch: 3001 records, 3001 events; 300000 queued, 0 offload_cached, 0 matched, 0 confirmed, 1 applied, 0 dropped, 200000 pending_expired (200000 entries by --max-pending)"
 }
 
+@test "kvmatch: engine offloads no pool confirms: the engine-hash map stays within twice the offload cache plus 1024" {
+	# one offload per 0.1 s of event time: 600 s of --offload-ttl hold about
+	# 6000; a name whose offload expired unconfirmed names nothing and goes
+	# at the sweep after the map has doubled (kvmatch(1), memory)
+	for n in 50000 200000; do
+		churncap offload -n $n -S 100000000 > off.kvcap
+		kvmatch --log none -o off.kvsnap off.kvcap 2> err
+		assert_equal "$(sed -n 1p err)" "kvmatch: $n records, $n events; 0 queued, $n offload_cached, 0 matched, 0 confirmed, 0 applied, 0 dropped, 0 pending_expired"
+		assert_equal "$(sed -n 2p err)" "kvmatch: index: 1 partitions, 1 workers, 0 blocks, 0 holdings; 0 pending, 6099 offload cached, 0 content cached; 0 removals of unknown blocks"
+		names=$(kvmatch --dump off.kvsnap | jq -r 'select(.kind == "meta") | .engine_hashes')
+		echo "# $n offloads over $((n / 10)) s: $names engine hashes" >&3
+		# twice the 6099 names in use, 1024, and 30 s (a sweep interval) of offloads
+		[ "$names" -le $((2 * 6099 + 1024 + 300)) ]
+	done
+	assert_equal "$names" 12699
+}
+
 # capture N: kvsub capturing N messages of fakepub, published as fast as it
 # can, into /dev/null; peak RSS to N.kb.  --hwm bounds what ZeroMQ may queue
 # when kvsub falls behind on a busy machine, so that only kvsub's own memory

@@ -4,6 +4,9 @@
  *     in xpu per record and removes, in the same batch, the block it
  *     stored LIVE records before: two events per record, a live set of
  *     LIVE blocks whatever the length of the capture.
+ *   churncap offload [-n RECORDS] [-S STEP_NS]
+ *     The same engine offloads a new one-block prefix to cpu per record,
+ *     an engine offload that no pool ever confirms.
  *   churncap flood [-n HASHES] [-b PER_EVENT] [-S STEP_NS]
  *     One engine batch (so that a worker on host 10.0.0.1 exists), then a
  *     memcache pool (tcp://10.0.0.9:5557) storing HASHES distinct hashes
@@ -53,7 +56,7 @@ static uint64_t ehash(uint64_t i)
 	return (i + 1) * 0x9e3779b97f4a7c15ull;
 }
 
-static void stored(struct gen *g, uint64_t i)
+static void stored(struct gen *g, uint64_t i, const char *medium)
 {
 	msgpack_packer *pk = &g->pk;
 	msgpack_pack_array(pk, 7);
@@ -66,7 +69,7 @@ static void stored(struct gen *g, uint64_t i)
 		msgpack_pack_uint32(pk, (uint32_t)(i * BLOCK + t));
 	msgpack_pack_int(pk, BLOCK);
 	msgpack_pack_nil(pk);
-	msgpack_pack_str_with_body(pk, "GPU", 3);
+	msgpack_pack_str_with_body(pk, medium, strlen(medium));
 }
 
 static void churn(struct gen *g, uint64_t n, uint64_t live)
@@ -76,7 +79,7 @@ static void churn(struct gen *g, uint64_t n, uint64_t live)
 		msgpack_pack_array(&g->pk, 3);
 		msgpack_pack_double(&g->pk, (double)g->recv_ns / 1e9);
 		msgpack_pack_array(&g->pk, r >= live ? 2 : 1);
-		stored(g, r);
+		stored(g, r, "GPU");
 		if (r >= live) {
 			msgpack_pack_array(&g->pk, 3);
 			msgpack_pack_str_with_body(&g->pk, "BlockRemoved", 12);
@@ -89,13 +92,26 @@ static void churn(struct gen *g, uint64_t n, uint64_t live)
 	}
 }
 
+static void offload(struct gen *g, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++) {
+		begin(g);
+		msgpack_pack_array(&g->pk, 3);
+		msgpack_pack_double(&g->pk, (double)g->recv_ns / 1e9);
+		msgpack_pack_array(&g->pk, 1);
+		stored(g, r, "CPU");
+		msgpack_pack_int(&g->pk, 0);
+		emit(g, "tcp://10.0.0.1:5557");
+	}
+}
+
 static void flood(struct gen *g, uint64_t n, uint64_t per)
 {
 	begin(g);
 	msgpack_pack_array(&g->pk, 3);
 	msgpack_pack_double(&g->pk, (double)g->recv_ns / 1e9);
 	msgpack_pack_array(&g->pk, 1);
-	stored(g, 0);
+	stored(g, 0, "GPU");
 	msgpack_pack_int(&g->pk, 0);
 	emit(g, "tcp://10.0.0.1:5557");
 	g->seq = 0; /* the pool's own seq */
@@ -134,9 +150,13 @@ static uint64_t num(const char *s)
 int main(int argc, char **argv)
 {
 	kv_set_prog(argv);
-	if (argc < 2 || (strcmp(argv[1], "churn") != 0 && strcmp(argv[1], "flood") != 0))
-		kv_die(64, "usage: churncap churn|flood [-n N] [-l LIVE] [-b PER_EVENT] [-S STEP_NS]");
-	bool is_churn = strcmp(argv[1], "churn") == 0;
+	static const char *const modes[] = { "churn", "offload", "flood" };
+	int mode = -1;
+	for (int i = 0; argc >= 2 && i < 3; i++)
+		if (strcmp(argv[1], modes[i]) == 0)
+			mode = i;
+	if (mode < 0)
+		kv_die(64, "usage: churncap churn|offload|flood [-n N] [-l LIVE] [-b PER_EVENT] [-S STEP_NS]");
 	uint64_t n = 100000, live = 1000, per = 100, step = 1000000;
 	int c;
 	optind = 2;
@@ -155,8 +175,10 @@ int main(int argc, char **argv)
 	kv_out_open(&g.out, NULL);
 	msgpack_sbuffer_init(&g.sb);
 	kv_cap_write_header(&g.out, "churncap", BASE_NS);
-	if (is_churn)
+	if (mode == 0)
 		churn(&g, n, live);
+	else if (mode == 1)
+		offload(&g, n);
 	else
 		flood(&g, n, per);
 	msgpack_sbuffer_destroy(&g.sb);

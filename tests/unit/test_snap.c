@@ -2,6 +2,8 @@
  * each single-byte change, each truncation, and structural damage behind a
  * valid checksum. */
 #include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -187,10 +189,65 @@ static void damage_with_valid_checksum(void)
 	free_state(&s);
 }
 
+/* Rewrites the checksum after a change to the bytes before it. */
+static void reseal(uint8_t *b, size_t n)
+{
+	uint64_t sum = XXH3_64bits(b, n - 8);
+	memcpy(b + n - 8, &sum, 8);
+}
+
+/* What format 2 checks behind a valid checksum: pending entries in arrival
+ * order over all partitions, no source's last batch after the event time
+ * reached, and no more partitions than an index holds. */
+static void order_times_and_bounds(void)
+{
+	struct state s;
+	struct kv_snap snap;
+	char err[200];
+	make_state(&s);
+	uint32_t a = (uint32_t)kv_index_find_partition(&s.ix, "a", "t");
+	kv_match_restore_pending(&s.m, a, 1000, 0, KV_CPU, 7); /* after the entry of "m" at 5 */
+	kv_srcstats_get(&s.m.sources, "tcp://x:1", 9)->last_recv_ns = s.m.now;
+	size_t n;
+	uint8_t *b = write_read(&s, &n);
+	ASSERT(kv_snap_check(b, n, &snap, err, sizeof err));
+	/* arrival order, not partition order: "m" (index 1) first, then "a" (0) */
+	ASSERT_EQ_U64(snap.npending, 2);
+	ASSERT_EQ_U64(snap.pending[0].partition, 1);
+	ASSERT_EQ_U64(snap.pending[1].partition, 0);
+	ASSERT_EQ_U64(snap.sources[0].last_recv_ns, 123456789);
+	size_t pend = (size_t)((const uint8_t *)snap.pending - b), src = (size_t)((const uint8_t *)snap.sources - b);
+	uint64_t t = 4;
+	memcpy(b + pend + sizeof(struct kv_snap_pending) + offsetof(struct kv_snap_pending, t), &t, 8);
+	reseal(b, n);
+	ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(strcmp(err, "pending 1: out of order") == 0);
+	t = 7;
+	memcpy(b + pend + sizeof(struct kv_snap_pending) + offsetof(struct kv_snap_pending, t), &t, 8);
+	t = 123456790;
+	memcpy(b + src + offsetof(struct kv_snap_source, last_recv_ns), &t, 8);
+	reseal(b, n);
+	ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(strcmp(err, "source 0: bad record") == 0);
+	free(b);
+	/* one partition more than KV_MAX_PARTITIONS */
+	for (uint32_t i = (uint32_t)s.ix.n; i <= KV_MAX_PARTITIONS; i++) {
+		char model[16];
+		snprintf(model, sizeof model, "p%u", i);
+		kv_index_partition(&s.ix, model, strlen(model), "t", 1);
+	}
+	b = write_read(&s, &n);
+	ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(strcmp(err, "more than 4096 partitions") == 0);
+	free(b);
+	free_state(&s);
+}
+
 int main(void)
 {
 	RUN(round_trip);
 	RUN(every_byte_and_cut);
 	RUN(damage_with_valid_checksum);
+	RUN(order_times_and_bounds);
 	return unit_done();
 }

@@ -1,0 +1,42 @@
+/* snapparts: a kvsnap snapshot of N empty partitions (models p0, p1, ...,
+ * tenant "default"), for tests of the loader's bound on partitions: kvmatch
+ * itself never writes more than KV_MAX_PARTITIONS.
+ *   snapparts N FILE.kvsnap */
+#include <stdio.h>
+#include <string.h>
+
+#include "arg.h"
+#include "index.h"
+#include "match.h"
+#include "snap.h"
+#include "util.h"
+#include "workers.h"
+
+int main(int argc, char **argv)
+{
+	kv_set_prog(argv[0]);
+	if (argc != 3)
+		kv_die(KV_EX_USAGE, "usage: snapparts N FILE.kvsnap");
+	uint64_t n = arg_u64(argv[1]);
+	struct kv_index ix;
+	kv_index_init(&ix);
+	for (uint64_t i = 0; i < n; i++) {
+		char model[32];
+		int len = snprintf(model, sizeof model, "p%llu", (unsigned long long)i);
+		kv_index_partition(&ix, model, (size_t)len, "default", 7);
+	}
+	/* nothing else: no workers, an idle matcher */
+	struct kv_workers ws;
+	kv_workers_init(&ws);
+	struct kv_match m;
+	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
+				   KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
+	kv_match_init(&m, &ix, &ws, &o);
+	bool ok = kv_snap_write(argv[2], &ix, &ws, &m);
+	if (!ok)
+		kv_warn_errno("%s", argv[2]);
+	kv_match_free(&m);
+	kv_workers_free(&ws);
+	kv_index_free(&ix);
+	return ok ? 0 : KV_EX_IOERR;
+}
