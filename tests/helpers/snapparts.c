@@ -14,7 +14,7 @@
 
 int main(int argc, char **argv)
 {
-	kv_set_prog(argv[0]);
+	kv_set_prog(argv);
 	if (argc != 3)
 		kv_die(KV_EX_USAGE, "usage: snapparts N FILE.kvsnap");
 	uint64_t n = arg_u64(argv[1]);
