@@ -53,8 +53,6 @@ bool kv_endpoint_host_port(const char *url, size_t len, char *host, size_t hostl
 
 const char *kv_endpoint_connect_problem(const char *url)
 {
-	if (strncmp(url, "inproc://", 9) == 0)
-		return "inproc endpoints are inside one process: no publisher can reach them";
 	if (strncmp(url, "tcp://", 6) != 0)
 		return NULL; /* ipc:// and the rest: ZMQ checks them */
 	char host[256];

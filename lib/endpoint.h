@@ -11,8 +11,7 @@
  * transports or a malformed one.  port is -1 when the endpoint has none. */
 bool kv_endpoint_host_port(const char *url, size_t len, char *host, size_t hostlen, long *port);
 /* Why kvsub could never receive anything by connecting to url (a tcp
- * endpoint without a port in 1-65535, an inproc endpoint, which only
- * threads of one process share), or NULL.  ZMQ accepts both and then
+ * endpoint without a port in 1-65535), or NULL.  ZMQ accepts it and then
  * waits for ever. */
 const char *kv_endpoint_connect_problem(const char *url);
 /* True for a tcp endpoint whose host is "*". */

@@ -386,7 +386,7 @@ confirmed - 0x192dd62904fcccac disk 10.0.0.5:5557/1"
 	run --separate-stderr kvmatch -o a.kvsnap in.kvcap
 	assert_equal "$status" 65
 	assert_equal "$output" '{"recv_ns":1764500000001000000,"state":"dropped","reason":"decode_error","hash":null,"workers":[],"src":"tcp://10.0.0.5:5557","seq":1}'
-	assert_equal "$(kvmatch --dump a.kvsnap | grep '"kind":"source"')" '{"kind":"source","src":"tcp://10.0.0.5:5557","last_seq":2,"batches":2,"gaps":0,"restarts":0}'
+	assert_equal "$(kvmatch --dump a.kvsnap | grep '"kind":"source"')" '{"kind":"source","src":"tcp://10.0.0.5:5557","last_seq":2,"batches":2,"last_recv_ns":1764500000002000000,"gaps":0,"restarts":0}'
 	run bash -c 'kvdecode -q -e in.kvcap | kvmatch -q --log none -o b.kvsnap'
 	assert_equal "$status" 65
 	cmp a.kvsnap b.kvsnap

@@ -538,7 +538,7 @@ kvpub: ipc://$T/q: 0 messages, 0 bytes"
 # index kvmatch builds from the capture itself.  What must differ is
 # normalised away: the sources are named by kvpub's endpoints (mapped back
 # with kvpub -o's mapping) and stamped with kvsub's recv_ns (the snapshot's
-# now_ns and content times).  The registrations are rewritten from that
+# now_ns, content times and sources' last receive times).  The registrations are rewritten from that
 # mapping as README "Replaying traffic into another router" says: each
 # worker keeps its original engine endpoint, whose host is what the pool's
 # backend_id names, and gets kvpub's socket as its other endpoint.
@@ -564,7 +564,7 @@ kvpub: ipc://$T/q: 0 messages, 0 bytes"
 	wait_for $sub 30
 	assert_equal "$status" 0
 	index() {
-		kvmatch --dump "$1" | jq -c 'del(.now_ns, .t)' |
+		kvmatch --dump "$1" | jq -c 'del(.now_ns, .t, .last_recv_ns)' |
 			sed -f <(jq -r '"s|\"" + .endpoint + "\"|\"" + .src + "\"|"' map.jsonl)
 	}
 	run index direct.kvsnap
