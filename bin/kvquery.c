@@ -448,16 +448,19 @@ int main(int argc, char **argv)
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
 	struct kv_out out;
-	if (!kv_out_open(&out, o.output)) {
-		kv_warn_errno("%s", o.output);
-		return KV_EX_IOERR;
-	}
 	struct run r = { .o = &o, .out = &out };
 	uint64_t t0 = kv_monotonic_ns();
+	/* before -o truncates yesterday's answers: a bad snapshot leaves them be */
 	load(&r, true);
 	if (o.verbose)
 		kv_warn("%s: %zu blocks, %zu workers, %zu partitions loaded and checked in %.1f ms", o.snapshot,
 			r.snap.nblocks, r.snap.nworkers, r.snap.npartitions, (double)(kv_monotonic_ns() - t0) / 1e6);
+	if (!kv_out_open(&out, o.output)) {
+		kv_warn_errno("%s", o.output);
+		kv_snap_unload(&r.snap);
+		kv_qsource_free(&r.src);
+		return KV_EX_IOERR;
+	}
 	r.q = kv_querier_new();
 	r.parser = kv_qparser_new();
 	kv_install_signals(false);

@@ -191,6 +191,14 @@ setup() {
 	run --separate-stderr kvquery
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "kvquery: no snapshot (-s FILE.kvsnap)"
+	# yesterday's answers in -o survive a snapshot that cannot be read
+	echo yesterday > answers.jsonl
+	run --separate-stderr kvquery -s cut.kvsnap -o answers.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(cat answers.jsonl)" yesterday
+	run --separate-stderr kvquery -s nothing.kvsnap -o answers.jsonl
+	assert_equal "$status" 66
+	assert_equal "$(cat answers.jsonl)" yesterday
 }
 
 @test "the full pipeline from a fixture: kvdecode | kvmatch, then kvquery" {
