@@ -342,7 +342,8 @@ static void finish_replay(struct kv_capture *c, struct endpoint *ep)
 	zmq_close(ep->dealer);
 	ep->dealer = NULL;
 	ep->replaying = false;
-	qsort(ep->rep, ep->nrep, sizeof *ep->rep, by_seq);
+	if (ep->nrep) /* a replay nobody answered brought nothing, and rep may be NULL */
+		qsort(ep->rep, ep->nrep, sizeof *ep->rep, by_seq);
 	for (size_t i = 0; i < ep->nrep; i++) {
 		struct stored *s = &ep->rep[i];
 		if (!ep->seq.seen || s->seq > ep->seq.last) {
