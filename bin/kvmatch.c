@@ -1,6 +1,7 @@
 /* kvmatch: two-phase matching of engine and pool events into a prefix index. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,9 +215,13 @@ static void write_snapshot(struct run *r)
 {
 	if (!r->o->snapshot)
 		return;
+	uint64_t t0 = kv_monotonic_ns();
 	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, &r->m)) {
 		kv_warn_errno("%s", r->o->snapshot);
 		r->snapshot_failed = true;
+	} else if (r->o->verbose && !r->o->quiet) {
+		kv_warn("%s: %" PRIu64 " blocks written in %.1f ms", r->o->snapshot, kv_index_blocks(&r->ix),
+			(double)(kv_monotonic_ns() - t0) / 1e6);
 	}
 }
 
