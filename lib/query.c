@@ -354,11 +354,7 @@ static int by_worker_name(const void *a, const void *b, void *ctx)
 	const struct kv_hit *x = a, *y = b;
 	if (s->snap) /* snapshot workers are sorted by name already */
 		return (x->worker > y->worker) - (x->worker < y->worker);
-	size_t la, lb;
-	int64_t da, db;
-	const char *na = kv_qsource_worker(s, x->worker, &la, &da), *nb = kv_qsource_worker(s, y->worker, &lb, &db);
-	int c = strcmp(na, nb);
-	return c ? c : (da > db) - (da < db);
+	return kv_workers_compare(&s->ws->v[x->worker], &s->ws->v[y->worker]);
 }
 
 const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,

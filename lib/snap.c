@@ -66,12 +66,6 @@ static struct kv_snap_str add_string(struct buf *strings, const char *s)
 	return (struct kv_snap_str){ (uint32_t)buf_add(strings, s ? s : "", n), (uint32_t)n };
 }
 
-static int by_worker_name(const void *x, const void *y, void *ctx)
-{
-	const struct kv_workers *ws = ctx;
-	return kv_workers_compare(&ws->v[*(const uint32_t *)x], &ws->v[*(const uint32_t *)y]);
-}
-
 static int by_partition_name(const void *x, const void *y, void *ctx)
 {
 	const struct kv_index *ix = ctx;
@@ -118,7 +112,7 @@ static void build_workers(struct snap_build *b, const struct kv_workers *ws)
 	uint32_t *order = kv_xmalloc((ws->n + 1) * sizeof *order);
 	for (uint32_t i = 0; i < ws->n; i++)
 		order[i] = i;
-	qsort_r(order, ws->n, sizeof *order, by_worker_name, (void *)ws);
+	kv_workers_sort(ws, order, ws->n);
 	b->wmap = kv_xmalloc((ws->n + 1) * sizeof *b->wmap);
 	for (uint32_t k = 0; k < ws->n; k++) {
 		const struct kv_worker *w = &ws->v[order[k]];

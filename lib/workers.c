@@ -221,6 +221,12 @@ static int by_name(const void *x, const void *y, void *ctx)
 	return kv_workers_compare(&ws->v[*(const uint32_t *)x], &ws->v[*(const uint32_t *)y]);
 }
 
+void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n)
+{
+	if (n > 1) /* ids may be NULL when there are none */
+		qsort_r(ids, n, sizeof *ids, by_name, (void *)ws);
+}
+
 size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max)
 {
 	size_t n = 0;
@@ -232,8 +238,7 @@ size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_
 	/* Ids follow the order workers were first seen, which a resumed run
 	 * (ids in the snapshot's order) does not share: name order keeps state
 	 * lines and the pending pool the same either way. */
-	if (n > 1)
-		qsort_r(out, n, sizeof *out, by_name, (void *)ws);
+	kv_workers_sort(ws, out, n);
 	return n;
 }
 

@@ -66,6 +66,8 @@ uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t 
 /* The order of workers wherever order shows (state lines, the pending
  * pool, snapshots): by instance_id, then dp_rank. */
 int kv_workers_compare(const struct kv_worker *a, const struct kv_worker *b);
+/* Sorts n worker ids of ws into that order. */
+void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n);
 /* The workers whose engine endpoint host is ip, in kv_workers_compare
  * order; returns how many (all of them when fewer than max). */
 size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max);
