@@ -536,6 +536,13 @@ void kv_match_advance(struct kv_match *m, uint64_t t)
 
 /* ---- records ------------------------------------------------------------- */
 
+/* A replayed batch (with a seq) at or below what its source already
+ * delivered live. */
+static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_ctx *ctx)
+{
+	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
+}
+
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
 {
 	struct rep r = { ctx, 0 };
@@ -558,8 +565,8 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 		return true;
 	src->last_recv_ns = ctx->recv_ns;
 	if (ctx->has_seq) {
-		/* A replayed batch at or below what this source already delivered was applied live. */
-		if (ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last) {
+		/* applied live already */
+		if (delivered_before(src, ctx)) {
 			report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
 			return false;
 		}
@@ -581,7 +588,7 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 		src->errors++;
 		/* The record still arrived: its seq counts, or the next batch would
 		 * look like a gap (a replayed one already seen changes nothing). */
-		if (ctx->has_seq && !(ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last))
+		if (ctx->has_seq && !delivered_before(src, ctx))
 			kv_seq_observe(&src->seq, ctx->seq);
 		m->cur = (size_t)(src - m->sources.v) + 1;
 	}
