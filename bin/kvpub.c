@@ -348,8 +348,6 @@ static void prescan(struct run *r, struct input *in)
 	rewind_input(in);
 }
 
-#define UNSEEN "%s %s: no record of this source in the input"
-
 /* Names each source that --map or --replay-map gave and the input did not
  * have (a typo, or the wrong capture: nothing would be published for it);
  * returns how many. */
@@ -358,23 +356,16 @@ static uint64_t report_unseen(struct run *r)
 	const char *name, *option;
 	uint64_t n = 0;
 	for (size_t pos = 0; (name = kv_pub_next_unseen(r->pub, &pos, &option)); n++)
-		kv_warn(UNSEEN, option, name);
+		kv_warn("%s %s: no record of this source in the input", option, name);
 	return n;
 }
 
 /* The same when the inputs were read beforehand: a usage error before
- * anything is published, the last source named in its message. */
+ * anything is published. */
 static void refuse_unseen(struct run *r)
 {
-	const char *name, *option, *last = NULL, *last_option = NULL;
-	for (size_t pos = 0; (name = kv_pub_next_unseen(r->pub, &pos, &option));) {
-		if (last)
-			kv_warn(UNSEEN, last_option, last);
-		last = name;
-		last_option = option;
-	}
-	if (last)
-		kv_usage_error(UNSEEN, last_option, last);
+	if (report_unseen(r))
+		kv_try_help();
 }
 
 /* Before a read that would block: answer replay requests until input comes. */
