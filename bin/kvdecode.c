@@ -125,6 +125,10 @@ static void handle(struct run *r, const struct kv_batch *b)
 		count(r, b);
 	if (b->error) {
 		report(r, b, b->error);
+		/* Without -e the record leaves a line all the same: a reader that
+		 * counts seq (kvmatch) must not take it for a gap. */
+		if (!r->o->errors && !b->fatal)
+			kv_evjson_write_no_events(r->out, &b->ctx, b->record, false);
 		return;
 	}
 	for (unsigned i = 0; i < b->nissues && i < KV_WIRE_MAX_ISSUES; i++)
@@ -140,8 +144,10 @@ static void handle(struct run *r, const struct kv_batch *b)
 		kv_batch_where(b, where, sizeof where);
 		kv_warn("%s: %u events of unknown types ignored", where, b->ignored);
 	}
-	if (b->nev == 0)
+	if (b->nev == 0) {
+		kv_evjson_write_no_events(r->out, &b->ctx, b->record, true);
 		return;
+	}
 	kv_evjson_record(&r->json, &b->ctx);
 	for (size_t i = 0; i < b->nev; i++)
 		kv_evjson_write(&r->json, r->out, &b->ev[i]);

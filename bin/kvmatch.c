@@ -242,9 +242,16 @@ static void handle(struct run *r, const struct kv_batch *b)
 		kv_match_bad_record(&r->m, &b->ctx);
 		return;
 	}
+	if (b->lost) {
+		kv_match_lost_record(&r->m, &b->ctx);
+		return;
+	}
+	/* Counted as kvdecode -e's lines for them would be: one problem each. */
 	for (unsigned i = 0; i < b->nissues && i < KV_WIRE_MAX_ISSUES; i++)
 		report_problem(r, b, b->issues[i]);
 	r->bad += b->nissues > KV_WIRE_MAX_ISSUES ? b->nissues - KV_WIRE_MAX_ISSUES : 0;
+	for (unsigned i = 0; i < kv_batch_problem_lines(b); i++)
+		kv_match_bad_record(&r->m, &b->ctx);
 	/* Periodic snapshots follow event time, so replaying gives the same ones:
 	 * the state just before the first record at or past each boundary. */
 	if (r->o->every_ns && b->ctx.recv_ns >= r->next_snapshot) {

@@ -4,6 +4,7 @@
 #include "metrics.h"
 #include "replay.h"
 #include "seqtrack.h"
+#include "wire.h"
 #include "util.h"
 
 #include <errno.h>
@@ -32,6 +33,7 @@ struct endpoint {
 	void *sub;
 	char *replay_url;
 	struct kv_seqtrack seq;
+	bool mooncake;          /* its last batch was a Mooncake master's: its seq counts events */
 	uint64_t messages, bytes, replayed, bad_seq, duplicates, oversize, replay_failures;
 	/* replay in progress */
 	void *dealer;
@@ -290,6 +292,7 @@ static bool deliver(struct kv_capture *c, struct endpoint *ep, uint64_t recv_ns,
 		if (start_replay(c, ep, ep->seq.last + 1, parts.seq))
 			return false;
 	}
+	ep->mooncake = kv_wire_is_mooncake_batch(parts.payload.p, parts.payload.n);
 	kv_seq_observe(&ep->seq, parts.seq);
 	write_record(c, ep, recv_ns, 0, frames, n);
 	return true;
@@ -544,10 +547,11 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f)
 {
 	for (size_t i = 0; i < c->neps; i++) {
 		const struct endpoint *ep = &c->eps[i];
-		fprintf(f, "%s: %s: %llu messages, %llu bytes, %llu gaps, %llu missing, %llu replayed, "
+		fprintf(f, "%s: %s: %llu messages, %llu bytes, %llu gaps, %llu %s, %llu replayed, "
 			   "%llu restarts, %llu bad seq",
 			kv_prog, ep->src, (unsigned long long)ep->messages, (unsigned long long)ep->bytes,
 			(unsigned long long)ep->seq.gaps, (unsigned long long)ep->seq.missing,
+			kv_seq_missing_words(ep->mooncake),
 			(unsigned long long)ep->replayed, (unsigned long long)ep->seq.restarts,
 			(unsigned long long)ep->bad_seq);
 		if (ep->duplicates)

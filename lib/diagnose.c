@@ -82,10 +82,11 @@ static void decode_errors(struct diag *d, const struct kv_srcstat *s)
 {
 	if (!s->errors)
 		return;
-	add(d, "decode_errors", "warning", s, UINT32_MAX, json_pack("{s:I}", "records", (json_int_t)s->errors),
+	/* one problem per undecodable record or event: what kvdecode -e writes a line for */
+	add(d, "decode_errors", "warning", s, UINT32_MAX, json_pack("{s:I}", "problems", (json_int_t)s->errors),
 	    "the publisher speaks a format kvdecode does not know (see its messages about these records), "
 	    "or the capture is damaged",
-	    "%llu record%s could not be decoded", ull(s->errors), pl(s->errors, "s"));
+	    "%llu record%s or event%s could not be decoded", ull(s->errors), pl(s->errors, "s"), pl(s->errors, "s"));
 }
 
 static void restarted(struct diag *d, const struct kv_srcstat *s)

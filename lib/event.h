@@ -44,9 +44,11 @@ enum {
 	KV_HAS_OWNERSHIP = 1u << 17,
 	KV_HAS_BASE_BLOCK_IDX = 1u << 18,
 	KV_HAS_ADDITIONAL_SALT = 1u << 19,
+	KV_HAS_GROUP_ID = 1u << 20,     /* a pool event's object group, as it came */
 };
 
-/* A value echoed as it came (event_id is an int on some publishers, a string on others). */
+/* A value echoed as it came (event_id is an int on some publishers, a
+ * string on others; a Mooncake group_id is an object group's name). */
 struct kv_scalar {
 	enum { KV_SCALAR_U64, KV_SCALAR_I64, KV_SCALAR_STR } kind;
 	uint64_t u;
@@ -88,13 +90,14 @@ struct kv_event {
 	int64_t block_size;
 	bool lora_id_null;
 	int64_t lora_id;
-	int64_t group_idx;         /* vLLM group_idx, or a pool event's group_id */
+	int64_t group_idx;         /* vLLM's KV cache group index */
 	int64_t sliding_window;
 	int64_t base_block_idx;    /* pool events */
 	struct kv_str lora_name, spec_kind, medium_raw, backend_id, model_name, tenant_id, object_key;
 	struct kv_str locality, ownership;   /* vLLM, as on the wire */
 	struct kv_str additional_salt;       /* pool events */
 	struct kv_scalar event_id;
+	struct kv_scalar group_id;           /* pool events: the object group (Mooncake), as it came */
 	const msgpack_object *extra_keys;  /* only from wire decoding; JSON input passes extra_json */
 	struct kv_str extra_json;          /* extra_keys as JSON text, when read from a JSON line */
 	const struct kv_raw_hash *raw_hashes;

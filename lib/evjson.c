@@ -63,7 +63,7 @@ static char *write_ts(struct kv_evjson *j, char *p, const struct kv_event *e)
 static size_t str_bound(const struct kv_event *e)
 {
 	const struct kv_str *s[] = { &e->lora_name, &e->spec_kind, &e->medium_raw, &e->backend_id,
-				     &e->model_name, &e->tenant_id, &e->object_key, &e->event_id.s,
+				     &e->model_name, &e->tenant_id, &e->object_key, &e->event_id.s, &e->group_id.s,
 				     &e->locality, &e->ownership, &e->additional_salt };
 	size_t n = 0;
 	for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
@@ -77,6 +77,15 @@ static char *opt_str(char *p, const char *key, struct kv_str s)
 {
 	p = lit(p, key);
 	return jw_str(p, s.p, s.n);
+}
+
+static char *write_scalar(char *p, const struct kv_scalar *v)
+{
+	switch (v->kind) {
+	case KV_SCALAR_U64: return jw_u64(p, v->u);
+	case KV_SCALAR_I64: return jw_i64(p, v->i);
+	default: return jw_str(p, v->s.p, v->s.n);
+	}
 }
 
 static char *write_raw_hashes(char *p, const struct kv_event *e)
@@ -171,15 +180,10 @@ void kv_evjson_write(struct kv_evjson *j, struct kv_out *o, const struct kv_even
 		p = opt_str(p, ",\"model_name\":", e->model_name);
 	if (has & KV_HAS_TENANT_ID)
 		p = opt_str(p, ",\"tenant_id\":", e->tenant_id);
-	if (has & KV_HAS_EVENT_ID) {
-		p = lit(p, ",\"event_id\":");
-		if (e->event_id.kind == KV_SCALAR_U64)
-			p = jw_u64(p, e->event_id.u);
-		else if (e->event_id.kind == KV_SCALAR_I64)
-			p = jw_i64(p, e->event_id.i);
-		else
-			p = jw_str(p, e->event_id.s.p, e->event_id.s.n);
-	}
+	if (has & KV_HAS_EVENT_ID)
+		p = write_scalar(lit(p, ",\"event_id\":"), &e->event_id);
+	if (has & KV_HAS_GROUP_ID)
+		p = write_scalar(lit(p, ",\"group_id\":"), &e->group_id);
 	if (has & KV_HAS_OBJECT_KEY)
 		p = opt_str(p, ",\"object_key\":", e->object_key);
 	if (has & KV_HAS_BASE_BLOCK_IDX)
@@ -193,21 +197,36 @@ void kv_evjson_write(struct kv_evjson *j, struct kv_out *o, const struct kv_even
 	jw_done(o, p);
 }
 
-void kv_evjson_write_error(struct kv_out *o, const struct kv_wire_ctx *ctx, uint64_t record, const char *msg)
+/* The fields every non-event line starts with. */
+static char *record_line(char *p, const char *type, const struct kv_wire_ctx *ctx, uint64_t record)
 {
-	size_t mlen = strlen(msg);
-	char *p = jw_reserve(o, 128 + JW_STR_MAX(ctx->src.n) + JW_STR_MAX(mlen));
-	p = lit(p, "{\"type\":\"error\",\"src\":");
+	p = lit(p, type);
+	p = lit(p, ",\"src\":");
 	p = jw_str(p, ctx->src.p, ctx->src.n);
 	p = lit(p, ",\"seq\":");
 	p = ctx->has_seq ? jw_u64(p, ctx->seq) : lit(p, "null");
 	p = lit(p, ",\"recv_ns\":");
 	p = jw_u64(p, ctx->recv_ns);
 	p = lit(p, ",\"record\":");
-	p = jw_u64(p, record);
+	return jw_u64(p, record);
+}
+
+void kv_evjson_write_error(struct kv_out *o, const struct kv_wire_ctx *ctx, uint64_t record, const char *msg)
+{
+	size_t mlen = strlen(msg);
+	char *p = jw_reserve(o, 128 + JW_STR_MAX(ctx->src.n) + JW_STR_MAX(mlen));
+	p = record_line(p, "{\"type\":\"error\"", ctx, record);
 	p = lit(p, ",\"error\":");
 	p = jw_str(p, msg, mlen);
 	p = lit(p, "}\n");
+	jw_done(o, p);
+}
+
+void kv_evjson_write_no_events(struct kv_out *o, const struct kv_wire_ctx *ctx, uint64_t record, bool decoded)
+{
+	char *p = jw_reserve(o, 128 + JW_STR_MAX(ctx->src.n));
+	p = record_line(p, "{\"type\":\"no_events\"", ctx, record);
+	p = lit(p, decoded ? ",\"decoded\":true}\n" : ",\"decoded\":false}\n");
 	jw_done(o, p);
 }
 

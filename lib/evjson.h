@@ -30,6 +30,10 @@ void kv_evjson_record(struct kv_evjson *j, const struct kv_wire_ctx *ctx);
 void kv_evjson_write(struct kv_evjson *j, struct kv_out *o, const struct kv_event *e);
 /* {"type":"error","src":..,"seq":..,"recv_ns":..,"record":N,"error":".."} */
 void kv_evjson_write_error(struct kv_out *o, const struct kv_wire_ctx *ctx, uint64_t record, const char *msg);
+/* {"type":"no_events",..,"record":N,"decoded":B}: a record that gave no
+ * other line (no events, or undecodable without -e), so that a reader
+ * still counts it and its seq: it is no gap (kvdecode(1)). */
+void kv_evjson_write_no_events(struct kv_out *o, const struct kv_wire_ctx *ctx, uint64_t record, bool decoded);
 /* Any MessagePack value as JSON (bin as hex strings; map keys as strings,
  * a key of another type as its JSON text, cut at 128 bytes). */
 void kv_json_write_msgpack(struct kv_out *o, const msgpack_object *v);
@@ -42,6 +46,8 @@ struct kv_evjson_reader;
 enum kv_evjson_status {
 	KV_EVJSON_EVENT,    /* *e holds the event */
 	KV_EVJSON_ERROR_LINE, /* a {"type":"error"} line written by kvdecode -e; e has src/seq/recv_ns */
+	KV_EVJSON_NO_EVENTS,  /* a {"type":"no_events","decoded":true} line; e has src/seq/recv_ns */
+	KV_EVJSON_LOST,       /* the same with "decoded":false: a record that could not be decoded */
 	KV_EVJSON_BAD,      /* not an event line: the reader's message says why */
 };
 

@@ -14,7 +14,7 @@ enum key {
 	K_MEDIUM, K_BLOCK_HASHES, K_PARENT, K_TOKEN_IDS, K_BLOCK_SIZE, K_LORA_ID, K_LORA_NAME,
 	K_GROUP_IDX, K_SPEC_KIND, K_SLIDING_WINDOW, K_MEDIUM_RAW, K_BACKEND_ID, K_MODEL_NAME,
 	K_TENANT_ID, K_EVENT_ID, K_OBJECT_KEY, K_EXTRA_KEYS, K_LOCALITY, K_OWNERSHIP, K_BASE_BLOCK_IDX,
-	K_ADDITIONAL_SALT,
+	K_ADDITIONAL_SALT, K_GROUP_ID, K_DECODED,
 };
 
 static const char *const key_names[] = {
@@ -22,7 +22,7 @@ static const char *const key_names[] = {
 	"medium", "block_hashes", "parent", "token_ids", "block_size", "lora_id", "lora_name",
 	"group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "medium_raw", "backend_id",
 	"model_name", "tenant_id", "event_id", "object_key", "extra_keys", "locality", "ownership",
-	"base_block_idx", "additional_salt",
+	"base_block_idx", "additional_salt", "group_id", "decoded",
 };
 
 struct kv_evjson_reader {
@@ -32,6 +32,7 @@ struct kv_evjson_reader {
 	enum key key;            /* key at depth 1 */
 	bool complete;           /* the top-level object ended */
 	bool is_error_line;
+	bool is_no_events, undecoded;   /* a no_events line, and its "decoded": false */
 	bool saw_type;
 	bool medium_given;
 	char *strings;           /* copies of this line's strings: never moves during a line */
@@ -112,6 +113,8 @@ static int on_bool(void *ctx, int b)
 	struct kv_evjson_reader *r = ctx;
 	if (r->depth == 1 && r->key == K_REPLAYED)
 		r->e->replayed = b;
+	if (r->depth == 1 && r->key == K_DECODED)
+		r->undecoded = !b;
 	return 1;
 }
 
@@ -126,6 +129,28 @@ static void push_hash(struct kv_evjson_reader *r, uint64_t h)
 {
 	r->hashes = kv_xgrow(r->hashes, &r->caph, r->nh + 1, sizeof *r->hashes);
 	r->hashes[r->nh++] = h;
+}
+
+/* event_id and group_id: an integer or a string, echoed as it came. */
+static int set_scalar_number(struct kv_evjson_reader *r, const char *s, size_t n, struct kv_scalar *v, uint32_t bit)
+{
+	if (parse_u64(s, n, &v->u))
+		v->kind = KV_SCALAR_U64;
+	else if (parse_i64(s, n, &v->i))
+		v->kind = KV_SCALAR_I64;
+	else
+		return fail(r, "%s: expected an integer or a string", key_names[r->key]);
+	r->e->has |= bit;
+	return 1;
+}
+
+static int set_scalar_string(struct kv_evjson_reader *r, const unsigned char *s, size_t n, struct kv_scalar *v,
+			     uint32_t bit)
+{
+	v->kind = KV_SCALAR_STR;
+	v->s = keep_string(r, s, n);
+	r->e->has |= bit;
+	return 1;
 }
 
 static int on_number(void *ctx, const char *s, size_t n)
@@ -177,14 +202,9 @@ static int on_number(void *ctx, const char *s, size_t n)
 		e->parent_null = false;
 		return 1;
 	case K_EVENT_ID:
-		if (parse_u64(s, n, &e->event_id.u))
-			e->event_id.kind = KV_SCALAR_U64;
-		else if (parse_i64(s, n, &e->event_id.i))
-			e->event_id.kind = KV_SCALAR_I64;
-		else
-			return fail(r, "%s: expected an integer or a string", "event_id");
-		e->has |= KV_HAS_EVENT_ID;
-		return 1;
+		return set_scalar_number(r, s, n, &e->event_id, KV_HAS_EVENT_ID);
+	case K_GROUP_ID:
+		return set_scalar_number(r, s, n, &e->group_id, KV_HAS_GROUP_ID);
 	case K_DP_RANK: target = &e->dp_rank; e->has_dp = true; break;
 	case K_BLOCK_SIZE: target = &e->block_size; bit = KV_HAS_BLOCK_SIZE; break;
 	case K_LORA_ID: target = &e->lora_id; bit = KV_HAS_LORA_ID; e->lora_id_null = false; break;
@@ -212,6 +232,10 @@ static int set_type(struct kv_evjson_reader *r, struct kv_str s)
 		}
 	if (s.n == 5 && memcmp(s.p, "error", 5) == 0) {
 		r->is_error_line = true;
+		return 1;
+	}
+	if (s.n == 9 && memcmp(s.p, "no_events", 9) == 0) {
+		r->is_no_events = true;
 		return 1;
 	}
 	return fail(r, "%s: expected stored, removed or cleared", "type");
@@ -259,10 +283,9 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 		e->parent_null = false;
 		return 1;
 	case K_EVENT_ID:
-		e->event_id.kind = KV_SCALAR_STR;
-		e->event_id.s = keep_string(r, s, n);
-		e->has |= KV_HAS_EVENT_ID;
-		return 1;
+		return set_scalar_string(r, s, n, &e->event_id, KV_HAS_EVENT_ID);
+	case K_GROUP_ID:
+		return set_scalar_string(r, s, n, &e->group_id, KV_HAS_GROUP_ID);
 	case K_LORA_NAME: target = &e->lora_name; bit = KV_HAS_LORA_NAME; break;
 	case K_SPEC_KIND: target = &e->spec_kind; bit = KV_HAS_SPEC_KIND; break;
 	case K_MEDIUM_RAW: target = &e->medium_raw; bit = KV_HAS_MEDIUM_RAW; break;
@@ -384,6 +407,7 @@ enum kv_evjson_status kv_evjson_parse(struct kv_evjson_reader *r, const char *li
 	r->depth = 0;
 	r->key = K_OTHER;
 	r->complete = r->is_error_line = r->saw_type = r->medium_given = false;
+	r->is_no_events = r->undecoded = false;
 	r->msg[0] = 0;
 	r->nh = r->nt = r->slen = 0;
 	/* Strings are never longer than the line: reserve once, so they never move. */
@@ -405,6 +429,8 @@ enum kv_evjson_status kv_evjson_parse(struct kv_evjson_reader *r, const char *li
 	}
 	if (r->is_error_line)
 		return KV_EVJSON_ERROR_LINE;
+	if (r->is_no_events)
+		return r->undecoded ? KV_EVJSON_LOST : KV_EVJSON_NO_EVENTS;
 	if (!r->saw_type) {
 		snprintf(r->msg, sizeof r->msg, "no \"type\" key");
 		return KV_EVJSON_BAD;

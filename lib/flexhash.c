@@ -91,19 +91,23 @@ const char *kv_flexhash(const msgpack_object *o, const struct kv_hash_opts *opts
 	}
 }
 
-const char *kv_hash_from_object_key(const char *s, size_t n, uint64_t *h)
+/* 0x hex whose value fits in 64 bits: leading zeros are no digits of it. */
+static bool hex_fits(const char *s, size_t n, uint64_t *h)
 {
-	const char *at = NULL;
-	for (size_t i = n; i > 0; i--)
-		if (s[i - 1] == '@') {
-			at = s + i;
-			break;
-		}
-	if (at)
-		return parse_hex(at, n - (size_t)(at - s), h);
+	while (n > 1 && s[0] == '0')
+		s++, n--;
+	return n <= 16 && parse_hex(s, n, h) == NULL;
+}
+
+bool kv_hash_from_object_key(const char *s, size_t n, bool after_at, uint64_t *h)
+{
+	if (after_at)
+		for (size_t i = n; i > 0; i--)
+			if (s[i - 1] == '@')
+				return parse_hex(s + i, n - i, h) == NULL;
 	if (has_0x(s, n))
-		return parse_hex(s + 2, n - 2, h);
-	return parse_decimal(s, n, h);
+		return hex_fits(s + 2, n - 2, h);
+	return parse_decimal(s, n, h) == NULL;
 }
 
 unsigned kv_hash_form(const msgpack_object *o)

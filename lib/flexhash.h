@@ -34,7 +34,10 @@ void kv_hash_forms_text(unsigned forms, char *buf, size_t n);
 const char *kv_flexhash(const msgpack_object *o, const struct kv_hash_opts *opts, uint64_t *h);
 /* The string rules alone (also used for hashes that arrive in JSON). */
 const char *kv_flexhash_str(const char *s, size_t n, bool decimal, uint64_t *h);
-/* A memcache/Mooncake object key: decimal, 0x hex, or the hex after the last '@'. */
-const char *kv_hash_from_object_key(const char *s, size_t n, uint64_t *h);
+/* The hash an object key names (SPEC 5.4): decimal or 0x hex whose value
+ * fits in 64 bits, or, with after_at (memcache keys), the hex after the
+ * last '@' (its low 64 bits).  false when the key names none: never a
+ * truncated value that another key already means. */
+bool kv_hash_from_object_key(const char *s, size_t n, bool after_at, uint64_t *h);
 
 #endif

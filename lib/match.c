@@ -543,53 +543,96 @@ static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_
 	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
 }
 
+/* Whether this line is one more of the record just seen: event lines (and
+ * kvdecode -e's error lines) carry one event or problem each, and those of
+ * one record share its source, seq and receive time.  A capture record
+ * arrives whole, so this holds only for its further problems and events. */
+static bool continues_record(const struct kv_srcstat *src, const struct kv_wire_ctx *ctx)
+{
+	return ctx->has_seq && src->rec != KV_REC_NONE && ctx->seq == src->rec_seq && ctx->recv_ns == src->last_recv_ns;
+}
+
+/* A new record arrived from src: its seq is accounted for (gap, restart),
+ * unless it is a replayed batch applied live already. */
+static void record_arrives(struct kv_srcstat *src, const struct kv_wire_ctx *ctx, enum kv_rec_state state)
+{
+	src->last_recv_ns = ctx->recv_ns;
+	src->rec_seq = ctx->seq;
+	src->rec = ctx->has_seq ? state : KV_REC_NONE;
+	if (!ctx->has_seq)
+		return;
+	if (delivered_before(src, ctx))
+		src->rec = KV_REC_DUPLICATE;
+	else
+		kv_seq_observe(&src->seq, ctx->seq);
+}
+
+/* The record decoded: one batch, counted once however many lines it has. */
+static void count_batch(struct kv_match *m, struct kv_srcstat *src, const struct rep *r, size_t nevents)
+{
+	m->st.records++;
+	src->rec = r->ctx->has_seq ? KV_REC_BATCH : KV_REC_NONE;
+	src->batches++;
+	src->replayed += r->ctx->replayed;
+	report(m, r, KV_ST_RECEIVED, KV_R_NONE, NULL, -1, NULL, 0, nevents);
+}
+
+/* The source of a record, and the current source for the evidence of its
+ * events; NULL for a source beyond KV_MAX_SOURCES (or none named). */
+static struct kv_srcstat *record_source(struct kv_match *m, const struct kv_wire_ctx *ctx)
+{
+	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
+	m->cur = src ? (size_t)(src - m->sources.v) + 1 : 0;
+	if (src && !src->batches && !src->d.first_ns)
+		src->d.first_ns = ctx->recv_ns;
+	return src;
+}
+
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
 {
 	struct rep r = { ctx, 0 };
-	m->st.records++;
 	kv_match_advance(m, ctx->recv_ns);
-	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
+	struct kv_srcstat *src = record_source(m, ctx);
 	if (!src) {
 		/* A source beyond KV_MAX_SOURCES: its batches are not applied. */
-		m->cur = 0;
+		m->st.records++;
 		report(m, &r, KV_ST_DROPPED, KV_R_SOURCE_LIMIT, NULL, -1, NULL, 0, nevents);
 		return false;
 	}
-	m->cur = (size_t)(src - m->sources.v) + 1;
-	if (!src->batches && !src->d.first_ns)
-		src->d.first_ns = ctx->recv_ns;
-	/* Event lines carry one event each: further events of the batch just seen
-	 * (same source, seq and receive time) belong to it, they are no restart. */
-	if (ctx->has_seq && src->seq.seen && ctx->seq == src->seq.last && ctx->recv_ns == src->last_recv_ns &&
-	    src->batches)
+	if (!continues_record(src, ctx))
+		record_arrives(src, ctx, KV_REC_BAD);
+	switch (src->rec) {
+	case KV_REC_DUPLICATE:
+		report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
+		return false;
+	case KV_REC_BATCH:
 		return true;
-	src->last_recv_ns = ctx->recv_ns;
-	if (ctx->has_seq) {
-		/* applied live already */
-		if (delivered_before(src, ctx)) {
-			report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
-			return false;
-		}
-		kv_seq_observe(&src->seq, ctx->seq);
+	default: /* new, or its first lines were problems */
+		count_batch(m, src, &r, nevents);
+		return true;
 	}
-	src->batches++;
-	src->replayed += ctx->replayed;
-	report(m, &r, KV_ST_RECEIVED, KV_R_NONE, NULL, -1, NULL, 0, nevents);
-	return true;
+}
+
+void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
+{
+	kv_match_advance(m, ctx->recv_ns);
+	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx) : NULL;
+	if (src && !continues_record(src, ctx))
+		record_arrives(src, ctx, KV_REC_BAD);
 }
 
 void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 {
 	struct rep r = { ctx, 0 };
 	kv_match_advance(m, ctx->recv_ns);
+	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx) : NULL;
 	m->cur = 0;
-	struct kv_srcstat *src = ctx->src.n ? kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n) : NULL;
 	if (src) {
 		src->errors++;
 		/* The record still arrived: its seq counts, or the next batch would
 		 * look like a gap (a replayed one already seen changes nothing). */
-		if (ctx->has_seq && !delivered_before(src, ctx))
-			kv_seq_observe(&src->seq, ctx->seq);
+		if (!continues_record(src, ctx))
+			record_arrives(src, ctx, KV_REC_BAD);
 		m->cur = (size_t)(src - m->sources.v) + 1;
 	}
 	report(m, &r, KV_ST_DROPPED, KV_R_DECODE_ERROR, NULL, -1, NULL, 0, 0);

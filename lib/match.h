@@ -157,8 +157,13 @@ void kv_match_free(struct kv_match *m);
  * it is a replayed duplicate of a batch already applied (reported dropped). */
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);
 void kv_match_event(struct kv_match *m, const struct kv_event *e);
-/* A record that could not be decoded (reported dropped: decode_error). */
+/* A record, or one event of it, that could not be decoded (reported
+ * dropped: decode_error); further problems and events of the same record
+ * (kvdecode -e lines) belong to it. */
 void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
+/* A record that arrived but gave nothing to apply or to count as a problem
+ * (kvdecode's no_events line for an undecodable record): its seq counts. */
+void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
 /* Runs expiry up to event time t (no-op when t is not later than now). */
 void kv_match_advance(struct kv_match *m, uint64_t t);
 struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part);

@@ -6,7 +6,7 @@
 static const char *const xpu_names[] = { "npu", "gpu", "xpu", "hbm", "device", NULL };
 static const char *const cpu_names[] = { "cpu", "cpu_pinned", "cpu_tier1", "host", "memory", "dram", NULL };
 static const char *const disk_names[] = { "disk", "ssd", "nvme", "nof_ssd", "local_disk", "dfs",
-					  "storage", "fs", "obj", NULL };
+					  "storage", "fs", "obj", "external", NULL };
 
 static bool listed(const char *const *names, const char *s, size_t n)
 {

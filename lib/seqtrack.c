@@ -1,5 +1,10 @@
 #include "seqtrack.h"
 
+const char *kv_seq_missing_words(bool per_event)
+{
+	return per_event ? "missing events" : "missing";
+}
+
 enum kv_seq_event kv_seq_observe(struct kv_seqtrack *t, uint64_t seq)
 {
 	enum kv_seq_event e;

@@ -16,6 +16,11 @@ struct kv_seqtrack {
 	uint64_t gaps, missing, restarts;
 };
 
+/* What a missing seq stands for, for the statistics: a batch, except from a
+ * Mooncake master, which skips one seq per event its queue dropped
+ * (per_event): "missing" or "missing events". */
+const char *kv_seq_missing_words(bool per_event);
+
 /* Accounts for seq and makes it the last one seen. */
 enum kv_seq_event kv_seq_observe(struct kv_seqtrack *t, uint64_t seq);
 

@@ -234,7 +234,9 @@ static void build_sources(struct snap_build *b, const struct kv_match *m)
 		}
 	for (size_t i = 0; i < n; i++) {
 		const struct kv_srcstat *st = &m->sources.v[order[i]];
-		struct kv_snap_source r = { add_string(&b->sec[KV_SEC_STRINGS], st->src), st->seq.seen, 0,
+		/* the record its next event lines may continue (kv_match_record) */
+		uint32_t last_record = st->rec == KV_REC_BATCH ? 1 : st->rec == KV_REC_BAD ? 2 : 0;
+		struct kv_snap_source r = { add_string(&b->sec[KV_SEC_STRINGS], st->src), st->seq.seen, last_record,
 					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches,
 					    st->last_recv_ns };
 		buf_add(&b->sec[KV_SEC_SOURCES], &r, sizeof r);
@@ -570,7 +572,8 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 	}
 	/* a source's last batch arrived at or before the event time reached */
 	for (size_t i = 0; i < s->nsources; i++)
-		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns)
+		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns ||
+		    s->sources[i].last_record > 2 || (s->sources[i].last_record && !s->sources[i].seen))
 			return fail(err, errlen, "source %zu: bad record", i);
 	return true;
 }
@@ -801,6 +804,8 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		st->seq.restarts = s->sources[i].restarts;
 		st->batches = s->sources[i].batches;
 		st->last_recv_ns = s->sources[i].last_recv_ns;
+		st->rec_seq = st->seq.last;
+		st->rec = s->sources[i].last_record == 1 ? KV_REC_BATCH : s->sources[i].last_record == 2 ? KV_REC_BAD : KV_REC_NONE;
 	}
 	if (s->meta->now_ns > m->now) {
 		m->now = s->meta->now_ns;

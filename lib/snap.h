@@ -55,7 +55,7 @@ struct kv_snap_offload { uint32_t partition, reserved; uint64_t ehash, chain, pa
 struct kv_snap_pending { uint32_t partition, worker; uint64_t ehash, t; uint32_t medium, reserved; };
 struct kv_snap_source {
 	struct kv_snap_str src;
-	uint32_t seen, reserved;
+	uint32_t seen, last_record;      /* last_record: 0 none (or a replayed duplicate), 1 decoded, 2 not decoded */
 	uint64_t last_seq, gaps, missing, restarts, batches;
 	uint64_t last_recv_ns;           /* of its last batch: event lines that continue it are no new batch */
 };

@@ -254,26 +254,22 @@ static enum kv_source_status next_json(struct kv_source *s, struct kv_batch *b, 
 		b->error = s->error;
 		return KV_SOURCE_BATCH;
 	}
+	if (js != KV_EVJSON_BAD)
+		b->ctx = (struct kv_wire_ctx){ e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
 	switch (js) {
 	case KV_EVJSON_BAD:
 		snprintf(s->error, sizeof s->error, "%s", kv_evjson_error(s->json));
 		b->error = s->error;
 		break;
 	case KV_EVJSON_ERROR_LINE:
-		b->ctx.src = e->src;
-		b->ctx.has_seq = e->has_seq;
-		b->ctx.seq = e->seq;
-		b->ctx.recv_ns = e->recv_ns;
 		snprintf(s->error, sizeof s->error, "an error line from the decoder");
 		b->error = s->error;
 		break;
+	case KV_EVJSON_NO_EVENTS:
+	case KV_EVJSON_LOST:
+		b->lost = js == KV_EVJSON_LOST;
+		break;
 	case KV_EVJSON_EVENT:
-		b->ctx.src = e->src;
-		b->ctx.topic = e->topic;
-		b->ctx.recv_ns = e->recv_ns;
-		b->ctx.has_seq = e->has_seq;
-		b->ctx.seq = e->seq;
-		b->ctx.replayed = e->replayed;
 		b->ev = e;
 		b->nev = 1;
 		break;
@@ -296,6 +292,11 @@ enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b)
 		if (st != KV_SOURCE_BATCH || got)
 			return st;
 	}
+}
+
+unsigned kv_batch_problem_lines(const struct kv_batch *b)
+{
+	return b->nissues > KV_WIRE_MAX_ISSUES ? KV_WIRE_MAX_ISSUES + 1 : b->nissues;
 }
 
 void kv_batch_where(const struct kv_batch *b, char *buf, size_t n)

@@ -37,6 +37,7 @@ struct kv_batch {
 	unsigned nissues;       /* problems with single events or hashes */
 	const char (*issues)[160];
 	unsigned ignored;       /* events of unknown types */
+	bool lost;              /* a record that arrived undecoded, its problem not given (no_events line) */
 };
 
 enum kv_source_status { KV_SOURCE_BATCH, KV_SOURCE_END, KV_SOURCE_STOPPED };
@@ -48,6 +49,10 @@ enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b);
 /* Inputs that could not be opened (reported when met). */
 unsigned kv_source_open_failures(const struct kv_source *s);
 void kv_source_free(struct kv_source *s);
+/* The problem lines a batch's issues make (kvdecode -e writes one per
+ * issue up to KV_WIRE_MAX_ISSUES, then one for the rest): kvmatch counts a
+ * capture's problems as it would count those lines. */
+unsigned kv_batch_problem_lines(const struct kv_batch *b);
 /* "FILE: record N (SRC, seq S)" for messages about a batch. */
 void kv_batch_where(const struct kv_batch *b, char *buf, size_t n);
 

@@ -79,8 +79,12 @@ void kv_srcstats_print(const struct kv_srcstats *s, FILE *f)
 		}
 		if (*sep == ';')
 			fputc(')', f);
-		fprintf(f, ", %llu gaps, %llu missing, %llu restarts, %llu replayed, %llu ignored, %llu errors\n",
+		/* only Mooncake events: a Mooncake master, whose seq counts events */
+		uint64_t mooncake = st->events[KV_FMT_MOONCAKE][0] + st->events[KV_FMT_MOONCAKE][1] +
+				    st->events[KV_FMT_MOONCAKE][2];
+		fprintf(f, ", %llu gaps, %llu %s, %llu restarts, %llu replayed, %llu ignored, %llu errors\n",
 			(unsigned long long)st->seq.gaps, (unsigned long long)st->seq.missing,
+			kv_seq_missing_words(mooncake && mooncake == total),
 			(unsigned long long)st->seq.restarts, (unsigned long long)st->replayed,
 			(unsigned long long)st->ignored, (unsigned long long)st->errors);
 	}

@@ -39,11 +39,16 @@ struct kv_srcdiag {
 	uint64_t lag_n;
 };
 
+/* The record a source sent last, for the lines that continue it. */
+enum kv_rec_state { KV_REC_NONE = 0, KV_REC_BATCH, KV_REC_BAD, KV_REC_DUPLICATE };
+
 struct kv_srcstat {
 	char *src;
 	size_t src_len;
 	uint64_t batches, replayed, errors, ignored;
-	uint64_t last_recv_ns;       /* of the last batch, to know its other events */
+	uint64_t last_recv_ns;       /* of the last record, to know its other events */
+	uint64_t rec_seq;           /* seq of the last record */
+	enum kv_rec_state rec;      /* what became of it (KV_REC_NONE: no seq, nothing continues it) */
 	uint64_t events[3][3];      /* [format][type] */
 	struct kv_seqtrack seq;
 	struct kv_srcdiag d;

@@ -471,42 +471,36 @@ static bool pool_strings(struct kv_wire *w, struct kv_event *e, size_t k, const 
 	return true;
 }
 
-/* A pool event's group_id is the KV cache group that vLLM calls group_idx,
- * and is written as such; Mooncake sends it as a string ("0"), so a string
- * of a decimal integer is taken as well as an integer. */
-static bool take_group_id(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *v)
+/* An integer or a string, kept as it came; false for other types. */
+static bool get_scalar(const msgpack_object *v, struct kv_scalar *out)
 {
-	if (!present(v))
-		return true;
-	bool ok = get_i64(v, &e->group_idx);
-	if (v->type == MSGPACK_OBJECT_STR) {
-		char digits[24];
-		uint32_t n = v->via.str.size;
-		if (n > 0 && n < sizeof digits) {
-			memcpy(digits, v->via.str.ptr, n);
-			digits[n] = 0;
-			ok = kv_parse_i64(digits, INT64_MIN, INT64_MAX, &e->group_idx);
-		}
-	}
-	if (!ok) {
-		issue(w, "event %zu: group_id is not an integer (a number, or a string of decimal digits)", k);
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		*out = (struct kv_scalar){ .kind = KV_SCALAR_U64, .u = v->via.u64 };
+	else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		*out = (struct kv_scalar){ .kind = KV_SCALAR_I64, .i = v->via.i64 };
+	else if (v->type == MSGPACK_OBJECT_STR)
+		*out = (struct kv_scalar){ .kind = KV_SCALAR_STR, .s = str_of(v) };
+	else
 		return false;
-	}
-	e->has |= KV_HAS_GROUP_IDX;
 	return true;
+}
+
+/* A pool event's group_id names the object group the key belongs to (the
+ * Mooncake master passes the client's string through, for example
+ * "sglang-hicache:<sha256>"), not vLLM's KV cache group index: it is kept as
+ * it came and never makes the event bad.  A value that is neither an
+ * integer nor a string is left out (kvdecode(1)). */
+static void take_group_id(struct kv_event *e, const msgpack_object *v)
+{
+	if (present(v) && get_scalar(v, &e->group_id))
+		e->has |= KV_HAS_GROUP_ID;
 }
 
 static bool pool_numbers(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *o)
 {
 	const msgpack_object *v = map_get(o, "event_id");
 	if (present(v)) {
-		if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-			e->event_id = (struct kv_scalar){ .kind = KV_SCALAR_U64, .u = v->via.u64 };
-		else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-			e->event_id = (struct kv_scalar){ .kind = KV_SCALAR_I64, .i = v->via.i64 };
-		else if (v->type == MSGPACK_OBJECT_STR)
-			e->event_id = (struct kv_scalar){ .kind = KV_SCALAR_STR, .s = str_of(v) };
-		else {
+		if (!get_scalar(v, &e->event_id)) {
 			issue(w, "event %zu: event_id is neither an integer nor a string", k);
 			return false;
 		}
@@ -547,24 +541,25 @@ static bool pool_numbers(struct kv_wire *w, struct kv_event *e, size_t k, const 
 			return false;
 		e->has |= KV_HAS_BASE_BLOCK_IDX;
 	}
-	return take_group_id(w, e, k, map_get(o, "group_id"));
+	take_group_id(e, map_get(o, "group_id"));
+	return true;
 }
 
 static bool pool_hashes(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *o)
 {
 	size_t from = w->nh;
-	if (!take_hashes(w, k, "seq_hashes", map_get(o, "seq_hashes")) ||
-	    !take_hashes(w, k, "block_hashes", map_get(o, "block_hashes")))
+	const msgpack_object *seq = map_get(o, "seq_hashes"), *blk = map_get(o, "block_hashes");
+	if (!take_hashes(w, k, "seq_hashes", seq) || !take_hashes(w, k, "block_hashes", blk))
 		return false;
 	dedup_hashes(w, from);
-	if (w->nh == from && (e->has & KV_HAS_OBJECT_KEY) && e->type != KV_EV_CLEARED) {
-		uint64_t h;
-		const char *why = kv_hash_from_object_key(e->object_key.p, e->object_key.n, &h);
-		if (why)
-			issue(w, "event %zu: object_key: %s", k, why);
-		else
-			push_hash(w, h, map_get(o, "object_key"));
-	}
+	/* The key names the block only when the publisher sent no hash list:
+	 * the Mooncake master sends an empty seq_hashes for a key its parser
+	 * cannot read, and that event has no hash (SPEC 5.4).  A key that is no
+	 * hash is no error either: the event is kept without hashes. */
+	uint64_t h;
+	if (!present(seq) && !present(blk) && (e->has & KV_HAS_OBJECT_KEY) && e->type != KV_EV_CLEARED &&
+	    kv_hash_from_object_key(e->object_key.p, e->object_key.n, e->format == KV_FMT_MEMCACHE, &h))
+		push_hash(w, h, map_get(o, "object_key"));
 	/* As for vLLM stores, a parent that is not a hash drops the event. */
 	const char *parent_key = "parent_hash";
 	const msgpack_object *parent = map_get(o, parent_key);
@@ -695,6 +690,14 @@ static bool array_batch(struct kv_wire *w, struct kv_event *base, const msgpack_
 		return false;
 	events_of(w, base, &a[ev], present(&a[0]) ? &a[0] : NULL, false);
 	return true;
+}
+
+bool kv_wire_is_mooncake_batch(const uint8_t *p, size_t n)
+{
+	if (n < 2 || !(p[0] >= 0x92 && p[0] <= 0x9f))
+		return false;
+	uint8_t t = p[1];
+	return t <= 0x7f || (t >= 0xcc && t <= 0xd3) || t >= 0xe0;   /* any MessagePack integer */
 }
 
 bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint8_t *p, size_t n)

@@ -61,4 +61,9 @@ void kv_wire_free(struct kv_wire *w);
  * (w->error).  Events and issues are valid until the next call. */
 bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint8_t *p, size_t n);
 
+/* Whether a payload has the Mooncake master's shape, [ts_ms as an integer,
+ * [...], ...] (vLLM stamps its batches in float seconds); cheap, without
+ * decoding, for kvsub's statistics. */
+bool kv_wire_is_mooncake_batch(const uint8_t *p, size_t n);
+
 #endif

@@ -203,7 +203,7 @@ parent_not_found warning $A 10.0.0.1:5557"
 	assert_equal "$status" 65
 	printf '%s\n' "$stderr" > report.json
 	assert_equal "$(findings)" "decode_errors warning $A -"
-	assert_equal "$(evidence)" '{"records":1}'
+	assert_equal "$(evidence)" '{"problems":1}'
 }
 
 @test "limit_reached: events dropped at kvmatch's bounds are counted by bound" {

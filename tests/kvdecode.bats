@@ -67,8 +67,9 @@ fixture_test() {
 	assert_equal "$(field 1 '[.medium, .parent, .token_ids, .block_size, .group_idx, .locality, .ownership, has("future")]|tostring')" '"[\"cpu\",null,[],0,0,\"local\",\"owned\",false]"'
 }
 
-# The event fields after the batch fields, as one JSON text per line.
-event_fields() { jq -c 'del(.src, .recv_ns, .seq, .topic, .replayed)' <<<"$output"; }
+# The event fields after the batch fields, as one JSON text per line
+# (no_events lines, of records that gave no event, left out).
+event_fields() { jq -c 'select(.type != "no_events") | del(.src, .recv_ns, .seq, .topic, .replayed)' <<<"$output"; }
 
 @test "locality and ownership of stores and removals, array and map form, as on the wire" {
 	decode_lines <<-'EOF'
@@ -84,23 +85,70 @@ event_fields() { jq -c 'del(.src, .recv_ns, .seq, .topic, .replayed)' <<<"$outpu
 	assert_equal "$stderr" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 0: locality is not a string"
 }
 
-@test "pool events: group_id becomes group_idx, base_block_idx and additional_salt are kept" {
+@test "pool events: group_id is kept as it came (an object group's name or a number), never a reason to drop" {
 	# A Mooncake master batch as its publisher packs it (group_id a string,
-	# optional fields nil), and memcache events with the same keys.
+	# optional fields nil, a key that is no hash: seq_hashes empty), and
+	# memcache events with the same keys.
 	decode_lines <<-'EOF'
 	[1717000005000, [{"event_id": 1, "timestamp": 1717000005000, "event_type": "stored", "type": "BlockStored", "model_name": "llama", "block_size": 16, "additional_salt": "salt-a", "lora_name": null, "tenant_id": "default", "backend_id": "10.0.0.5", "medium": "cpu", "dp_rank": 0, "group_id": "0", "object_key": "llama@default@00ff", "seq_hashes": [], "block_hashes": [], "base_block_idx": null, "parent_hash": null, "token_ids": null, "parent_block_hash": null}], 0]
 	{"events": [{"event_type": "removed", "seq_hashes": [7], "group_id": 3, "base_block_idx": 12, "additional_salt": null}, {"event_type": "stored", "seq_hashes": [8], "group_id": "-1"}]}
-	{"events": [{"event_type": "stored", "seq_hashes": [9], "group_id": "g0"}, {"event_type": "stored", "seq_hashes": [9], "group_id": 1.5}, {"event_type": "stored", "seq_hashes": [9], "base_block_idx": "1"}, {"event_type": "stored", "seq_hashes": [9], "additional_salt": 1}]}
+	{"events": [{"event_type": "stored", "seq_hashes": [9], "group_id": "sglang-hicache:e3b0"}, {"event_type": "stored", "seq_hashes": [9], "group_id": 1.5}, {"event_type": "stored", "seq_hashes": [9], "base_block_idx": "1"}, {"event_type": "stored", "seq_hashes": [9], "additional_salt": 1}]}
 	EOF
 	assert_equal "$status" 65
-	assert_equal "$(event_fields)" '{"format":"mooncake","ts":1717000005,"dp_rank":0,"type":"stored","medium":"cpu","block_hashes":["0x00000000000000ff"],"block_size":16,"group_idx":0,"medium_raw":"cpu","backend_id":"10.0.0.5","model_name":"llama","tenant_id":"default","event_id":1,"object_key":"llama@default@00ff","additional_salt":"salt-a"}
-{"format":"memcache","ts":null,"dp_rank":null,"type":"removed","medium":"unknown","block_hashes":["0x0000000000000007"],"group_idx":3,"base_block_idx":12}
-{"format":"memcache","ts":null,"dp_rank":null,"type":"stored","medium":"unknown","block_hashes":["0x0000000000000008"],"group_idx":-1}'
-	assert_equal "${#stderr_lines[@]}" 4
-	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 0: group_id is not an integer (a number, or a string of decimal digits)"
-	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 1: group_id is not an integer (a number, or a string of decimal digits)"
-	assert_equal "${stderr_lines[2]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 2: base_block_idx is not an integer"
-	assert_equal "${stderr_lines[3]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 3: additional_salt is not a string"
+	assert_equal "$(event_fields)" '{"format":"mooncake","ts":1717000005,"dp_rank":0,"type":"stored","medium":"cpu","block_hashes":[],"block_size":16,"medium_raw":"cpu","backend_id":"10.0.0.5","model_name":"llama","tenant_id":"default","event_id":1,"group_id":"0","object_key":"llama@default@00ff","additional_salt":"salt-a"}
+{"format":"memcache","ts":null,"dp_rank":null,"type":"removed","medium":"unknown","block_hashes":["0x0000000000000007"],"group_id":3,"base_block_idx":12}
+{"format":"memcache","ts":null,"dp_rank":null,"type":"stored","medium":"unknown","block_hashes":["0x0000000000000008"],"group_id":"-1"}
+{"format":"memcache","ts":null,"dp_rank":null,"type":"stored","medium":"unknown","block_hashes":["0x0000000000000009"],"group_id":"sglang-hicache:e3b0"}
+{"format":"memcache","ts":null,"dp_rank":null,"type":"stored","medium":"unknown","block_hashes":["0x0000000000000009"]}'
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 2: base_block_idx is not an integer"
+	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 3: additional_salt is not a string"
+}
+
+@test "object_key: a hash only without seq_hashes and block_hashes; '@' for memcache only; never truncated" {
+	decode_lines <<-'EOF'
+	[1, [{"event_type": "stored", "object_key": "12345"}, {"event_type": "stored", "object_key": "0x00000000000000000000002a"}, {"event_type": "stored", "object_key": "18446744073709551616"}, {"event_type": "stored", "object_key": "0x1ffffffffffffffff"}, {"event_type": "stored", "object_key": "host@0xabc"}, {"event_type": "stored", "object_key": "77", "seq_hashes": []}, {"event_type": "stored", "object_key": "77", "seq_hashes": null}], 0]
+	{"events": [{"event_type": "stored", "object_key": "llama@default@00ff"}, {"event_type": "stored", "object_key": "llama@default@00ff", "block_hashes": []}]}
+	EOF
+	assert_success
+	[ -z "$stderr" ]
+	assert_equal "$(jq -c '[.object_key, .block_hashes]' <<<"$output")" '["12345",["0x0000000000003039"]]
+["0x00000000000000000000002a",["0x000000000000002a"]]
+["18446744073709551616",[]]
+["0x1ffffffffffffffff",[]]
+["host@0xabc",[]]
+["77",[]]
+["77",["0x000000000000004d"]]
+["llama@default@00ff",["0x00000000000000ff"]]
+["llama@default@00ff",[]]'
+}
+
+@test "SGLang's media: GPU, CPU_PINNED, DISK and EXTERNAL are xpu, cpu, disk and disk" {
+	decode_lines <<< '[1, [{"event_type": "stored", "seq_hashes": [1], "medium": "GPU"}, {"event_type": "stored", "seq_hashes": [1], "medium": "CPU_PINNED"}, {"event_type": "stored", "seq_hashes": [1], "medium": "DISK"}, {"event_type": "stored", "seq_hashes": [1], "medium": "EXTERNAL"}], 0]'
+	assert_success
+	assert_equal "$(jq -r '.medium + " " + .medium_raw' <<<"$output" | tr '\n' ,)" "xpu GPU,cpu CPU_PINNED,disk DISK,disk EXTERNAL,"
+}
+
+@test "the Mooncake master's captures decode event for event as their manifests say (default flags, and both off)" {
+	for f in L1K1 L0K0; do
+		run --separate-stderr kvdecode -e "$FIX/mooncake-master/$f.kvcap"
+		assert_success
+		[ -z "$stderr" ]
+		# what the driver asked for, where the publisher sent an event
+		jq -c --arg f "$f" 'select(.sent) | [.type, .tenant, (if .medium == "" then "unknown" else .medium end),
+			(if .group_id == "" then null else .group_id end), (if $f == "L1K1" then .key else null end),
+			(if .seq_hash then [.seq_hash] else [] end)]' "$FIX/mooncake-master/$f.manifest.jsonl" > want
+		jq -c '[.type, .tenant_id, .medium, .group_id, .object_key, .block_hashes]' <<<"$output" > got
+		diff want got
+		assert_equal "$(jq -r '[.format, .backend_id, (.dp_rank|tostring), (.base_block_idx // "-"|tostring)] | join(" ")' <<<"$output" | sort | uniq -c | sed 's/^ *//')" \
+			"$([ $f = L1K1 ] && echo "9 mooncake 127.0.0.1 0 -
+24 mooncake 127.0.0.1 0 0" || echo "6 mooncake 127.0.0.1 0 -
+16 mooncake 127.0.0.1 0 0")"
+	done
+	# the seq of every batch is there, one after the other: no gap, no restart
+	run --separate-stderr kvdecode --stats "$FIX/mooncake-master/L1K1.kvcap"
+	assert_success
+	assert_equal "$stderr" "kvdecode: tcp://127.0.0.1:55711: 33 batches, 33 events (mooncake: 24 stored, 9 removed, 0 cleared), 0 gaps, 0 missing events, 0 restarts, 0 replayed, 0 ignored, 0 errors"
 }
 
 @test "pool events in a map batch with ts are memcache events, and that ts is in seconds" {
@@ -180,7 +228,9 @@ event_fields() { jq -c 'del(.src, .recv_ns, .seq, .topic, .replayed)' <<<"$outpu
 	EOF
 	assert_equal "$status" 65
 	assert_equal "$(jq -c '[.format, .block_hashes, .parent]' <<<"$output")" '["vllm",["0x0000000000000002"],"0x0000000000000001"]
+[null,null,null]
 ["memcache",["0x0000000000000006"],"0x0000000000000004"]'
+	assert_equal "$(sed -n 2p <<<"$output")" '{"type":"no_events","src":"tcp://10.0.0.5:5557","seq":1,"recv_ns":1764500000001000000,"record":2,"decoded":true}'
 	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: parent_block_hash: a float is not a hash
 kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): event 0: parent_block_hash: a boolean is not a hash
 kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): event 0: parent_hash: a float is not a hash
@@ -253,7 +303,9 @@ kvdecode: tcp://10.0.0.5:5557: 3 batches, 2 events (vllm: 1 stored, 0 removed, 0
 	[1.0, [["BlockRemoved", [2]]]]
 	EOF
 	assert_equal "$status" 65
-	assert_equal "$(jq -c '.block_hashes[0]' <<<"$output" | tr '\n' ' ')" '"0x0000000000000001" "0x0000000000000002" '
+	# each undecodable record leaves a no_events line, so that its seq is no gap for kvmatch
+	assert_equal "$(jq -c '.block_hashes[0] // [.type, .seq, .record, .decoded]' <<<"$output" | tr '\n' ' ')" \
+		'"0x0000000000000001" ["no_events",1,2,false] ["no_events",2,3,false] ["no_events",3,4,false] ["no_events",4,5,false] "0x0000000000000002" '
 	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): payload is neither a map nor an array"
 	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): invalid MessagePack byte 0xc1"
 	assert_equal "${stderr_lines[2]}" "kvdecode: in.kvcap: record 4 (tcp://10.0.0.5:5557, seq 3): batch array has 1 elements (expected [ts, events, ...])"

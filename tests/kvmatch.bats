@@ -597,3 +597,73 @@ Try 'kvmatch --help'."
 	run --separate-stderr kvmatch --match maybe
 	assert_equal "$status" 64
 }
+
+# ---- counts that agree across the pipe ----------------------------------------
+
+# Runs CAPTURE through kvdecode | kvmatch, kvdecode -e | kvmatch and kvmatch
+# CAPTURE (kvmatch options after it); each leaves NAME.kvsnap, NAME.err
+# (statistics and --diagnose) and NAME.out (state lines).
+three_pipes() {
+	local cap=$1
+	shift
+	kvdecode -q "$cap" | kvmatch --diagnose -o plain.kvsnap "$@" > plain.out 2> plain.err || true
+	kvdecode -q -e "$cap" | kvmatch --diagnose -o errors.kvsnap "$@" > errors.out 2> errors.err || true
+	kvmatch --diagnose -o direct.kvsnap "$@" "$cap" > direct.out 2> direct.err || true
+}
+
+# Statistics and findings of a run, without the messages about bad input
+# (which name a line of JSON or a record of a capture).
+stats_of() { grep -v -e ': line [0-9]' -e ': record [0-9]' "$1.err"; }
+
+@test "the same capture through kvdecode | kvmatch, kvdecode -e | kvmatch and kvmatch CAPTURE: same statistics, findings and snapshot bytes, every fixture" {
+	for cap in "$FIX"/*.kvcap "$FIX"/mooncake-master/*.kvcap; do
+		three_pipes "$cap"
+		cmp direct.kvsnap plain.kvsnap
+		cmp direct.kvsnap errors.kvsnap
+		diff <(stats_of direct) <(stats_of plain)
+		diff <(stats_of direct) <(stats_of errors)
+		# a record is counted once, however many event lines it became
+		assert_equal "$(head -1 direct.err | cut -d' ' -f2)" "$(kvdecode --stats "$cap" 2>&1 >/dev/null | awk '{ n += $3 } END { print n }')"
+	done
+}
+
+@test "kvdecode -e | kvmatch: a record that gives an error line and event lines is one record, no restart" {
+	printf '%s\n' '[1764500000.0, [["BlockRemoved", [1]], ["BlockRemoved", "zz"], ["BlockRemoved", [2]]], 0]' \
+		'[1764500000.0, [["BlockRemoved", [3]]], 0]' | j2mp > in.kvcap
+	three_pipes in.kvcap --diagnose=json --log none
+	for run in direct errors; do
+		assert_equal "$(grep "^kvmatch: [0-9]* records" $run.err)" "kvmatch: 2 records, 3 events; 0 queued, 0 offload_cached, 0 matched, 0 confirmed, 0 applied, 1 dropped, 0 pending_expired"
+		assert_equal "$(tail -1 $run.err | jq -c '[.findings[] | [.finding, .evidence]]')" '[["decode_errors",{"problems":1}]]'
+		assert_equal "$(kvmatch --dump $run.kvsnap | grep '"kind":"source"')" '{"kind":"source","src":"tcp://10.0.0.5:5557","last_seq":1,"batches":2,"last_recv_ns":1764500000001000000,"gaps":0,"restarts":0}'
+	done
+	cmp direct.kvsnap errors.kvsnap
+	cmp direct.kvsnap plain.kvsnap
+}
+
+@test "kvdecode | kvmatch: a record whose only event was dropped (or that did not decode) is no seq gap" {
+	printf '%s\n' '[1764500000.0, [["BlockRemoved", [1]]], 0]' '[1764500000.0, [["BlockRemoved", "zz"]], 0]' 'raw:c1' \
+		'[1764500000.0, [["Unknown", 1]], 0]' '[1764500000.0, [["BlockRemoved", [3]]], 0]' | j2mp > in.kvcap
+	three_pipes in.kvcap --diagnose=json --log none
+	for run in plain errors direct; do
+		assert_equal "$(kvmatch --dump $run.kvsnap | grep '"kind":"source"')" '{"kind":"source","src":"tcp://10.0.0.5:5557","last_seq":4,"batches":4,"last_recv_ns":1764500000004000000,"gaps":0,"restarts":0}'
+		assert_equal "$(tail -1 $run.err | jq -c '[.findings[].finding | select(. == "missed_batches" or . == "restarted")]')" '[]'
+	done
+	cmp direct.kvsnap plain.kvsnap
+	cmp direct.kvsnap errors.kvsnap
+	# what the plain pipe cannot know (kvdecode without -e), the others count
+	assert_equal "$(tail -1 direct.err | jq -c '.findings[0].evidence')" '{"problems":2}'
+	assert_equal "$(tail -1 errors.err | jq -c '.findings[0].evidence')" '{"problems":2}'
+}
+
+@test "kvmatch CAPTURE reports the events it could not decode: state lines, counts, --diagnose, as the JSON path does" {
+	printf '%s\n' '[1764500000.0, [["BlockStored", [1], "f:2.5", [1,2,3,4], 4], ["BlockRemoved", [2]]], 0]' | j2mp > in.kvcap
+	run --separate-stderr kvmatch --log dropped --diagnose in.kvcap
+	assert_equal "$status" 65
+	assert_equal "$output" '{"recv_ns":1764500000000000000,"state":"dropped","reason":"decode_error","hash":null,"workers":[],"src":"tcp://10.0.0.5:5557","seq":0}'
+	assert_equal "${stderr_lines[0]}" "kvmatch: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: parent_block_hash: a float is not a hash"
+	assert_equal "${stderr_lines[1]}" "kvmatch: 1 records, 1 events; 0 queued, 0 offload_cached, 0 matched, 0 confirmed, 0 applied, 1 dropped, 0 pending_expired"
+	assert_equal "${stderr_lines[2]}" "kvmatch: dropped: 1 decode_error"
+	assert_equal "${stderr_lines[5]}" "kvmatch: warning: decode_errors: tcp://10.0.0.5:5557: 1 record or event could not be decoded"
+	run --separate-stderr bash -c 'kvdecode -q -e in.kvcap | kvmatch --log dropped'
+	assert_equal "$output" '{"recv_ns":1764500000000000000,"state":"dropped","reason":"decode_error","hash":null,"workers":[],"src":"tcp://10.0.0.5:5557","seq":0}'
+}

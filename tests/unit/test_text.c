@@ -116,12 +116,20 @@ static void wire_values_as_hashes(void)
 static void object_keys(void)
 {
 	uint64_t h;
-	ASSERT(!kv_hash_from_object_key("12687895063098490012", 20, &h) && h == 12687895063098490012ull);
-	ASSERT(!kv_hash_from_object_key("0xff", 4, &h) && h == 255);
+	ASSERT(kv_hash_from_object_key("12687895063098490012", 20, false, &h) && h == 12687895063098490012ull);
+	ASSERT(kv_hash_from_object_key("0xff", 4, false, &h) && h == 255);
+	ASSERT(kv_hash_from_object_key("0X00000000000000000000ff", 24, false, &h) && h == 255);
 	const char *k = "llama@tenant@000000000000000000000000000000000000000000000000192dd62904fcccac";
-	ASSERT(!kv_hash_from_object_key(k, strlen(k), &h) && h == 0x192dd62904fcccacull);
-	ASSERT(kv_hash_from_object_key("model@", 6, &h) != NULL);
-	ASSERT(kv_hash_from_object_key("abc", 3, &h) != NULL);
+	ASSERT(kv_hash_from_object_key(k, strlen(k), true, &h) && h == 0x192dd62904fcccacull);
+	/* '@' is memcache's rule only: for Mooncake that key names no hash */
+	ASSERT(!kv_hash_from_object_key(k, strlen(k), false, &h));
+	ASSERT(!kv_hash_from_object_key("model@", 6, true, &h));
+	ASSERT(!kv_hash_from_object_key("abc", 3, false, &h));
+	/* beyond 64 bits: no hash, never a truncated one (0x1ffffffffffffffff is not 0xffffffffffffffff) */
+	ASSERT(!kv_hash_from_object_key("18446744073709551616", 20, false, &h));
+	ASSERT(!kv_hash_from_object_key("0x1ffffffffffffffff", 19, false, &h));
+	ASSERT(!kv_hash_from_object_key("0x", 2, false, &h));
+	ASSERT(!kv_hash_from_object_key("", 0, false, &h));
 }
 
 static void media(void)
@@ -131,7 +139,7 @@ static void media(void)
 		{ "cpu", KV_CPU }, { "CPU_PINNED", KV_CPU }, { "cpu_tier1", KV_CPU }, { "host", KV_CPU },
 		{ "Memory", KV_CPU }, { "DRAM", KV_CPU }, { "disk", KV_DISK }, { "SSD", KV_DISK },
 		{ "nvme", KV_DISK }, { "NOF_SSD", KV_DISK }, { "local_disk", KV_DISK }, { "dfs", KV_DISK },
-		{ "STORAGE", KV_DISK }, { "fs", KV_DISK }, { "obj", KV_DISK }, { "tape", KV_UNKNOWN },
+		{ "STORAGE", KV_DISK }, { "fs", KV_DISK }, { "obj", KV_DISK }, { "EXTERNAL", KV_DISK }, { "DISK", KV_DISK }, { "tape", KV_UNKNOWN },
 		{ "", KV_UNKNOWN }, { "cpux", KV_UNKNOWN }, { "gp", KV_UNKNOWN },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
