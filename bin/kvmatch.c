@@ -41,6 +41,8 @@ static const char usage[] =
 	"      --max-pending N       at most N pending entries; the oldest expire first (1000000)\n"
 	"      --match ip|none       pool targets: workers on the event's backend_id host (ip,\n"
 	"                            the default), or the pool subscriber's own worker (none)\n"
+	"      --backend-serves ID=INSTANCE[,INSTANCE]...  pool events with backend_id ID\n"
+	"                            are about these instances (every DP rank); repeatable\n"
 	"      --decimal-strings     hash strings without 0x in captures are decimal\n"
 	"      --metrics FILE        Prometheus metrics (kvtools_match_*), rewritten every 5 s\n"
 	"      --metrics-interval SECS  rewrite the metrics every SECS instead\n"
@@ -56,7 +58,7 @@ static const char usage[] =
 	"66 cannot open an input, 74 write error.  See kvmatch(1) and kvsnap(5).\n";
 
 enum { OPT_EVERY = 256, OPT_LOG, OPT_PENDING_TTL, OPT_OFFLOAD_TTL, OPT_CONTENT_TTL, OPT_MAX_PENDING, OPT_MATCH,
-       OPT_DECIMAL, OPT_DUMP, OPT_METRICS, OPT_METRICS_INTERVAL, OPT_DIAGNOSE };
+       OPT_DECIMAL, OPT_DUMP, OPT_METRICS, OPT_METRICS_INTERVAL, OPT_DIAGNOSE, OPT_BACKEND_SERVES };
 
 static const struct option longopts[] = {
 	{ "registrations", required_argument, NULL, 'r' },
@@ -69,6 +71,7 @@ static const struct option longopts[] = {
 	{ "content-ttl", required_argument, NULL, OPT_CONTENT_TTL },
 	{ "max-pending", required_argument, NULL, OPT_MAX_PENDING },
 	{ "match", required_argument, NULL, OPT_MATCH },
+	{ "backend-serves", required_argument, NULL, OPT_BACKEND_SERVES },
 	{ "decimal-strings", no_argument, NULL, OPT_DECIMAL },
 	{ "dump", required_argument, NULL, OPT_DUMP },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
@@ -89,6 +92,7 @@ struct options {
 	int quiet, verbose;
 	struct kv_match_opts match;
 	struct kv_source_opts src;
+	struct kv_workers *ws;   /* --backend-serves goes straight into the workers */
 };
 
 static uint64_t seconds_option(const char *name, const char *arg, bool zero_ok)
@@ -136,6 +140,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 			if (strcmp(optarg, "ip") != 0 && strcmp(optarg, "none") != 0)
 				kv_usage_error("--match: '%s' is not ip or none", optarg);
 			o->match.match_none = strcmp(optarg, "none") == 0;
+			break;
+		case OPT_BACKEND_SERVES:
+			if (!kv_workers_add_serves(o->ws, optarg))
+				kv_usage_error("--backend-serves: '%s' is not BACKEND_ID=INSTANCE[,INSTANCE]...", optarg);
 			break;
 		case OPT_DECIMAL: o->src.wire.hash.decimal_strings = true; break;
 		case OPT_DUMP: o->dump = optarg; break;
@@ -301,19 +309,23 @@ static void load_state(struct run *r)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
+	struct run r = { .o = &o };
+	kv_workers_init(&r.ws);
+	o.ws = &r.ws;
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
 	check_option_pairs(&o);
 	kv_install_signals(true);
-	if (o.dump)
+	if (o.dump) {
+		kv_workers_free(&r.ws);
 		return dump(o.dump);
+	}
 	struct kv_out out;
 	kv_out_open(&out, NULL);
-	struct run r = { .o = &o, .out = &out };
+	r.out = &out;
 	o.match.report = on_report;
 	o.match.report_arg = &r;
 	kv_index_init(&r.ix);
-	kv_workers_init(&r.ws);
 	kv_match_init(&r.m, &r.ix, &r.ws, &o.match);
 	if (o.metrics)
 		kv_metrics_init(&r.metrics, o.metrics, o.metrics_ns);

@@ -186,7 +186,7 @@ static void hosts_known(const struct kv_match *m, char *buf, size_t n)
 
 static void unknown_backend(struct diag *d, const struct kv_srcstat *s)
 {
-	uint64_t n = drops(s, KV_R_UNKNOWN_BACKEND);
+	uint64_t held = s->d.pool_held, n = drops(s, KV_R_UNKNOWN_BACKEND) + held;
 	if (!n)
 		return;
 	const struct kv_match *m = d->m;
@@ -213,9 +213,12 @@ static void unknown_backend(struct diag *d, const struct kv_srcstat *s)
 		cause = "no worker is known: give the registrations (-r) or the engines' captures too";
 	else
 		cause = "backend_id is not the Pod IP of an engine: set the KV store client's address to the Pod "
-			"IP, or the registrations name other hosts";
+			"IP, or the registrations name other hosts; a decoupled pool (a cache daemon) holds its "
+			"blocks itself: they count under kvquery --shared-pool, or name the instances it serves "
+			"with kvmatch --backend-serves";
 	add(d, "unknown_backend", "warning", s, UINT32_MAX, ev, cause,
-	    "%llu pool block%s dropped: backend_id %s names no worker (worker hosts: %s)", ull(n), pl(n, "s"), list,
+	    "%llu pool block%s %s: backend_id %s names no worker (worker hosts: %s)", ull(n), pl(n, "s"),
+	    held == n ? "held by the pool itself" : held ? "dropped or held by the pool itself" : "dropped", list,
 	    hosts[0] ? hosts : "none");
 }
 

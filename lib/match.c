@@ -987,6 +987,21 @@ static size_t pool_targets(struct kv_match *m, const struct kv_event *e, const s
 	return n;
 }
 
+/* A pool whose backend_id names no worker (a decoupled Mooncake daemon,
+ * "mooncake-daemon-0") holds the blocks itself: its pool holder is the one
+ * target, in the event's partition (SPEC 6.4).  0 without a backend_id. */
+static size_t pool_holder_target(struct kv_match *m, const struct kv_event *e)
+{
+	if (!(e->has & KV_HAS_BACKEND_ID) || e->backend_id.n == 0)
+		return 0;
+	uint32_t w = kv_workers_pool_holder(m->ws, e->backend_id);
+	if (w == KV_NO_WORKER)
+		return 0;
+	m->targets = kv_xgrow(m->targets, &m->captargets, 1, sizeof *m->targets);
+	m->targets[0] = w;
+	return 1;
+}
+
 static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, const struct kv_event *e,
 			const uint32_t *t, size_t nt, enum kv_medium medium)
 {
@@ -1103,6 +1118,11 @@ static void pool_event(struct kv_match *m, const struct kv_event *e)
 	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_CPU : e->medium;
 	size_t nt = pool_targets(m, e, sub);
 	struct kv_srcdiag *d = cur_diag(m);
+	if (nt == 0 && (nt = pool_holder_target(m, e))) {
+		/* kept, but the evidence of a backend_id that names no worker stays */
+		note_backend(d, e);
+		d->pool_held += e->nhashes;
+	}
 	d->pool = true;
 	if (e->type == KV_EV_STORED) {
 		note_hashes(d, e);

@@ -70,14 +70,19 @@ const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *le
 	return s->ws->v[w].instance_id;
 }
 
+bool kv_qsource_is_pool(const struct kv_qsource *s, uint32_t w)
+{
+	return s->snap ? (s->snap->workers[w].flags & 2) != 0 : s->ws->v[w].pool;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	return (x > y) - (x < y);
 }
 
-/* Distinct workers of a holder stream, sorted. */
-static uint32_t *collect_workers(const uint32_t *h, size_t n, size_t *out)
+/* Distinct workers of a holder stream, sorted, without pool holders. */
+static uint32_t *collect_workers(const struct kv_qsource *s, const uint32_t *h, size_t n, size_t *out)
 {
 	uint32_t *w = kv_xmalloc((n + 1) * sizeof *w);
 	for (size_t i = 0; i < n; i++)
@@ -85,7 +90,7 @@ static uint32_t *collect_workers(const uint32_t *h, size_t n, size_t *out)
 	qsort(w, n, sizeof *w, cmp_u32);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (k == 0 || w[k - 1] != w[i])
+		if ((k == 0 || w[k - 1] != w[i]) && !kv_qsource_is_pool(s, w[i]))
 			w[k++] = w[i];
 	*out = k;
 	return w;
@@ -121,7 +126,7 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 				first = b->holders_first;
 				count = e->holders_first + e->nholders - first;
 			}
-			s->pworkers[part] = collect_workers(s->snap->holders + first, count, &s->npworkers[part]);
+			s->pworkers[part] = collect_workers(s, s->snap->holders + first, count, &s->npworkers[part]);
 		} else {
 			const struct kv_blocks *t = &s->ix->p[part].blocks;
 			size_t cap = 0, n2 = 0;
@@ -135,7 +140,7 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 				memcpy(all + n2, h, b->n * sizeof *h);
 				n2 += b->n;
 			}
-			s->pworkers[part] = collect_workers(all, n2, &s->npworkers[part]);
+			s->pworkers[part] = collect_workers(s, all, n2, &s->npworkers[part]);
 			free(all);
 		}
 	}
@@ -145,7 +150,8 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 
 const char *kv_stop_name(enum kv_stop s)
 {
-	static const char *const names[] = { "end_of_query", "not_in_index", "held_elsewhere", "other_medium" };
+	static const char *const names[] = { "end_of_query", "not_in_index", "held_elsewhere", "other_medium",
+					     "held_by_pool_only" };
 	return names[s <= KV_STOP_OTHER_MEDIUM ? s : 0];
 }
 
@@ -357,6 +363,15 @@ static int by_worker_name(const void *a, const void *b, void *ctx)
 	return kv_workers_compare(&s->ws->v[x->worker], &s->ws->v[y->worker]);
 }
 
+/* Whether every holder of a block is a pool holder. */
+static bool pools_only(const struct kv_qsource *src, const uint32_t *h, size_t nh)
+{
+	for (size_t k = 0; k < nh; k++)
+		if (!kv_qsource_is_pool(src, KV_HOLDER_WORKER(h[k])))
+			return false;
+	return nh > 0;
+}
+
 const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,
 				  const struct kv_query_opts *o, size_t *nhits, size_t *nblocks)
 {
@@ -421,7 +436,8 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 			if (step(&q->w[w], i, bits, own))
 				q->next[keep++] = w;
 			else
-				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : KV_STOP_ELSEWHERE);
+				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : pools_only(src, h, nh) ? KV_STOP_POOL_ONLY
+											 : KV_STOP_ELSEWHERE);
 		}
 		uint32_t *t = q->active;
 		q->active = q->next;
@@ -459,7 +475,7 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 		for (size_t k = 0; h0 && k < h0n; k++) {
 			uint32_t w = KV_HOLDER_WORKER(h0[k]);
 			struct kv_hit hit = to_hit(&q->w[w], w);
-			if (hit.npu + hit.cpu + hit.disk)
+			if (hit.npu + hit.cpu + hit.disk && !kv_qsource_is_pool(src, w))
 				q->hits[nh++] = hit;
 		}
 	}

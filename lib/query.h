@@ -39,7 +39,11 @@ const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, ui
 /* A hint that chain is about to be looked up (stages: see kv_snap_prefetch). */
 void kv_qsource_prefetch(const struct kv_qsource *s, uint32_t part, uint64_t chain, int stage);
 const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *len, int64_t *dp);
+/* The workers holding anything in a partition, sorted; pool holders (SPEC
+ * 6.4) are no workers to answer for and are left out. */
 const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part, size_t *n);
+/* Whether w is a pool holder: its blocks count for others under --shared-pool only. */
+bool kv_qsource_is_pool(const struct kv_qsource *s, uint32_t w);
 
 /* Why a worker's match stopped where it did (--explain). */
 enum kv_stop {
@@ -47,6 +51,7 @@ enum kv_stop {
 	KV_STOP_NOT_IN_INDEX,  /* nobody holds the next block */
 	KV_STOP_ELSEWHERE,     /* the next block is held by other workers only */
 	KV_STOP_OTHER_MEDIUM,  /* this worker holds it, but in a medium that does not continue its walk */
+	KV_STOP_POOL_ONLY,     /* only a pool holder holds it: it counts under --shared-pool */
 };
 const char *kv_stop_name(enum kv_stop s);
 

@@ -119,7 +119,7 @@ static void build_workers(struct snap_build *b, const struct kv_workers *ws)
 		b->wmap[order[k]] = k;
 		struct kv_snap_worker r = {
 			add_string(&b->sec[KV_SEC_STRINGS], w->instance_id), add_string(&b->sec[KV_SEC_STRINGS], w->host),
-			(uint32_t)w->dp_rank, w->inferred ? 1u : 0u, w->block_size, 0,
+			w->pool ? 0u : (uint32_t)w->dp_rank, (w->inferred ? 1u : 0u) | (w->pool ? 2u : 0u), w->block_size, 0,
 		};
 		buf_add(&b->sec[KV_SEC_WORKERS], &r, sizeof r);
 	}
@@ -556,7 +556,7 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 	for (size_t i = 0; i < s->nworkers; i++) {
 		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
 			return fail(err, errlen, "worker %zu: string out of bounds", i);
-		if (s->workers[i].flags > 1)
+		if (s->workers[i].flags > 2 || (s->workers[i].flags & 2 && s->workers[i].dp_rank))
 			return fail(err, errlen, "worker %zu: unknown flags", i);
 	}
 	CHECK_KEYED("engine hash", s->ehashes, s->nehashes, ehash)
@@ -588,6 +588,11 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, 
 	uint64_t declared, sum;
 	memcpy(&version, d + 6, 2);
 	memcpy(&declared, d + 16, 8);
+	if (version < KV_SNAP_VERSION)
+		return fail(err, errlen,
+			    "snapshot version %u is an older format (this kvtools reads version %u): build it again "
+			    "with kvmatch from the captures",
+			    version, KV_SNAP_VERSION);
 	if (version != KV_SNAP_VERSION)
 		return fail(err, errlen, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
 	if (declared != size)
@@ -737,7 +742,11 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		const char *inst = kv_snap_string(s, s->workers[i].instance_id, &n);
 		const char *host = kv_snap_string(s, s->workers[i].host, &hn);
 		char *id = kv_xstrndup(inst, n), *h = hn ? kv_xstrndup(host, hn) : NULL;
-		wid[i] = kv_workers_add(ws, id, s->workers[i].dp_rank, h, s->workers[i].flags & 1);
+		if (s->workers[i].flags & 2) {
+			wid[i] = kv_workers_pool_holder(ws, (struct kv_str){ id, n });
+		} else {
+			wid[i] = kv_workers_add(ws, id, s->workers[i].dp_rank, h, s->workers[i].flags & 1);
+		}
 		/* Registered and restored workers together beyond KV_MAX_WORKERS:
 		 * what the extra ones held is left out (checked below). */
 		if (wid[i] != KV_NO_WORKER && !ws->v[wid[i]].block_size)
@@ -857,9 +866,11 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 				uint32_t h = s->holders[b->holders_first + k];
 				const struct kv_snap_worker *w = &s->workers[KV_HOLDER_WORKER(h)];
 				q = jw_reserve(o, 96 + str_room(w->instance_id));
-				q = lit(q, k ? ",{\"instance_id\":" : "{\"instance_id\":");
-				q = snap_str(q, s, w->instance_id);
-				q = jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
+				/* a pool holder is named by its backend_id, as in state lines */
+				q = lit(q, k ? ",{" : "{");
+				q = snap_str(lit(q, w->flags & 2 ? "\"pool\":" : "\"instance_id\":"), s, w->instance_id);
+				if (!(w->flags & 2))
+					q = jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
 				q = lit(q, ",\"media\":[");
 				const char *sep = "";
 				for (int med = 0; med < KV_NMEDIA; med++)
@@ -903,7 +914,7 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 		const struct kv_snap_worker *w = &s->workers[i];
 		q = jw_reserve(o, 128 + str_room(w->instance_id) + str_room(w->host));
 		q = snap_str(lit(q, "{\"kind\":\"worker\",\"instance_id\":"), s, w->instance_id);
-		q = jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
+		q = w->flags & 2 ? lit(q, ",\"pool\":true,\"dp_rank\":null") : jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
 		q = snap_str(lit(q, ",\"host\":"), s, w->host);
 		q = lit(q, w->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
 		jw_done(o, q);

@@ -20,7 +20,8 @@
 #include "out.h"
 #include "workers.h"
 
-#define KV_SNAP_VERSION 2
+/* 3: pool holders (worker flags bit 1), a source's last record state */
+#define KV_SNAP_VERSION 3
 
 enum kv_snap_section {
 	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_HOLDERS,
@@ -42,7 +43,7 @@ struct kv_snap_partition {
 };
 struct kv_snap_worker {
 	struct kv_snap_str instance_id, host;
-	uint32_t dp_rank, flags;         /* flags bit 0: inferred from a source */
+	uint32_t dp_rank, flags;         /* flags bit 0: inferred from a source; bit 1: a pool holder (dp_rank 0) */
 	uint32_t block_size, reserved;
 };
 struct kv_snap_block {

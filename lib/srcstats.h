@@ -27,6 +27,7 @@ struct kv_srcdiag {
 	uint64_t offload_met;       /* ... that met a pool event */
 	uint64_t pool_blocks;       /* pool stores */
 	uint64_t pool_met;          /* ... confirmed or matched with engine content */
+	uint64_t pool_held;         /* pool blocks (stored or removed) held by the pool itself: backend_id names no worker */
 	uint64_t drops[KV_SRCDIAG_REASONS];
 	uint64_t pnf_early;         /* parent_not_found in the first 10 s of its stream */
 	int64_t bs_got, bs_want;    /* a block_size mismatch */

@@ -34,8 +34,10 @@ void kv_statelog_write(struct kv_out *o, const struct kv_report *r, const struct
 	for (size_t i = 0; i < r->nworkers; i++) {
 		const struct kv_worker *w = &ws->v[r->workers[i]];
 		q = jw_reserve(o, 64 + JW_STR_MAX(strlen(w->instance_id)));
-		q = jw_str(lit(q, i ? ",{\"instance_id\":" : "{\"instance_id\":"), w->instance_id, strlen(w->instance_id));
-		q = lit(jw_i64(lit(q, ",\"dp_rank\":"), w->dp_rank), "}");
+		/* a pool holder is named by its backend_id, and has no dp rank */
+		q = lit(q, i ? ",{" : "{");
+		q = jw_str(lit(q, w->pool ? "\"pool\":" : "\"instance_id\":"), w->instance_id, strlen(w->instance_id));
+		q = lit(w->pool ? q : jw_i64(lit(q, ",\"dp_rank\":"), w->dp_rank), "}");
 		jw_done(o, q);
 	}
 	q = jw_reserve(o, room);

@@ -88,6 +88,11 @@ void kv_workers_free(struct kv_workers *ws)
 		free(ws->pools[i].instance_id);
 	}
 	free(ws->pools);
+	for (size_t i = 0; i < ws->nserves; i++) {
+		free(ws->serves[i].backend_id);
+		free(ws->serves[i].instance_id);
+	}
+	free(ws->serves);
 	memset(ws, 0, sizeof *ws);
 }
 
@@ -227,12 +232,26 @@ void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n)
 		qsort_r(ids, n, sizeof *ids, by_name, (void *)ws);
 }
 
+static bool str_is(const char *s, struct kv_str k)
+{
+	return s && strlen(s) == k.n && memcmp(s, k.p, k.n) == 0;
+}
+
+/* Whether --backend-serves says backend_id serves this instance. */
+static bool served_by(const struct kv_workers *ws, struct kv_str backend_id, const char *instance_id)
+{
+	for (size_t i = 0; i < ws->nserves; i++)
+		if (str_is(ws->serves[i].backend_id, backend_id) && strcmp(ws->serves[i].instance_id, instance_id) == 0)
+			return true;
+	return false;
+}
+
 size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < ws->n && n < max; i++) {
-		const char *h = ws->v[i].host;
-		if (h && strlen(h) == ip.n && memcmp(h, ip.p, ip.n) == 0)
+		const struct kv_worker *w = &ws->v[i];
+		if (!w->pool && (str_is(w->host, ip) || served_by(ws, ip, w->instance_id)))
 			out[n++] = (uint32_t)i;
 	}
 	/* Ids follow the order workers were first seen, which a resumed run
@@ -240,6 +259,34 @@ size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_
 	 * lines and the pending pool the same either way. */
 	kv_workers_sort(ws, out, n);
 	return n;
+}
+
+bool kv_workers_add_serves(struct kv_workers *ws, const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	if (!eq || eq == spec || !eq[1])
+		return false;
+	for (const char *p = eq + 1; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == 0)
+			return false;
+		ws->serves = kv_xgrow(ws->serves, &ws->capserves, ws->nserves + 1, sizeof *ws->serves);
+		ws->serves[ws->nserves++] = (struct kv_serves){ kv_xstrndup(spec, (size_t)(eq - spec)), kv_xstrndup(p, n) };
+		p += n;
+		if (*p == ',' && !*++p)
+			return false;
+	}
+	return true;
+}
+
+uint32_t kv_workers_pool_holder(struct kv_workers *ws, struct kv_str backend_id)
+{
+	char *name = kv_xstrndup(backend_id.p, backend_id.n);
+	uint32_t w = kv_workers_add(ws, name, KV_POOL_HOLDER_DP, NULL, false);
+	free(name);
+	if (w != KV_NO_WORKER)
+		ws->v[w].pool = true;
+	return w;
 }
 
 /* A registered wildcard endpoint (tcp://<*>:PORT, resolved by kvsub from

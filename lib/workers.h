@@ -21,6 +21,7 @@ struct kv_worker {
 	char *model, *tenant;  /* its partition; NULL: "default" */
 	uint32_t block_size;   /* registered block size, 0 if unknown */
 	bool inferred;
+	bool pool;             /* a pool holder: a pool that holds blocks for no named worker */
 };
 
 /* A pool subscriber's registration, found by its source endpoint. */
@@ -49,6 +50,12 @@ struct kv_workers {
 	struct kv_srcmap *bysrc;
 	struct kv_pool_sub *pools;
 	size_t npools, cappools;
+	struct kv_serves *serves;   /* backend_id -> instance_id it serves (kvmatch --backend-serves) */
+	size_t nserves, capserves;
+};
+
+struct kv_serves {
+	char *backend_id, *instance_id;
 };
 
 void kv_workers_init(struct kv_workers *ws);
@@ -68,12 +75,25 @@ uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t 
 int kv_workers_compare(const struct kv_worker *a, const struct kv_worker *b);
 /* Sorts n worker ids of ws into that order. */
 void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n);
-/* The workers whose engine endpoint host is ip, in kv_workers_compare
- * order; returns how many (all of them when fewer than max). */
+/* The workers whose engine endpoint host is ip, or whose instance
+ * --backend-serves names as served by ip, in kv_workers_compare order;
+ * returns how many (all of them when fewer than max).  Never pool holders. */
 size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max);
 const struct kv_pool_sub *kv_workers_pool(const struct kv_workers *ws, struct kv_str src);
 /* The pool subscriber's own worker; false when its registration names none
  * (or no further worker can be added). */
 bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub, uint32_t *w);
+
+/* Takes "BACKEND_ID=INSTANCE[,INSTANCE]..." (kvmatch --backend-serves):
+ * pool events from BACKEND_ID target those instances' workers, every DP
+ * rank.  false when the text has no '=', or an empty name. */
+bool kv_workers_add_serves(struct kv_workers *ws, const char *spec);
+/* The pool holder named backend_id (SPEC 6.4): the pool itself holds the
+ * blocks of its events when backend_id names no worker (a decoupled cache
+ * daemon).  A worker with dp_rank -1, so that it never is an engine's.
+ * KV_NO_WORKER past KV_MAX_WORKERS. */
+uint32_t kv_workers_pool_holder(struct kv_workers *ws, struct kv_str backend_id);
+/* dp_rank of every pool holder. */
+#define KV_POOL_HOLDER_DP (-1)
 
 #endif

@@ -41,7 +41,7 @@ holdings() {
 	kvmatch --dump "$1" | jq -r 'select(.kind == "block") | .local as $l | .holders[] | "\($l) \(.instance_id)/\(.dp_rank) \(.media | join("+"))"'
 }
 # The local hash of tokens, as kvmatch computes it, to name blocks in expectations.
-states() { jq -r '[.state, (.reason // "-"), (.hash // "-"), (.medium // "-"), ([.workers[] | "\(.instance_id)/\(.dp_rank)"] | join(","))] | join(" ")'; }
+states() { jq -r '[.state, (.reason // "-"), (.hash // "-"), (.medium // "-"), ([.workers[] | if .pool then "pool:\(.pool)" else "\(.instance_id)/\(.dp_rank)" end] | join(","))] | join(" ")'; }
 
 @test "an xpu store is applied to its worker, chained block after block" {
 	store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8 > ev.jsonl
@@ -130,11 +130,12 @@ matched - 0x000000000000000b cpu a/0,a/1"
 	cmp s.kvsnap b.kvsnap
 }
 
-@test "IpOnly: an unknown backend_id is dropped unknown_backend" {
-	pool stored 1 cpu '"0xa"' 10.9.9.9 > ev.jsonl
-	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
+@test "IpOnly: a backend_id that is no engine's host is held by the pool itself; no backend_id is dropped unknown_backend" {
+	{ pool stored 1 cpu '"0xa"' 10.9.9.9; pool stored 2 cpu '"0xb"' 10.9.9.9 | jq -c 'del(.backend_id)'; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,dropped ev.jsonl
 	assert_success
-	assert_equal "$(states <<<"$output")" "dropped unknown_backend 0x000000000000000a cpu "
+	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000a cpu pool:10.9.9.9
+dropped unknown_backend 0x000000000000000b cpu "
 }
 
 @test "a store whose parent is unknown is dropped parent_not_found" {
@@ -316,8 +317,9 @@ matched - 0x000000000000000e cpu a/0,a/1"
 	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; pool stored 2 cpu '"0xa"' 10.9.9.9 mooncake; } > ev.jsonl
 	run --separate-stderr kvmatch -r yr.jsonl ev.jsonl
 	assert_equal "$(states <<<"$output")" "confirmed - 0x000000000000000a cpu a/0"
+	# a pool subscriber without a worker of its own: the pool holds the block
 	run --separate-stderr kvmatch -r regs.jsonl --match none ev.jsonl
-	assert_equal "$(states <<<"$output")" "dropped unknown_backend 0x000000000000000a cpu "
+	assert_equal "$(states <<<"$output")" "confirmed - 0x000000000000000a cpu pool:10.9.9.9"
 }
 
 @test "LoRA blocks live in the adapter's partition" {
@@ -342,7 +344,7 @@ matched - 0x000000000000000e cpu a/0,a/1"
 }
 
 @test "fixtures: kvdecode | kvmatch and kvmatch on the capture give the same snapshot bytes" {
-	# A pool capture alone names no known worker (all unknown_backend): each
+	# A pool capture alone names no known worker (all held by the pool itself): each
 	# pool follows the engine whose blocks it holds.  memcache's batch stores
 	# cpu and disk replicas, removes the cpu one and clears another node.
 	cat "$FIX/vllm-0.9-array.kvcap" "$FIX/memcache.kvcap" > vllm-memcache.kvcap
@@ -364,7 +366,7 @@ applied - 0x192dd62904fcccac xpu 10.0.0.5:5557/0
 confirmed - 0xb0147556276afc9c cpu 10.0.0.5:5557/0
 confirmed - 0x192dd62904fcccac disk 10.0.0.5:5557/0
 applied - 0xb0147556276afc9c cpu 10.0.0.5:5557/0
-dropped unknown_backend - xpu "
+applied - - xpu pool:10.0.0.6"
 	assert_equal "$(holdings s.kvsnap)" "0xd47a8f41c833328a 10.0.0.5:5557/0 xpu
 0xd43939178abd00db 10.0.0.5:5557/0 xpu+disk"
 	# Mooncake's hash >= 2^63 (int64 on the wire) meets the engine's
@@ -378,7 +380,8 @@ applied - 0xb0147556276afc9c cpu 10.0.0.5:5557/0"
 	assert_equal "$(states <<<"$output")" "confirmed - 0xb0147556276afc9c cpu 10.0.0.5:5557/1
 confirmed - 0x192dd62904fcccac disk 10.0.0.5:5557/1"
 	assert_equal "$(holdings s.kvsnap)" "0xd43939178abd00db 10.0.0.5:5557/1 disk"
-	assert_equal "${stderr_lines[2]}" "kvmatch: index: 1 partitions, 1 workers, 1 blocks, 1 holdings; 0 pending, 0 offload cached, 2 content cached; 0 removals of unknown blocks"
+	# the other node's clear: a pool holder for 10.0.0.6, holding nothing
+	assert_equal "${stderr_lines[1]}" "kvmatch: index: 1 partitions, 2 workers, 1 blocks, 1 holdings; 0 pending, 0 offload cached, 2 content cached; 0 removals of unknown blocks"
 }
 
 @test "an undecodable record is a decode_error drop, and its seq no gap (capture and -e lines alike)" {
