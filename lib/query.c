@@ -152,7 +152,7 @@ const char *kv_stop_name(enum kv_stop s)
 {
 	static const char *const names[] = { "end_of_query", "not_in_index", "held_elsewhere", "other_medium",
 					     "held_by_pool_only" };
-	return names[s <= KV_STOP_OTHER_MEDIUM ? s : 0];
+	return names[s <= KV_STOP_POOL_ONLY ? s : 0];
 }
 
 /* ---- walking ------------------------------------------------------------- */

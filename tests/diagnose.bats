@@ -154,7 +154,8 @@ parent_not_found warning $A 10.0.0.1:5557"
 	assert_success
 	assert_equal "$(findings)" "unknown_backend warning $POOL -"
 	assert_equal "$(evidence)" '{"blocks":53766,"backend_ids":["10.0.9.9"],"worker_hosts":"10.0.0.1, 10.0.0.2"}'
-	assert_equal "$(jq -r '.findings[0].cause' report.json)" "backend_id is not the Pod IP of an engine: set the KV store client's address to the Pod IP, or the registrations name other hosts"
+	assert_equal "$(jq -r '.findings[0].message' report.json)" "53766 pool blocks held by the pool itself: backend_id 10.0.9.9 names no worker (worker hosts: 10.0.0.1, 10.0.0.2)"
+	assert_equal "$(jq -r '.findings[0].cause' report.json)" "backend_id is not the Pod IP of an engine: set the KV store client's address to the Pod IP, or the registrations name other hosts; a decoupled pool (a cache daemon) holds its blocks itself: they count under kvquery --shared-pool, or name the instances it serves with kvmatch --backend-serves"
 }
 
 @test "unknown_backend: pool events without backend_id say so" {

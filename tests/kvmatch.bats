@@ -38,7 +38,7 @@ setup() {
 
 # The index of a snapshot, one line per (block, holder): "chain-local instance/dp media".
 holdings() {
-	kvmatch --dump "$1" | jq -r 'select(.kind == "block") | .local as $l | .holders[] | "\($l) \(.instance_id)/\(.dp_rank) \(.media | join("+"))"'
+	kvmatch --dump "$1" | jq -r 'select(.kind == "block") | .local as $l | .holders[] | "\($l) \(if .pool then "pool:\(.pool)" else "\(.instance_id)/\(.dp_rank)" end) \(.media | join("+"))"'
 }
 # The local hash of tokens, as kvmatch computes it, to name blocks in expectations.
 states() { jq -r '[.state, (.reason // "-"), (.hash // "-"), (.medium // "-"), ([.workers[] | if .pool then "pool:\(.pool)" else "\(.instance_id)/\(.dp_rank)" end] | join(","))] | join(" ")'; }
@@ -669,4 +669,112 @@ stats_of() { grep -v -e ': line [0-9]' -e ': record [0-9]' "$1.err"; }
 	assert_equal "${stderr_lines[5]}" "kvmatch: warning: decode_errors: tcp://10.0.0.5:5557: 1 record or event could not be decoded"
 	run --separate-stderr bash -c 'kvdecode -q -e in.kvcap | kvmatch --log dropped'
 	assert_equal "$output" '{"recv_ns":1764500000000000000,"state":"dropped","reason":"decode_error","hash":null,"workers":[],"src":"tcp://10.0.0.5:5557","seq":0}'
+}
+
+# ---- a Mooncake master pool, end to end ---------------------------------------
+
+M0=tcp://mooncake-master:50001
+# A record of the capture: rec SRC SEQ T PAYLOAD (T in seconds).
+rec() { j2mp --src "$1" --seq "$2" --recv "$3"000000000 <<<"$4"; }
+# A Mooncake master batch of one event, as its publisher packs it (RFC #1527
+# keys, nil where the master has no model context):
+#   mc SEQ T TYPE SEQ_HASHES MEDIUM TENANT BACKEND OBJECT_KEY
+mc() {
+	local type=BlockStored base=0
+	[ "$3" = removed ] && type=BlockRemoved base=null
+	rec "$M0" "$1" "$2" "[$2000, [{\"event_id\": $1, \"timestamp\": $2000, \"event_type\": \"$3\", \"type\": \"$type\", \"model_name\": null, \"block_size\": null, \"additional_salt\": null, \"lora_name\": null, \"tenant_id\": \"$6\", \"backend_id\": \"$7\", \"group_id\": \"sglang-hicache:abc\", \"medium\": \"$5\", \"dp_rank\": null, \"seq_hashes\": [$4], \"block_hashes\": [$4], \"base_block_idx\": $base, \"parent_hash\": null, \"token_ids\": null, \"object_key\": \"$8\", \"parent_block_hash\": null}], 0]"
+}
+# vLLM array events: vs SRC SEQ T HASH PARENT TOKENS BLOCK_SIZE MEDIUM ; vr SRC SEQ T HASH MEDIUM
+vs() { rec "$1" "$2" "$3" "[$3.0, [[\"BlockStored\", [$4], $5, [$6], $7, null, \"$8\"]], 0]"; }
+vr() { rec "$1" "$2" "$3" "[$3.0, [[\"BlockRemoved\", [$4], \"$5\"]], 0]"; }
+
+mooncake_cluster() {
+	cat > mc-regs.jsonl <<-EOF
+	{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "type": "vLLM", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "b", "dp_rank": 0, "block_size": 4, "modelname": "m", "type": "vLLM", "medium_endpoints": {"npu": "$E2"}}
+	{"instance_id": "kvs", "dp_rank": 0, "block_size": 4, "modelname": "m", "type": "vLLM", "endpoint": "$M0", "store_backend": "Mooncake"}
+	EOF
+	{
+		rec $E0 1 1 '[1.0, [["BlockStored", [11, 12], null, [1,2,3,4,5,6,7,8], 4, null, "GPU"]], 0]'
+		vs $E2 0 1 11 null 1,2,3,4 4 GPU                          # b: block 11 in xpu
+		vs $E0 2 2 11 null '' 0 CPU                               # a offloads 11 (placeholder, no tokens)
+		mc 1 3 stored 11 cpu default 10.0.0.5 11                  # ... the pool's store confirms it
+		mc 2 4 stored 13 cpu default 10.0.0.5 13                  # the pool's store first: queued ...
+		vs $E0 3 5 13 12 9,10,11,12 4 CPU                         # ... matched by a's offload
+		mc 3 6 stored 12 cpu tenant-b 10.0.0.5 12                 # another tenant: its own partition
+		mc 4 7 stored '' disk default 10.0.0.5 my-object          # a key that is no hash
+		mc 5 8 removed 11 cpu default 10.0.0.5 11                 # Remove
+		mc 6 9 removed 13 cpu default 10.0.0.5 13                 # eviction
+		rec $M0 7 10 '[10000, [{"event_type": "stored", "tenant_id": "default", "backend_id": "mooncake-daemon-0", "medium": "cpu", "seq_hashes": [12], "object_key": "12"}], 0]'
+		vr $E0 4 11 12 GPU                                        # a drops 12 from xpu: only the pool holds it
+	} > mc.kvcap
+}
+
+@test "a Mooncake master pool, end to end: confirmed, queued then matched, other tenant, no hash, removal and eviction, a named daemon" {
+	mooncake_cluster
+	run --separate-stderr kvmatch -r mc-regs.jsonl --log queued,matched,confirmed,dropped,applied -o s.kvsnap mc.kvcap
+	assert_success
+	assert_equal "$(states <<<"$output" | grep -v '^applied - 0x000000000000000[bc] xpu [ab]/0$')" "confirmed - 0x000000000000000b cpu a/0
+queued - 0x000000000000000d cpu a/0
+matched - 0x000000000000000d cpu a/0
+queued - 0x000000000000000c cpu a/0
+dropped no_hashes - disk a/0
+applied - 0x000000000000000b cpu a/0
+applied - 0x000000000000000d cpu a/0
+confirmed - 0x000000000000000c cpu pool:mooncake-daemon-0"
+	# the other tenant's entry waits in its own partition
+	assert_equal "$(jq -r 'select(.state == "queued") | .tenant' <<<"$output")" "default
+tenant-b"
+	assert_equal "$(holdings s.kvsnap)" "0xcb38e4d7fb2dca5c a/0 xpu
+0xcb38e4d7fb2dca5c b/0 xpu
+0xe8d3ec39b907b74c pool:mooncake-daemon-0 cpu"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "worker" and .pool)')" '{"kind":"worker","instance_id":"mooncake-daemon-0","pool":true,"dp_rank":null,"host":"","inferred":false}'
+	# the three pipelines agree on it too
+	three_pipes mc.kvcap -r mc-regs.jsonl --log none
+	cmp direct.kvsnap plain.kvsnap
+	cmp direct.kvsnap errors.kvsnap
+	diff <(stats_of direct) <(stats_of errors)
+	diff <(stats_of direct) <(stats_of plain)
+}
+
+@test "a named daemon's blocks count under kvquery --shared-pool for every worker, not per worker; --explain says where only the pool holds" {
+	mooncake_cluster
+	kvmatch -q -r mc-regs.jsonl --log none -o s.kvsnap mc.kvcap
+	echo '{"model": "m", "tenant_id": "default", "block_size": 4, "token_ids": [1,2,3,4,5,6,7,8]}' > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap q.jsonl
+	assert_success
+	assert_equal "$output" '{"default":{"a":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}},"b":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	run --separate-stderr kvquery --shared-pool -s s.kvsnap q.jsonl
+	assert_success
+	assert_equal "$output" '{"default":{"a":{"longest_matched":8,"DP":{"0":{"matched_tokens":8,"npu_blocks":1,"cpu_blocks":1,"disk_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":1}}},"b":{"longest_matched":8,"DP":{"0":{"matched_tokens":8,"npu_blocks":1,"cpu_blocks":1,"disk_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":1}}}}}'
+	run --separate-stderr kvquery --explain -s s.kvsnap q.jsonl
+	assert_success
+	assert_equal "$(jq -r '.workers[] | "\(.instance_id) \(.stopped_at) \(.reason)"' <<<"$output")" "a 1 held_by_pool_only
+b 1 held_by_pool_only"
+}
+
+@test "kvmatch --backend-serves: the instances a named daemon serves are its targets, and per-worker answers credit them" {
+	mooncake_cluster
+	kvmatch -q -r mc-regs.jsonl --backend-serves mooncake-daemon-0=b,c --log none -o s.kvsnap mc.kvcap
+	assert_equal "$(holdings s.kvsnap | grep 0xe8d3ec39b907b74c)" "0xe8d3ec39b907b74c b/0 cpu"
+	echo '{"model": "m", "tenant_id": "default", "block_size": 4, "token_ids": [1,2,3,4,5,6,7,8]}' > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap q.jsonl
+	assert_equal "$output" '{"default":{"a":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}},"b":{"longest_matched":8,"DP":{"0":{"matched_tokens":8,"npu_blocks":1,"cpu_blocks":1,"disk_blocks":0}}}}}'
+	for bad in mooncake-daemon-0 =b mooncake-daemon-0= mooncake-daemon-0=b, 'x=a,,b'; do
+		run --separate-stderr kvmatch --backend-serves "$bad" /dev/null
+		assert_equal "$status" 64
+		assert_equal "${stderr_lines[0]}" "kvmatch: --backend-serves: '$bad' is not BACKEND_ID=INSTANCE[,INSTANCE]..."
+	done
+}
+
+@test "a snapshot of the format before pool holders gets a clear message" {
+	kvmatch -q --log none -o s.kvsnap /dev/null
+	# version 2 in the header: the rest is checked after the version
+	printf '\002\000' | dd of=s.kvsnap bs=1 seek=6 conv=notrunc status=none
+	run --separate-stderr kvquery -s s.kvsnap /dev/null
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: s.kvsnap: snapshot version 2 is an older format (this kvtools reads version 3): build it again with kvmatch from the captures"
+	run --separate-stderr kvmatch -i s.kvsnap /dev/null
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: s.kvsnap: snapshot version 2 is an older format (this kvtools reads version 3): build it again with kvmatch from the captures"
 }
