@@ -165,6 +165,18 @@ replay_fills_gap() {
 	assert_output --regexp ' 25 messages, [0-9]+ bytes, 1 gaps, 5 missing, 0 replayed, 0 restarts, 0 bad seq$'
 }
 
+@test "a Mooncake master's gap is counted as missing events: it skips one seq per event it dropped" {
+	p=$(port)
+	kvsub -c 25 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub --mooncake -n 30 --skip 10-14 "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	run cat err
+	assert_output --regexp ' 25 messages, [0-9]+ bytes, 1 gaps, 5 missing events, 0 replayed, 0 restarts, 0 bad seq$'
+	run --separate-stderr kvdecode --stats cap.kvcap
+	assert_success
+	assert_equal "$stderr" "kvdecode: tcp://127.0.0.1:$p: 25 batches, 25 events (mooncake: 25 stored, 0 removed, 0 cleared), 1 gaps, 5 missing events, 0 restarts, 0 replayed, 0 ignored, 0 errors"
+}
+
 @test "--replay-from asks for the publisher's buffer at start" {
 	p=$(port 2); r=$((p + 1))
 	# The publisher has sent 0..9 before kvsub exists; kvsub recovers them.

@@ -4,7 +4,8 @@
  * protocol (both reply shapes).  Seqs in --skip are left out of the live
  * stream but kept for replay, so a subscriber sees a gap it can fill.
  * --log FILE lists every message (topic hex, seq, payload hex), the truth a
- * test compares a capture with.  It is an XPUB socket, so that it can wait
+ * test compares a capture with.  --mooncake publishes Mooncake master batches
+ * instead: [ts_ms, [{"event_type": "stored", "seq_hashes": [h]}], 0].  It is an XPUB socket, so that it can wait
  * (--wait MS at most) until a subscriber has actually subscribed. */
 #include <getopt.h>
 #include <msgpack.h>
@@ -28,7 +29,7 @@ struct opts {
 	const char *endpoint, *replay, *topic, *log;
 	long count, start_seq, skip_lo, skip_hi, restart_at, wait_ms, interval_us, linger_ms, tokens;
 	int shape;
-	bool connect;
+	bool connect, mooncake;
 };
 
 static void pack_batch(msgpack_sbuffer *sb, uint64_t seq, long tokens)
@@ -49,6 +50,23 @@ static void pack_batch(msgpack_sbuffer *sb, uint64_t seq, long tokens)
 		msgpack_pack_uint32(&pk, (uint32_t)(seq * 16 + (uint64_t)i));
 	msgpack_pack_int(&pk, (int)tokens);
 	msgpack_pack_nil(&pk);
+	msgpack_pack_int(&pk, 0);
+}
+
+static void pack_mooncake_batch(msgpack_sbuffer *sb, uint64_t seq)
+{
+	msgpack_packer pk;
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint64(&pk, 1717000000000ull + seq);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_str_with_body(&pk, "event_type", 10);
+	msgpack_pack_str_with_body(&pk, "stored", 6);
+	msgpack_pack_str_with_body(&pk, "seq_hashes", 10);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_uint64(&pk, 0x1000 + seq);
 	msgpack_pack_int(&pk, 0);
 }
 
@@ -163,11 +181,11 @@ int main(int argc, char **argv)
 		{ "restart-at", 1, NULL, 'R' }, { "replay", 1, NULL, 'r' }, { "shape", 1, NULL, 'S' },
 		{ "topic", 1, NULL, 't' }, { "wait", 1, NULL, 'w' }, { "interval-us", 1, NULL, 'i' },
 		{ "linger", 1, NULL, 'l' }, { "log", 1, NULL, 'L' }, { "tokens", 1, NULL, 'T' },
-		{ "connect", 0, NULL, 'C' }, { NULL, 0, NULL, 0 },
+		{ "connect", 0, NULL, 'C' }, { "mooncake", 0, NULL, 'M' }, { NULL, 0, NULL, 0 },
 	};
 	int c;
 	kv_set_prog(argv);
-	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:C", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:CM", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.count = arg_long(optarg); break;
 		case 's': o.start_seq = arg_long(optarg); break;
@@ -182,6 +200,7 @@ int main(int argc, char **argv)
 		case 'L': o.log = optarg; break;
 		case 'T': o.tokens = arg_long(optarg); break;
 		case 'C': o.connect = true; break;
+		case 'M': o.mooncake = true; break;
 		default: return 64;
 		}
 	}
@@ -208,7 +227,10 @@ int main(int argc, char **argv)
 		if (i == o.restart_at)
 			seq = 0;
 		msgs[i].seq = seq;
-		pack_batch(&msgs[i].payload, seq, o.tokens);
+		if (o.mooncake)
+			pack_mooncake_batch(&msgs[i].payload, seq);
+		else
+			pack_batch(&msgs[i].payload, seq, o.tokens);
 		bool skipped = (long)seq >= o.skip_lo && (long)seq <= o.skip_hi;
 		if (!skipped) {
 			uint8_t seqb[8];
