@@ -46,6 +46,16 @@ static uint64_t evcheck_event_id(const struct kv_scalar *s)
 	return s->kind == KV_SCALAR_U64 ? s->u : (uint64_t)s->i;
 }
 
+/* event_id and group_id: a string, or the same integer. */
+static void evcheck_scalar(const struct kv_scalar *a, const struct kv_scalar *b)
+{
+	evcheck((a->kind == KV_SCALAR_STR) == (b->kind == KV_SCALAR_STR));
+	if (a->kind == KV_SCALAR_STR)
+		evcheck_str(a->s, b->s);
+	else
+		evcheck(evcheck_event_id(a) == evcheck_event_id(b));
+}
+
 static void evcheck_same(const struct kv_event *a, const struct kv_event *b, const struct kv_wire_ctx *ctx)
 {
 	evcheck(a->type == b->type && a->format == b->format && a->medium == b->medium);
@@ -69,13 +79,10 @@ static void evcheck_same(const struct kv_event *a, const struct kv_event *b, con
 	evcheck(!(a->has & KV_HAS_BASE_BLOCK_IDX) || a->base_block_idx == b->base_block_idx);
 	/* (a JSON "lora_id": null has no other written form than a number) */
 	evcheck(!(a->has & KV_HAS_LORA_ID) || a->lora_id_null || a->lora_id == b->lora_id);
-	if (a->has & KV_HAS_EVENT_ID) {
-		evcheck((a->event_id.kind == KV_SCALAR_STR) == (b->event_id.kind == KV_SCALAR_STR));
-		if (a->event_id.kind == KV_SCALAR_STR)
-			evcheck_str(a->event_id.s, b->event_id.s);
-		else
-			evcheck(evcheck_event_id(&a->event_id) == evcheck_event_id(&b->event_id));
-	}
+	if (a->has & KV_HAS_EVENT_ID)
+		evcheck_scalar(&a->event_id, &b->event_id);
+	if (a->has & KV_HAS_GROUP_ID)
+		evcheck_scalar(&a->group_id, &b->group_id);
 	evcheck_str(ctx->src, b->src);
 	evcheck_str(ctx->topic, b->topic);
 	evcheck_str(a->lora_name, b->lora_name);

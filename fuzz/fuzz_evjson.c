@@ -23,6 +23,8 @@ static void check_line(struct kv_evjson_reader *r, struct kv_evjson_reader *agai
 		evcheck(kv_evjson_error(r)[0] != 0);
 		break;
 	case KV_EVJSON_ERROR_LINE:
+	case KV_EVJSON_NO_EVENTS:
+	case KV_EVJSON_LOST:
 		break;
 	case KV_EVJSON_EVENT: {
 		struct kv_wire_ctx ctx = { e.src, e.topic, e.recv_ns, e.has_seq, e.seq, e.replayed };

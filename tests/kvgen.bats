@@ -80,7 +80,7 @@ records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' ';
 	assert_equal "$(jq -r '.format' <<<"$output" | sort -u | tr '\n' ' ')" "mooncake vllm "
 	assert_equal "$(jq -r 'select(.format == "vllm") | .medium' <<<"$output" | sort -u | tr '\n' ' ')" "cpu xpu "
 	grep -Eq '^kvdecode: tcp://10.0.0.1:5557: [0-9]+ batches, [0-9]+ events \(vllm: [0-9]+ stored, [0-9]+ removed, 0 cleared\), 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 0 errors$' <<<"$stderr"
-	grep -Eq '^kvdecode: tcp://kvs-master:5557: [0-9]+ batches, [0-9]+ events \(mooncake: [0-9]+ stored, [0-9]+ removed, 0 cleared\), 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 0 errors$' <<<"$stderr"
+	grep -Eq '^kvdecode: tcp://kvs-master:5557: [0-9]+ batches, [0-9]+ events \(mooncake: [0-9]+ stored, [0-9]+ removed, 0 cleared\), 0 gaps, 0 missing events, 0 restarts, 0 replayed, 0 ignored, 0 errors$' <<<"$stderr"
 	assert_equal "$(grep -c '^kvdecode: tcp://' <<<"$stderr")" 5
 }
 
