@@ -712,8 +712,12 @@ mooncake_cluster() {
 
 @test "a Mooncake master pool, end to end: confirmed, queued then matched, other tenant, no hash, removal and eviction, a named daemon" {
 	mooncake_cluster
-	run --separate-stderr kvmatch -r mc-regs.jsonl --log queued,matched,confirmed,dropped,applied -o s.kvsnap mc.kvcap
+	run --separate-stderr kvmatch -r mc-regs.jsonl --log queued,matched,confirmed,dropped,applied -o s.kvsnap --metrics m.prom mc.kvcap
 	assert_success
+	# the key that is no hash: a no_hashes drop in the statistics and the metrics, no decode error
+	assert_equal "${stderr_lines[1]}" "kvmatch: dropped: 1 no_hashes"
+	assert_equal "$(grep -c 'reason="decode_error"} [1-9]' m.prom)" 0
+	grep -qx 'kvtools_match_drops_total{reason="no_hashes"} 1' m.prom
 	assert_equal "$(states <<<"$output" | grep -v '^applied - 0x000000000000000[bc] xpu [ab]/0$')" "confirmed - 0x000000000000000b cpu a/0
 queued - 0x000000000000000d cpu a/0
 matched - 0x000000000000000d cpu a/0
