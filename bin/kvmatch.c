@@ -243,8 +243,21 @@ static void report_problem(struct run *r, const struct kv_batch *b, const char *
 	kv_warn("%s: %s", where, what);
 }
 
+/* Periodic snapshots follow event time, so replaying gives the same ones:
+ * the state just before the first record at or past each boundary, whatever
+ * line of it comes first (an event, a problem, a no_events line). */
+static void snapshot_if_due(struct run *r, const struct kv_batch *b)
+{
+	if (!r->o->every_ns || b->fatal || b->ctx.recv_ns < r->next_snapshot)
+		return;
+	if (r->next_snapshot)
+		write_snapshot(r);
+	r->next_snapshot = (b->ctx.recv_ns / r->o->every_ns + 1) * r->o->every_ns;
+}
+
 static void handle(struct run *r, const struct kv_batch *b)
 {
+	snapshot_if_due(r, b);
 	if (b->error) {
 		report_problem(r, b, b->error);
 		kv_match_bad_record(&r->m, &b->ctx);
@@ -260,13 +273,6 @@ static void handle(struct run *r, const struct kv_batch *b)
 	r->bad += b->nissues > KV_WIRE_MAX_ISSUES ? b->nissues - KV_WIRE_MAX_ISSUES : 0;
 	for (unsigned i = 0; i < kv_batch_problem_lines(b); i++)
 		kv_match_bad_record(&r->m, &b->ctx);
-	/* Periodic snapshots follow event time, so replaying gives the same ones:
-	 * the state just before the first record at or past each boundary. */
-	if (r->o->every_ns && b->ctx.recv_ns >= r->next_snapshot) {
-		if (r->next_snapshot)
-			write_snapshot(r);
-		r->next_snapshot = (b->ctx.recv_ns / r->o->every_ns + 1) * r->o->every_ns;
-	}
 	if (kv_match_record(&r->m, &b->ctx, b->nev))
 		for (size_t i = 0; i < b->nev; i++)
 			kv_match_event(&r->m, &b->ev[i]);
