@@ -840,6 +840,16 @@ static char *snap_str(char *p, const struct kv_snap *s, struct kv_snap_str r)
 	return jw_str(p, str, n);
 }
 
+/* Who holds or waits: "instance_id" and "dp_rank", or for a pool holder
+ * "pool" and its backend_id, as state lines name it. */
+static char *dump_who(char *p, const struct kv_snap *s, const struct kv_snap_worker *w)
+{
+	if (w->flags & 2)
+		return snap_str(lit(p, "\"pool\":"), s, w->instance_id);
+	p = snap_str(lit(p, "\"instance_id\":"), s, w->instance_id);
+	return jw_u64(lit(p, ",\"dp_rank\":"), w->dp_rank);
+}
+
 static size_t str_room(struct kv_snap_str r)
 {
 	return JW_STR_MAX(r.len);
@@ -866,11 +876,7 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 				uint32_t h = s->holders[b->holders_first + k];
 				const struct kv_snap_worker *w = &s->workers[KV_HOLDER_WORKER(h)];
 				q = jw_reserve(o, 96 + str_room(w->instance_id));
-				/* a pool holder is named by its backend_id, as in state lines */
-				q = lit(q, k ? ",{" : "{");
-				q = snap_str(lit(q, w->flags & 2 ? "\"pool\":" : "\"instance_id\":"), s, w->instance_id);
-				if (!(w->flags & 2))
-					q = jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
+				q = dump_who(lit(q, k ? ",{" : "{"), s, w);
 				q = lit(q, ",\"media\":[");
 				const char *sep = "";
 				for (int med = 0; med < KV_NMEDIA; med++)
@@ -954,8 +960,7 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 		q = jw_reserve(o, 192 + str_room(w->instance_id));
 		q = jw_u64(lit(q, "{\"kind\":\"pending\",\"partition\":"), p->partition);
 		q = jw_hash(lit(q, ",\"hash\":"), p->ehash);
-		q = snap_str(lit(q, ",\"instance_id\":"), s, w->instance_id);
-		q = jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
+		q = dump_who(lit(q, ","), s, w);
 		q = lit(lit(lit(q, ",\"medium\":\""), kv_medium_name((enum kv_medium)p->medium)), "\"");
 		q = jw_u64(lit(q, ",\"t\":"), p->t);
 		jw_done(o, lit(q, "}\n"));

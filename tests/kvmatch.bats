@@ -132,10 +132,11 @@ matched - 0x000000000000000b cpu a/0,a/1"
 
 @test "IpOnly: a backend_id that is no engine's host is held by the pool itself; no backend_id is dropped unknown_backend" {
 	{ pool stored 1 cpu '"0xa"' 10.9.9.9; pool stored 2 cpu '"0xb"' 10.9.9.9 | jq -c 'del(.backend_id)'; } > ev.jsonl
-	run --separate-stderr kvmatch -r regs.jsonl --log queued,dropped ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,dropped -o s.kvsnap ev.jsonl
 	assert_success
 	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000a cpu pool:10.9.9.9
 dropped unknown_backend 0x000000000000000b cpu "
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "pending") | del(.t)')" '{"kind":"pending","partition":0,"hash":"0x000000000000000a","pool":"10.9.9.9","medium":"cpu"}'
 }
 
 @test "a store whose parent is unknown is dropped parent_not_found" {
