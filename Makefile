@@ -56,7 +56,7 @@ FUZZ_NAMES = $(FUZZ_SRC:fuzz/fuzz_%.c=%)
 REPLAYS    = $(FUZZ_NAMES:%=$(BUILD)/tests/fuzzreplay_%)
 FUZZERS    = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 
-.PHONY: all check check-build deps install uninstall clean demo bench fuzz lint samples
+.PHONY: all check check-build deps install uninstall clean demo bench fuzz lint samples sample-decoupled
 .SUFFIXES:
 .SECONDARY:
 
@@ -194,6 +194,19 @@ samples: $(PROGDIR)/kvgen
 	  --queries $(SAMPLEDIR)/queries.all -o $(SAMPLEDIR)/sample.kvcap share/traces/conversation-300.jsonl
 	sed -n 26,30p $(SAMPLEDIR)/queries.all | jq -c '.token_ids |= .[:2048]' > $(SAMPLEDIR)/queries.jsonl
 	rm -f $(SAMPLEDIR)/queries.all
+
+# make sample-decoupled: the same cluster behind a decoupled Mooncake pool,
+# its master publishing as backend_id mooncake-daemon-0, no engine's host
+# (kvmatch holds its blocks by a pool holder; kvquery --shared-pool counts
+# them), into SAMPLEDIR as sample-decoupled.kvcap and
+# registrations-decoupled.jsonl; not shipped.
+DECOUPLED_OPTS = --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool mooncake \
+                 --pool-backend mooncake-daemon-0 --load-weight 8 --limit 30
+
+sample-decoupled: $(PROGDIR)/kvgen
+	@mkdir -p $(SAMPLEDIR)
+	$(PROGDIR)/kvgen -q $(DECOUPLED_OPTS) --registrations $(SAMPLEDIR)/registrations-decoupled.jsonl \
+	  -o $(SAMPLEDIR)/sample-decoupled.kvcap share/traces/conversation-300.jsonl
 
 # What `make install` puts in SHAREDIR: the sample, its registrations and
 # queries, the traces and the example scripts.

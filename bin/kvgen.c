@@ -32,6 +32,8 @@ static const char usage[] =
 	"      --disk-capacity BLOCKS  disk tier behind it (0: none)\n"
 	"      --pool-lag MS         pool events come MS after the engine's; negative: the\n"
 	"                            engine's come -MS after the pool's (1)\n"
+	"      --pool-backend NAME   pool events name NAME as their backend_id, not their\n"
+	"                            node's IP (a decoupled pool: mooncake-daemon-0)\n"
 	"      --policy random|round-robin|kv  routing (kv)\n"
 	"      --weights N,C,D       kv routing weights of npu, cpu, disk blocks (1,1,0)\n"
 	"      --load-weight L       kv routing: score less L per request the worker took\n"
@@ -61,7 +63,7 @@ static const char usage[] =
 enum { OPT_WORKERS = 256, OPT_DP, OPT_CAPACITY, OPT_BLOCK_SIZE, OPT_POOL, OPT_POOL_CAPACITY, OPT_DISK_CAPACITY,
        OPT_POOL_LAG, OPT_POLICY, OPT_WEIGHTS, OPT_SEED, OPT_SPEED, OPT_VLLM_FORMAT, OPT_HASH_FORMAT, OPT_MODEL,
        OPT_LIMIT, OPT_REGS, OPT_SNAPSHOT, OPT_REPORT, OPT_WINDOW, OPT_LOAD_WEIGHT, OPT_LOAD_WINDOW, OPT_QUERIES,
-       OPT_QUERIES_BY_HASH };
+       OPT_QUERIES_BY_HASH, OPT_POOL_BACKEND };
 
 static const struct option longopts[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -74,6 +76,7 @@ static const struct option longopts[] = {
 	{ "pool-capacity", required_argument, NULL, OPT_POOL_CAPACITY },
 	{ "disk-capacity", required_argument, NULL, OPT_DISK_CAPACITY },
 	{ "pool-lag", required_argument, NULL, OPT_POOL_LAG },
+	{ "pool-backend", required_argument, NULL, OPT_POOL_BACKEND },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "weights", required_argument, NULL, OPT_WEIGHTS },
 	{ "load-weight", required_argument, NULL, OPT_LOAD_WEIGHT },
@@ -174,6 +177,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 				kv_usage_error("--pool-lag: '%s' is not milliseconds within an hour", optarg);
 			s->pool_lag_ns = lag * 1000000;
 			break;
+		case OPT_POOL_BACKEND:
+			if (!*optarg)
+				kv_usage_error("--pool-backend: an empty name");
+			s->pool_backend = optarg;
+			break;
 		case OPT_POLICY: s->policy = (enum kv_policy)choice("--policy", optarg, policies); break;
 		case OPT_WEIGHTS: parse_weights(optarg, &s->weights); break;
 		case OPT_LOAD_WEIGHT:
@@ -210,6 +218,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		}
 	}
 	s->emit.mooncake = s->pool == KV_POOL_MOONCAKE;
+	if (s->pool_backend && s->pool == KV_POOL_NONE)
+		kv_usage_error("--pool-backend: no pool (--pool memcache or mooncake)");
 	if (optind < argc - 1)
 		kv_usage_error("one trace at most");
 }

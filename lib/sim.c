@@ -650,7 +650,7 @@ static void publish(struct kv_sim *s, uint32_t rank, uint64_t t)
 	uint64_t pool_t = t + (lag > 0 ? (uint64_t)lag : 0), engine_t = t + (lag < 0 ? (uint64_t)-lag : 0);
 	struct node *nd = &s->nodes[rank / s->o.dp];
 	for (size_t i = 0; i < s->b.npev; i++) {
-		s->b.pev[i].backend_id = nd->ip;
+		s->b.pev[i].backend_id = s->o.pool_backend ? s->o.pool_backend : nd->ip;
 		s->b.pev[i].model = s->o.model;
 		s->b.pev[i].tenant = "default";
 		s->b.pev[i].ts_ms = (int64_t)(pool_t / 1000000u);

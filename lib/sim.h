@@ -42,6 +42,7 @@ struct kv_sim_opts {
 	double speed;               /* trace time is divided by this */
 	int64_t pool_lag_ns;        /* pool events come this long after the engine's; negative: the
 	                               engine's this long after the pool's */
+	const char *pool_backend;   /* every pool event's backend_id (a decoupled pool); NULL: its node's IP */
 	struct kv_emit_opts emit;
 	const char *model;
 	uint64_t base_ns;           /* recv_ns of trace time 0 */

@@ -84,6 +84,26 @@ records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' ';
 	assert_equal "$(grep -c '^kvdecode: tcp://' <<<"$stderr")" 5
 }
 
+@test "make sample-decoupled: a decoupled Mooncake pool (kvgen --pool-backend) is held by a pool holder, counted under --shared-pool" {
+	run make -s -C "$ROOT" sample-decoupled SAMPLEDIR="$T/made"
+	assert_success
+	assert_equal "$(ls "$T/made" | tr '\n' ' ')" "registrations-decoupled.jsonl sample-decoupled.kvcap "
+	cd "$T/made"
+	assert_equal "$(kvdecode sample-decoupled.kvcap | jq -r 'select(.format == "mooncake") | .backend_id' | sort -u)" "mooncake-daemon-0"
+	kvmatch -q -r registrations-decoupled.jsonl --log none -o d.kvsnap sample-decoupled.kvcap
+	assert_equal "$(kvmatch --dump d.kvsnap | jq -r 'select(.kind == "worker" and .pool) | .instance_id')" "mooncake-daemon-0"
+	tail -1 "$ROOT/share/queries.jsonl" | jq -c '.token_ids |= .[:2048]' > q.jsonl
+	# per worker, the pool's cpu blocks count for nobody; pool-wide, for every worker
+	assert_equal "$(kvquery -s d.kvsnap q.jsonl | jq '[.. | .cpu_blocks? // empty] | add')" 0
+	assert_equal "$(kvquery --shared-pool -s d.kvsnap q.jsonl | jq -c '[.. | .cpu_remote_blocks? // empty]')" "[24,24,24,0]"
+	# named as the instances it serves, its blocks are theirs
+	kvmatch -q -r registrations-decoupled.jsonl --backend-serves mooncake-daemon-0=node0,node1 --log none -o s.kvsnap sample-decoupled.kvcap
+	assert_equal "$(kvquery -s s.kvsnap q.jsonl | jq -c '[.. | .cpu_blocks? // empty]')" "[24,24,24,0]"
+	run --separate-stderr kvgen --pool-backend mooncake-daemon-0 -n /dev/null
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvgen: --pool-backend: no pool (--pool memcache or mooncake)"
+}
+
 @test "the same seed gives the same capture, byte for byte" {
 	kvgen -q --limit 50 --workers 2 --pool memcache -o a.kvcap "$TRACE"
 	kvgen -q --limit 50 --workers 2 --pool memcache -o b.kvcap "$TRACE"
