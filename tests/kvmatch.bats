@@ -584,6 +584,38 @@ Try 'kvmatch --help'."
 	assert_equal "${stderr_lines[2]}" "kvmatch: ev.jsonl: line 4: no \"type\" key"
 }
 
+@test "event lines: a field of the wrong JSON type or a dp_rank beyond 2^32-1 is an error, never 0 or absent" {
+	head='"src":"'$E0'","seq":1,"format":"vllm","type":"removed"'
+	cat > ev.jsonl <<-EOF
+	{$head,"recv_ns":"1764500000000000000","dp_rank":0,"medium":"xpu","block_hashes":["0xa"]}
+	{$head,"recv_ns":1,"dp_rank":4294967296,"medium":"xpu","block_hashes":["0xa"]}
+	{$head,"recv_ns":1,"dp_rank":"0","medium":"xpu","block_hashes":["0xa"]}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":"xpu","block_hashes":"0xa"}
+	{"src":"$E0","recv_ns":1,"seq":1,"type":"stored","medium":"xpu","block_hashes":["0xa"],"parent":null,"token_ids":[1,"2",3,4],"block_size":4}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":"xpu","block_hashes":["0xa"],"replayed":"false"}
+	{"src":5,"recv_ns":1,"type":"removed","medium":"xpu","block_hashes":["0xa"]}
+	{"src":"$E0","recv_ns":1,"type":"stored","medium":"xpu","block_hashes":["0xa"],"token_ids":[1,2,3,4],"block_size":"4"}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":"xpu","block_hashes":[true]}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":null,"block_hashes":["0xa"]}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":"xpu","block_hashes":["0xa"],"backend_id":{"a":1}}
+	{$head,"recv_ns":1,"dp_rank":4294967295,"medium":"xpu","block_hashes":["0xa"],"lora_name":null,"raw_hashes":[10],"extra_keys":[[1,"x"]]}
+	EOF
+	run --separate-stderr kvmatch --log dropped ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(jq -r .reason <<<"$output" | sort | uniq -c | tr -s ' ')" " 11 decode_error"
+	assert_equal "$(printf '%s\n' "${stderr_lines[@]:0:11}")" "kvmatch: ev.jsonl: line 1: recv_ns: expected a number, not a string
+kvmatch: ev.jsonl: line 2: dp_rank: expected a rank from 0 to 4294967295
+kvmatch: ev.jsonl: line 3: dp_rank: expected a number or null, not a string
+kvmatch: ev.jsonl: line 4: block_hashes: expected an array, not a string
+kvmatch: ev.jsonl: line 5: token_ids[]: expected a number, not a string
+kvmatch: ev.jsonl: line 6: replayed: expected a boolean, not a string
+kvmatch: ev.jsonl: line 7: src: expected a string, not a number
+kvmatch: ev.jsonl: line 8: block_size: expected a number or null, not a string
+kvmatch: ev.jsonl: line 9: block_hashes[]: expected a number or a string, not a boolean
+kvmatch: ev.jsonl: line 10: medium: expected a string, not null
+kvmatch: ev.jsonl: line 11: backend_id: expected a string or null, not an object"
+}
+
 @test "kvmatch --help, --version, bad options" {
 	run kvmatch --help
 	assert_success
