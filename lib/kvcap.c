@@ -111,14 +111,34 @@ void kv_cap_close(struct kv_cap_reader *r)
 	msgpack_zone_destroy(&r->zone);
 }
 
-static bool is_header(const msgpack_object *o)
+/* The version of a header map (its "kvcap" value), or NULL if it is none. */
+static const msgpack_object *header_version(const msgpack_object *o)
 {
 	for (uint32_t i = 0; i < o->via.map.size; i++) {
 		const msgpack_object *k = &o->via.map.ptr[i].key;
 		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == 5 &&
 		    memcmp(k->via.str.ptr, "kvcap", 5) == 0)
-			return true;
+			return &o->via.map.ptr[i].val;
 	}
+	return NULL;
+}
+
+/* A header of another version than this reader's: its records may mean
+ * something else, so the input is refused, not read as version 1. */
+static bool version_known(struct kv_cap_reader *r, const msgpack_object *v, uint64_t off)
+{
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 == KV_CAP_VERSION)
+		return true;
+	char what[48];
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		snprintf(what, sizeof what, "version %llu", (unsigned long long)v->via.u64);
+	else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		snprintf(what, sizeof what, "version %lld", (long long)v->via.i64);
+	else
+		snprintf(what, sizeof what, "a version that is not an integer");
+	r->error_off = off;
+	snprintf(r->error, sizeof r->error, "byte %llu: kvcap header with %s (this kvtools reads version %d)",
+		 (unsigned long long)off, what, KV_CAP_VERSION);
 	return false;
 }
 
@@ -192,7 +212,10 @@ enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec)
 		snprintf(r->error, sizeof r->error, "byte %llu: undecodable object", (unsigned long long)off);
 		return KV_CAP_ERROR;
 	}
-	if (o.type == MSGPACK_OBJECT_MAP && is_header(&o)) {
+	const msgpack_object *version = o.type == MSGPACK_OBJECT_MAP ? header_version(&o) : NULL;
+	if (version) {
+		if (!version_known(r, version, off))
+			return KV_CAP_ERROR;
 		r->started = true;
 		return KV_CAP_HEADER;
 	}

@@ -385,6 +385,31 @@ limited() {
 	assert_equal "$stderr" "kvdecode: p.bin: record 1: not a kvcap capture (it does not start with a kvcap header); --payload reads bare payloads"
 }
 
+@test "a kvcap header of another version is refused, first or later, by every reader" {
+	j2mp <<< '[1.5, [["BlockRemoved", [7]]]]' > ok.kvcap
+	for v in '\x02' '\xa11' '\xff'; do
+		printf "\x83\xa5kvcap$v\xa4tool\xa1x\xa8start_ns\x00" > h.kvcap
+		cat h.kvcap ok.kvcap > first.kvcap
+		cat ok.kvcap h.kvcap ok.kvcap > later.kvcap
+		run --separate-stderr kvdecode first.kvcap
+		assert_equal "$status" 65
+		assert_equal "$output" ""
+		case $v in
+		'\x02') what='version 2' ;;
+		'\xff') what='version -1' ;;
+		*) what='a version that is not an integer' ;;
+		esac
+		assert_equal "$stderr" "kvdecode: first.kvcap: record 1: byte 0: kvcap header with $what (this kvtools reads version 1)"
+		run --separate-stderr kvdecode later.kvcap
+		assert_equal "$status" 65
+		assert_equal "${#lines[@]}" 1
+		assert_equal "$stderr" "kvdecode: later.kvcap: record 2: byte $(stat -c %s ok.kvcap): kvcap header with $what (this kvtools reads version 1)"
+		run --separate-stderr kvmatch --log none first.kvcap
+		assert_equal "$status" 65
+		assert_equal "${stderr_lines[0]}" "kvmatch: first.kvcap: record 1: byte 0: kvcap header with $what (this kvtools reads version 1)"
+	done
+}
+
 @test "concatenated captures decode as one, from stdin" {
 	run bash -c "cat '$FIX/vllm-0.9-array.kvcap' '$FIX/mooncake.kvcap' | kvdecode | jq -r .format"
 	assert_success
