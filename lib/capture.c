@@ -273,7 +273,8 @@ static bool deliver(struct kv_capture *c, struct endpoint *ep, uint64_t recv_ns,
 	kv_msg_split(frames, n, &parts);
 	remember_topic(ep, parts.topic);
 	if (!parts.has_seq) {
-		ep->bad_seq++;
+		/* [topic, payload] and bare payloads carry no seq: nothing bad */
+		ep->bad_seq += parts.seq_frame;
 		write_record(c, ep, recv_ns, 0, frames, n);
 		return true;
 	}
@@ -609,7 +610,7 @@ bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m)
 		  offsetof(struct endpoint, seq.missing) },
 		{ "kvtools_sub_replayed_total", "Batches recovered from the replay socket.", offsetof(struct endpoint, replayed) },
 		{ "kvtools_sub_restarts_total", "Steps back in seq: publisher restarts.", offsetof(struct endpoint, seq.restarts) },
-		{ "kvtools_sub_bad_seq_total", "Messages without an 8-byte seq frame.", offsetof(struct endpoint, bad_seq) },
+		{ "kvtools_sub_bad_seq_total", "Messages of 3 frames or more whose seq frame is not 8 bytes.", offsetof(struct endpoint, bad_seq) },
 	};
 	if (!kv_metrics_begin(m))
 		return false;

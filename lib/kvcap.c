@@ -20,7 +20,8 @@ void kv_msg_split(const struct kv_frame *frames, size_t n, struct kv_msg_parts *
 	m->payload = n == 3 ? frames[2] : frames[n - 1];
 	if (n >= 2)
 		m->topic = frames[0];
-	if (n >= 3 && frames[1].n == 8) {
+	m->seq_frame = n >= 3;
+	if (m->seq_frame && frames[1].n == 8) {
 		m->has_seq = true;
 		for (int i = 0; i < 8; i++)
 			m->seq = m->seq << 8 | frames[1].p[i];
