@@ -177,6 +177,19 @@ replay_fills_gap() {
 	assert_output --regexp ' 0 gaps, 0 missing, [0-9]+ replayed, 0 restarts'
 }
 
+@test "a replay peer that answers beyond what it was asked drops no later live message" {
+	p=$(port 2); r=$((p + 1))
+	# It answers --replay-from 0 with its buffer and then a batch of seq
+	# 1000000: trusted, that made every later live batch a "duplicate".
+	fakepub -n 20 -w 0 -i 100000 --replay "tcp://127.0.0.1:$r" --replay-bogus 1000000 -L pub.log "tcp://127.0.0.1:$p" & pub=$!
+	sleep 1.2
+	kvsub -c 20 -W 6 --replay-from 0 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap "tcp://127.0.0.1:$p" 2>err
+	wait_for $pub
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4 | tr '\n' ' ')" "$(seq 0 19 | tr '\n' ' ')"
+	run cat err
+	assert_output --regexp ' 0 gaps, 0 missing, [0-9]+ replayed, 0 restarts'
+}
+
 @test "a publisher restart (seq back to 0) is counted" {
 	p=$(port)
 	kvsub -c 20 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
