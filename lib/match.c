@@ -12,7 +12,7 @@ static const char *const state_names[KV_NSTATES] = {
 static const char *const reason_names[KV_NREASONS] = {
 	"", "non_full_attention", "block_size_mismatch", "no_hashes", "parent_not_found",
 	"unknown_backend", "unknown_hash", "duplicate", "decode_error", "max_pending", "source_limit",
-	"worker_limit", "partition_limit", "holder_limit",
+	"worker_limit", "partition_limit", "holder_limit", "bad_block_size", "hashes_beyond_tokens",
 };
 
 const char *kv_state_name(enum kv_state s) { return s < KV_NSTATES ? state_names[s] : "?"; }
@@ -642,6 +642,12 @@ static void grow_blocks(struct kv_match *m, size_t n)
 	m->capblocks = cap;
 }
 
+/* How many blocks a store's tokens fill, a trailing partial one included. */
+static size_t token_blocks(const struct kv_event *e, size_t bs)
+{
+	return e->ntokens / bs + (e->ntokens % bs != 0);
+}
+
 /* Chains of a store that carries tokens; false when its parent is unknown. */
 static bool chains_from_tokens(struct kv_match *m, uint32_t part, const struct kv_event *e, size_t bs,
 			       size_t *nblocks, uint64_t *parent)
@@ -649,7 +655,7 @@ static bool chains_from_tokens(struct kv_match *m, uint32_t part, const struct k
 	*parent = KV_CHAIN_ROOT;
 	if (!e->parent_null && (e->has & KV_HAS_PARENT) && !chain_of(m, part, e->parent, parent))
 		return false;
-	size_t want = (e->ntokens + bs - 1) / bs;
+	size_t want = token_blocks(e, bs);
 	if (want > e->nhashes)
 		want = e->nhashes;
 	grow_blocks(m, want);
@@ -664,7 +670,9 @@ static size_t expected_block_size(struct kv_match *m, uint32_t w, uint32_t part,
 	struct kv_partition *p = &m->ix->p[part];
 	uint32_t expect = reg ? reg : p->block_size;
 	*mismatch = false;
-	if (!(e->has & KV_HAS_BLOCK_SIZE) || e->block_size == 0) {
+	if ((e->has & KV_HAS_BLOCK_SIZE) && e->block_size == 0)
+		return 0; /* with tokens: no size at all, whatever is registered */
+	if (!(e->has & KV_HAS_BLOCK_SIZE)) {
 		if (expect)
 			return expect;
 		return e->nhashes && e->ntokens % e->nhashes == 0 ? e->ntokens / e->nhashes : 0;
@@ -737,7 +745,13 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 			drop_hashes(m, r, e, KV_R_BLOCK_SIZE_MISMATCH, &w, 1);
 			return;
 		}
-		if (!bs || !chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
+		/* Tokens cut into blocks of 0 tokens, or of a size nothing says:
+		 * no block can be named. */
+		if (!bs) {
+			drop_hashes(m, r, e, KV_R_BAD_BLOCK_SIZE, &w, 1);
+			return;
+		}
+		if (!chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
 			/* Parents stored before a capture began are never seen: tell those apart. */
 			if (e->recv_ns < d->first_ns + KV_EARLY_NS)
 				d->pnf_early += e->nhashes ? e->nhashes : 1;
@@ -763,6 +777,9 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 			if (!note_refused(m, r, refused, e->hashes[i], KV_XPU))
 				report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
 		}
+		/* Hashes beyond the blocks the tokens fill name no content. */
+		for (size_t i = nblocks; i < e->nhashes; i++)
+			report(m, r, KV_ST_DROPPED, KV_R_HASHES_BEYOND_TOKENS, &e->hashes[i], (int)medium, &w, 1, 0);
 		return;
 	}
 	/* No tokens (an offload placeholder): the hashes must name known content. */

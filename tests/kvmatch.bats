@@ -187,6 +187,29 @@ dropped unknown_hash 0x0000000000000001 cpu a/0"
 	assert_equal "$(states <<<"$output")" "dropped block_size_mismatch 0x0000000000000002 xpu 10.0.0.6:5557/0"
 }
 
+@test "a store with block_size 0, or more hashes than token blocks, is a counted drop with a reason" {
+	{ store $E0 1 0 xpu '"0xa","0xb","0xc"' null 1,2,3,4,5,6,7,8
+	  store $E0 2 0 xpu '"0xd"' null 1,2,3,4 0
+	  store $E0 3 0 xpu '"0xe","0xf"' null 1,2,3,4,5 4
+	  store $E2 4 0 xpu '"0x1","0x2"' null 1,2,3 0; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log applied,dropped ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "applied - 0x000000000000000a xpu a/0
+applied - 0x000000000000000b xpu a/0
+dropped hashes_beyond_tokens 0x000000000000000c xpu a/0
+dropped bad_block_size 0x000000000000000d xpu a/0
+applied - 0x000000000000000e xpu a/0
+applied - 0x000000000000000f xpu a/0
+dropped bad_block_size 0x0000000000000001 xpu b/0
+dropped bad_block_size 0x0000000000000002 xpu b/0"
+	assert_equal "${stderr_lines[1]}" "kvmatch: dropped: 3 bad_block_size, 1 hashes_beyond_tokens"
+	# without registrations, tokens that do not divide among the hashes give no size
+	store $E0 1 0 xpu '"0x1","0x2"' null 1,2,3 | sed 's/,"block_size":4}/}/' > nosize.jsonl
+	run --separate-stderr kvmatch --log dropped nosize.jsonl
+	assert_equal "$(states <<<"$output")" "dropped bad_block_size 0x0000000000000001 xpu 10.0.0.5:5557/0
+dropped bad_block_size 0x0000000000000002 xpu 10.0.0.5:5557/0"
+}
+
 @test "events without hashes are dropped no_hashes" {
 	{ store $E0 1 0 xpu '' null 1,2,3,4; pool stored 2 cpu '' 10.0.0.5; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl ev.jsonl
