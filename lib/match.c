@@ -220,9 +220,12 @@ static void on_freed(void *arg, uint32_t part, const struct kv_block *b)
 	content_keep(arg, part, b->key, b->parent, b->local);
 }
 
+/* Whether something stamped t is younger than ttl at event time now.
+ * Said without t + ttl, which wraps for a t near 2^64 (a recv_ns of
+ * 2^64-1 would expire at once). */
 static bool live(uint64_t t, uint64_t ttl, uint64_t now)
 {
-	return t + ttl > now;
+	return now < t || now - t < ttl;
 }
 
 /* The content of chain: from the block that holds it, or the content cache. */
@@ -364,8 +367,7 @@ static bool any_entry(const struct kv_pending *p, const void *arg)
 struct who {
 	uint32_t worker;
 	unsigned medium;
-	uint64_t older_than;   /* entries with t + ttl <= this expire */
-	uint64_t ttl;
+	uint64_t cutoff;       /* entries stamped at or before this expire */
 };
 
 static bool entry_of(const struct kv_pending *p, const void *arg)
@@ -377,7 +379,7 @@ static bool entry_of(const struct kv_pending *p, const void *arg)
 static bool expired_entry(const struct kv_pending *p, const void *arg)
 {
 	const struct who *w = arg;
-	return p->t + w->ttl <= w->older_than;
+	return p->t <= w->cutoff;
 }
 
 static void ring_trim(struct kv_pendpool *pp)
@@ -414,13 +416,15 @@ static void pending_expire(struct kv_match *m)
 		if (pp->head == pp->tail)
 			return;
 		struct kv_pending *p = slot(pp, pp->head);
-		bool by_ttl = p->t + m->o.pending_ttl_ns <= m->now;
+		bool by_ttl = !live(p->t, m->o.pending_ttl_ns, m->now);
 		if (!by_ttl && pp->alive <= m->o.max_pending)
 			return;
 		uint64_t ehash = p->ehash;
 		uint32_t part = p->part;
 		struct rep r = { NULL, part };
-		struct who w = { .older_than = by_ttl ? m->now : p->t + m->o.pending_ttl_ns, .ttl = m->o.pending_ttl_ns };
+		/* by TTL: all as old (now - ttl does not wrap: p->t is that old);
+		 * by --max-pending: this entry and those of its hash before it */
+		struct who w = { .cutoff = by_ttl ? m->now - m->o.pending_ttl_ns : p->t };
 		struct kv_pend_head *h = kv_pend_heads_find(&kv_match_partition(m, part)->heads, ehash);
 		size_t cnt = h ? h->count : 1;
 		uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
@@ -530,7 +534,8 @@ void kv_match_advance(struct kv_match *m, uint64_t t)
 	if (m->now >= m->next_sweep) {
 		for (uint32_t part = 0; part < m->ix->n; part++)
 			sweep_partition(m, part);
-		m->next_sweep = (m->now / KV_SWEEP_INTERVAL_NS + 1) * KV_SWEEP_INTERVAL_NS;
+		uint64_t slot = m->now / KV_SWEEP_INTERVAL_NS + 1;
+		m->next_sweep = slot > UINT64_MAX / KV_SWEEP_INTERVAL_NS ? UINT64_MAX : slot * KV_SWEEP_INTERVAL_NS;
 	}
 }
 
@@ -543,11 +548,49 @@ static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_
 	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
 }
 
+/* How far beyond the event time reached a record may be stamped before it
+ * is suspect: the longest TTL.  A jump beyond it expires everything kvmatch
+ * keeps, so it is taken only when the next record confirms it. */
+static uint64_t time_jump_limit(const struct kv_match *m)
+{
+	uint64_t l = m->o.pending_ttl_ns;
+	l = m->o.offload_ttl_ns > l ? m->o.offload_ttl_ns : l;
+	return m->o.content_ttl_ns > l ? m->o.content_ttl_ns : l;
+}
+
+/* The event time a record is taken at (kvmatch(1), Time): its recv_ns,
+ * unless that lies beyond the event time reached by more than the longest
+ * TTL.  Such a record is suspect (one flipped bit of recv_ns would expire
+ * everything pending for good) and is taken at the event time reached,
+ * unless the record before it was suspect too and stamped within that
+ * limit of it at another time: then all sources moved on (a capture
+ * resumed hours later) and event time follows, from the second record. */
+static bool not_far_after(uint64_t t, uint64_t ref, uint64_t limit)
+{
+	return t <= ref || t - ref <= limit;
+}
+
+static uint64_t record_time(struct kv_match *m, uint64_t recv_ns, bool *suspect)
+{
+	uint64_t limit = time_jump_limit(m), last = m->jump_ns;
+	*suspect = false;
+	m->jump_ns = 0;
+	if (m->now == 0 || not_far_after(recv_ns, m->now, limit))
+		return recv_ns;
+	if (last && recv_ns != last && not_far_after(recv_ns, last, limit) && not_far_after(last, recv_ns, limit))
+		return recv_ns;
+	m->jump_ns = recv_ns;
+	*suspect = true;
+	return m->now;
+}
+
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
 {
 	struct rep r = { ctx, 0 };
 	m->st.records++;
-	kv_match_advance(m, ctx->recv_ns);
+	bool suspect;
+	uint64_t t = record_time(m, ctx->recv_ns, &suspect);
+	kv_match_advance(m, t);
 	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
 	if (!src) {
 		/* A source beyond KV_MAX_SOURCES: its batches are not applied. */
@@ -557,13 +600,15 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 	}
 	m->cur = (size_t)(src - m->sources.v) + 1;
 	if (!src->batches && !src->d.first_ns)
-		src->d.first_ns = ctx->recv_ns;
+		src->d.first_ns = t;
 	/* Event lines carry one event each: further events of the batch just seen
 	 * (same source, seq and receive time) belong to it, they are no restart. */
-	if (ctx->has_seq && src->seq.seen && ctx->seq == src->seq.last && ctx->recv_ns == src->last_recv_ns &&
+	if (ctx->has_seq && src->seq.seen && ctx->seq == src->seq.last && t == src->last_recv_ns &&
 	    src->batches)
 		return true;
-	src->last_recv_ns = ctx->recv_ns;
+	src->last_recv_ns = t;
+	src->d.time_jumps += suspect;
+	m->st.time_jumps += suspect;
 	if (ctx->has_seq) {
 		/* applied live already */
 		if (delivered_before(src, ctx)) {
@@ -581,7 +626,8 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 {
 	struct rep r = { ctx, 0 };
-	kv_match_advance(m, ctx->recv_ns);
+	bool suspect;
+	kv_match_advance(m, record_time(m, ctx->recv_ns, &suspect));
 	m->cur = 0;
 	struct kv_srcstat *src = ctx->src.n ? kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n) : NULL;
 	if (src) {
@@ -753,7 +799,7 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 		}
 		if (!chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
 			/* Parents stored before a capture began are never seen: tell those apart. */
-			if (e->recv_ns < d->first_ns + KV_EARLY_NS)
+			if (live(d->first_ns, KV_EARLY_NS, e->recv_ns))
 				d->pnf_early += e->nhashes ? e->nhashes : 1;
 			drop_hashes(m, r, e, KV_R_PARENT_NOT_FOUND, &w, 1);
 			return;

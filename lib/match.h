@@ -122,6 +122,7 @@ struct kv_match_stats {
 	uint64_t reasons[KV_NREASONS];
 	uint64_t events, records, unknown_removals;
 	uint64_t max_pending_expired;    /* pending entries expired by --max-pending, not by their TTL */
+	uint64_t time_jumps;             /* records stamped far beyond event time, taken at it */
 };
 
 struct kv_match {
@@ -131,8 +132,9 @@ struct kv_match {
 	struct kv_pmatch *pm;            /* parallel to ix->p */
 	size_t npm;
 	struct kv_pendpool pending;
-	uint64_t now;                    /* event time: the largest recv_ns seen */
+	uint64_t now;                    /* event time: the largest recv_ns taken (see record_time) */
 	uint64_t next_sweep;
+	uint64_t jump_ns;                /* recv_ns of the last record if it was suspect, else 0 */
 	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */
 	size_t cur;                      /* the source of the record being applied: index + 1, 0 if none */
 	struct kv_srcdiag nodiag;        /* where evidence of no known source goes */

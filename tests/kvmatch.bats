@@ -104,6 +104,45 @@ matched - 0x000000000000000b cpu a/0,a/1"
 ["0x000000000000000d",1,62000000000]'
 }
 
+@test "a recv_ns near or at 2^64-1 does not wrap the TTL arithmetic" {
+	# t + ttl wrapped: an entry stamped there expired at once
+	max=18446744073709551615
+	{ store $E0 18446744070 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 18446744071 cpu '"0xb"' 10.0.0.5
+	  removed $E2 18446744072 0 xpu '"0x9"' | sed "s/\"recv_ns\":[0-9]*/\"recv_ns\":$max/"
+	  store $E0 18446744073 0 cpu '"0xb"' '"0xa"' 5,6,7,8 | sed "s/\"recv_ns\":[0-9]*/\"recv_ns\":$max/"; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched,pending_expired -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000b cpu a/0,a/1
+matched - 0x000000000000000b cpu a/0,a/1"
+	assert_equal "$(kvmatch --dump s.kvsnap | grep -o '"now_ns":[0-9]*')" "\"now_ns\":$max"
+}
+
+@test "a recv_ns far beyond the event time is suspect: counted, diagnosed, and it does not move event time" {
+	# one record 10^9 s ahead (a flipped bit): taken at the event time reached
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 3 cpu '"0xb"' 10.0.0.5
+	  pool removed 1000000003 cpu '"0xf"' 10.0.0.5 | sed 's/"seq":[0-9]*/"seq":4/'
+	  store $E0 4 0 cpu '"0xb"' '"0xa"' 5,6,7,8; } > ev.jsonl
+	run --separate-stderr kvmatch -q -r regs.jsonl --log queued,matched,pending_expired --diagnose=json -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000b cpu a/0,a/1
+matched - 0x000000000000000b cpu a/0,a/1"
+	assert_equal "$(jq -c '.findings[] | select(.finding == "time_jump") | [.finding, .source, .evidence]' <<<"$stderr")" '["time_jump","tcp://kvs:5557",{"records":1}]'
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "meta") | .now_ns')" 4000000000
+	run --separate-stderr kvmatch -r regs.jsonl --log none ev.jsonl
+	assert_equal "${stderr_lines[0]}" "kvmatch: 4 records, 4 events; 1 queued, 0 offload_cached, 1 matched, 0 confirmed, 1 applied, 0 dropped, 0 pending_expired; 1 records stamped far ahead, taken at the event time reached"
+	# the next record from that far (all sources moved on) confirms the jump
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 3 cpu '"0xb"' 10.0.0.5
+	  pool removed 1000000003 cpu '"0xf"' 10.0.0.5 | sed 's/"seq":[0-9]*/"seq":4/'
+	  store $E0 1000000004 0 cpu '"0xb"' '"0xa"' 5,6,7,8 | sed 's/"seq":[0-9]*/"seq":2/'; } > moved.jsonl
+	run --separate-stderr kvmatch -q -r regs.jsonl --log queued,matched,pending_expired -o s.kvsnap moved.jsonl
+	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000b cpu a/0,a/1
+pending_expired - 0x000000000000000b cpu a/0,a/1"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "meta") | .now_ns')" 1000000004000000000
+}
+
 @test "--max-pending expires the oldest entries first" {
 	{ pool stored 1 cpu '"0x1"' 10.0.0.6; pool stored 2 cpu '"0x2"' 10.0.0.6; pool stored 3 cpu '"0x3"' 10.0.0.6; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl --max-pending 2 --log pending_expired -o s.kvsnap ev.jsonl
