@@ -286,7 +286,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	struct kv_trace_req req = { 0 };
 	char *line, err[200];
 	size_t n;
-	uint64_t served = 0, bad = 0;
+	uint64_t served = 0, bad = 0, went_back = 0;
 	enum kv_lines_status st;
 	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_failed(out)) &&
 	       (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF && st != KV_LINES_STOPPED) {
@@ -303,7 +303,10 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 			bad++;
 			continue;
 		}
-		kv_sim_request(sim, &req);
+		if (!kv_sim_request(sim, &req) && !went_back++)
+			kv_warn("%s: line %llu: timestamp %llu ms goes back before the previous request's: served at "
+				"the time reached instead, as is every later one that goes back (said once)",
+				name, (unsigned long long)l.lineno, (unsigned long long)req.ts_ms);
 		served++;
 	}
 	free(req.hash_ids);

@@ -667,11 +667,12 @@ static void publish(struct kv_sim *s, uint32_t rank, uint64_t t)
 	}
 }
 
-void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
+bool kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
 {
 	uint64_t trace_ns = req->ts_ms * 1000000ull;
 	uint64_t t = s->o.base_ns + (uint64_t)((double)trace_ns / s->o.speed);
-	if (t < s->last_ns)
+	bool in_order = t >= s->last_ns;
+	if (!in_order)
 		t = s->last_ns;
 	s->last_ns = t;
 	flush_queue(s, t);
@@ -698,6 +699,7 @@ void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
 		serve_pool(s, rank, nfull);
 	settle(&s->b);
 	publish(s, rank, t);
+	return in_order;
 }
 
 void kv_sim_finish(struct kv_sim *s)

@@ -52,8 +52,10 @@ struct kv_sim;
 
 struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture);
 void kv_sim_free(struct kv_sim *s);
-/* Routes and serves one request, writing its records to the capture. */
-void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *r);
+/* Routes and serves one request, writing its records to the capture.
+ * False when its timestamp is before the previous request's: it is then
+ * served at the previous request's time (recv_ns never goes back). */
+bool kv_sim_request(struct kv_sim *s, const struct kv_trace_req *r);
 /* Also writes each request as a kv-conductor /query line (token_ids), or a
  * /query_by_hash line (local hashes) with by_hash, to f (NULL: none). */
 void kv_sim_queries(struct kv_sim *s, FILE *f, bool by_hash);

@@ -120,6 +120,20 @@ kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs"
 	grep -q '^kvgen: policy kv: 5 requests,' <<<"$stderr"
 }
 
+@test "timestamps that go back are served at the time reached, and said so once" {
+	{ head -3 "$TRACE"; echo '{"timestamp": 900, "input_length": 500, "hash_ids": [1]}'; echo '{"timestamp": 1, "input_length": 500, "hash_ids": [3]}'; echo '{"timestamp": 2, "input_length": 500, "hash_ids": [2]}'; } > t.jsonl
+	run --separate-stderr kvgen --workers 1 --dp 1 -o cap.kvcap t.jsonl
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvgen: t.jsonl: line 5: timestamp 1 ms goes back before the previous request's: served at the time reached instead, as is every later one that goes back (said once)"
+	assert_equal "${#stderr_lines[@]}" 2
+	# recv_ns never goes back in the capture
+	run bash -c "kvdecode cap.kvcap | grep -o '\"recv_ns\":[0-9]*' | cut -d: -f2 | sort -c -n"
+	assert_success
+	# in order, not a word
+	run --separate-stderr kvgen -n -q "$TRACE"
+	assert_equal "$stderr" ""
+}
+
 @test "every --workers count has valid, distinct node addresses; small clusters keep theirs" {
 	kvgen -n -q --workers 65536 --dp 1 --capacity 1 --limit 1 --registrations regs.jsonl "$TRACE"
 	jq -r '.medium_endpoints.npu' regs.jsonl > eps
