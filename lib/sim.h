@@ -24,7 +24,14 @@
 #include "trace.h"
 #include "workers.h"
 
-enum kv_policy { KV_POLICY_RANDOM, KV_POLICY_ROUND_ROBIN, KV_POLICY_KV };
+/* kv: the routers' default, cache affinity and load; affinity: cache
+ * affinity alone (kvquery --route's choice). */
+enum kv_policy { KV_POLICY_RANDOM, KV_POLICY_ROUND_ROBIN, KV_POLICY_KV, KV_POLICY_AFFINITY };
+/* The kv policy's load term by default: a weight of 1 per prompt block
+ * (Dynamo's and kv-conductor's default weights), over requests taken within
+ * the last LOAD_WINDOW of trace time.  kvgen(1) says why. */
+#define KV_SIM_LOAD_WEIGHT_DEFAULT 1.0
+#define KV_SIM_LOAD_WINDOW_DEFAULT (20ull * 1000000000ull)
 enum kv_pool_kind { KV_POOL_NONE, KV_POOL_MEMCACHE, KV_POOL_MOONCAKE };
 
 struct kv_sim_opts {
@@ -36,7 +43,8 @@ struct kv_sim_opts {
 	uint32_t disk_capacity;     /* disk blocks per node, 0: no disk tier */
 	enum kv_policy policy;
 	struct kv_weights weights;
-	double load_weight;         /* kv policy: score less this per request routed within load_window */
+	double load_weight;         /* kv policy: score less this per prompt block of the requests a
+	                               rank took within load_window */
 	uint64_t load_window_ns;
 	uint64_t seed;
 	double speed;               /* trace time is divided by this */
