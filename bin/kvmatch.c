@@ -246,11 +246,16 @@ static void handle(struct run *r, const struct kv_batch *b)
 		report_problem(r, b, b->issues[i]);
 	r->bad += b->nissues > KV_WIRE_MAX_ISSUES ? b->nissues - KV_WIRE_MAX_ISSUES : 0;
 	/* Periodic snapshots follow event time, so replaying gives the same ones:
-	 * the state just before the first record at or past each boundary. */
-	if (r->o->every_ns && b->ctx.recv_ns >= r->next_snapshot) {
+	 * the state just before the first record at or past each boundary.
+	 * Event time as kvmatch takes it (a suspect jump does not move it), and
+	 * no boundary past 2^64-1: UINT64_MAX says there is none. */
+	bool suspect;
+	uint64_t t = kv_match_record_time(&r->m, b->ctx.recv_ns, &suspect);
+	if (r->o->every_ns && t >= r->next_snapshot && r->next_snapshot != UINT64_MAX) {
 		if (r->next_snapshot)
 			write_snapshot(r);
-		r->next_snapshot = (b->ctx.recv_ns / r->o->every_ns + 1) * r->o->every_ns;
+		uint64_t slot = t / r->o->every_ns + 1;
+		r->next_snapshot = slot > UINT64_MAX / r->o->every_ns ? UINT64_MAX : slot * r->o->every_ns;
 	}
 	if (kv_match_record(&r->m, &b->ctx, b->nev))
 		for (size_t i = 0; i < b->nev; i++)

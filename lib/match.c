@@ -570,18 +570,24 @@ static bool not_far_after(uint64_t t, uint64_t ref, uint64_t limit)
 	return t <= ref || t - ref <= limit;
 }
 
-static uint64_t record_time(struct kv_match *m, uint64_t recv_ns, bool *suspect)
+uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect)
 {
 	uint64_t limit = time_jump_limit(m), last = m->jump_ns;
 	*suspect = false;
-	m->jump_ns = 0;
 	if (m->now == 0 || not_far_after(recv_ns, m->now, limit))
 		return recv_ns;
 	if (last && recv_ns != last && not_far_after(recv_ns, last, limit) && not_far_after(last, recv_ns, limit))
 		return recv_ns;
-	m->jump_ns = recv_ns;
 	*suspect = true;
 	return m->now;
+}
+
+/* kv_match_record_time, remembering a suspect record for the next one. */
+static uint64_t record_time(struct kv_match *m, uint64_t recv_ns, bool *suspect)
+{
+	uint64_t t = kv_match_record_time(m, recv_ns, suspect);
+	m->jump_ns = *suspect ? recv_ns : 0;
+	return t;
 }
 
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)

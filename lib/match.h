@@ -161,6 +161,10 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 void kv_match_event(struct kv_match *m, const struct kv_event *e);
 /* A record that could not be decoded (reported dropped: decode_error). */
 void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
+/* The event time a record stamped recv_ns would be taken at, without
+ * taking it: recv_ns, or the event time reached when recv_ns is a suspect
+ * jump (*suspect set; kvmatch(1), Time). */
+uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect);
 /* Runs expiry up to event time t (no-op when t is not later than now). */
 void kv_match_advance(struct kv_match *m, uint64_t t);
 struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part);

@@ -573,6 +573,20 @@ s.kvsnap"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 3
 }
 
+@test "--snapshot-every follows event time as kvmatch takes it: a suspect far-future record moves no boundary" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  store $E0 1000000002 0 xpu '"0xb"' '"0xa"' 5,6,7,8 | sed 's/"seq":[0-9]*/"seq":2/'
+	  store $E0 12 0 xpu '"0xc"' '"0xb"' 5,6,7,9 | sed 's/"seq":[0-9]*/"seq":3/'; } > ev.jsonl
+	mkfifo fifo
+	(cat ev.jsonl; sleep 1; store $E0 13 0 xpu '"0xd"' '"0xc"' 5,6,7,10 | sed 's/"seq":[0-9]*/"seq":4/') > fifo &
+	kvmatch -q --log none --snapshot-every 10 -o s.kvsnap fifo & pid=$!
+	sleep 0.5
+	# written before the record at 12 s, the boundary of 10 s: 0xa and 0xb
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | [.blocks, .now_ns] | join(" ")')" "2 1000000000"
+	wait_for $pid
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 4
+}
+
 @test "--snapshot-every without -o is a usage error" {
 	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
 	run --separate-stderr kvmatch --snapshot-every 10 ev.jsonl
