@@ -407,6 +407,9 @@ limited() {
 		run --separate-stderr kvmatch --log none first.kvcap
 		assert_equal "$status" 65
 		assert_equal "${stderr_lines[0]}" "kvmatch: first.kvcap: record 1: byte 0: kvcap header with $what (this kvtools reads version 1)"
+		run --separate-stderr kvpub -q --single "ipc://$T/p" --slow-joiner-wait 0 --linger 0 first.kvcap
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvpub: first.kvcap: byte 0: kvcap header with $what (this kvtools reads version 1)"
 	done
 }
 
