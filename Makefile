@@ -183,10 +183,11 @@ demo: deps
 # from the trace byte for byte (kvgen is deterministic; the capture's header
 # names kvgen's version, so a new VERSION changes that header alone): 2 nodes
 # x 2 DP ranks of 64-token blocks and 1500-block caches, a memcache pool, kv
-# routing with load weight 8, the first 30 requests; the queries are the last
-# five of them cut to 2048 tokens.  SAMPLEDIR=DIR writes them elsewhere.
+# routing (kvgen's default: cache affinity and load), the first 30 requests;
+# the queries are the last five of them cut to 2048 tokens.  SAMPLEDIR=DIR
+# writes them elsewhere.
 SAMPLEDIR  ?= share
-SAMPLE_OPTS = --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --load-weight 8 --limit 30
+SAMPLE_OPTS = --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 30
 
 samples: $(PROGDIR)/kvgen
 	@mkdir -p $(SAMPLEDIR)

@@ -34,11 +34,13 @@ static const char usage[] =
 	"                            engine's come -MS after the pool's (1)\n"
 	"      --pool-backend NAME   pool events name NAME as their backend_id, not their\n"
 	"                            node's IP (a decoupled pool: mooncake-daemon-0)\n"
-	"      --policy random|round-robin|kv  routing (kv)\n"
+	"      --policy random|round-robin|kv|affinity  routing (kv: cache affinity and\n"
+	"                            load, as routers weigh them; affinity: affinity alone)\n"
 	"      --weights N,C,D       kv routing weights of npu, cpu, disk blocks (1,1,0)\n"
-	"      --load-weight L       kv routing: score less L per request the worker took\n"
-	"                            within --load-window (0: cache affinity alone)\n"
-	"      --load-window SECS    of trace time (60)\n"
+	"      --load-weight L       kv routing: score less L per prompt block of the\n"
+	"                            requests the worker took within --load-window (1;\n"
+	"                            0: cache affinity alone)\n"
+	"      --load-window SECS    of trace time (20)\n"
 	"      --seed N              tokens and random routing (1)\n"
 	"      --speed X             compress trace time X times (1)\n"
 	"      --vllm-format array|map  vLLM events as arrays (up to 0.25) or maps (0.26+) (array)\n"
@@ -145,7 +147,7 @@ static void parse_weights(const char *s, struct kv_weights *w)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	static const char *const pools[] = { "none", "memcache", "mooncake", NULL };
-	static const char *const policies[] = { "random", "round-robin", "kv", NULL };
+	static const char *const policies[] = { "random", "round-robin", "kv", "affinity", NULL };
 	static const char *const vllm_formats[] = { "array", "map", NULL };
 	static const char *const hash_formats[] = { "int", "bytes", NULL };
 	struct kv_sim_opts *s = &o->sim;
@@ -153,7 +155,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 				   .pool_capacity = 262144, .policy = KV_POLICY_KV, .weights = KV_WEIGHTS_DEFAULT,
 				   .seed = 1, .speed = 1, .pool_lag_ns = 1000000, .model = "llama",
 				   .base_ns = 1764547200000000000ull, .window_ns = 60000000000ull,
-				   .load_window_ns = 60000000000ull };
+				   .load_window_ns = KV_SIM_LOAD_WINDOW_DEFAULT, .load_weight = KV_SIM_LOAD_WEIGHT_DEFAULT };
+	bool load_weight_given = false;
 	int c;
 	int64_t lag;
 	double speed;
@@ -187,6 +190,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_LOAD_WEIGHT:
 			if (!kv_parse_double(optarg, 0, 1e9, &s->load_weight))
 				kv_usage_error("--load-weight: '%s' is not a non-negative number", optarg);
+			load_weight_given = true;
 			break;
 		case OPT_LOAD_WINDOW:
 			s->load_window_ns = (uint64_t)count_option("--load-window", optarg, 1, 86400) * 1000000000ull;
@@ -220,6 +224,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 	s->emit.mooncake = s->pool == KV_POOL_MOONCAKE;
 	if (s->pool_backend && s->pool == KV_POOL_NONE)
 		kv_usage_error("--pool-backend: no pool (--pool memcache or mooncake)");
+	if (load_weight_given && s->load_weight > 0 && s->policy == KV_POLICY_AFFINITY)
+		kv_usage_error("--load-weight: --policy affinity weighs cache affinity alone (use --policy kv)");
 	if (optind < argc - 1)
 		kv_usage_error("one trace at most");
 }
@@ -296,7 +302,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	struct kv_trace_req req = { 0 };
 	char *line, err[200];
 	size_t n;
-	uint64_t served = 0, bad = 0;
+	uint64_t served = 0, bad = 0, went_back = 0;
 	enum kv_lines_status st;
 	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_failed(out)) &&
 	       (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF && st != KV_LINES_STOPPED) {
@@ -313,7 +319,10 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 			bad++;
 			continue;
 		}
-		kv_sim_request(sim, &req);
+		if (!kv_sim_request(sim, &req) && !went_back++)
+			kv_warn("%s: line %llu: timestamp %llu ms goes back before the previous request's: served at "
+				"the time reached instead, as is every later one that goes back (said once)",
+				name, (unsigned long long)l.lineno, (unsigned long long)req.ts_ms);
 		served++;
 	}
 	free(req.hash_ids);

@@ -245,14 +245,21 @@ static void report_problem(struct run *r, const struct kv_batch *b, const char *
 
 /* Periodic snapshots follow event time, so replaying gives the same ones:
  * the state just before the first record at or past each boundary, whatever
- * line of it comes first (an event, a problem, a no_events line). */
+ * line of it comes first (an event, a problem, a no_events line).  Event
+ * time as kvmatch takes it (a suspect jump does not move it), and no
+ * boundary past 2^64-1: UINT64_MAX says there is none. */
 static void snapshot_if_due(struct run *r, const struct kv_batch *b)
 {
-	if (!r->o->every_ns || b->fatal || b->ctx.recv_ns < r->next_snapshot)
+	bool suspect;
+	if (!r->o->every_ns || b->fatal || r->next_snapshot == UINT64_MAX)
+		return;
+	uint64_t t = kv_match_record_time(&r->m, b->ctx.recv_ns, &suspect);
+	if (t < r->next_snapshot)
 		return;
 	if (r->next_snapshot)
 		write_snapshot(r);
-	r->next_snapshot = (b->ctx.recv_ns / r->o->every_ns + 1) * r->o->every_ns;
+	uint64_t slot = t / r->o->every_ns + 1;
+	r->next_snapshot = slot > UINT64_MAX / r->o->every_ns ? UINT64_MAX : slot * r->o->every_ns;
 }
 
 static void handle(struct run *r, const struct kv_batch *b)

@@ -45,8 +45,8 @@ struct endpoint {
 	struct stored *held;
 	size_t head, nheld, capheld, held_bytes;
 	uint64_t no_replay_at;       /* a gap ending here was already replayed once */
-	bool dedup;                  /* seqs up to dedup_upto came by replay: live copies are duplicates */
-	uint64_t dedup_upto;
+	bool dedup;                  /* seqs dedup_lo..dedup_upto came by replay: live copies are duplicates */
+	uint64_t dedup_lo, dedup_upto;
 	uint64_t last_ns;            /* wall time of its last message */
 	uint8_t *topic;              /* last live topic, for rebuilding replayed records */
 	size_t topic_len;
@@ -275,12 +275,13 @@ static bool deliver(struct kv_capture *c, struct endpoint *ep, uint64_t recv_ns,
 	kv_msg_split(frames, n, &parts);
 	remember_topic(ep, parts.topic);
 	if (!parts.has_seq) {
-		ep->bad_seq++;
+		/* [topic, payload] and bare payloads carry no seq: nothing bad */
+		ep->bad_seq += parts.seq_frame;
 		write_record(c, ep, recv_ns, 0, frames, n);
 		return true;
 	}
 	if (ep->dedup) {
-		if (parts.seq <= ep->dedup_upto) {
+		if (parts.seq >= ep->dedup_lo && parts.seq <= ep->dedup_upto) {
 			ep->duplicates++;
 			return true;
 		}
@@ -338,6 +339,16 @@ static int by_seq(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The seqs a replay is trusted for end before this one: the seq whose gap
+ * it fills, or (--replay-from asks for no end) the first live seq that
+ * waited behind it; what the live stream brings is never taken from a
+ * replay, which could drop it later as a duplicate. */
+static uint64_t replay_end(const struct endpoint *ep)
+{
+	const struct stored *first = ep->nheld ? &ep->held[ep->head] : NULL;
+	return first && first->has_seq && first->seq < ep->hi ? first->seq : ep->hi;
+}
+
 /* Ends the replay: writes what it brought (in seq order, flagged), then
  * whatever waited behind it. */
 static void finish_replay(struct kv_capture *c, struct endpoint *ep)
@@ -347,12 +358,15 @@ static void finish_replay(struct kv_capture *c, struct endpoint *ep)
 	ep->replaying = false;
 	if (ep->nrep) /* a replay nobody answered brought nothing, and rep may be NULL */
 		qsort(ep->rep, ep->nrep, sizeof *ep->rep, by_seq);
+	uint64_t end = replay_end(ep);
 	for (size_t i = 0; i < ep->nrep; i++) {
 		struct stored *s = &ep->rep[i];
-		if (!ep->seq.seen || s->seq > ep->seq.last) {
+		if ((!ep->seq.seen || s->seq > ep->seq.last) && s->seq < end) {
 			kv_seq_observe(&ep->seq, s->seq);
 			ep->replayed++;
 			write_record(c, ep, s->recv_ns, KV_CAP_FLAG_REPLAYED, s->frames, s->nframes);
+			if (!ep->dedup)
+				ep->dedup_lo = s->seq;
 			ep->dedup = true;
 			ep->dedup_upto = s->seq;
 		}
@@ -374,7 +388,10 @@ static void take_replay_reply(struct endpoint *ep, const struct kv_frame *frames
 	}
 	if (r.kind != KV_REPLAY_BATCH || r.seq < ep->lo || r.seq >= ep->hi)
 		return;
-	if (ep->nrep > 0 && r.seq <= ep->rep[ep->nrep - 1].seq)
+	/* A replay buffer is consecutive batches: after the first reply (which
+	 * may start later than asked), one that is not the next seq is no
+	 * part of it. */
+	if (ep->nrep > 0 && r.seq != ep->rep[ep->nrep - 1].seq + 1)
 		return;
 	uint8_t seqbuf[8];
 	kv_seq_encode(r.seq, seqbuf);
@@ -613,7 +630,7 @@ bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m)
 		  offsetof(struct endpoint, seq.missing) },
 		{ "kvtools_sub_replayed_total", "Batches recovered from the replay socket.", offsetof(struct endpoint, replayed) },
 		{ "kvtools_sub_restarts_total", "Steps back in seq: publisher restarts.", offsetof(struct endpoint, seq.restarts) },
-		{ "kvtools_sub_bad_seq_total", "Messages without an 8-byte seq frame.", offsetof(struct endpoint, bad_seq) },
+		{ "kvtools_sub_bad_seq_total", "Messages of 3 frames or more whose seq frame is not 8 bytes.", offsetof(struct endpoint, bad_seq) },
 	};
 	if (!kv_metrics_begin(m))
 		return false;

@@ -89,6 +89,17 @@ static void decode_errors(struct diag *d, const struct kv_srcstat *s)
 	    "%llu record%s or event%s could not be decoded", ull(s->errors), pl(s->errors, "s"), pl(s->errors, "s"));
 }
 
+static void time_jump(struct diag *d, const struct kv_srcstat *s)
+{
+	if (!s->d.time_jumps)
+		return;
+	add(d, "time_jump", "warning", s, s->d.worker, json_pack("{s:I}", "records", (json_int_t)s->d.time_jumps),
+	    "a recv_ns far in the future (a damaged capture, a flipped bit, a clock that stepped): such a record "
+	    "is applied at the event time reached, so that it does not expire everything kvmatch keeps",
+	    "%llu record%s stamped beyond the event time reached by more than the longest TTL, and not "
+	    "confirmed by the next record", ull(s->d.time_jumps), pl(s->d.time_jumps, "s"));
+}
+
 static void restarted(struct diag *d, const struct kv_srcstat *s)
 {
 	if (!s->seq.restarts)
@@ -419,7 +430,7 @@ static void find(struct diag *d)
 {
 	const struct kv_match *m = d->m;
 	static void (*const per_source[])(struct diag *, const struct kv_srcstat *) = {
-		decode_errors, restarted, missed_batches, parent_not_found, block_size_mismatch, non_full_attention,
+		decode_errors, time_jump, restarted, missed_batches, parent_not_found, block_size_mismatch, non_full_attention,
 		unknown_backend, no_offload_events, engine_hashes_differ, lag, silent,
 	};
 	for (size_t i = 0; i < m->sources.n; i++)

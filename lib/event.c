@@ -11,3 +11,8 @@ const char *kv_evtype_name(enum kv_evtype t)
 	static const char *const names[] = { "stored", "removed", "cleared" };
 	return names[t <= KV_EV_CLEARED ? t : 0];
 }
+
+bool kv_dp_rank_valid(int64_t dp_rank)
+{
+	return dp_rank >= 0 && dp_rank <= (int64_t)UINT32_MAX;
+}

@@ -106,6 +106,12 @@ struct kv_event {
 };
 
 const char *kv_format_name(enum kv_format f);
+/* The one rule for a dp_rank read from any input: 0 to 2^32-1, what a
+ * snapshot stores (kvsnap(5)); a larger one would collide with another
+ * rank there.  KV_DP_RANK_RULE says so in messages. */
+bool kv_dp_rank_valid(int64_t dp_rank);
+#define KV_DP_RANK_RULE "a rank from 0 to 4294967295"
+
 const char *kv_evtype_name(enum kv_evtype t);
 
 #endif

@@ -25,6 +25,24 @@ static const char *const key_names[] = {
 	"base_block_idx", "additional_salt", "group_id", "decoded",
 };
 
+/* The JSON kinds a value may have: a wrong one is an error, never a value
+ * read as 0 or as absent.  null stands for absent where a field may be
+ * absent (as nil does on the wire), never for src, recv_ns, topic,
+ * replayed, format, type, medium or block_hashes. */
+enum jkind { J_NULL = 1, J_BOOL = 2, J_NUM = 4, J_STR = 8, J_ARR = 16, J_MAP = 32 };
+#define J_ANY 0 /* a key not listed here: anything */
+static const unsigned char key_kinds[] = {
+	[K_SRC] = J_STR, [K_RECV_NS] = J_NUM, [K_SEQ] = J_NUM | J_NULL, [K_TOPIC] = J_STR,
+	[K_REPLAYED] = J_BOOL, [K_FORMAT] = J_STR, [K_TS] = J_NUM | J_NULL, [K_DP_RANK] = J_NUM | J_NULL,
+	[K_TYPE] = J_STR, [K_MEDIUM] = J_STR, [K_BLOCK_HASHES] = J_ARR, [K_PARENT] = J_STR | J_NUM | J_NULL,
+	[K_TOKEN_IDS] = J_ARR | J_NULL, [K_BLOCK_SIZE] = J_NUM | J_NULL, [K_LORA_ID] = J_NUM | J_NULL,
+	[K_LORA_NAME] = J_STR | J_NULL, [K_GROUP_IDX] = J_NUM | J_NULL, [K_SPEC_KIND] = J_STR | J_NULL,
+	[K_SLIDING_WINDOW] = J_NUM | J_NULL, [K_MEDIUM_RAW] = J_STR | J_NULL, [K_BACKEND_ID] = J_STR | J_NULL,
+	[K_MODEL_NAME] = J_STR | J_NULL, [K_TENANT_ID] = J_STR | J_NULL, [K_EVENT_ID] = J_NUM | J_STR | J_NULL,
+	[K_OBJECT_KEY] = J_STR | J_NULL, [K_LOCALITY] = J_STR | J_NULL, [K_OWNERSHIP] = J_STR | J_NULL,
+	[K_BASE_BLOCK_IDX] = J_NUM | J_NULL, [K_ADDITIONAL_SALT] = J_STR | J_NULL,
+};
+
 struct kv_evjson_reader {
 	yajl_handle h;
 	struct kv_event *e;
@@ -48,6 +66,41 @@ static int fail(struct kv_evjson_reader *r, const char *fmt, const char *arg)
 {
 	if (!r->msg[0])
 		snprintf(r->msg, sizeof r->msg, fmt, arg);
+	return 0;
+}
+
+/* "a number or a string" for a mask of kinds. */
+static void kinds_text(unsigned kinds, char *buf, size_t len)
+{
+	static const char *const names[] = { "null", "a boolean", "a number", "a string", "an array", "an object" };
+	size_t at = 0;
+	buf[0] = 0;
+	for (unsigned k = 1, seen = 0; k <= 6; k++) { /* null last */
+		unsigned i = k % 6;
+		if (kinds & (1u << i) && at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", seen++ ? " or " : "", names[i]);
+	}
+}
+
+/* Whether a value of this kind may stand where the parser is: a top-level
+ * key's value, or an element of block_hashes (hashes) or token_ids (ids). */
+static int kind_ok(struct kv_evjson_reader *r, unsigned kind)
+{
+	unsigned allowed = J_ANY;
+	const char *what = key_names[r->key];
+	if (r->depth == 1 && r->key < sizeof key_kinds)
+		allowed = key_kinds[r->key];
+	else if (r->depth == 2 && r->key == K_BLOCK_HASHES)
+		allowed = J_STR | J_NUM, what = "block_hashes[]";
+	else if (r->depth == 2 && r->key == K_TOKEN_IDS)
+		allowed = J_NUM, what = "token_ids[]";
+	if (allowed == J_ANY || (allowed & kind))
+		return 1;
+	char want[80], got[16];
+	kinds_text(allowed, want, sizeof want);
+	kinds_text(kind, got, sizeof got);
+	if (!r->msg[0])
+		snprintf(r->msg, sizeof r->msg, "%s: expected %s, not %s", what, want, got);
 	return 0;
 }
 
@@ -95,6 +148,8 @@ static int on_null(void *ctx)
 {
 	struct kv_evjson_reader *r = ctx;
 	struct kv_event *e = r->e;
+	if (!kind_ok(r, J_NULL))
+		return 0;
 	if (r->depth != 1)
 		return 1;
 	switch (r->key) {
@@ -111,6 +166,8 @@ static int on_null(void *ctx)
 static int on_bool(void *ctx, int b)
 {
 	struct kv_evjson_reader *r = ctx;
+	if (!kind_ok(r, J_BOOL))
+		return 0;
 	if (r->depth == 1 && r->key == K_REPLAYED)
 		r->e->replayed = b;
 	if (r->depth == 1 && r->key == K_DECODED)
@@ -158,6 +215,8 @@ static int on_number(void *ctx, const char *s, size_t n)
 	struct kv_evjson_reader *r = ctx;
 	struct kv_event *e = r->e;
 	uint64_t u;
+	if (!kind_ok(r, J_NUM))
+		return 0;
 	if (r->depth == 2 && r->key == K_BLOCK_HASHES) {
 		if (!hash_number(r, s, n, &u))
 			return 0;
@@ -218,6 +277,8 @@ static int on_number(void *ctx, const char *s, size_t n)
 	e->has |= bit;
 	if (r->key == K_BLOCK_SIZE && e->block_size < 0)
 		return fail(r, "%s: must not be negative", "block_size");
+	if (r->key == K_DP_RANK && !kv_dp_rank_valid(e->dp_rank))
+		return fail(r, "dp_rank: expected %s", KV_DP_RANK_RULE);
 	return 1;
 }
 
@@ -257,6 +318,8 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 	struct kv_event *e = r->e;
 	uint64_t h;
 	const char *why;
+	if (!kind_ok(r, J_STR))
+		return 0;
 	if (r->depth == 2 && r->key == K_BLOCK_HASHES) {
 		if ((why = kv_flexhash_str((const char *)s, n, false, &h)))
 			return fail(r, "block_hashes: %s", why);
@@ -322,6 +385,8 @@ static int on_start_map(void *ctx)
 	struct kv_evjson_reader *r = ctx;
 	if (r->depth == 0 && r->complete)
 		return fail(r, "%s", "more than one JSON value on the line");
+	if (r->depth > 0 && !kind_ok(r, J_MAP))
+		return 0;
 	r->depth++;
 	return 1;
 }
@@ -339,6 +404,8 @@ static int on_start_array(void *ctx)
 	struct kv_evjson_reader *r = ctx;
 	if (r->depth == 0)
 		return fail(r, "%s", "expected a JSON object");
+	if (!kind_ok(r, J_ARR))
+		return 0;
 	r->depth++;
 	if (r->depth == 2 && r->key == K_TOKEN_IDS)
 		r->e->has |= KV_HAS_TOKENS;

@@ -20,7 +20,8 @@ void kv_msg_split(const struct kv_frame *frames, size_t n, struct kv_msg_parts *
 	m->payload = n == 3 ? frames[2] : frames[n - 1];
 	if (n >= 2)
 		m->topic = frames[0];
-	if (n >= 3 && frames[1].n == 8) {
+	m->seq_frame = n >= 3;
+	if (m->seq_frame && frames[1].n == 8) {
 		m->has_seq = true;
 		for (int i = 0; i < 8; i++)
 			m->seq = m->seq << 8 | frames[1].p[i];
@@ -111,14 +112,34 @@ void kv_cap_close(struct kv_cap_reader *r)
 	msgpack_zone_destroy(&r->zone);
 }
 
-static bool is_header(const msgpack_object *o)
+/* The version of a header map (its "kvcap" value), or NULL if it is none. */
+static const msgpack_object *header_version(const msgpack_object *o)
 {
 	for (uint32_t i = 0; i < o->via.map.size; i++) {
 		const msgpack_object *k = &o->via.map.ptr[i].key;
 		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == 5 &&
 		    memcmp(k->via.str.ptr, "kvcap", 5) == 0)
-			return true;
+			return &o->via.map.ptr[i].val;
 	}
+	return NULL;
+}
+
+/* A header of another version than this reader's: its records may mean
+ * something else, so the input is refused, not read as version 1. */
+static bool version_known(struct kv_cap_reader *r, const msgpack_object *v, uint64_t off)
+{
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 == KV_CAP_VERSION)
+		return true;
+	char what[48];
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		snprintf(what, sizeof what, "version %llu", (unsigned long long)v->via.u64);
+	else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		snprintf(what, sizeof what, "version %lld", (long long)v->via.i64);
+	else
+		snprintf(what, sizeof what, "a version that is not an integer");
+	r->error_off = off;
+	snprintf(r->error, sizeof r->error, "byte %llu: kvcap header with %s (this kvtools reads version %d)",
+		 (unsigned long long)off, what, KV_CAP_VERSION);
 	return false;
 }
 
@@ -192,7 +213,10 @@ enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec)
 		snprintf(r->error, sizeof r->error, "byte %llu: undecodable object", (unsigned long long)off);
 		return KV_CAP_ERROR;
 	}
-	if (o.type == MSGPACK_OBJECT_MAP && is_header(&o)) {
+	const msgpack_object *version = o.type == MSGPACK_OBJECT_MAP ? header_version(&o) : NULL;
+	if (version) {
+		if (!version_known(r, version, off))
+			return KV_CAP_ERROR;
 		r->started = true;
 		return KV_CAP_HEADER;
 	}

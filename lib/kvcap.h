@@ -43,7 +43,8 @@ struct kv_record {
 /* The parts of a publisher message: [topic, seq, payload] (SPEC sec. 5.2). */
 struct kv_msg_parts {
 	struct kv_frame topic, payload;
-	bool has_seq;
+	bool seq_frame;       /* the message has a seq position: 3 frames or more */
+	bool has_seq;         /* ... and that frame is a seq (8 bytes) */
 	uint64_t seq;
 };
 void kv_msg_split(const struct kv_frame *frames, size_t n, struct kv_msg_parts *m);

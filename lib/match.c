@@ -12,7 +12,7 @@ static const char *const state_names[KV_NSTATES] = {
 static const char *const reason_names[KV_NREASONS] = {
 	"", "non_full_attention", "block_size_mismatch", "no_hashes", "parent_not_found",
 	"unknown_backend", "unknown_hash", "duplicate", "decode_error", "max_pending", "source_limit",
-	"worker_limit", "partition_limit", "holder_limit",
+	"worker_limit", "partition_limit", "holder_limit", "bad_block_size", "hashes_beyond_tokens",
 };
 
 const char *kv_state_name(enum kv_state s) { return s < KV_NSTATES ? state_names[s] : "?"; }
@@ -220,9 +220,12 @@ static void on_freed(void *arg, uint32_t part, const struct kv_block *b)
 	content_keep(arg, part, b->key, b->parent, b->local);
 }
 
+/* Whether something stamped t is younger than ttl at event time now.
+ * Said without t + ttl, which wraps for a t near 2^64 (a recv_ns of
+ * 2^64-1 would expire at once). */
 static bool live(uint64_t t, uint64_t ttl, uint64_t now)
 {
-	return t + ttl > now;
+	return now < t || now - t < ttl;
 }
 
 /* The content of chain: from the block that holds it, or the content cache. */
@@ -364,8 +367,7 @@ static bool any_entry(const struct kv_pending *p, const void *arg)
 struct who {
 	uint32_t worker;
 	unsigned medium;
-	uint64_t older_than;   /* entries with t + ttl <= this expire */
-	uint64_t ttl;
+	uint64_t cutoff;       /* entries stamped at or before this expire */
 };
 
 static bool entry_of(const struct kv_pending *p, const void *arg)
@@ -377,7 +379,7 @@ static bool entry_of(const struct kv_pending *p, const void *arg)
 static bool expired_entry(const struct kv_pending *p, const void *arg)
 {
 	const struct who *w = arg;
-	return p->t + w->ttl <= w->older_than;
+	return p->t <= w->cutoff;
 }
 
 static void ring_trim(struct kv_pendpool *pp)
@@ -414,13 +416,15 @@ static void pending_expire(struct kv_match *m)
 		if (pp->head == pp->tail)
 			return;
 		struct kv_pending *p = slot(pp, pp->head);
-		bool by_ttl = p->t + m->o.pending_ttl_ns <= m->now;
+		bool by_ttl = !live(p->t, m->o.pending_ttl_ns, m->now);
 		if (!by_ttl && pp->alive <= m->o.max_pending)
 			return;
 		uint64_t ehash = p->ehash;
 		uint32_t part = p->part;
 		struct rep r = { NULL, part };
-		struct who w = { .older_than = by_ttl ? m->now : p->t + m->o.pending_ttl_ns, .ttl = m->o.pending_ttl_ns };
+		/* by TTL: all as old (now - ttl does not wrap: p->t is that old);
+		 * by --max-pending: this entry and those of its hash before it */
+		struct who w = { .cutoff = by_ttl ? m->now - m->o.pending_ttl_ns : p->t };
 		struct kv_pend_head *h = kv_pend_heads_find(&kv_match_partition(m, part)->heads, ehash);
 		size_t cnt = h ? h->count : 1;
 		uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
@@ -530,7 +534,8 @@ void kv_match_advance(struct kv_match *m, uint64_t t)
 	if (m->now >= m->next_sweep) {
 		for (uint32_t part = 0; part < m->ix->n; part++)
 			sweep_partition(m, part);
-		m->next_sweep = (m->now / KV_SWEEP_INTERVAL_NS + 1) * KV_SWEEP_INTERVAL_NS;
+		uint64_t slot = m->now / KV_SWEEP_INTERVAL_NS + 1;
+		m->next_sweep = slot > UINT64_MAX / KV_SWEEP_INTERVAL_NS ? UINT64_MAX : slot * KV_SWEEP_INTERVAL_NS;
 	}
 }
 
@@ -543,20 +548,62 @@ static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_
 	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
 }
 
+/* How far beyond the event time reached a record may be stamped before it
+ * is suspect: the longest TTL.  A jump beyond it expires everything kvmatch
+ * keeps, so it is taken only when the next record confirms it. */
+static uint64_t time_jump_limit(const struct kv_match *m)
+{
+	uint64_t l = m->o.pending_ttl_ns;
+	l = m->o.offload_ttl_ns > l ? m->o.offload_ttl_ns : l;
+	return m->o.content_ttl_ns > l ? m->o.content_ttl_ns : l;
+}
+
+/* The event time a record is taken at (kvmatch(1), Time): its recv_ns,
+ * unless that lies beyond the event time reached by more than the longest
+ * TTL.  Such a record is suspect (one flipped bit of recv_ns would expire
+ * everything pending for good) and is taken at the event time reached,
+ * unless the record before it was suspect too and stamped within that
+ * limit of it at another time: then all sources moved on (a capture
+ * resumed hours later) and event time follows, from the second record. */
+static bool not_far_after(uint64_t t, uint64_t ref, uint64_t limit)
+{
+	return t <= ref || t - ref <= limit;
+}
+
+uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect)
+{
+	uint64_t limit = time_jump_limit(m), last = m->jump_ns;
+	*suspect = false;
+	if (m->now == 0 || not_far_after(recv_ns, m->now, limit))
+		return recv_ns;
+	if (last && recv_ns != last && not_far_after(recv_ns, last, limit) && not_far_after(last, recv_ns, limit))
+		return recv_ns;
+	*suspect = true;
+	return m->now;
+}
+
+/* kv_match_record_time, remembering a suspect record for the next one. */
+static uint64_t record_time(struct kv_match *m, uint64_t recv_ns, bool *suspect)
+{
+	uint64_t t = kv_match_record_time(m, recv_ns, suspect);
+	m->jump_ns = *suspect ? recv_ns : 0;
+	return t;
+}
+
 /* Whether this line is one more of the record just seen: event lines (and
  * kvdecode -e's error lines) carry one event or problem each, and those of
  * one record share its source, seq and receive time.  A capture record
  * arrives whole, so this holds only for its further problems and events. */
-static bool continues_record(const struct kv_srcstat *src, const struct kv_wire_ctx *ctx)
+static bool continues_record(const struct kv_srcstat *src, const struct kv_wire_ctx *ctx, uint64_t t)
 {
-	return ctx->has_seq && src->rec != KV_REC_NONE && ctx->seq == src->rec_seq && ctx->recv_ns == src->last_recv_ns;
+	return ctx->has_seq && src->rec != KV_REC_NONE && ctx->seq == src->rec_seq && t == src->last_recv_ns;
 }
 
 /* A new record arrived from src: its seq is accounted for (gap, restart),
  * unless it is a replayed batch applied live already. */
-static void record_arrives(struct kv_srcstat *src, const struct kv_wire_ctx *ctx, enum kv_rec_state state)
+static void record_arrives(struct kv_srcstat *src, const struct kv_wire_ctx *ctx, uint64_t t, enum kv_rec_state state)
 {
-	src->last_recv_ns = ctx->recv_ns;
+	src->last_recv_ns = t;
 	src->rec_seq = ctx->seq;
 	src->rec = ctx->has_seq ? state : KV_REC_NONE;
 	if (!ctx->has_seq)
@@ -579,28 +626,47 @@ static void count_batch(struct kv_match *m, struct kv_srcstat *src, const struct
 
 /* The source of a record, and the current source for the evidence of its
  * events; NULL for a source beyond KV_MAX_SOURCES (or none named). */
-static struct kv_srcstat *record_source(struct kv_match *m, const struct kv_wire_ctx *ctx)
+static struct kv_srcstat *record_source(struct kv_match *m, const struct kv_wire_ctx *ctx, uint64_t t)
 {
 	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
 	m->cur = src ? (size_t)(src - m->sources.v) + 1 : 0;
 	if (src && !src->batches && !src->d.first_ns)
-		src->d.first_ns = ctx->recv_ns;
+		src->d.first_ns = t;
 	return src;
+}
+
+/* The record's event time, expiry run up to it. */
+static uint64_t take_time(struct kv_match *m, const struct kv_wire_ctx *ctx, bool *suspect)
+{
+	uint64_t t = record_time(m, ctx->recv_ns, suspect);
+	kv_match_advance(m, t);
+	return t;
+}
+
+/* A line of a record from src: a new record is accounted for, its suspect
+ * time counted once however many lines it has. */
+static void arrive(struct kv_match *m, struct kv_srcstat *src, const struct kv_wire_ctx *ctx, uint64_t t, bool suspect)
+{
+	if (continues_record(src, ctx, t))
+		return;
+	record_arrives(src, ctx, t, KV_REC_BAD);
+	src->d.time_jumps += suspect;
+	m->st.time_jumps += suspect;
 }
 
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
 {
 	struct rep r = { ctx, 0 };
-	kv_match_advance(m, ctx->recv_ns);
-	struct kv_srcstat *src = record_source(m, ctx);
+	bool suspect;
+	uint64_t t = take_time(m, ctx, &suspect);
+	struct kv_srcstat *src = record_source(m, ctx, t);
 	if (!src) {
 		/* A source beyond KV_MAX_SOURCES: its batches are not applied. */
 		m->st.records++;
 		report(m, &r, KV_ST_DROPPED, KV_R_SOURCE_LIMIT, NULL, -1, NULL, 0, nevents);
 		return false;
 	}
-	if (!continues_record(src, ctx))
-		record_arrives(src, ctx, KV_REC_BAD);
+	arrive(m, src, ctx, t, suspect);
 	switch (src->rec) {
 	case KV_REC_DUPLICATE:
 		report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
@@ -615,24 +681,25 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 
 void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 {
-	kv_match_advance(m, ctx->recv_ns);
-	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx) : NULL;
-	if (src && !continues_record(src, ctx))
-		record_arrives(src, ctx, KV_REC_BAD);
+	bool suspect;
+	uint64_t t = take_time(m, ctx, &suspect);
+	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx, t) : NULL;
+	if (src)
+		arrive(m, src, ctx, t, suspect);
 }
 
 void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 {
 	struct rep r = { ctx, 0 };
-	kv_match_advance(m, ctx->recv_ns);
-	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx) : NULL;
+	bool suspect;
+	uint64_t t = take_time(m, ctx, &suspect);
+	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx, t) : NULL;
 	m->cur = 0;
 	if (src) {
 		src->errors++;
 		/* The record still arrived: its seq counts, or the next batch would
 		 * look like a gap (a replayed one already seen changes nothing). */
-		if (!continues_record(src, ctx))
-			record_arrives(src, ctx, KV_REC_BAD);
+		arrive(m, src, ctx, t, suspect);
 		m->cur = (size_t)(src - m->sources.v) + 1;
 	}
 	report(m, &r, KV_ST_DROPPED, KV_R_DECODE_ERROR, NULL, -1, NULL, 0, 0);
@@ -685,6 +752,12 @@ static void grow_blocks(struct kv_match *m, size_t n)
 	m->capblocks = cap;
 }
 
+/* How many blocks a store's tokens fill, a trailing partial one included. */
+static size_t token_blocks(const struct kv_event *e, size_t bs)
+{
+	return e->ntokens / bs + (e->ntokens % bs != 0);
+}
+
 /* Chains of a store that carries tokens; false when its parent is unknown. */
 static bool chains_from_tokens(struct kv_match *m, uint32_t part, const struct kv_event *e, size_t bs,
 			       size_t *nblocks, uint64_t *parent)
@@ -692,7 +765,7 @@ static bool chains_from_tokens(struct kv_match *m, uint32_t part, const struct k
 	*parent = KV_CHAIN_ROOT;
 	if (!e->parent_null && (e->has & KV_HAS_PARENT) && !chain_of(m, part, e->parent, parent))
 		return false;
-	size_t want = (e->ntokens + bs - 1) / bs;
+	size_t want = token_blocks(e, bs);
 	if (want > e->nhashes)
 		want = e->nhashes;
 	grow_blocks(m, want);
@@ -707,7 +780,9 @@ static size_t expected_block_size(struct kv_match *m, uint32_t w, uint32_t part,
 	struct kv_partition *p = &m->ix->p[part];
 	uint32_t expect = reg ? reg : p->block_size;
 	*mismatch = false;
-	if (!(e->has & KV_HAS_BLOCK_SIZE) || e->block_size == 0) {
+	if ((e->has & KV_HAS_BLOCK_SIZE) && e->block_size == 0)
+		return 0; /* with tokens: no size at all, whatever is registered */
+	if (!(e->has & KV_HAS_BLOCK_SIZE)) {
 		if (expect)
 			return expect;
 		return e->nhashes && e->ntokens % e->nhashes == 0 ? e->ntokens / e->nhashes : 0;
@@ -780,9 +855,15 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 			drop_hashes(m, r, e, KV_R_BLOCK_SIZE_MISMATCH, &w, 1);
 			return;
 		}
-		if (!bs || !chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
+		/* Tokens cut into blocks of 0 tokens, or of a size nothing says:
+		 * no block can be named. */
+		if (!bs) {
+			drop_hashes(m, r, e, KV_R_BAD_BLOCK_SIZE, &w, 1);
+			return;
+		}
+		if (!chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
 			/* Parents stored before a capture began are never seen: tell those apart. */
-			if (e->recv_ns < d->first_ns + KV_EARLY_NS)
+			if (live(d->first_ns, KV_EARLY_NS, e->recv_ns))
 				d->pnf_early += e->nhashes ? e->nhashes : 1;
 			drop_hashes(m, r, e, KV_R_PARENT_NOT_FOUND, &w, 1);
 			return;
@@ -806,6 +887,9 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 			if (!note_refused(m, r, refused, e->hashes[i], KV_XPU))
 				report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
 		}
+		/* Hashes beyond the blocks the tokens fill name no content. */
+		for (size_t i = nblocks; i < e->nhashes; i++)
+			report(m, r, KV_ST_DROPPED, KV_R_HASHES_BEYOND_TOKENS, &e->hashes[i], (int)medium, &w, 1, 0);
 		return;
 	}
 	/* No tokens (an offload placeholder): the hashes must name known content. */

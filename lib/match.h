@@ -28,7 +28,7 @@ enum kv_reason {
 	KV_R_NONE, KV_R_NON_FULL_ATTENTION, KV_R_BLOCK_SIZE_MISMATCH, KV_R_NO_HASHES,
 	KV_R_PARENT_NOT_FOUND, KV_R_UNKNOWN_BACKEND, KV_R_UNKNOWN_HASH, KV_R_DUPLICATE,
 	KV_R_DECODE_ERROR, KV_R_MAX_PENDING, KV_R_SOURCE_LIMIT, KV_R_WORKER_LIMIT, KV_R_PARTITION_LIMIT,
-	KV_R_HOLDER_LIMIT, KV_NREASONS
+	KV_R_HOLDER_LIMIT, KV_R_BAD_BLOCK_SIZE, KV_R_HASHES_BEYOND_TOKENS, KV_NREASONS
 };
 
 const char *kv_state_name(enum kv_state s);
@@ -122,6 +122,7 @@ struct kv_match_stats {
 	uint64_t reasons[KV_NREASONS];
 	uint64_t events, records, unknown_removals;
 	uint64_t max_pending_expired;    /* pending entries expired by --max-pending, not by their TTL */
+	uint64_t time_jumps;             /* records stamped far beyond event time, taken at it */
 };
 
 struct kv_match {
@@ -131,8 +132,9 @@ struct kv_match {
 	struct kv_pmatch *pm;            /* parallel to ix->p */
 	size_t npm;
 	struct kv_pendpool pending;
-	uint64_t now;                    /* event time: the largest recv_ns seen */
+	uint64_t now;                    /* event time: the largest recv_ns taken (see record_time) */
 	uint64_t next_sweep;
+	uint64_t jump_ns;                /* recv_ns of the last record if it was suspect, else 0 */
 	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */
 	size_t cur;                      /* the source of the record being applied: index + 1, 0 if none */
 	struct kv_srcdiag nodiag;        /* where evidence of no known source goes */
@@ -164,6 +166,10 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
 /* A record that arrived but gave nothing to apply or to count as a problem
  * (kvdecode's no_events line for an undecodable record): its seq counts. */
 void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
+/* The event time a record stamped recv_ns would be taken at, without
+ * taking it: recv_ns, or the event time reached when recv_ns is a suspect
+ * jump (*suspect set; kvmatch(1), Time). */
+uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect);
 /* Runs expiry up to event time t (no-op when t is not later than now). */
 void kv_match_advance(struct kv_match *m, uint64_t t);
 struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part);

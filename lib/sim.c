@@ -119,12 +119,19 @@ static bool lru_pop(struct lru *l, struct lru_node *out)
 
 /* ---- the cluster --------------------------------------------------------- */
 
+/* A request a rank took: when (trace time), and its prompt blocks. */
+struct taken {
+	uint64_t t;
+	uint64_t blocks;
+};
+
 struct rank {
 	struct lru xpu;
 	char *src;
 	uint64_t seq, requests;
-	uint64_t *recent;          /* trace times of requests within the load window, a ring */
+	struct taken *recent;      /* requests taken within the load window, a ring */
 	size_t rhead, rn, rcap;
+	uint64_t active;           /* their prompt blocks: the load term of --policy kv */
 };
 
 struct node {
@@ -544,25 +551,29 @@ static void serve_pool(struct kv_sim *s, uint32_t rank, size_t nfull)
 	}
 }
 
-/* Requests each rank took within the load window before trace time now. */
+/* The load term of each rank before trace time now: the load weight times
+ * the prompt blocks of the requests it took within the load window (the
+ * blocks it is still busy with, as Dynamo's active blocks and
+ * kv-conductor's workload count them). */
 static void update_load(struct kv_sim *s, uint64_t now)
 {
 	for (size_t i = 0; i < s->nranks; i++) {
 		struct rank *r = &s->ranks[i];
-		while (r->rn && r->recent[r->rhead] + s->o.load_window_ns <= now) {
+		while (r->rn && r->recent[r->rhead].t + s->o.load_window_ns <= now) {
+			r->active -= r->recent[r->rhead].blocks;
 			r->rhead = (r->rhead + 1) % r->rcap;
 			r->rn--;
 		}
-		s->penalty[s->candidates[i]] = s->o.load_weight * (double)r->rn;
+		s->penalty[s->candidates[i]] = s->o.load_weight * (double)r->active;
 	}
 }
 
-static void note_load(struct kv_sim *s, uint32_t rank, uint64_t now)
+static void note_load(struct kv_sim *s, uint32_t rank, uint64_t now, uint64_t blocks)
 {
 	struct rank *r = &s->ranks[rank];
 	if (r->rn == r->rcap) {
 		size_t cap = r->rcap ? 2 * r->rcap : 16;
-		uint64_t *n = kv_xmalloc(cap * sizeof *n);
+		struct taken *n = kv_xmalloc(cap * sizeof *n);
 		for (size_t i = 0; i < r->rn; i++)
 			n[i] = r->recent[(r->rhead + i) % r->rcap];
 		free(r->recent);
@@ -570,7 +581,14 @@ static void note_load(struct kv_sim *s, uint32_t rank, uint64_t now)
 		r->rcap = cap;
 		r->rhead = 0;
 	}
-	r->recent[(r->rhead + r->rn++) % r->rcap] = now;
+	r->recent[(r->rhead + r->rn++) % r->rcap] = (struct taken){ now, blocks };
+	r->active += blocks;
+}
+
+/* Whether routing weighs load beside cache affinity. */
+static bool load_aware(const struct kv_sim *s)
+{
+	return s->o.policy == KV_POLICY_KV && s->o.load_weight > 0;
 }
 
 static uint32_t route(struct kv_sim *s, uint64_t now, size_t nblocks, uint32_t *npu, uint32_t *cpu, uint32_t *disk)
@@ -584,10 +602,10 @@ static uint32_t route(struct kv_sim *s, uint64_t now, size_t nblocks, uint32_t *
 	case KV_POLICY_ROUND_ROBIN: rank = (uint32_t)(s->rr++ % s->nranks); break;
 	default: {
 		const struct kv_hit *hits = kv_query_run(s->q, &s->qs, &req, &qo, &nh, &nb);
-		if (s->o.load_weight > 0)
+		if (load_aware(s))
 			update_load(s, now);
 		const struct kv_hit *best = kv_query_route_penalized(hits, nh, &s->o.weights, s->q,
-								      s->o.load_weight > 0 ? s->penalty : NULL);
+								      load_aware(s) ? s->penalty : NULL);
 		rank = best ? best->worker : 0; /* workers were added in rank order: ids are ranks */
 		*npu = best ? best->npu : 0;
 		*cpu = best ? best->cpu : 0;
@@ -667,11 +685,12 @@ static void publish(struct kv_sim *s, uint32_t rank, uint64_t t)
 	}
 }
 
-void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
+bool kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
 {
 	uint64_t trace_ns = req->ts_ms * 1000000ull;
 	uint64_t t = s->o.base_ns + (uint64_t)((double)trace_ns / s->o.speed);
-	if (t < s->last_ns)
+	bool in_order = t >= s->last_ns;
+	if (!in_order)
 		t = s->last_ns;
 	s->last_ns = t;
 	flush_queue(s, t);
@@ -688,8 +707,8 @@ void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
 		write_query(s, ntokens, nq);
 	uint32_t npu = 0, cpu = 0, disk = 0;
 	uint32_t rank = route(s, trace_ns, nq, &npu, &cpu, &disk);
-	if (s->o.load_weight > 0)
-		note_load(s, rank, trace_ns);
+	if (load_aware(s))
+		note_load(s, rank, trace_ns, nq);
 	account(s, trace_ns, ntokens, nfull, npu, cpu, disk);
 	s->ranks[rank].requests++;
 	s->b.nev = s->b.npev = s->b.nh = s->b.nph = 0;
@@ -698,6 +717,7 @@ void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *req)
 		serve_pool(s, rank, nfull);
 	settle(&s->b);
 	publish(s, rank, t);
+	return in_order;
 }
 
 void kv_sim_finish(struct kv_sim *s)
@@ -749,7 +769,8 @@ static double rate(uint64_t hit, uint64_t total)
 
 static const char *policy_name(enum kv_policy p)
 {
-	return p == KV_POLICY_RANDOM ? "random" : p == KV_POLICY_ROUND_ROBIN ? "round-robin" : "kv";
+	static const char *const names[] = { "random", "round-robin", "kv", "affinity" };
+	return names[p <= KV_POLICY_AFFINITY ? p : KV_POLICY_KV];
 }
 
 void kv_sim_summary(const struct kv_sim *s, FILE *f)
@@ -795,7 +816,7 @@ void kv_sim_report(const struct kv_sim *s, FILE *f)
 	const char *pool = s->o.pool == KV_POOL_NONE ? "none" : s->o.pool == KV_POOL_MOONCAKE ? "mooncake" : "memcache";
 	json_t *r = json_pack("{s:s, s:[f,f,f], s:f, s:{s:i, s:i, s:i, s:i, s:s, s:i, s:i}, s:I, s:I, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}",
 			      "policy", policy_name(s->o.policy), "weights", s->o.weights.npu, s->o.weights.cpu,
-			      s->o.weights.disk, "load_weight", s->o.load_weight, "cluster", "instances", (int)s->o.instances, "dp", (int)s->o.dp,
+			      s->o.weights.disk, "load_weight", load_aware(s) ? s->o.load_weight : 0.0, "cluster", "instances", (int)s->o.instances, "dp", (int)s->o.dp,
 			      "capacity", (int)s->o.capacity, "block_size", (int)s->o.block_size, "pool", pool,
 			      "pool_capacity", (int)s->o.pool_capacity, "disk_capacity", (int)s->o.disk_capacity,
 			      "requests", (json_int_t)s->requests, "prompt_tokens", (json_int_t)s->prompt, "hits",

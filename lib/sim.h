@@ -24,7 +24,14 @@
 #include "trace.h"
 #include "workers.h"
 
-enum kv_policy { KV_POLICY_RANDOM, KV_POLICY_ROUND_ROBIN, KV_POLICY_KV };
+/* kv: the routers' default, cache affinity and load; affinity: cache
+ * affinity alone (kvquery --route's choice). */
+enum kv_policy { KV_POLICY_RANDOM, KV_POLICY_ROUND_ROBIN, KV_POLICY_KV, KV_POLICY_AFFINITY };
+/* The kv policy's load term by default: a weight of 1 per prompt block
+ * (Dynamo's and kv-conductor's default weights), over requests taken within
+ * the last LOAD_WINDOW of trace time.  kvgen(1) says why. */
+#define KV_SIM_LOAD_WEIGHT_DEFAULT 1.0
+#define KV_SIM_LOAD_WINDOW_DEFAULT (20ull * 1000000000ull)
 enum kv_pool_kind { KV_POOL_NONE, KV_POOL_MEMCACHE, KV_POOL_MOONCAKE };
 
 struct kv_sim_opts {
@@ -36,7 +43,8 @@ struct kv_sim_opts {
 	uint32_t disk_capacity;     /* disk blocks per node, 0: no disk tier */
 	enum kv_policy policy;
 	struct kv_weights weights;
-	double load_weight;         /* kv policy: score less this per request routed within load_window */
+	double load_weight;         /* kv policy: score less this per prompt block of the requests a
+	                               rank took within load_window */
 	uint64_t load_window_ns;
 	uint64_t seed;
 	double speed;               /* trace time is divided by this */
@@ -53,8 +61,10 @@ struct kv_sim;
 
 struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture);
 void kv_sim_free(struct kv_sim *s);
-/* Routes and serves one request, writing its records to the capture. */
-void kv_sim_request(struct kv_sim *s, const struct kv_trace_req *r);
+/* Routes and serves one request, writing its records to the capture.
+ * False when its timestamp is before the previous request's: it is then
+ * served at the previous request's time (recv_ns never goes back). */
+bool kv_sim_request(struct kv_sim *s, const struct kv_trace_req *r);
 /* Also writes each request as a kv-conductor /query line (token_ids), or a
  * /query_by_hash line (local hashes) with by_hash, to f (NULL: none). */
 void kv_sim_queries(struct kv_sim *s, FILE *f, bool by_hash);

@@ -551,6 +551,24 @@ static bool check_limits(const struct kv_snap *s, char *err, size_t errlen)
 	return true;
 }
 
+/* Worker i after worker i-1 in the writer's order (instance_id, then
+ * dp_rank), so no worker is there twice: two of one name would be one
+ * worker once restored, and answers would name it twice.  An instance_id
+ * with a NUL would be cut there when restored, so it is refused too. */
+static bool worker_in_order(const struct kv_snap *s, size_t i)
+{
+	size_t a, b;
+	const char *x = kv_snap_string(s, s->workers[i].instance_id, &a);
+	if (memchr(x, 0, a))
+		return false;
+	if (i == 0)
+		return true;
+	const char *y = kv_snap_string(s, s->workers[i - 1].instance_id, &b);
+	int c = memcmp(y, x, a < b ? a : b);
+	c = c ? c : (b > a) - (b < a);
+	return c < 0 || (c == 0 && s->workers[i - 1].dp_rank < s->workers[i].dp_rank);
+}
+
 static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < s->nworkers; i++) {
@@ -558,6 +576,8 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 			return fail(err, errlen, "worker %zu: string out of bounds", i);
 		if (s->workers[i].flags > 2 || (s->workers[i].flags & 2 && s->workers[i].dp_rank))
 			return fail(err, errlen, "worker %zu: unknown flags", i);
+		if (!worker_in_order(s, i))
+			return fail(err, errlen, "worker %zu: out of order or repeated", i);
 	}
 	CHECK_KEYED("engine hash", s->ehashes, s->nehashes, ehash)
 	CHECK_KEYED("content", s->content, s->ncontent, chain)

@@ -14,7 +14,7 @@
 /* What kvmatch saw of a source, for its metrics and --diagnose: blocks by
  * kind and what became of them, drops by reason, and samples of the values
  * that explain a drop. */
-#define KV_SRCDIAG_REASONS 16
+#define KV_SRCDIAG_REASONS 24
 #define KV_SRCDIAG_BACKENDS 4
 
 struct kv_srcdiag {
@@ -30,6 +30,7 @@ struct kv_srcdiag {
 	uint64_t pool_held;         /* pool blocks (stored or removed) held by the pool itself: backend_id names no worker */
 	uint64_t drops[KV_SRCDIAG_REASONS];
 	uint64_t pnf_early;         /* parent_not_found in the first 10 s of its stream */
+	uint64_t time_jumps;        /* records stamped far beyond event time (kvmatch(1), Time) */
 	int64_t bs_got, bs_want;    /* a block_size mismatch */
 	char spec_kind[32];         /* a group that is not full attention */
 	char backend_ids[KV_SRCDIAG_BACKENDS][48];  /* backend_id values that name no worker */

@@ -69,6 +69,9 @@ void kv_statelog_summary(FILE *f, const struct kv_match *m)
 			kv_state_name((enum kv_state)s));
 	if (m->st.max_pending_expired)
 		fprintf(f, " (%llu entries by --max-pending)", (unsigned long long)m->st.max_pending_expired);
+	if (m->st.time_jumps)
+		fprintf(f, "; %llu records stamped far ahead, taken at the event time reached",
+			(unsigned long long)m->st.time_jumps);
 	fputc('\n', f);
 	if (m->st.states[KV_ST_DROPPED]) {
 		fprintf(f, "%s: dropped:", kv_prog);

@@ -523,6 +523,10 @@ static bool pool_numbers(struct kv_wire *w, struct kv_event *e, size_t k, const 
 	if (present(v)) {
 		if (!take_int(w, k, "dp_rank", v, &e->dp_rank))
 			return false;
+		if (!kv_dp_rank_valid(e->dp_rank)) {
+			issue(w, "event %zu: dp_rank %lld is not %s", k, (long long)e->dp_rank, KV_DP_RANK_RULE);
+			return false;
+		}
 		e->has_dp = true;
 	}
 	v = map_get(o, "block_size");
@@ -647,6 +651,11 @@ static bool take_batch_dp(struct kv_wire *w, struct kv_event *base, const msgpac
 		return true;
 	if (!get_i64(dp, &base->dp_rank)) {
 		snprintf(w->error, sizeof w->error, "data_parallel_rank is not an integer");
+		return false;
+	}
+	if (!kv_dp_rank_valid(base->dp_rank)) {
+		snprintf(w->error, sizeof w->error, "data_parallel_rank %lld is not %s", (long long)base->dp_rank,
+			 KV_DP_RANK_RULE);
 		return false;
 	}
 	base->has_dp = true;

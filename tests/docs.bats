@@ -166,7 +166,7 @@ complete_words() {
 	assert_equal "$(complete_words 'kvmatch --log mat')" "matched "
 	assert_equal "$(complete_words 'kvmatch --log matched,dro')" "matched,dropped "
 	assert_equal "$(complete_words 'kvquery --format ')" "json table "
-	assert_equal "$(complete_words 'kvgen --policy ')" "kv random round-robin "
+	assert_equal "$(complete_words 'kvgen --policy ')" "affinity kv random round-robin "
 	assert_equal "$(complete_words 'kvgen --vllm-format ')" "array map "
 	assert_equal "$(complete_words 'kvquery -s ')" "b.kvsnap "
 	assert_equal "$(complete_words 'kvdecode ')" "a.kvcap "

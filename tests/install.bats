@@ -77,7 +77,7 @@ load helper
 	cd "$T"
 	local share=$T/dest/usr/local/share/kvtools bin=$T/dest/usr/local/bin
 	local script=$share/examples/routing-experiment.sh files
-	files="kv-load-xpu.dat kv-load-xpu.json kv-load-xpu2.dat kv-load-xpu2.json kv-load.dat kv-load.json kv.dat kv.json random.dat random.json round-robin.dat round-robin.json"
+	files="affinity.dat affinity.json kv-xpu.dat kv-xpu.json kv-xpu2.dat kv-xpu2.json kv.dat kv.json random.dat random.json round-robin.dat round-robin.json"
 	# TRACE: every 8th of the first 300 requests, 38 over 102 s; no gnuplot
 	zcat "$share/traces/conversation_trace.jsonl.gz" | head -300 | awk 'NR % 8 == 1' > t38.jsonl
 	run --separate-stderr env PATH=/usr/bin:/bin TRACE="$T/t38.jsonl" GNUPLOT=no-gnuplot "$script" a
@@ -86,15 +86,15 @@ load helper
 |---|---|---:|---:|---:|---|
 | random | - | 2.6% | 1.2% | 1.4% | 0 to 3 |
 | round-robin | - | 3.3% | 0% | 3.3% | 0 to 1 |
-| kv (cache affinity only) | 1,1,0 | 4.3% | 4.3% | 0% | 0 to 38 |
-| kv + load (weight 8) | 1,0,0 | 4.2% | 3.8% | 0.3% | 0 to 10 |
-| kv + load (weight 8) | 2,1,0 | 4.3% | 4% | 0.3% | 0 to 11 |
-| kv + load (weight 8) | 1,1,0 | 4.2% | 3.5% | 0.7% | 0 to 7 |"
+| affinity (cache affinity only) | 1,1,0 | 4.3% | 4.3% | 0% | 0 to 38 |
+| kv (affinity + load) | 1,0,0 | 4.1% | 3.3% | 0.8% | 0 to 5 |
+| kv (affinity + load) | 2,1,0 | 4.1% | 3.4% | 0.7% | 0 to 6 |
+| kv (affinity + load) | 1,1,0 | 4.1% | 3.3% | 0.8% | 0 to 5 |"
 	assert_equal "$stderr" "routing-experiment.sh: no-gnuplot not found: plot skipped (the data is in a/*.dat)"
 	assert_equal "$(cat a/table.md)" "$output"
 	assert_equal "$(ls a | tr '\n' ' ')" "$files runs.txt table.md "
-	assert_equal "$(jq -c '[.requests, (.windows | length)]' a/kv-load.json)" "[38,2]"
-	assert_equal "$(cat a/kv-load.dat | wc -l)" 2
+	assert_equal "$(jq -c '[.requests, (.windows | length)]' a/kv.json)" "[38,2]"
+	assert_equal "$(cat a/kv.dat | wc -l)" 2
 	# the installed trace, through a KVGEN that serves its first 40 requests
 	printf '#!/bin/sh\nexec "%s" "$@" --limit 40 --window 5\n' "$bin/kvgen" > kvgen40
 	chmod +x kvgen40
@@ -104,7 +104,7 @@ load helper
 	# what the trace's first 40 lines give: the default was the installed trace
 	zcat "$share/traces/conversation_trace.jsonl.gz" | head -40 > t40.jsonl
 	assert_equal "$(env PATH=/usr/bin:/bin TRACE="$T/t40.jsonl" GNUPLOT=no-gnuplot "$script" c 2>/dev/null)" "$output"
-	assert_equal "$(sed -n 5p c/table.md)" "| kv (cache affinity only) | 1,1,0 | 3.9% | 3.9% | 0% | 0 to 40 |"
+	assert_equal "$(sed -n 5p c/table.md)" "| affinity (cache affinity only) | 1,1,0 | 3.9% | 3.9% | 0% | 0 to 40 |"
 	assert_equal "$(ls b | tr '\n' ' ')" "$files routing-experiment.png runs.txt table.md "
 	assert_equal "$(head -c 8 b/routing-experiment.png | od -An -tx1 | tr -d ' ')" 89504e470d0a1a0a
 }

@@ -282,6 +282,24 @@ kvdecode: tcp://10.0.0.5:5557: 3 batches, 2 events (vllm: 1 stored, 0 removed, 0
 	assert_equal "${stderr_lines[3]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 3: neither a vLLM event nor a pool event map"
 }
 
+@test "a dp_rank beyond 2^32-1 or negative is refused in array and map batches and pool events" {
+	# the snapshot stores ranks as u32: 2^32 would become rank 0 there
+	decode_lines <<-'EOF'
+	[1.5, [["BlockRemoved", [7]]], 4294967296]
+	[1.5, [["BlockRemoved", [7]]], -1]
+	{"ts": 2.25, "events": [{"type": "BlockRemoved", "block_hashes": [9]}], "data_parallel_rank": 4294967296}
+	[1, [{"event_type": "BlockStored", "seq_hashes": [5], "dp_rank": 4294967296}, {"event_type": "BlockStored", "seq_hashes": [6], "dp_rank": 4294967295}], 0]
+	[1.5, 4294967295, [["BlockRemoved", [8]]]]
+	EOF
+	assert_equal "$status" 65
+	assert_equal "$(jq -c 'select(.type != "no_events") | [.dp_rank, .block_hashes[0]]' <<<"$output" | tr '\n' ' ')" '[4294967295,"0x0000000000000006"] [4294967295,"0x0000000000000008"] '
+	assert_equal "${#stderr_lines[@]}" 4
+	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): data_parallel_rank 4294967296 is not a rank from 0 to 4294967295"
+	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): data_parallel_rank -1 is not a rank from 0 to 4294967295"
+	assert_equal "${stderr_lines[2]}" "kvdecode: in.kvcap: record 3 (tcp://10.0.0.5:5557, seq 2): data_parallel_rank 4294967296 is not a rank from 0 to 4294967295"
+	assert_equal "${stderr_lines[3]}" "kvdecode: in.kvcap: record 4 (tcp://10.0.0.5:5557, seq 3): event 0: dp_rank 4294967296 is not a rank from 0 to 4294967295"
+}
+
 @test "a negative block_size is refused in vLLM and pool events alike, with a message" {
 	decode_lines <<-'EOF'
 	[1.0, [["BlockStored", [1], null, [1, 2], -2], ["BlockRemoved", [9]]]]
@@ -417,6 +435,34 @@ limited() {
 	run --separate-stderr kvdecode p.bin
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvdecode: p.bin: record 1: not a kvcap capture (it does not start with a kvcap header); --payload reads bare payloads"
+}
+
+@test "a kvcap header of another version is refused, first or later, by every reader" {
+	j2mp <<< '[1.5, [["BlockRemoved", [7]]]]' > ok.kvcap
+	for v in '\x02' '\xa11' '\xff'; do
+		printf "\x83\xa5kvcap$v\xa4tool\xa1x\xa8start_ns\x00" > h.kvcap
+		cat h.kvcap ok.kvcap > first.kvcap
+		cat ok.kvcap h.kvcap ok.kvcap > later.kvcap
+		run --separate-stderr kvdecode first.kvcap
+		assert_equal "$status" 65
+		assert_equal "$output" ""
+		case $v in
+		'\x02') what='version 2' ;;
+		'\xff') what='version -1' ;;
+		*) what='a version that is not an integer' ;;
+		esac
+		assert_equal "$stderr" "kvdecode: first.kvcap: record 1: byte 0: kvcap header with $what (this kvtools reads version 1)"
+		run --separate-stderr kvdecode later.kvcap
+		assert_equal "$status" 65
+		assert_equal "${#lines[@]}" 1
+		assert_equal "$stderr" "kvdecode: later.kvcap: record 2: byte $(stat -c %s ok.kvcap): kvcap header with $what (this kvtools reads version 1)"
+		run --separate-stderr kvmatch --log none first.kvcap
+		assert_equal "$status" 65
+		assert_equal "${stderr_lines[0]}" "kvmatch: first.kvcap: record 1: byte 0: kvcap header with $what (this kvtools reads version 1)"
+		run --separate-stderr kvpub -q --single "ipc://$T/p" --slow-joiner-wait 0 --linger 0 first.kvcap
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvpub: first.kvcap: byte 0: kvcap header with $what (this kvtools reads version 1)"
+	done
 }
 
 @test "concatenated captures decode as one, from stdin" {

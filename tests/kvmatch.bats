@@ -104,6 +104,45 @@ matched - 0x000000000000000b cpu a/0,a/1"
 ["0x000000000000000d",1,62000000000]'
 }
 
+@test "a recv_ns near or at 2^64-1 does not wrap the TTL arithmetic" {
+	# t + ttl wrapped: an entry stamped there expired at once
+	max=18446744073709551615
+	{ store $E0 18446744070 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 18446744071 cpu '"0xb"' 10.0.0.5
+	  removed $E2 18446744072 0 xpu '"0x9"' | sed "s/\"recv_ns\":[0-9]*/\"recv_ns\":$max/"
+	  store $E0 18446744073 0 cpu '"0xb"' '"0xa"' 5,6,7,8 | sed "s/\"recv_ns\":[0-9]*/\"recv_ns\":$max/"; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log queued,matched,pending_expired -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000b cpu a/0,a/1
+matched - 0x000000000000000b cpu a/0,a/1"
+	assert_equal "$(kvmatch --dump s.kvsnap | grep -o '"now_ns":[0-9]*')" "\"now_ns\":$max"
+}
+
+@test "a recv_ns far beyond the event time is suspect: counted, diagnosed, and it does not move event time" {
+	# one record 10^9 s ahead (a flipped bit): taken at the event time reached
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 3 cpu '"0xb"' 10.0.0.5
+	  pool removed 1000000003 cpu '"0xf"' 10.0.0.5 | sed 's/"seq":[0-9]*/"seq":4/'
+	  store $E0 4 0 cpu '"0xb"' '"0xa"' 5,6,7,8; } > ev.jsonl
+	run --separate-stderr kvmatch -q -r regs.jsonl --log queued,matched,pending_expired --diagnose=json -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000b cpu a/0,a/1
+matched - 0x000000000000000b cpu a/0,a/1"
+	assert_equal "$(jq -c '.findings[] | select(.finding == "time_jump") | [.finding, .source, .evidence]' <<<"$stderr")" '["time_jump","tcp://kvs:5557",{"records":1}]'
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "meta") | .now_ns')" 4000000000
+	run --separate-stderr kvmatch -r regs.jsonl --log none ev.jsonl
+	assert_equal "${stderr_lines[0]}" "kvmatch: 4 records, 4 events; 1 queued, 0 offload_cached, 1 matched, 0 confirmed, 1 applied, 0 dropped, 0 pending_expired; 1 records stamped far ahead, taken at the event time reached"
+	# the next record from that far (all sources moved on) confirms the jump
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 3 cpu '"0xb"' 10.0.0.5
+	  pool removed 1000000003 cpu '"0xf"' 10.0.0.5 | sed 's/"seq":[0-9]*/"seq":4/'
+	  store $E0 1000000004 0 cpu '"0xb"' '"0xa"' 5,6,7,8 | sed 's/"seq":[0-9]*/"seq":2/'; } > moved.jsonl
+	run --separate-stderr kvmatch -q -r regs.jsonl --log queued,matched,pending_expired -o s.kvsnap moved.jsonl
+	assert_equal "$(states <<<"$output")" "queued - 0x000000000000000b cpu a/0,a/1
+pending_expired - 0x000000000000000b cpu a/0,a/1"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "meta") | .now_ns')" 1000000004000000000
+}
+
 @test "--max-pending expires the oldest entries first" {
 	{ pool stored 1 cpu '"0x1"' 10.0.0.6; pool stored 2 cpu '"0x2"' 10.0.0.6; pool stored 3 cpu '"0x3"' 10.0.0.6; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl --max-pending 2 --log pending_expired -o s.kvsnap ev.jsonl
@@ -187,6 +226,29 @@ dropped unknown_hash 0x0000000000000001 cpu a/0"
 	{ store $E0 1 0 xpu '"0x1"' null 1,2,3,4 4; store $E2 2 0 xpu '"0x2"' null 1,2,3,4,5,6,7,8 8; } > ev.jsonl
 	run --separate-stderr kvmatch ev.jsonl
 	assert_equal "$(states <<<"$output")" "dropped block_size_mismatch 0x0000000000000002 xpu 10.0.0.6:5557/0"
+}
+
+@test "a store with block_size 0, or more hashes than token blocks, is a counted drop with a reason" {
+	{ store $E0 1 0 xpu '"0xa","0xb","0xc"' null 1,2,3,4,5,6,7,8
+	  store $E0 2 0 xpu '"0xd"' null 1,2,3,4 0
+	  store $E0 3 0 xpu '"0xe","0xf"' null 1,2,3,4,5 4
+	  store $E2 4 0 xpu '"0x1","0x2"' null 1,2,3 0; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log applied,dropped ev.jsonl
+	assert_success
+	assert_equal "$(states <<<"$output")" "applied - 0x000000000000000a xpu a/0
+applied - 0x000000000000000b xpu a/0
+dropped hashes_beyond_tokens 0x000000000000000c xpu a/0
+dropped bad_block_size 0x000000000000000d xpu a/0
+applied - 0x000000000000000e xpu a/0
+applied - 0x000000000000000f xpu a/0
+dropped bad_block_size 0x0000000000000001 xpu b/0
+dropped bad_block_size 0x0000000000000002 xpu b/0"
+	assert_equal "${stderr_lines[1]}" "kvmatch: dropped: 3 bad_block_size, 1 hashes_beyond_tokens"
+	# without registrations, tokens that do not divide among the hashes give no size
+	store $E0 1 0 xpu '"0x1","0x2"' null 1,2,3 | sed 's/,"block_size":4}/}/' > nosize.jsonl
+	run --separate-stderr kvmatch --log dropped nosize.jsonl
+	assert_equal "$(states <<<"$output")" "dropped bad_block_size 0x0000000000000001 xpu 10.0.0.5:5557/0
+dropped bad_block_size 0x0000000000000002 xpu 10.0.0.5:5557/0"
 }
 
 @test "events without hashes are dropped no_hashes" {
@@ -515,6 +577,20 @@ s.kvsnap"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 3
 }
 
+@test "--snapshot-every follows event time as kvmatch takes it: a suspect far-future record moves no boundary" {
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  store $E0 1000000002 0 xpu '"0xb"' '"0xa"' 5,6,7,8 | sed 's/"seq":[0-9]*/"seq":2/'
+	  store $E0 12 0 xpu '"0xc"' '"0xb"' 5,6,7,9 | sed 's/"seq":[0-9]*/"seq":3/'; } > ev.jsonl
+	mkfifo fifo
+	(cat ev.jsonl; sleep 1; store $E0 13 0 xpu '"0xd"' '"0xc"' 5,6,7,10 | sed 's/"seq":[0-9]*/"seq":4/') > fifo &
+	kvmatch -q --log none --snapshot-every 10 -o s.kvsnap fifo & pid=$!
+	sleep 0.5
+	# written before the record at 12 s, the boundary of 10 s: 0xa and 0xb
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | [.blocks, .now_ns] | join(" ")')" "2 1000000000"
+	wait_for $pid
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind=="meta") | .blocks')" 4
+}
+
 @test "--snapshot-every without -o is a usage error" {
 	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
 	run --separate-stderr kvmatch --snapshot-every 10 ev.jsonl
@@ -586,6 +662,38 @@ Try 'kvmatch --help'."
 	assert_equal "${stderr_lines[0]}" "kvmatch: ev.jsonl: line 1: lexical error: invalid string in json text."
 	assert_equal "${stderr_lines[1]}" "kvmatch: ev.jsonl: line 3: type: expected stored, removed or cleared"
 	assert_equal "${stderr_lines[2]}" "kvmatch: ev.jsonl: line 4: no \"type\" key"
+}
+
+@test "event lines: a field of the wrong JSON type or a dp_rank beyond 2^32-1 is an error, never 0 or absent" {
+	head='"src":"'$E0'","seq":1,"format":"vllm","type":"removed"'
+	cat > ev.jsonl <<-EOF
+	{$head,"recv_ns":"1764500000000000000","dp_rank":0,"medium":"xpu","block_hashes":["0xa"]}
+	{$head,"recv_ns":1,"dp_rank":4294967296,"medium":"xpu","block_hashes":["0xa"]}
+	{$head,"recv_ns":1,"dp_rank":"0","medium":"xpu","block_hashes":["0xa"]}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":"xpu","block_hashes":"0xa"}
+	{"src":"$E0","recv_ns":1,"seq":1,"type":"stored","medium":"xpu","block_hashes":["0xa"],"parent":null,"token_ids":[1,"2",3,4],"block_size":4}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":"xpu","block_hashes":["0xa"],"replayed":"false"}
+	{"src":5,"recv_ns":1,"type":"removed","medium":"xpu","block_hashes":["0xa"]}
+	{"src":"$E0","recv_ns":1,"type":"stored","medium":"xpu","block_hashes":["0xa"],"token_ids":[1,2,3,4],"block_size":"4"}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":"xpu","block_hashes":[true]}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":null,"block_hashes":["0xa"]}
+	{$head,"recv_ns":1,"dp_rank":0,"medium":"xpu","block_hashes":["0xa"],"backend_id":{"a":1}}
+	{$head,"recv_ns":1,"dp_rank":4294967295,"medium":"xpu","block_hashes":["0xa"],"lora_name":null,"raw_hashes":[10],"extra_keys":[[1,"x"]]}
+	EOF
+	run --separate-stderr kvmatch --log dropped ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(jq -r .reason <<<"$output" | sort | uniq -c | tr -s ' ')" " 11 decode_error"
+	assert_equal "$(printf '%s\n' "${stderr_lines[@]:0:11}")" "kvmatch: ev.jsonl: line 1: recv_ns: expected a number, not a string
+kvmatch: ev.jsonl: line 2: dp_rank: expected a rank from 0 to 4294967295
+kvmatch: ev.jsonl: line 3: dp_rank: expected a number or null, not a string
+kvmatch: ev.jsonl: line 4: block_hashes: expected an array, not a string
+kvmatch: ev.jsonl: line 5: token_ids[]: expected a number, not a string
+kvmatch: ev.jsonl: line 6: replayed: expected a boolean, not a string
+kvmatch: ev.jsonl: line 7: src: expected a string, not a number
+kvmatch: ev.jsonl: line 8: block_size: expected a number or null, not a string
+kvmatch: ev.jsonl: line 9: block_hashes[]: expected a number or a string, not a boolean
+kvmatch: ev.jsonl: line 10: medium: expected a string, not null
+kvmatch: ev.jsonl: line 11: backend_id: expected a string or null, not an object"
 }
 
 @test "kvmatch --help, --version, bad options" {
@@ -706,7 +814,7 @@ mooncake_cluster() {
 		mc 4 7 stored '' disk default 10.0.0.5 my-object          # a key that is no hash
 		mc 5 8 removed 11 cpu default 10.0.0.5 11                 # Remove
 		mc 6 9 removed 13 cpu default 10.0.0.5 13                 # eviction
-		rec $M0 7 10 '[10000, [{"event_type": "stored", "tenant_id": "default", "backend_id": "mooncake-daemon-0", "medium": "cpu", "seq_hashes": [12], "object_key": "12"}], 0]'
+		rec $M0 7 10 '[10000, [{"event_type": "stored", "tenant_id": "default", "backend_id": "'"${1:-mooncake-daemon-0}"'", "medium": "cpu", "seq_hashes": [12], "object_key": "12"}], 0]'
 		vr $E0 4 11 12 GPU                                        # a drops 12 from xpu: only the pool holds it
 	} > mc.kvcap
 }

@@ -189,6 +189,19 @@ replay_fills_gap() {
 	assert_output --regexp ' 0 gaps, 0 missing, [0-9]+ replayed, 0 restarts'
 }
 
+@test "a replay peer that answers beyond what it was asked drops no later live message" {
+	p=$(port 2); r=$((p + 1))
+	# It answers --replay-from 0 with its buffer and then a batch of seq
+	# 1000000: trusted, that made every later live batch a "duplicate".
+	fakepub -n 20 -w 0 -i 100000 --replay "tcp://127.0.0.1:$r" --replay-bogus 1000000 -L pub.log "tcp://127.0.0.1:$p" & pub=$!
+	sleep 1.2
+	kvsub -c 20 -W 6 --replay-from 0 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap "tcp://127.0.0.1:$p" 2>err
+	wait_for $pub
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4 | tr '\n' ' ')" "$(seq 0 19 | tr '\n' ' ')"
+	run cat err
+	assert_output --regexp ' 0 gaps, 0 missing, [0-9]+ replayed, 0 restarts'
+}
+
 @test "a publisher restart (seq back to 0) is counted" {
 	p=$(port)
 	kvsub -c 20 -W 10 -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
@@ -342,15 +355,16 @@ replay_fills_gap() {
 	[ "$waited" -lt 1900 ]
 }
 
-@test "a seq frame that is not 8 bytes, and a message of 2 frames, count as bad seq" {
-	kvsub -c 4 -W 10 -o cap.kvcap "ipc://$T/p" 2>err & sub=$!
-	framepub "ipc://$T/p" "3,seq,10" "3,seq,10" "3,4,10" "3,10"
+@test "a seq frame that is not 8 bytes counts as bad seq; messages of 2 frames or 1 have no seq and do not" {
+	# kvcap(5): a seq exists only as the second frame of 3 or more
+	kvsub -c 5 -W 10 -o cap.kvcap "ipc://$T/p" 2>err & sub=$!
+	framepub "ipc://$T/p" "3,seq,10" "3,seq,10" "3,4,10" "3,10" "10"
 	wait_for $sub 20
 	assert_equal "$status" 0
 	# still captured, every frame: seq "-" where there is none
-	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4,6 | tr '\t\n' ', ')" "0,3 1,3 -,3 -,2 "
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4,6 | tr '\t\n' ', ')" "0,3 1,3 -,3 -,2 -,1 "
 	run cat err
-	assert_output "kvsub: ipc://$T/p: 4 messages, 72 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 2 bad seq"
+	assert_output "kvsub: ipc://$T/p: 5 messages, 82 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 1 bad seq"
 }
 
 @test "-v shows the totals every second on a terminal, and nothing elsewhere" {

@@ -463,7 +463,9 @@ for ts, n in ((0, 1 << 24), (1, (1 << 24) + 1)):
 	run --separate-stderr kvgen -n --workers 1 --dp 1 trace.jsonl
 	assert_equal "$status" 65
 	assert_equal "${stderr_lines[0]}" "kvgen: trace.jsonl: line 2: timestamp: expected milliseconds from 0 to 4294967295"
-	[[ ${stderr_lines[1]} == "kvgen: policy kv: 2 requests, 1024 prompt tokens, "* ]]
+	# line 3 goes back to 0: served at 2^32-1 ms, said once
+	assert_equal "${stderr_lines[1]}" "kvgen: trace.jsonl: line 3: timestamp 0 ms goes back before the previous request's: served at the time reached instead, as is every later one that goes back (said once)"
+	[[ ${stderr_lines[2]} == "kvgen: policy kv: 2 requests, 1024 prompt tokens, "* ]]
 }
 
 # ---- kvstat ----------------------------------------------------------------

@@ -4,9 +4,10 @@
 #
 # kvgen serves the Mooncake conversation trace (12,031 requests, one hour)
 # on a simulated cluster of 16 instances x 4 DP ranks with a memcache pool,
-# once per routing policy and, for the kv policy with load, per weight
-# setting (--weights 1,0,0 counts xpu blocks alone, 2,1,0 an xpu block as
-# two of the pool's cpu blocks, 1,1,0, kvquery's default, both alike).  It
+# once per routing policy and, for the kv policy (cache affinity and load,
+# kvgen's default), per weight setting (--weights 1,0,0 counts xpu blocks
+# alone, 2,1,0 an xpu block as two of the pool's cpu blocks, 1,1,0,
+# kvquery's default, both alike).  It
 # reports the share of prompt tokens served from cache per medium and per
 # minute.
 #   routing-experiment.sh [OUTDIR]      (default: .)
@@ -48,10 +49,10 @@ mkdir -p "$out"
 # name|title|kvgen options
 runs='random|random|--policy random
 round-robin|round-robin|--policy round-robin
-kv|kv (cache affinity only)|--policy kv
-kv-load-xpu|kv + load (weight 8)|--policy kv --load-weight 8 --weights 1,0,0
-kv-load-xpu2|kv + load (weight 8)|--policy kv --load-weight 8 --weights 2,1,0
-kv-load|kv + load (weight 8)|--policy kv --load-weight 8 --weights 1,1,0'
+affinity|affinity (cache affinity only)|--policy affinity
+kv-xpu|kv (affinity + load)|--policy kv --weights 1,0,0
+kv-xpu2|kv (affinity + load)|--policy kv --weights 2,1,0
+kv|kv (affinity + load)|--policy kv --weights 1,1,0'
 
 echo "$runs" | while IFS='|' read -r name title opts; do
 	# zcat -f: a plain trace passes through as it is
@@ -60,12 +61,12 @@ echo "$runs" | while IFS='|' read -r name title opts; do
 	echo "$name|$title"
 done > "$out/runs.txt"
 
-# weights only mean something to the kv policy
+# weights only mean something to the kv and affinity policies
 {
 	echo "| policy | weights | served from cache | from xpu | from cpu (pool) | requests per worker |"
 	echo "|---|---|---:|---:|---:|---|"
 	while IFS='|' read -r name title; do
-		jq -r --arg t "$title" '"| \($t) | \(if .policy == "kv" then (.weights | map(tostring) | join(",")) else "-" end) | \(.hits.hit_rate * 1000 | round / 10)% | \(.hits.xpu_rate * 1000 | round / 10)% | \(.hits.cpu_rate * 1000 | round / 10)% | \(.requests_per_worker | min) to \(.requests_per_worker | max) |"' "$out/$name.json"
+		jq -r --arg t "$title" '"| \($t) | \(if .policy == "kv" or .policy == "affinity" then (.weights | map(tostring) | join(",")) else "-" end) | \(.hits.hit_rate * 1000 | round / 10)% | \(.hits.xpu_rate * 1000 | round / 10)% | \(.hits.cpu_rate * 1000 | round / 10)% | \(.requests_per_worker | min) to \(.requests_per_worker | max) |"' "$out/$name.json"
 	done < "$out/runs.txt"
 } | tee "$out/table.md"
 
@@ -73,7 +74,7 @@ done > "$out/runs.txt"
 plot=
 while IFS='|' read -r name title; do
 	jq -r '.windows[] | "\(.start_s / 60) \(.hit_rate * 100)"' "$out/$name.json" > "$out/$name.dat"
-	w=$(jq -r 'if .policy == "kv" and (.load_weight > 0) then ", weights " + (.weights | map(tostring) | join(",")) else "" end' "$out/$name.json")
+	w=$(jq -r 'if .policy == "kv" then ", weights " + (.weights | map(tostring) | join(",")) else "" end' "$out/$name.json")
 	plot="$plot${plot:+, }'$out/$name.dat' using 1:2 with lines lw 2 title '$title$w'"
 done < "$out/runs.txt"
 if ! command -v "$gnuplot" >/dev/null 2>&1; then

@@ -5,7 +5,9 @@
  * stream but kept for replay, so a subscriber sees a gap it can fill.
  * --log FILE lists every message (topic hex, seq, payload hex), the truth a
  * test compares a capture with.  --mooncake publishes Mooncake master batches
- * instead: [ts_ms, [{"event_type": "stored", "seq_hashes": [h]}], 0].  It is an XPUB socket, so that it can wait
+ * instead: [ts_ms, [{"event_type": "stored", "seq_hashes": [h]}], 0].  --replay-bogus SEQ also answers every
+ * replay request with a batch of that seq after the real ones (a peer that
+ * answers beyond what it was asked).  It is an XPUB socket, so that it can wait
  * (--wait MS at most) until a subscriber has actually subscribed. */
 #include <getopt.h>
 #include <msgpack.h>
@@ -27,7 +29,7 @@ struct msg {
 
 struct opts {
 	const char *endpoint, *replay, *topic, *log;
-	long count, start_seq, skip_lo, skip_hi, restart_at, wait_ms, interval_us, linger_ms, tokens;
+	long count, start_seq, skip_lo, skip_hi, restart_at, wait_ms, interval_us, linger_ms, tokens, bogus;
 	int shape;
 	bool connect, mooncake;
 };
@@ -83,7 +85,20 @@ static void sleep_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-static void serve_replay(void *router, struct msg *msgs, long n, const char *topic, int shape)
+static void reply_batch(void *router, zmq_msg_t *id, uint64_t seq, const msgpack_sbuffer *payload,
+			const char *topic, int shape)
+{
+	uint8_t seqb[8];
+	kv_seq_encode(seq, seqb);
+	zmq_send(router, zmq_msg_data(id), zmq_msg_size(id), ZMQ_SNDMORE);
+	zmq_send(router, "", 0, ZMQ_SNDMORE);
+	if (shape == 26)
+		zmq_send(router, topic, strlen(topic), ZMQ_SNDMORE);
+	zmq_send(router, seqb, 8, ZMQ_SNDMORE);
+	zmq_send(router, payload->data, payload->size, 0);
+}
+
+static void serve_replay(void *router, struct msg *msgs, long n, const char *topic, int shape, long bogus)
 {
 	zmq_msg_t part[4];
 	size_t k = 0;
@@ -106,17 +121,11 @@ static void serve_replay(void *router, struct msg *msgs, long n, const char *top
 	uint64_t start;
 	if (k == 3 && kv_replay_parse_request(fr, 2, &start)) {
 		uint8_t seqb[8];
-		for (long i = 0; i < n; i++) {
-			if (msgs[i].seq < start)
-				continue;
-			kv_seq_encode(msgs[i].seq, seqb);
-			zmq_send(router, zmq_msg_data(&part[0]), zmq_msg_size(&part[0]), ZMQ_SNDMORE);
-			zmq_send(router, "", 0, ZMQ_SNDMORE);
-			if (shape == 26)
-				zmq_send(router, topic, strlen(topic), ZMQ_SNDMORE);
-			zmq_send(router, seqb, 8, ZMQ_SNDMORE);
-			zmq_send(router, msgs[i].payload.data, msgs[i].payload.size, 0);
-		}
+		for (long i = 0; i < n; i++)
+			if (msgs[i].seq >= start)
+				reply_batch(router, &part[0], msgs[i].seq, &msgs[i].payload, topic, shape);
+		if (bogus >= 0 && n > 0)
+			reply_batch(router, &part[0], (uint64_t)bogus, &msgs[0].payload, topic, shape);
 		/* vLLM 0.26 ends with an empty topic frame, not the publisher's topic */
 		kv_seq_encode(KV_REPLAY_END, seqb);
 		zmq_send(router, zmq_msg_data(&part[0]), zmq_msg_size(&part[0]), ZMQ_SNDMORE);
@@ -137,7 +146,7 @@ static void poll_replay(void *router, struct msg *msgs, long n, const struct opt
 		if (router) {
 			zmq_pollitem_t it = { .socket = router, .events = ZMQ_POLLIN };
 			if (zmq_poll(&it, 1, 10) > 0)
-				serve_replay(router, msgs, n, o->topic, o->shape);
+				serve_replay(router, msgs, n, o->topic, o->shape, o->bogus);
 		} else {
 			sleep_us(wait_ms > 10 ? 10000 : wait_ms * 1000);
 		}
@@ -175,17 +184,18 @@ static void skip_range(const char *s, long *lo, long *hi)
 int main(int argc, char **argv)
 {
 	struct opts o = { .topic = "", .count = 10, .skip_lo = -1, .skip_hi = -1, .restart_at = -1,
-			  .wait_ms = 5000, .linger_ms = 500, .shape = 25, .tokens = 16 };
+			  .wait_ms = 5000, .linger_ms = 500, .shape = 25, .tokens = 16, .bogus = -1 };
 	static const struct option lo[] = {
 		{ "count", 1, NULL, 'n' }, { "start-seq", 1, NULL, 's' }, { "skip", 1, NULL, 'k' },
 		{ "restart-at", 1, NULL, 'R' }, { "replay", 1, NULL, 'r' }, { "shape", 1, NULL, 'S' },
 		{ "topic", 1, NULL, 't' }, { "wait", 1, NULL, 'w' }, { "interval-us", 1, NULL, 'i' },
 		{ "linger", 1, NULL, 'l' }, { "log", 1, NULL, 'L' }, { "tokens", 1, NULL, 'T' },
-		{ "connect", 0, NULL, 'C' }, { "mooncake", 0, NULL, 'M' }, { NULL, 0, NULL, 0 },
+		{ "connect", 0, NULL, 'C' }, { "mooncake", 0, NULL, 'M' }, { "replay-bogus", 1, NULL, 'B' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 	kv_set_prog(argv);
-	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:CM", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:CMB:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.count = arg_long(optarg); break;
 		case 's': o.start_seq = arg_long(optarg); break;
@@ -201,6 +211,7 @@ int main(int argc, char **argv)
 		case 'T': o.tokens = arg_long(optarg); break;
 		case 'C': o.connect = true; break;
 		case 'M': o.mooncake = true; break;
+		case 'B': o.bogus = arg_long(optarg); break;
 		default: return 64;
 		}
 	}

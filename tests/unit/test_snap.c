@@ -243,11 +243,29 @@ static void order_times_and_bounds(void)
 	free_state(&s);
 }
 
+/* Two workers that are one in a snapshot (a dp_rank beyond 2^32-1 stored
+ * as its low 32 bits, as an old kvmatch wrote it) are refused at load. */
+static void repeated_workers(void)
+{
+	struct state s;
+	struct kv_snap snap;
+	char err[200];
+	make_state(&s);
+	kv_workers_add(&s.ws, "w", 1ll << 32, "10.0.0.5", false);
+	size_t n;
+	uint8_t *b = write_read(&s, &n);
+	ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(strcmp(err, "worker 2: out of order or repeated") == 0);
+	free(b);
+	free_state(&s);
+}
+
 int main(void)
 {
 	RUN(round_trip);
 	RUN(every_byte_and_cut);
 	RUN(damage_with_valid_checksum);
 	RUN(order_times_and_bounds);
+	RUN(repeated_workers);
 	return unit_done();
 }
