@@ -551,8 +551,16 @@ static bool check_limits(const struct kv_snap *s, char *err, size_t errlen)
 	return true;
 }
 
+/* A worker's rank in the writer's order: a pool holder (dp_rank 0 in the
+ * file) before the ranks of an instance of its name, as kv_workers_compare
+ * sorts them. */
+static int64_t order_rank(const struct kv_snap_worker *w)
+{
+	return w->flags & 2 ? KV_POOL_HOLDER_DP : (int64_t)w->dp_rank;
+}
+
 /* Worker i after worker i-1 in the writer's order (instance_id, then
- * dp_rank), so no worker is there twice: two of one name would be one
+ * rank), so no worker is there twice: two of one name would be one
  * worker once restored, and answers would name it twice.  An instance_id
  * with a NUL would be cut there when restored, so it is refused too. */
 static bool worker_in_order(const struct kv_snap *s, size_t i)
@@ -566,7 +574,7 @@ static bool worker_in_order(const struct kv_snap *s, size_t i)
 	const char *y = kv_snap_string(s, s->workers[i - 1].instance_id, &b);
 	int c = memcmp(y, x, a < b ? a : b);
 	c = c ? c : (b > a) - (b < a);
-	return c < 0 || (c == 0 && s->workers[i - 1].dp_rank < s->workers[i].dp_rank);
+	return c < 0 || (c == 0 && order_rank(&s->workers[i - 1]) < order_rank(&s->workers[i]));
 }
 
 static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)

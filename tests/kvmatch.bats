@@ -891,3 +891,14 @@ b 1 held_by_pool_only"
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvmatch: s.kvsnap: snapshot version 2 is an older format (this kvtools reads version 3): build it again with kvmatch from the captures"
 }
+
+@test "a named daemon called as an instance is: its pool holder and the instance are two workers, and the snapshot loads" {
+	mooncake_cluster b
+	kvmatch -q -r mc-regs.jsonl --log none -o s.kvsnap mc.kvcap
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "worker" and .instance_id == "b")')" '{"kind":"worker","instance_id":"b","pool":true,"dp_rank":null,"host":"","inferred":false}
+{"kind":"worker","instance_id":"b","dp_rank":0,"host":"10.0.0.6","inferred":false}'
+	echo '{"model": "m", "tenant_id": "default", "block_size": 4, "token_ids": [1,2,3,4,5,6,7,8]}' > q.jsonl
+	run --separate-stderr kvquery --shared-pool -s s.kvsnap q.jsonl
+	assert_success
+	assert_equal "$(jq -c '.default | keys' <<<"$output")" '["a","b"]'
+}
