@@ -146,6 +146,9 @@ static int load(struct run *r, bool fatal)
 {
 	struct kv_snap s;
 	char err[256];
+	/* the version before reading it: a change while it is read is seen next time */
+	struct stat version = { 0 };
+	stat(r->o->snapshot, &version);
 	if (!kv_snap_load(r->o->snapshot, &s, err, sizeof err)) {
 		if (!fatal) {
 			kv_warn("%s: %s (keeping the snapshot loaded before)", r->o->snapshot, err);
@@ -157,7 +160,7 @@ static int load(struct run *r, bool fatal)
 	kv_snap_unload(&r->snap);
 	r->snap = s;
 	kv_qsource_snap(&r->src, &r->snap);
-	stat(r->o->snapshot, &r->snap_stat);
+	r->snap_stat = version;
 	r->name_width = 8;
 	for (size_t i = 0; i < s.nworkers; i++)
 		if ((int)s.workers[i].instance_id.len > r->name_width)
@@ -165,14 +168,25 @@ static int load(struct run *r, bool fatal)
 	return 0;
 }
 
-/* --watch: kvmatch replaces the file by rename, so a new inode means a new snapshot. */
+/* Whether the path still names the file as it was at load.  ctime too:
+ * a rewrite in place keeps the inode and may keep the size, and mtime can
+ * be set back (cp -p, rsync, touch -r); a change of ctime cannot be hidden. */
+static bool same_version(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* --watch: kvmatch replaces the file by rename, others rewrite it in place;
+ * either is a new version.  The snapshot in use is a copy in memory, so it
+ * stays whole whatever the file goes through. */
 static void maybe_reload(struct run *r)
 {
 	struct stat st;
 	if (stat(r->o->snapshot, &st) != 0)
 		return;
-	if (st.st_ino != r->snap_stat.st_ino || st.st_mtim.tv_sec != r->snap_stat.st_mtim.tv_sec ||
-	    st.st_mtim.tv_nsec != r->snap_stat.st_mtim.tv_nsec || st.st_size != r->snap_stat.st_size) {
+	if (!same_version(&st, &r->snap_stat)) {
 		if (load(r, false) == 0 && r->o->verbose)
 			kv_warn("%s: reloaded", r->o->snapshot);
 		else
