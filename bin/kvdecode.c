@@ -153,6 +153,8 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	size_t nfiles = (size_t)(argc - optind);
+	kv_out_refuse_inputs("-o", o.output, argv + optind, nfiles);
 	struct kv_out out;
 	if (!kv_out_open(&out, o.output)) {
 		kv_warn_errno("%s", o.output);
@@ -164,11 +166,11 @@ int main(int argc, char **argv)
 	struct run r = { .o = &o, .out = &out };
 	kv_evjson_init(&r.json);
 	kv_srcstats_init(&r.stats);
-	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
+	struct kv_source *src = kv_source_new(argv + optind, nfiles, &o.src);
 	struct kv_batch b;
 	while (!kv_out_failed(&out) && kv_source_next(src, &b) == KV_SOURCE_BATCH)
 		handle(&r, &b);
-	int status = kv_out_close(&out);
+	int status = kv_out_finish(&out, nfiles && kv_source_open_failures(src) == nfiles);
 	if (o.stats)
 		kv_srcstats_print(&r.stats, stderr);
 	if (status == KV_EX_OK && kv_source_open_failures(src))

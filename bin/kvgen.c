@@ -212,6 +212,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 	s->emit.mooncake = s->pool == KV_POOL_MOONCAKE;
 	if (optind < argc - 1)
 		kv_usage_error("one trace at most");
+	const char *trace = optind < argc ? argv[optind] : "-";
+	kv_out_refuse_input("-o", o->output, trace);
+	kv_out_refuse_input("--registrations", o->regs, trace);
+	kv_out_refuse_input("--snapshot", o->snapshot, trace);
+	kv_out_refuse_input("--report", o->report, trace);
+	kv_out_refuse_input(o->queries_by_hash ? "--queries-by-hash" : "--queries", o->queries, trace);
 }
 
 /* Writes a side file with fn; false (message given) on failure. */
@@ -288,7 +294,9 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	size_t n;
 	uint64_t served = 0, bad = 0;
 	enum kv_lines_status st;
-	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_failed(out)) &&
+	/* the capture failing (a reader gone) ends the run only when no file is to be written besides */
+	bool side_files = o->regs || o->snapshot || o->report || o->queries;
+	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_ends_work(out, side_files)) &&
 	       (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF && st != KV_LINES_STOPPED) {
 		if (st == KV_LINES_ERROR) {
 			kv_warn("%s: %s", name, strerror(l.err));

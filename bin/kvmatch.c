@@ -162,6 +162,17 @@ static void check_option_pairs(const struct options *o)
 		kv_usage_error("--snapshot-every: no snapshot to write (-o FILE.kvsnap)");
 }
 
+/* -o and --metrics may not name an input; -i may be -o (resuming a
+ * snapshot and writing it back), which is written by rename. */
+static void refuse_outputs_over_inputs(const struct options *o, char *const *files, size_t nfiles)
+{
+	kv_out_refuse_inputs("-o", o->snapshot, files, nfiles);
+	kv_out_refuse_input("-o", o->snapshot, o->regs);
+	kv_out_refuse_inputs("--metrics", o->metrics, files, nfiles);
+	kv_out_refuse_input("--metrics", o->metrics, o->regs);
+	kv_out_refuse_input("--metrics", o->metrics, o->resume);
+}
+
 struct run {
 	const struct options *o;
 	struct kv_out *out;
@@ -300,6 +311,11 @@ int main(int argc, char **argv)
 	kv_install_signals(true);
 	if (o.dump)
 		return dump(o.dump);
+	refuse_outputs_over_inputs(&o, argv + optind, (size_t)(argc - optind));
+	/* before anything is read or written: no snapshot of part of the input */
+	int unopened = kv_source_check_files(argv + optind, (size_t)(argc - optind));
+	if (unopened)
+		return unopened;
 	struct kv_out out;
 	kv_out_open(&out, NULL);
 	struct run r = { .o = &o, .out = &out };
@@ -315,7 +331,8 @@ int main(int argc, char **argv)
 	o.src.idle_arg = &r;
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
 	struct kv_batch b;
-	while (!kv_out_failed(&out) && kv_source_next(src, &b) == KV_SOURCE_BATCH) {
+	/* a closed stdout ends the run unless a snapshot is to be written */
+	while (!kv_out_ends_work(&out, o.snapshot != NULL) && kv_source_next(src, &b) == KV_SOURCE_BATCH) {
 		handle(&r, &b);
 		between_records(&r);
 	}

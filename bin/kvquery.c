@@ -461,6 +461,8 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	kv_out_refuse_input("-o", o.output, o.snapshot);
+	kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind));
 	struct kv_out out;
 	struct run r = { .o = &o, .out = &out };
 	uint64_t t0 = kv_monotonic_ns();
@@ -478,12 +480,13 @@ int main(int argc, char **argv)
 	r.q = kv_querier_new();
 	r.parser = kv_qparser_new();
 	kv_install_signals(false);
-	int status = 0;
+	int status = 0, unopened = 0;
 	if (optind == argc)
 		status = read_input(&r, "-");
 	for (int i = optind; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
-		status |= read_input(&r, argv[i]) ? KV_EX_NOINPUT : 0;
-	int closed = kv_out_close(&out);
+		if (read_input(&r, argv[i]))
+			status = KV_EX_NOINPUT, unopened++;
+	int closed = kv_out_finish(&out, optind < argc && unopened == argc - optind);
 	if (o.timing)
 		report_timing(&r);
 	if (closed)

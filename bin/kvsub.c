@@ -207,6 +207,8 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	kv_out_refuse_input("-o", o.output, o.regs_path);
+	kv_out_refuse_input("--metrics", o.metrics, o.regs_path);
 	/* From the start: a stop during set-up still ends with a valid, empty capture. */
 	kv_install_signals(false);
 
