@@ -100,7 +100,10 @@ static void report(struct run *r, const struct kv_batch *b, const char *what)
 
 static void count(struct run *r, const struct kv_batch *b)
 {
-	struct kv_srcstat *st = kv_srcstats_get(&r->stats, b->ctx.src.p, b->ctx.src.n);
+	/* a record without a source (a cut capture) is counted under the input's
+	 * name, as its messages call it */
+	struct kv_srcstat *st = b->ctx.src.n ? kv_srcstats_get(&r->stats, b->ctx.src.p, b->ctx.src.n)
+					     : kv_srcstats_get(&r->stats, b->file, strlen(b->file));
 	if (!st)
 		return; /* beyond the limit: counted by the stats themselves */
 	/* An undecodable record still arrived: its seq counts, or the next

@@ -14,6 +14,7 @@
 #include "query.h"
 #include "queryline.h"
 #include "snap.h"
+#include "utf8.h"
 #include "util.h"
 
 static const char usage[] =
@@ -140,6 +141,8 @@ struct run {
 	size_t ntimes, captimes;
 	int name_width;
 	bool header_done;
+	char *shown;             /* an instance id cleaned for the table */
+	size_t shown_cap;
 };
 
 static int load(struct run *r, bool fatal)
@@ -243,18 +246,26 @@ static char *lit(char *p, const char *s)
 	return p + n;
 }
 
+/* An instance id as a table shows it: what could drive the terminal as '?'. */
+static const char *shown(struct run *r, const char *id, size_t *len)
+{
+	r->shown = kv_xgrow(r->shown, &r->shown_cap, *len + 1, 1);
+	*len = kv_printable(r->shown, *len + 1, id, *len);
+	return r->shown;
+}
+
 static void write_route(struct run *r, struct kv_str tenant, const struct kv_hit *h, size_t bs)
 {
 	size_t len = 0;
 	int64_t dp = 0;
 	const char *inst = h ? kv_qsource_worker(&r->src, h->worker, &len, &dp) : NULL;
 	if (r->o->table) {
-		char row[512];
-		int n = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %8.6g %5u %5u %5u\n",
+		if (h)
+			inst = shown(r, inst, &len);
+		kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %8.6g %5u %5u %5u\n",
 				 (unsigned long long)r->answered, r->name_width, (int)(h ? len : 1), h ? inst : "-",
 				 (long long)(h ? dp : -1), (unsigned long long)(h ? (uint64_t)(h->npu + h->cpu + h->disk) * bs : 0),
 				 h ? kv_hit_score(h, &r->o->weights) : 0.0, h ? h->npu : 0, h ? h->cpu : 0, h ? h->disk : 0);
-		kv_out_write(r->out, row, (size_t)n);
 		return;
 	}
 	char *p = jw_reserve(r->out, 256 + JW_STR_MAX(len) + JW_STR_MAX(tenant.n));
@@ -280,13 +291,11 @@ static void write_explain(struct run *r, struct kv_str tenant, const struct kv_h
 		for (size_t i = 0; i < n; i++) {
 			size_t len;
 			int64_t dp;
-			const char *inst = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
-			char row[512];
-			int k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %5u %5u %5u %7u/%-7zu %s%s\n",
+			const char *inst = shown(r, kv_qsource_worker(&r->src, hits[i].worker, &len, &dp), &len);
+			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %5u %5u %5u %7u/%-7zu %s%s\n",
 					 (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
 					 hits[i].npu, hits[i].cpu, hits[i].disk, hits[i].stop_at, nblocks,
 					 kv_stop_name(hits[i].why), route == &hits[i] ? " (routed)" : "");
-			kv_out_write(r->out, row, (size_t)k);
 		}
 		return;
 	}
@@ -321,43 +330,37 @@ static void write_table_rows(struct run *r, const struct kv_hit *hits, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
 		int64_t dp;
-		const char *inst = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
-		char row[512];
-		int k;
+		const char *inst = shown(r, kv_qsource_worker(&r->src, hits[i].worker, &len, &dp), &len);
 		if (r->o->shared_pool)
-			k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u %5u %5u\n",
+			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u %5u %5u\n",
 				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
 				     (unsigned long long)(hits[i].npu + hits[i].cpu + hits[i].disk) * bs, hits[i].npu,
 				     hits[i].cpu, hits[i].disk, hits[i].cpu_local, hits[i].cpu_remote);
 		else
-			k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u\n",
+			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u\n",
 				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
 				     (unsigned long long)(hits[i].npu + hits[i].cpu + hits[i].disk) * bs, hits[i].npu,
 				     hits[i].cpu, hits[i].disk);
-		kv_out_write(r->out, row, (size_t)k);
 	}
 }
 
 static void table_header(struct run *r)
 {
-	char row[512];
-	int k;
 	if (r->header_done || !r->o->table)
 		return;
 	r->header_done = true;
 	if (r->o->explain)
-		k = snprintf(row, sizeof row, "%-6s %-*s %4s %5s %5s %5s %15s %s\n", "QUERY", r->name_width, "INSTANCE",
+		kv_out_printf(r->out, "%-6s %-*s %4s %5s %5s %5s %15s %s\n", "QUERY", r->name_width, "INSTANCE",
 			     "DP", "NPU", "CPU", "DISK", "STOP/BLOCKS", "REASON");
 	else if (r->o->route)
-		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %8s %5s %5s %5s\n", "QUERY", r->name_width, "ROUTE",
+		kv_out_printf(r->out, "%-6s %-*s %4s %8s %8s %5s %5s %5s\n", "QUERY", r->name_width, "ROUTE",
 			     "DP", "TOKENS", "SCORE", "NPU", "CPU", "DISK");
 	else if (r->o->shared_pool)
-		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %5s %5s %5s %5s %5s\n", "QUERY", r->name_width,
+		kv_out_printf(r->out, "%-6s %-*s %4s %8s %5s %5s %5s %5s %5s\n", "QUERY", r->name_width,
 			     "INSTANCE", "DP", "TOKENS", "NPU", "CPU", "DISK", "LOCAL", "REMOTE");
 	else
-		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %5s %5s %5s\n", "QUERY", r->name_width, "INSTANCE", "DP",
+		kv_out_printf(r->out, "%-6s %-*s %4s %8s %5s %5s %5s\n", "QUERY", r->name_width, "INSTANCE", "DP",
 			     "TOKENS", "NPU", "CPU", "DISK");
-	kv_out_write(r->out, row, (size_t)k);
 }
 
 static void answer(struct run *r, const char *file, uint64_t lineno, const char *text, size_t n)
@@ -499,6 +502,7 @@ int main(int argc, char **argv)
 	free(r.line.tokens);
 	free(r.line.hashes);
 	free(r.times);
+	free(r.shown);
 	kv_querier_free(r.q);
 	kv_qsource_free(&r.src);
 	kv_snap_unload(&r.snap);

@@ -4,6 +4,7 @@
 #include "metrics.h"
 #include "replay.h"
 #include "seqtrack.h"
+#include "utf8.h"
 #include "util.h"
 
 #include <errno.h>
@@ -544,9 +545,11 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f)
 {
 	for (size_t i = 0; i < c->neps; i++) {
 		const struct endpoint *ep = &c->eps[i];
+		char name[512];
+		kv_printable(name, sizeof name, ep->src, strlen(ep->src));
 		fprintf(f, "%s: %s: %llu messages, %llu bytes, %llu gaps, %llu missing, %llu replayed, "
 			   "%llu restarts, %llu bad seq",
-			kv_prog, ep->src, (unsigned long long)ep->messages, (unsigned long long)ep->bytes,
+			kv_prog, name, (unsigned long long)ep->messages, (unsigned long long)ep->bytes,
 			(unsigned long long)ep->seq.gaps, (unsigned long long)ep->seq.missing,
 			(unsigned long long)ep->replayed, (unsigned long long)ep->seq.restarts,
 			(unsigned long long)ep->bad_seq);

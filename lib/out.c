@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -116,6 +118,21 @@ char *kv_out_reserve(struct kv_out *o, size_t n)
 		o->buf = kv_xrealloc(o->buf, o->cap);
 	}
 	return o->buf + o->len;
+}
+
+void kv_out_printf(struct kv_out *o, const char *fmt, ...)
+{
+	va_list ap, again;
+	va_start(ap, fmt);
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n > 0) {
+		char *p = kv_out_reserve(o, (size_t)n + 1);
+		vsnprintf(p, (size_t)n + 1, fmt, again);
+		o->len += (size_t)n;
+	}
+	va_end(again);
 }
 
 int kv_out_close(struct kv_out *o)

@@ -54,6 +54,9 @@ static inline void kv_out_putc(struct kv_out *o, char c)
 		kv_out_write(o, &c, 1);
 }
 static inline void kv_out_puts(struct kv_out *o, const char *s) { kv_out_write(o, s, strlen(s)); }
+/* Formatted text, all of it: the buffer grows to what the format needs, so
+ * nothing is cut and nothing beyond what was formatted is written. */
+void kv_out_printf(struct kv_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes the buffer out; false once output has failed (see o->err). */
 bool kv_out_flush(struct kv_out *o);
 /* Flushes only when the buffer is nearly full; cheap to call per record. */

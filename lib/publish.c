@@ -1,5 +1,6 @@
 #include "publish.h"
 #include "jsonw.h"
+#include "utf8.h"
 #include "util.h"
 
 #include <errno.h>
@@ -599,7 +600,9 @@ void kv_pub_print_route(const struct kv_pub *p, const struct kv_pub_src *s, FILE
 	if (s->sock < 0)
 		return;
 	const struct sock *k = &p->socks[s->sock];
-	fprintf(f, "%s: %s -> %s", kv_prog, s->name, k->endpoint);
+	char name[512];
+	kv_printable(name, sizeof name, s->name, strlen(s->name));
+	fprintf(f, "%s: %s -> %s", kv_prog, name, k->endpoint);
 	if (k->router)
 		fprintf(f, ", replay %s", k->replay_ep);
 	fputc('\n', f);

@@ -334,3 +334,22 @@ A='{"default":{"a":{"longest_matched":384,"DP":{"0":{"matched_tokens":384,"npu_b
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvquery: /dev/fd/63: truncated or padded: 100 bytes, header says $(stat -c %s s.kvsnap)"
 }
+
+@test "--format table: a 700-byte instance id with terminal escapes is shown whole, its controls as '?'" {
+	# rows were formatted into 512 bytes and snprintf's would-be length
+	# written: stack bytes on stdout; and ESC, BEL reached the terminal
+	id="$(printf 'x\033]0;pwned\007%.0s' $(seq 1 70))"
+	shown="$(printf 'x?]0;pwned?%.0s' $(seq 1 70))"
+	jq -nc --arg id "$id" --arg e "$E0" '{instance_id: $id, dp_rank: 0, block_size: 128, modelname: "m", medium_endpoints: {npu: $e}}' > long.jsonl
+	store $E0 1 0 xpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128 > ev1.jsonl
+	kvmatch -q -r long.jsonl --log none -o long.kvsnap ev1.jsonl
+	echo "[$(seq -s, 1 384)]" > q.jsonl
+	for opts in "" --route --explain --shared-pool; do
+		run --separate-stderr kvquery -s long.kvsnap --format table $opts q.jsonl
+		assert_success
+		assert_equal "${#lines[@]}" 2
+		[[ ${lines[1]} == "1      $shown "* ]]
+		[ "$(printf '%s' "$output" | tr -d '\n' | LC_ALL=C tr -d ' -~' | wc -c)" = 0 ]
+	done
+	assert_equal "${lines[1]}" "1      $shown    0      384     3     0     0     0     0"
+}
