@@ -109,3 +109,16 @@ capture() {
 	[[ $(cat 200000.err) == "kvsub: tcp://127.0.0.1:"*": 200000 messages, "* ]]
 	[ "$long" -le $((short + 2 * MiB)) ]
 }
+
+@test "kvgen --window 1: a trace that jumps 4294967 s ahead costs two windows, not millions" {
+	# every window up to the last was allocated and reported: 6.8 GB of
+	# memory and a report of 1 GB for one line at timestamp 4294967295
+	head -1 "$ROOT/share/traces/conversation-300.jsonl" > t.jsonl
+	sed 's/"timestamp": 0/"timestamp": 4294967295/' t.jsonl >> t.jsonl
+	peak gen.kb kvgen -q -n --window 1 --workers 2 --dp 1 --report r.json t.jsonl
+	assert_equal "$(jq -c '[.requests, [.windows[] | [(.start_s > 4e6), .requests]]]' r.json)" '[2,[[false,1],[true,1]]]'
+	[ "$(stat -c %s r.json)" -le 4096 ]
+	echo "# kvgen, a 4294967 s gap in 1 s windows: $(cat gen.kb) KiB" >&3
+	# AddressSanitizer's shadow memory says nothing about ours
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat gen.kb)" -le $((32 * MiB)) ]
+}
