@@ -28,7 +28,8 @@ static const char usage[] =
 	"  -V, --version           show the version and exit\n"
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 some input could not be decoded (all the\n"
-	"rest was), 66 an input could not be opened, 74 write error.  See kvdecode(1).\n";
+	"rest was), 66 an input could not be opened, 70 internal error (out of memory),\n"
+	"74 write error.  See kvdecode(1).\n";
 
 enum { OPT_PAYLOAD = 256, OPT_STATS, OPT_DECIMAL, OPT_RAW };
 

@@ -55,8 +55,8 @@ static const char usage[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 bad trace lines (the rest was served) or\n"
-	"a gzip-compressed trace (use zcat), 66 cannot open the trace, 74 write error.\n"
-	"See kvgen(1).\n";
+	"a gzip-compressed trace (use zcat), 66 cannot open the trace, 70 internal error\n"
+	"(out of memory), 74 write error.  See kvgen(1).\n";
 
 enum { OPT_WORKERS = 256, OPT_DP, OPT_CAPACITY, OPT_BLOCK_SIZE, OPT_POOL, OPT_POOL_CAPACITY, OPT_DISK_CAPACITY,
        OPT_POOL_LAG, OPT_POLICY, OPT_WEIGHTS, OPT_SEED, OPT_SPEED, OPT_VLLM_FORMAT, OPT_HASH_FORMAT, OPT_MODEL,

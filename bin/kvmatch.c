@@ -53,7 +53,8 @@ static const char usage[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 bad input (everything else was applied),\n"
-	"66 cannot open an input, 74 write error.  See kvmatch(1) and kvsnap(5).\n";
+	"66 cannot open an input, 70 internal error (out of memory), 74 write error.\n"
+	"See kvmatch(1) and kvsnap(5).\n";
 
 enum { OPT_EVERY = 256, OPT_LOG, OPT_PENDING_TTL, OPT_OFFLOAD_TTL, OPT_CONTENT_TTL, OPT_MAX_PENDING, OPT_MATCH,
        OPT_DECIMAL, OPT_DUMP, OPT_METRICS, OPT_METRICS_INTERVAL, OPT_DIAGNOSE };

@@ -42,7 +42,8 @@ static const char usage[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 some query could not be answered (its line\n"
-	"is null) or a bad snapshot, 66 cannot open an input, 74 write error.  See kvquery(1).\n";
+	"is null) or a bad snapshot, 66 cannot open an input, 70 internal error (out of\n"
+	"memory), 74 write error.  See kvquery(1).\n";
 
 enum { OPT_MODEL = 256, OPT_TENANT, OPT_BLOCK_SIZE, OPT_ROUTE, OPT_WEIGHTS, OPT_EXPLAIN, OPT_SHARED, OPT_FORMAT,
        OPT_WATCH, OPT_TIMING };

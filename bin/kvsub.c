@@ -37,7 +37,8 @@ static const char usage[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"Exit status: 0 success (also after SIGINT, SIGTERM or a closed pipe), 64 usage,\n"
-	"65 bad registrations, 66 cannot open a file, 69 endpoint unavailable, 74 write error.\n"
+	"65 bad registrations, 66 cannot open a file, 69 endpoint unavailable, 70 internal\n"
+	"error, 74 write error.\n"
 	"See kvsub(1).\n";
 
 enum { OPT_REPLAY = 256, OPT_REPLAY_FROM, OPT_REPLAY_TIMEOUT, OPT_HWM, OPT_METRICS, OPT_METRICS_INTERVAL };
