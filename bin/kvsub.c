@@ -154,6 +154,9 @@ static void add_endpoint(struct kv_capture *cap, const struct options *o, const 
 	char *ep = resolve_endpoint(url, o->cap.bind, o->quiet);
 	if (!ep)
 		return;
+	char why[200];
+	if (!o->cap.bind && !o->quiet && !kv_endpoint_resolves(ep, why, sizeof why))
+		kv_warn("%s: cannot resolve the host (%s); ZeroMQ keeps trying", ep, why);
 	int rc = kv_capture_add(cap, ep, replay, err, sizeof err);
 	free(ep);
 	if (rc == KV_EX_USAGE)
