@@ -122,3 +122,23 @@ capture() {
 	# AddressSanitizer's shadow memory says nothing about ours
 	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat gen.kb)" -le $((32 * MiB)) ]
 }
+
+@test "kvpub: a replay client that sends 2000 requests and reads nothing is refused, and kvpub stays within 64 MiB" {
+	# every reply was queued for it: 1.3 GB for 2000 requests
+	for i in $(seq 1 200); do printf 'raw:%0131072d\n' 0; done | j2mp --topic kv > big.kvcap
+	mkfifo in
+	peak pub.kb kvpub --single "ipc://$T/p" --replay-map "tcp://10.0.0.5:5557=ipc://$T/r" --speed max \
+		--slow-joiner-wait 0 --linger 2 < in 2> pub.err & pub=$!
+	exec 5> in
+	cat big.kvcap >&5
+	replayreq -n 2000 -t 3000 "ipc://$T/r" 0 & client=$!
+	exec 5>&-
+	wait_for $pub 20
+	assert_equal "$status" 0
+	wait_for $client 10
+	line=$(sed -n 2p pub.err)
+	echo "# kvpub, 2000 unread replay requests of 13 MB each: $(cat pub.kb) KiB; $line" >&3
+	[[ $line =~ ^kvpub:\ ipc://.*/p:\ 200\ messages,\ 13109200\ bytes,\ 2000\ replay\ requests,\ [0-9]+\ replayed,\ ([0-9]+)\ replay\ requests\ refused\ \(replies\ not\ read\)$ ]]
+	[ "${BASH_REMATCH[1]}" -ge 1900 ]
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat pub.kb)" -le $((64 * MiB)) ]
+}
