@@ -229,6 +229,8 @@ int main(int argc, char **argv)
 		kv_usage_error("no endpoints to capture from");
 	add_replays(cap, &o);
 	open_output(&out, o.output);
+	/* a slow reader must not make ZeroMQ queue --hwm messages of any size */
+	kv_out_nonblocking(&out);
 
 	kv_cap_write_header(&out, "kvsub " KV_VERSION, kv_realtime_ns());
 	kv_out_flush(&out);

@@ -76,6 +76,12 @@ bool kv_out_flush(struct kv_out *o)
 		ssize_t n = write(o->fd, o->buf + done, o->len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN && o->nonblock) {
+			/* the reader is slow: keep the rest for later */
+			memmove(o->buf, o->buf + done, o->len - done);
+			o->len -= done;
+			return true;
+		}
 		if (n <= 0) {
 			o->err = n < 0 ? errno : ENOSPC;
 			o->len = 0;
@@ -113,10 +119,8 @@ char *kv_out_reserve(struct kv_out *o, size_t n)
 		return o->buf + o->len;
 	}
 	kv_out_flush(o);
-	if (o->cap < n) {
-		o->cap = n;
-		o->buf = kv_xrealloc(o->buf, o->cap);
-	}
+	if (o->cap - o->len < n) /* a large record, or bytes a slow reader left */
+		o->buf = kv_xgrow(o->buf, &o->cap, o->len + n, 1);
 	return o->buf + o->len;
 }
 
@@ -135,8 +139,21 @@ void kv_out_printf(struct kv_out *o, const char *fmt, ...)
 	va_end(again);
 }
 
+void kv_out_nonblocking(struct kv_out *o)
+{
+	struct stat st;
+	if (o->fd < 0 || o->regular || fstat(o->fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return;
+	o->saved_flags = fcntl(o->fd, F_GETFL);
+	o->nonblock = o->saved_flags >= 0 && fcntl(o->fd, F_SETFL, o->saved_flags | O_NONBLOCK) == 0;
+}
+
 int kv_out_close(struct kv_out *o)
 {
+	if (o->nonblock) {
+		fcntl(o->fd, F_SETFL, o->saved_flags);
+		o->nonblock = false;
+	}
 	kv_out_flush(o);
 	if (o->trunc_pending && !o->err)
 		truncate_now(o);

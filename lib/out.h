@@ -30,6 +30,8 @@ struct kv_out {
 	int64_t good_off;   /* file offset after the last successful flush */
 	bool trunc_pending; /* a regular file not truncated yet */
 	bool created;       /* the file did not exist before kv_out_open */
+	bool nonblock;      /* see kv_out_nonblocking */
+	int saved_flags;    /* the fd's flags before, put back at close */
 };
 
 /* path NULL or "-" is stdout. Returns false with errno set on failure to open. */
@@ -57,6 +59,13 @@ static inline void kv_out_puts(struct kv_out *o, const char *s) { kv_out_write(o
 /* Formatted text, all of it: the buffer grows to what the format needs, so
  * nothing is cut and nothing beyond what was formatted is written. */
 void kv_out_printf(struct kv_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For a program that must go on reading its sources while the reader of
+ * its output is slow (kvsub: what ZeroMQ would queue instead is bounded in
+ * messages, not bytes): a pipe or socket output becomes non-blocking, a
+ * flush writes what the reader takes now and keeps the rest (o->len bytes
+ * held, the caller bounds them), and kv_out_close writes the rest blocking
+ * and puts the flags back.  A regular file is left as it is. */
+void kv_out_nonblocking(struct kv_out *o);
 /* Writes the buffer out; false once output has failed (see o->err). */
 bool kv_out_flush(struct kv_out *o);
 /* Flushes only when the buffer is nearly full; cheap to call per record. */

@@ -142,3 +142,21 @@ capture() {
 	[ "${BASH_REMATCH[1]}" -ge 1900 ]
 	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat pub.kb)" -le $((64 * MiB)) ]
 }
+
+@test "kvsub: 24 messages of 16 MiB to a reader that does not read: 64 MiB wait for it, the rest is dropped and counted" {
+	# --hwm counts messages: ZeroMQ queued all 384 MiB (and 100000 x 64 MiB
+	# by default); kvsub now keeps reading and holds at most 64 MiB itself
+	local ep=tcp://127.0.0.1:$(port)
+	mkfifo out gate
+	{ read -r _ < gate; cat > /dev/null; } < out & reader=$!
+	peak sub.kb kvsub -W 4 -o out "$ep" 2> sub.err & sub=$!
+	framepub -w 5000 -l 1000 "$ep" $(for i in $(seq 24); do printf '2,seq,16777216 '; done)
+	echo go > gate
+	wait_for $sub 30
+	assert_equal "$status" 0
+	wait_for $reader 10
+	echo "# kvsub, 24 x 16 MiB to a stalled reader: $(cat sub.kb) KiB; $(cat sub.err)" >&3
+	[[ $(cat sub.err) =~ ^kvsub:\ tcp://.*:\ 24\ messages,\ 402653424\ bytes,\ .*,\ ([0-9]+)\ dropped\ \(output\ behind\)$ ]]
+	[ "${BASH_REMATCH[1]}" -ge 16 ]
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((200 * MiB)) ]
+}
