@@ -132,7 +132,8 @@ teardown() {
 	# kvdecode sees kvsub's own drops as gaps too
 	kept=$((messages - behind))
 	[[ $stderr =~ ^kvdecode:\ tcp://127.0.0.1:$p:\ $kept\ batches,\ $((kept * 4))\ events\ \(vllm:\ $((kept * 4))\ stored,\ 0\ removed,\ 0\ cleared\),\ ([0-9]+)\ gaps,\ $((missing + behind))\ missing,\ 0\ restarts,\ 0\ replayed,\ 0\ ignored,\ 0\ errors$ ]]
-	[ "${BASH_REMATCH[1]}" -ge "$gaps" ]
+	# (its gaps: kvsub's drops can join two of ZeroMQ's into one, or split none)
+	[ "${BASH_REMATCH[1]}" -ge $(( (missing + behind) > 0 ? 1 : 0 )) ]
 	# what arrived is what was published under that seq, in order
 	capdump pub.kvcap 2>/dev/null | cut -f4,5 > pub.txt
 	capdump out.kvcap 2>/dev/null | cut -f4,5 > got.txt
