@@ -56,11 +56,21 @@ FUZZ_NAMES = $(FUZZ_SRC:fuzz/fuzz_%.c=%)
 REPLAYS    = $(FUZZ_NAMES:%=$(BUILD)/tests/fuzzreplay_%)
 FUZZERS    = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 
-.PHONY: all check check-build deps install uninstall clean demo bench fuzz lint samples sample-decoupled
+.PHONY: all help check check-build deps install uninstall clean demo bench fuzz lint samples sample-decoupled
 .SUFFIXES:
 .SECONDARY:
 
 all: $(BINS)
+
+help:
+	@echo 'make                 build the programs into bin/'
+	@echo 'make SAN=1           build them with AddressSanitizer and UBSan into build/san/bin/'
+	@echo 'make check           build and run every test (TESTS="kvsub unit" picks suites)'
+	@echo 'make check SAN=1     the same tests against build/san/bin/'
+	@echo 'make check VALGRIND=1 TESTS=unit  the C unit tests under valgrind'
+	@echo 'make demo            install what is missing, build, run the chain on a sample'
+	@echo 'make lint | fuzz | bench | samples | sample-decoupled | install | uninstall | clean'
+	@echo 'See README.md.'
 
 $(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(BUILD)/.flags
 	@mkdir -p $(@D)

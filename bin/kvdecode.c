@@ -28,7 +28,8 @@ static const char usage[] =
 	"  -V, --version           show the version and exit\n"
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 some input could not be decoded (all the\n"
-	"rest was), 66 an input could not be opened, 74 write error.  See kvdecode(1).\n";
+	"rest was), 66 an input could not be opened, 70 internal error (out of memory),\n"
+	"74 write error.  See kvdecode(1).\n";
 
 enum { OPT_PAYLOAD = 256, OPT_STATS, OPT_DECIMAL, OPT_RAW };
 
@@ -100,7 +101,10 @@ static void report(struct run *r, const struct kv_batch *b, const char *what)
 
 static void count(struct run *r, const struct kv_batch *b)
 {
-	struct kv_srcstat *st = kv_srcstats_get(&r->stats, b->ctx.src.p, b->ctx.src.n);
+	/* a record without a source (a cut capture) is counted under the input's
+	 * name, as its messages call it */
+	struct kv_srcstat *st = b->ctx.src.n ? kv_srcstats_get(&r->stats, b->ctx.src.p, b->ctx.src.n)
+					     : kv_srcstats_get(&r->stats, b->file, strlen(b->file));
 	if (!st)
 		return; /* beyond the limit: counted by the stats themselves */
 	/* An undecodable record still arrived: its seq counts, or the next
@@ -159,6 +163,8 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	size_t nfiles = (size_t)(argc - optind);
+	kv_out_refuse_inputs("-o", o.output, argv + optind, nfiles);
 	struct kv_out out;
 	if (!kv_out_open(&out, o.output)) {
 		kv_warn_errno("%s", o.output);
@@ -170,11 +176,11 @@ int main(int argc, char **argv)
 	struct run r = { .o = &o, .out = &out };
 	kv_evjson_init(&r.json);
 	kv_srcstats_init(&r.stats);
-	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
+	struct kv_source *src = kv_source_new(argv + optind, nfiles, &o.src);
 	struct kv_batch b;
 	while (!kv_out_failed(&out) && kv_source_next(src, &b) == KV_SOURCE_BATCH)
 		handle(&r, &b);
-	int status = kv_out_close(&out);
+	int status = kv_out_finish(&out, nfiles && kv_source_open_failures(src) == nfiles);
 	if (o.stats)
 		kv_srcstats_print(&r.stats, stderr);
 	if (status == KV_EX_OK && kv_source_open_failures(src))

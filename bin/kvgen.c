@@ -59,8 +59,8 @@ static const char usage[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 bad trace lines (the rest was served) or\n"
-	"a gzip-compressed trace (use zcat), 66 cannot open the trace, 74 write error.\n"
-	"See kvgen(1).\n";
+	"a gzip-compressed trace (use zcat), 66 cannot open the trace, 70 internal error\n"
+	"(out of memory), 74 write error.  See kvgen(1).\n";
 
 enum { OPT_WORKERS = 256, OPT_DP, OPT_CAPACITY, OPT_BLOCK_SIZE, OPT_POOL, OPT_POOL_CAPACITY, OPT_DISK_CAPACITY,
        OPT_POOL_LAG, OPT_POLICY, OPT_WEIGHTS, OPT_SEED, OPT_SPEED, OPT_VLLM_FORMAT, OPT_HASH_FORMAT, OPT_MODEL,
@@ -228,6 +228,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 		kv_usage_error("--load-weight: --policy affinity weighs cache affinity alone (use --policy kv)");
 	if (optind < argc - 1)
 		kv_usage_error("one trace at most");
+	const char *trace = optind < argc ? argv[optind] : "-";
+	kv_out_refuse_input("-o", o->output, trace);
+	kv_out_refuse_input("--registrations", o->regs, trace);
+	kv_out_refuse_input("--snapshot", o->snapshot, trace);
+	kv_out_refuse_input("--report", o->report, trace);
+	kv_out_refuse_input(o->queries_by_hash ? "--queries-by-hash" : "--queries", o->queries, trace);
 }
 
 /* Writes a side file with fn; false (message given) on failure. */
@@ -304,7 +310,9 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	size_t n;
 	uint64_t served = 0, bad = 0, went_back = 0;
 	enum kv_lines_status st;
-	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_failed(out)) &&
+	/* the capture failing (a reader gone) ends the run only when no file is to be written besides */
+	bool side_files = o->regs || o->snapshot || o->report || o->queries;
+	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_ends_work(out, side_files)) &&
 	       (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF && st != KV_LINES_STOPPED) {
 		if (st == KV_LINES_ERROR) {
 			kv_warn("%s: %s", name, strerror(l.err));

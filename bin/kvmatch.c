@@ -55,7 +55,8 @@ static const char usage[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 bad input (everything else was applied),\n"
-	"66 cannot open an input, 74 write error.  See kvmatch(1) and kvsnap(5).\n";
+	"66 cannot open an input, 70 internal error (out of memory), 74 write error.\n"
+	"See kvmatch(1) and kvsnap(5).\n";
 
 enum { OPT_EVERY = 256, OPT_LOG, OPT_PENDING_TTL, OPT_OFFLOAD_TTL, OPT_CONTENT_TTL, OPT_MAX_PENDING, OPT_MATCH,
        OPT_DECIMAL, OPT_DUMP, OPT_METRICS, OPT_METRICS_INTERVAL, OPT_DIAGNOSE, OPT_BACKEND_SERVES };
@@ -168,6 +169,17 @@ static void check_option_pairs(const struct options *o)
 {
 	if (o->every_ns && !o->snapshot)
 		kv_usage_error("--snapshot-every: no snapshot to write (-o FILE.kvsnap)");
+}
+
+/* -o and --metrics may not name an input; -i may be -o (resuming a
+ * snapshot and writing it back), which is written by rename. */
+static void refuse_outputs_over_inputs(const struct options *o, char *const *files, size_t nfiles)
+{
+	kv_out_refuse_inputs("-o", o->snapshot, files, nfiles);
+	kv_out_refuse_input("-o", o->snapshot, o->regs);
+	kv_out_refuse_inputs("--metrics", o->metrics, files, nfiles);
+	kv_out_refuse_input("--metrics", o->metrics, o->regs);
+	kv_out_refuse_input("--metrics", o->metrics, o->resume);
 }
 
 struct run {
@@ -333,6 +345,13 @@ int main(int argc, char **argv)
 		kv_workers_free(&r.ws);
 		return dump(o.dump);
 	}
+	refuse_outputs_over_inputs(&o, argv + optind, (size_t)(argc - optind));
+	/* before anything is read or written: no snapshot of part of the input */
+	int unopened = kv_source_check_files(argv + optind, (size_t)(argc - optind));
+	if (unopened) {
+		kv_workers_free(&r.ws);
+		return unopened;
+	}
 	struct kv_out out;
 	kv_out_open(&out, NULL);
 	r.out = &out;
@@ -347,7 +366,8 @@ int main(int argc, char **argv)
 	o.src.idle_arg = &r;
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
 	struct kv_batch b;
-	while (!kv_out_failed(&out) && kv_source_next(src, &b) == KV_SOURCE_BATCH) {
+	/* a closed stdout ends the run unless a snapshot is to be written */
+	while (!kv_out_ends_work(&out, o.snapshot != NULL) && kv_source_next(src, &b) == KV_SOURCE_BATCH) {
 		handle(&r, &b);
 		between_records(&r);
 	}

@@ -557,6 +557,7 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind));
 	kv_install_signals(false);
 
 	struct run r = { .o = &o, .idle_fd = -1 };

@@ -14,6 +14,7 @@
 #include "query.h"
 #include "queryline.h"
 #include "snap.h"
+#include "utf8.h"
 #include "util.h"
 
 static const char usage[] =
@@ -41,7 +42,8 @@ static const char usage[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 some query could not be answered (its line\n"
-	"is null) or a bad snapshot, 66 cannot open an input, 74 write error.  See kvquery(1).\n";
+	"is null) or a bad snapshot, 66 cannot open an input, 70 internal error (out of\n"
+	"memory), 74 write error.  See kvquery(1).\n";
 
 enum { OPT_MODEL = 256, OPT_TENANT, OPT_BLOCK_SIZE, OPT_ROUTE, OPT_WEIGHTS, OPT_EXPLAIN, OPT_SHARED, OPT_FORMAT,
        OPT_WATCH, OPT_TIMING };
@@ -140,12 +142,17 @@ struct run {
 	size_t ntimes, captimes;
 	int name_width;
 	bool header_done;
+	char *shown;             /* an instance id cleaned for the table */
+	size_t shown_cap;
 };
 
 static int load(struct run *r, bool fatal)
 {
 	struct kv_snap s;
 	char err[256];
+	/* the version before reading it: a change while it is read is seen next time */
+	struct stat version = { 0 };
+	stat(r->o->snapshot, &version);
 	if (!kv_snap_load(r->o->snapshot, &s, err, sizeof err)) {
 		if (!fatal) {
 			kv_warn("%s: %s (keeping the snapshot loaded before)", r->o->snapshot, err);
@@ -157,7 +164,7 @@ static int load(struct run *r, bool fatal)
 	kv_snap_unload(&r->snap);
 	r->snap = s;
 	kv_qsource_snap(&r->src, &r->snap);
-	stat(r->o->snapshot, &r->snap_stat);
+	r->snap_stat = version;
 	r->name_width = 8;
 	for (size_t i = 0; i < s.nworkers; i++)
 		if ((int)s.workers[i].instance_id.len > r->name_width)
@@ -165,14 +172,25 @@ static int load(struct run *r, bool fatal)
 	return 0;
 }
 
-/* --watch: kvmatch replaces the file by rename, so a new inode means a new snapshot. */
+/* Whether the path still names the file as it was at load.  ctime too:
+ * a rewrite in place keeps the inode and may keep the size, and mtime can
+ * be set back (cp -p, rsync, touch -r); a change of ctime cannot be hidden. */
+static bool same_version(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* --watch: kvmatch replaces the file by rename, others rewrite it in place;
+ * either is a new version.  The snapshot in use is a copy in memory, so it
+ * stays whole whatever the file goes through. */
 static void maybe_reload(struct run *r)
 {
 	struct stat st;
 	if (stat(r->o->snapshot, &st) != 0)
 		return;
-	if (st.st_ino != r->snap_stat.st_ino || st.st_mtim.tv_sec != r->snap_stat.st_mtim.tv_sec ||
-	    st.st_mtim.tv_nsec != r->snap_stat.st_mtim.tv_nsec || st.st_size != r->snap_stat.st_size) {
+	if (!same_version(&st, &r->snap_stat)) {
 		if (load(r, false) == 0 && r->o->verbose)
 			kv_warn("%s: reloaded", r->o->snapshot);
 		else
@@ -229,18 +247,26 @@ static char *lit(char *p, const char *s)
 	return p + n;
 }
 
+/* An instance id as a table shows it: what could drive the terminal as '?'. */
+static const char *shown(struct run *r, const char *id, size_t *len)
+{
+	r->shown = kv_xgrow(r->shown, &r->shown_cap, *len + 1, 1);
+	*len = kv_printable(r->shown, *len + 1, id, *len);
+	return r->shown;
+}
+
 static void write_route(struct run *r, struct kv_str tenant, const struct kv_hit *h, size_t bs)
 {
 	size_t len = 0;
 	int64_t dp = 0;
 	const char *inst = h ? kv_qsource_worker(&r->src, h->worker, &len, &dp) : NULL;
 	if (r->o->table) {
-		char row[512];
-		int n = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %8.6g %5u %5u %5u\n",
+		if (h)
+			inst = shown(r, inst, &len);
+		kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %8.6g %5u %5u %5u\n",
 				 (unsigned long long)r->answered, r->name_width, (int)(h ? len : 1), h ? inst : "-",
 				 (long long)(h ? dp : -1), (unsigned long long)(h ? (uint64_t)(h->npu + h->cpu + h->disk) * bs : 0),
 				 h ? kv_hit_score(h, &r->o->weights) : 0.0, h ? h->npu : 0, h ? h->cpu : 0, h ? h->disk : 0);
-		kv_out_write(r->out, row, (size_t)n);
 		return;
 	}
 	char *p = jw_reserve(r->out, 256 + JW_STR_MAX(len) + JW_STR_MAX(tenant.n));
@@ -266,13 +292,11 @@ static void write_explain(struct run *r, struct kv_str tenant, const struct kv_h
 		for (size_t i = 0; i < n; i++) {
 			size_t len;
 			int64_t dp;
-			const char *inst = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
-			char row[512];
-			int k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %5u %5u %5u %7u/%-7zu %s%s\n",
+			const char *inst = shown(r, kv_qsource_worker(&r->src, hits[i].worker, &len, &dp), &len);
+			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %5u %5u %5u %7u/%-7zu %s%s\n",
 					 (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
 					 hits[i].npu, hits[i].cpu, hits[i].disk, hits[i].stop_at, nblocks,
 					 kv_stop_name(hits[i].why), route == &hits[i] ? " (routed)" : "");
-			kv_out_write(r->out, row, (size_t)k);
 		}
 		return;
 	}
@@ -307,43 +331,37 @@ static void write_table_rows(struct run *r, const struct kv_hit *hits, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
 		int64_t dp;
-		const char *inst = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
-		char row[512];
-		int k;
+		const char *inst = shown(r, kv_qsource_worker(&r->src, hits[i].worker, &len, &dp), &len);
 		if (r->o->shared_pool)
-			k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u %5u %5u\n",
+			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u %5u %5u\n",
 				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
 				     (unsigned long long)(hits[i].npu + hits[i].cpu + hits[i].disk) * bs, hits[i].npu,
 				     hits[i].cpu, hits[i].disk, hits[i].cpu_local, hits[i].cpu_remote);
 		else
-			k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u\n",
+			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u\n",
 				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
 				     (unsigned long long)(hits[i].npu + hits[i].cpu + hits[i].disk) * bs, hits[i].npu,
 				     hits[i].cpu, hits[i].disk);
-		kv_out_write(r->out, row, (size_t)k);
 	}
 }
 
 static void table_header(struct run *r)
 {
-	char row[512];
-	int k;
 	if (r->header_done || !r->o->table)
 		return;
 	r->header_done = true;
 	if (r->o->explain)
-		k = snprintf(row, sizeof row, "%-6s %-*s %4s %5s %5s %5s %15s %s\n", "QUERY", r->name_width, "INSTANCE",
+		kv_out_printf(r->out, "%-6s %-*s %4s %5s %5s %5s %15s %s\n", "QUERY", r->name_width, "INSTANCE",
 			     "DP", "NPU", "CPU", "DISK", "STOP/BLOCKS", "REASON");
 	else if (r->o->route)
-		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %8s %5s %5s %5s\n", "QUERY", r->name_width, "ROUTE",
+		kv_out_printf(r->out, "%-6s %-*s %4s %8s %8s %5s %5s %5s\n", "QUERY", r->name_width, "ROUTE",
 			     "DP", "TOKENS", "SCORE", "NPU", "CPU", "DISK");
 	else if (r->o->shared_pool)
-		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %5s %5s %5s %5s %5s\n", "QUERY", r->name_width,
+		kv_out_printf(r->out, "%-6s %-*s %4s %8s %5s %5s %5s %5s %5s\n", "QUERY", r->name_width,
 			     "INSTANCE", "DP", "TOKENS", "NPU", "CPU", "DISK", "LOCAL", "REMOTE");
 	else
-		k = snprintf(row, sizeof row, "%-6s %-*s %4s %8s %5s %5s %5s\n", "QUERY", r->name_width, "INSTANCE", "DP",
+		kv_out_printf(r->out, "%-6s %-*s %4s %8s %5s %5s %5s\n", "QUERY", r->name_width, "INSTANCE", "DP",
 			     "TOKENS", "NPU", "CPU", "DISK");
-	kv_out_write(r->out, row, (size_t)k);
 }
 
 static void answer(struct run *r, const char *file, uint64_t lineno, const char *text, size_t n)
@@ -447,6 +465,8 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	kv_out_refuse_input("-o", o.output, o.snapshot);
+	kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind));
 	struct kv_out out;
 	struct run r = { .o = &o, .out = &out };
 	uint64_t t0 = kv_monotonic_ns();
@@ -464,12 +484,13 @@ int main(int argc, char **argv)
 	r.q = kv_querier_new();
 	r.parser = kv_qparser_new();
 	kv_install_signals(false);
-	int status = 0;
+	int status = 0, unopened = 0;
 	if (optind == argc)
 		status = read_input(&r, "-");
 	for (int i = optind; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
-		status |= read_input(&r, argv[i]) ? KV_EX_NOINPUT : 0;
-	int closed = kv_out_close(&out);
+		if (read_input(&r, argv[i]))
+			status = KV_EX_NOINPUT, unopened++;
+	int closed = kv_out_finish(&out, optind < argc && unopened == argc - optind);
 	if (o.timing)
 		report_timing(&r);
 	if (closed)
@@ -482,6 +503,7 @@ int main(int argc, char **argv)
 	free(r.line.tokens);
 	free(r.line.hashes);
 	free(r.times);
+	free(r.shown);
 	kv_querier_free(r.q);
 	kv_qsource_free(&r.src);
 	kv_snap_unload(&r.snap);

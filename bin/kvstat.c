@@ -35,8 +35,8 @@ static const char usage[] =
 	"  -V, --version         show the version and exit\n"
 	"\n"
 	"Exit status: 0 success (also after SIGINT, SIGTERM or a closed pipe), 64 usage,\n"
-	"69 stopped by -c or -W without one successful scrape, 74 write error.\n"
-	"See kvstat(1).\n";
+	"69 stopped by -c or -W without one successful scrape, 70 internal error,\n"
+	"74 write error.  See kvstat(1).\n";
 
 static const struct option longopts[] = {
 	{ "interval", required_argument, NULL, 'i' },

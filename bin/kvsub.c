@@ -37,7 +37,8 @@ static const char usage[] =
 	"  -V, --version             show the version and exit\n"
 	"\n"
 	"Exit status: 0 success (also after SIGINT, SIGTERM or a closed pipe), 64 usage,\n"
-	"65 bad registrations, 66 cannot open a file, 69 endpoint unavailable, 74 write error.\n"
+	"65 bad registrations, 66 cannot open a file, 69 endpoint unavailable, 70 internal\n"
+	"error, 74 write error.\n"
 	"See kvsub(1).\n";
 
 enum { OPT_REPLAY = 256, OPT_REPLAY_FROM, OPT_REPLAY_TIMEOUT, OPT_HWM, OPT_METRICS, OPT_METRICS_INTERVAL };
@@ -153,6 +154,9 @@ static void add_endpoint(struct kv_capture *cap, const struct options *o, const 
 	char *ep = resolve_endpoint(url, o->cap.bind, o->quiet);
 	if (!ep)
 		return;
+	char why[200];
+	if (!o->cap.bind && !o->quiet && !kv_endpoint_resolves(ep, why, sizeof why))
+		kv_warn("%s: cannot resolve the host (%s); ZeroMQ keeps trying", ep, why);
 	int rc = kv_capture_add(cap, ep, replay, err, sizeof err);
 	free(ep);
 	if (rc == KV_EX_USAGE)
@@ -207,6 +211,8 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	kv_out_refuse_input("-o", o.output, o.regs_path);
+	kv_out_refuse_input("--metrics", o.metrics, o.regs_path);
 	/* From the start: a stop during set-up still ends with a valid, empty capture. */
 	kv_install_signals(false);
 
@@ -223,6 +229,8 @@ int main(int argc, char **argv)
 		kv_usage_error("no endpoints to capture from");
 	add_replays(cap, &o);
 	open_output(&out, o.output);
+	/* a slow reader must not make ZeroMQ queue --hwm messages of any size */
+	kv_out_nonblocking(&out);
 
 	kv_cap_write_header(&out, "kvsub " KV_VERSION, kv_realtime_ns());
 	kv_out_flush(&out);

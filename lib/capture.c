@@ -5,6 +5,7 @@
 #include "replay.h"
 #include "seqtrack.h"
 #include "wire.h"
+#include "utf8.h"
 #include "util.h"
 
 #include <errno.h>
@@ -35,6 +36,7 @@ struct endpoint {
 	struct kv_seqtrack seq;
 	bool mooncake;          /* its last batch was a Mooncake master's: its seq counts events */
 	uint64_t messages, bytes, replayed, bad_seq, duplicates, oversize, replay_failures;
+	uint64_t behind;             /* dropped: KV_CAPTURE_MAX_HELD bytes already wait for a slow reader */
 	/* replay in progress */
 	void *dealer;
 	bool replaying;
@@ -60,6 +62,7 @@ struct kv_capture {
 	size_t neps, capeps;
 	zmq_pollitem_t *items;
 	size_t capitems;
+	uint64_t held;               /* records written while the reader had not taken all */
 	uint64_t records;
 	bool stopping;
 };
@@ -185,6 +188,31 @@ static bool limit_reached(const struct kv_capture *c)
 	return c->opts.max_records && c->records >= c->opts.max_records;
 }
 
+/* The output is non-blocking (kv_out_nonblocking): what a slow reader has
+ * not taken yet waits here, at most KV_CAPTURE_MAX_HELD bytes and --hwm
+ * records, as ZeroMQ would have held --hwm messages. */
+static bool held_full(const struct kv_capture *c, uint64_t size)
+{
+	return c->out->len + size > KV_CAPTURE_MAX_HELD || (c->opts.hwm && c->held >= (uint64_t)c->opts.hwm);
+}
+
+static bool room_for(struct kv_capture *c, uint64_t size)
+{
+	if (!c->out->nonblock)
+		return true;
+	if (c->out->len == 0)
+		c->held = 0;
+	if (held_full(c, size)) {
+		kv_out_flush(c->out);  /* what the reader takes now */
+		if (c->out->len == 0)
+			c->held = 0;
+		if (held_full(c, size))
+			return false;
+	}
+	c->held++;
+	return true;
+}
+
 static void write_record(struct kv_capture *c, struct endpoint *ep, uint64_t recv_ns, uint64_t flags,
 			 const struct kv_frame *frames, size_t n)
 {
@@ -193,8 +221,13 @@ static void write_record(struct kv_capture *c, struct endpoint *ep, uint64_t rec
 	/* ZMQ bounds each frame (ZMQ_MAXMSGSIZE), not their sum: a record that
 	 * readers would refuse, and with it the rest of the capture, is not
 	 * written but counted. */
-	if (kv_cap_record_size(recv_ns, strlen(ep->src), flags, frames, n) > KV_CAP_MAX_RECORD) {
+	uint64_t size = kv_cap_record_size(recv_ns, strlen(ep->src), flags, frames, n);
+	if (size > KV_CAP_MAX_RECORD) {
 		ep->oversize++;
+		return;
+	}
+	if (!room_for(c, size)) {
+		ep->behind++;
 		return;
 	}
 	kv_cap_write_record(c->out, recv_ns, ep->src, strlen(ep->src), flags, frames, n);
@@ -506,13 +539,16 @@ static void expire_replays(struct kv_capture *c)
 
 static size_t build_pollset(struct kv_capture *c)
 {
-	c->items = kv_xgrow(c->items, &c->capitems, 2 * c->neps, sizeof *c->items);
+	c->items = kv_xgrow(c->items, &c->capitems, 2 * c->neps + 1, sizeof *c->items);
 	size_t k = 0;
 	for (size_t i = 0; i < c->neps; i++) {
 		c->items[k++] = (zmq_pollitem_t){ .socket = c->eps[i].sub, .events = ZMQ_POLLIN };
 		if (c->eps[i].dealer)
 			c->items[k++] = (zmq_pollitem_t){ .socket = c->eps[i].dealer, .events = ZMQ_POLLIN };
 	}
+	/* last: a slow reader's output, when bytes wait for it */
+	if (c->out->nonblock && c->out->len)
+		c->items[k++] = (zmq_pollitem_t){ .fd = c->out->fd, .events = ZMQ_POLLOUT };
 	return k;
 }
 
@@ -531,6 +567,8 @@ bool kv_capture_step(struct kv_capture *c, int timeout_ms)
 		kv_out_flush(c->out);
 		ready = poll_once(c, n, timeout_ms);
 	}
+	if (ready > 0 && n > 0 && c->items[n - 1].socket == NULL && (c->items[n - 1].revents & ZMQ_POLLOUT))
+		kv_out_flush(c->out);
 	if (ready > 0) {
 		size_t k = 0;
 		for (size_t i = 0; i < c->neps; i++) {
@@ -564,9 +602,11 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f)
 {
 	for (size_t i = 0; i < c->neps; i++) {
 		const struct endpoint *ep = &c->eps[i];
+		char name[512];
+		kv_printable(name, sizeof name, ep->src, strlen(ep->src));
 		fprintf(f, "%s: %s: %llu messages, %llu bytes, %llu gaps, %llu %s, %llu replayed, "
 			   "%llu restarts, %llu bad seq",
-			kv_prog, ep->src, (unsigned long long)ep->messages, (unsigned long long)ep->bytes,
+			kv_prog, name, (unsigned long long)ep->messages, (unsigned long long)ep->bytes,
 			(unsigned long long)ep->seq.gaps, (unsigned long long)ep->seq.missing,
 			kv_seq_missing_words(ep->mooncake),
 			(unsigned long long)ep->replayed, (unsigned long long)ep->seq.restarts,
@@ -577,6 +617,8 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f)
 			fprintf(f, ", %llu oversized", (unsigned long long)ep->oversize);
 		if (ep->replay_failures)
 			fprintf(f, ", %llu replays refused by ZMQ", (unsigned long long)ep->replay_failures);
+		if (ep->behind)
+			fprintf(f, ", %llu dropped (output behind)", (unsigned long long)ep->behind);
 		fputc('\n', f);
 	}
 }

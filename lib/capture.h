@@ -13,6 +13,10 @@
 
 #include "out.h"
 
+/* Bytes of records that may wait for a slow reader of a pipe or socket
+ * output (kv_out_nonblocking); a message beyond is dropped and counted. */
+#define KV_CAPTURE_MAX_HELD (64u << 20)
+
 struct kv_capture_opts {
 	const char *const *topics;   /* subscription prefixes; none means all */
 	size_t ntopics;

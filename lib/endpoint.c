@@ -1,6 +1,8 @@
 #include "endpoint.h"
 #include "util.h"
 
+#include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,23 @@ const char *kv_endpoint_connect_problem(const char *url)
 	if (!kv_endpoint_host_port(url, strlen(url), host, sizeof host, &port) || port < 1)
 		return "a tcp endpoint to connect to needs a host and a port from 1 to 65535";
 	return NULL;
+}
+
+bool kv_endpoint_resolves(const char *url, char *why, size_t whylen)
+{
+	char host[256];
+	long port;
+	if (strncmp(url, "tcp://", 6) != 0 || !kv_endpoint_host_port(url, strlen(url), host, sizeof host, &port) ||
+	    strcmp(host, "*") == 0)
+		return true;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	int rc = getaddrinfo(host, NULL, &hints, &res);
+	if (res)
+		freeaddrinfo(res);
+	if (rc == 0)
+		return true;
+	snprintf(why, whylen, "%s", rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+	return false;
 }
 
 bool kv_endpoint_is_wildcard(const char *url)

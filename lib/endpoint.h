@@ -14,6 +14,11 @@ bool kv_endpoint_host_port(const char *url, size_t len, char *host, size_t hostl
  * endpoint without a port in 1-65535), or NULL.  ZMQ accepts it and then
  * waits for ever. */
 const char *kv_endpoint_connect_problem(const char *url);
+/* Whether the host of a tcp endpoint to connect to resolves; when it does
+ * not, why (gai_strerror) into why and false.  ZMQ accepts such an endpoint
+ * and retries it silently for ever, so kvsub warns, as kvstat does (the
+ * name may come to resolve later: no error). */
+bool kv_endpoint_resolves(const char *url, char *why, size_t whylen);
 /* True for a tcp endpoint whose host is "*". */
 bool kv_endpoint_is_wildcard(const char *url);
 /* The wildcard endpoint with host in place of "*"; a new string. */

@@ -55,8 +55,9 @@ char *jw_double(char *p, double v)
 		if (prec == 17 || strtod(buf, NULL) == v)
 			break;
 	}
-	memcpy(p, buf, (size_t)n);
-	return p + n;
+	size_t len = n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1; /* what was written */
+	memcpy(p, buf, len);
+	return p + len;
 }
 
 char *jw_ms_as_seconds(char *p, int64_t ms)

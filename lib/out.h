@@ -3,7 +3,12 @@
  * EPIPE (the reader went away) is a clean end, anything else is exit 74.
  * Flushes happen whole-buffer at a time and only between records, so that on
  * a failure into a regular file the file can be cut back to the last flush
- * that succeeded: a reader then finds complete records only. */
+ * that succeeded: a reader then finds complete records only.
+ *
+ * A file is not truncated when opened but at its first flush, or at a
+ * close: a program that stops on a set-up error before either leaves
+ * yesterday's file as it was (kv_out_abandon, or just exit).  And it owns
+ * the rule that an output may not be one of the program's inputs. */
 #ifndef KV_OUT_H
 #define KV_OUT_H
 
@@ -23,6 +28,10 @@ struct kv_out {
 	bool tty;
 	bool owns_fd;
 	int64_t good_off;   /* file offset after the last successful flush */
+	bool trunc_pending; /* a regular file not truncated yet */
+	bool created;       /* the file did not exist before kv_out_open */
+	bool nonblock;      /* see kv_out_nonblocking */
+	int saved_flags;    /* the fd's flags before, put back at close */
 };
 
 /* path NULL or "-" is stdout. Returns false with errno set on failure to open. */
@@ -47,6 +56,16 @@ static inline void kv_out_putc(struct kv_out *o, char c)
 		kv_out_write(o, &c, 1);
 }
 static inline void kv_out_puts(struct kv_out *o, const char *s) { kv_out_write(o, s, strlen(s)); }
+/* Formatted text, all of it: the buffer grows to what the format needs, so
+ * nothing is cut and nothing beyond what was formatted is written. */
+void kv_out_printf(struct kv_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For a program that must go on reading its sources while the reader of
+ * its output is slow (kvsub: what ZeroMQ would queue instead is bounded in
+ * messages, not bytes): a pipe or socket output becomes non-blocking, a
+ * flush writes what the reader takes now and keeps the rest (o->len bytes
+ * held, the caller bounds them), and kv_out_close writes the rest blocking
+ * and puts the flags back.  A regular file is left as it is. */
+void kv_out_nonblocking(struct kv_out *o);
 /* Writes the buffer out; false once output has failed (see o->err). */
 bool kv_out_flush(struct kv_out *o);
 /* Flushes only when the buffer is nearly full; cheap to call per record. */
@@ -59,5 +78,31 @@ static inline bool kv_out_failed(const struct kv_out *o) { return o->err != 0; }
 static inline bool kv_out_reader_gone(const struct kv_out *o) { return o->err == EPIPE; }
 /* Flushes, closes, reports a failure once; returns 0 or 74 (EPIPE counts as 0). */
 int kv_out_close(struct kv_out *o);
+/* Closes without writing or truncating anything, when the run produced
+ * nothing (no input could be opened): an existing file keeps its contents,
+ * one that kv_out_open created is removed. */
+void kv_out_abandon(struct kv_out *o);
+/* At the end of a run: kv_out_abandon when not one input could be opened
+ * (the run produced nothing, and -o keeps what it held; returns 0), else
+ * kv_out_close. */
+int kv_out_finish(struct kv_out *o, bool no_input_opened);
+/* Whether a failure of o ends the program's work.  Not while it has a file
+ * to finish besides (a snapshot, a report): a reader that went away from
+ * standard output, or a full disk under a side stream, must not cut that
+ * product short and have it replace the last good one. */
+static inline bool kv_out_ends_work(const struct kv_out *o, bool file_products)
+{
+	return kv_out_failed(o) && !file_products;
+}
+
+/* Exits 64 when output (the argument of option opt) is the same file as
+ * one of the n inputs, by device and inode as cat and sort -o judge, so
+ * that a typo cannot destroy what is still to be read.  n == 0, or an input
+ * "-", is standard input.  Outputs that are not regular files
+ * (/dev/null, a pipe) are never refused. */
+void kv_out_refuse_inputs(const char *opt, const char *output, char *const *inputs, size_t n);
+/* The same for one input (a -s snapshot, a -r registrations file; NULL:
+ * none given). */
+void kv_out_refuse_input(const char *opt, const char *output, const char *input);
 
 #endif

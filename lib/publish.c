@@ -1,7 +1,9 @@
 #include "publish.h"
 #include "jsonw.h"
+#include "utf8.h"
 #include "util.h"
 
+#include <stdatomic.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -27,6 +29,23 @@ struct sock {
 	bool seen_seq;
 	uint64_t last_seq;
 	uint64_t messages, sent_bytes, dropped, requests, replayed, bad_requests;
+	uint64_t refused;            /* replay requests refused: too much queued already */
+};
+
+/* A replay client (a ROUTER identity) and the bytes of replies ZeroMQ still
+ * holds for it.  ZeroMQ frees a reply's payload, on its I/O thread, once it
+ * is written out: the counters are atomic, and a peer record lives until
+ * the context is gone. */
+struct peer {
+	uint8_t id[256];
+	size_t idn;
+	_Atomic size_t queued;
+	_Atomic size_t *total;       /* the kv_pub's, in all */
+};
+
+struct reply_hint {
+	struct peer *peer;
+	size_t n;
 };
 
 enum { SOCK_UNDECIDED = -2, SOCK_NONE = -1 };
@@ -53,6 +72,9 @@ struct kv_pub {
 	zmq_pollitem_t *items;       /* the routers, then room for one fd */
 	size_t nrouters, capitems;
 	uint64_t last_serve;
+	struct peer **peers;         /* replay clients met, at most KV_PUB_MAX_PEERS */
+	size_t npeers;
+	_Atomic size_t reply_queued; /* bytes of replies ZeroMQ holds, all clients */
 };
 
 struct kv_pub *kv_pub_new(const struct kv_pub_opts *o)
@@ -444,18 +466,108 @@ bool kv_pub_send(struct kv_pub *p, const struct kv_pub_src *s, const struct kv_r
 
 #define MAX_REQUEST_FRAMES 8
 
-static bool send_reply(struct sock *k, zmq_msg_t *identity, enum kv_replay_shape shape,
+/* What one reply message costs while queued: its frames and ZeroMQ's own
+ * bookkeeping of them, about 64 bytes a frame. */
+#define REPLY_OVERHEAD 320
+
+static void reply_freed(void *data, void *hint)
+{
+	struct reply_hint *h = hint;
+	atomic_fetch_sub(&h->peer->queued, h->n);
+	atomic_fetch_sub(h->peer->total, h->n);
+	free(data);
+	free(h);
+}
+
+/* The last frame goes as a message of its own memory, counted against the
+ * client until ZeroMQ frees it (reply_freed). */
+static bool send_counted(void *s, struct peer *peer, struct kv_frame f, size_t cost)
+{
+	uint8_t *copy = kv_xmalloc(f.n ? f.n : 1);
+	if (f.n)
+		memcpy(copy, f.p, f.n);
+	struct reply_hint *h = kv_xmalloc(sizeof *h);
+	*h = (struct reply_hint){ peer, cost };
+	atomic_fetch_add(&peer->queued, cost);
+	atomic_fetch_add(peer->total, cost);
+	zmq_msg_t m;
+	zmq_msg_init_data(&m, copy, f.n, reply_freed, h);
+	for (;;) {
+		if (zmq_msg_send(&m, s, ZMQ_DONTWAIT) >= 0)
+			return true;
+		if (zmq_errno() != EINTR) {
+			zmq_msg_close(&m);  /* frees it: reply_freed */
+			return false;
+		}
+	}
+}
+
+static bool send_reply(struct sock *k, struct peer *peer, enum kv_replay_shape shape,
 		       struct kv_frame topic, uint64_t seq, struct kv_frame payload)
 {
 	uint8_t seqb[8];
 	struct kv_frame f[4];
 	size_t n = kv_replay_reply(shape, topic, seq, payload, seqb, f);
-	if (!send_frame(k->router, zmq_msg_data(identity), zmq_msg_size(identity), ZMQ_SNDMORE | ZMQ_DONTWAIT))
+	if (!send_frame(k->router, peer->id, peer->idn, ZMQ_SNDMORE | ZMQ_DONTWAIT))
 		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!send_frame(k->router, f[i].p, f[i].n, (i + 1 < n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT))
+	for (size_t i = 0; i + 1 < n; i++)
+		if (!send_frame(k->router, f[i].p, f[i].n, ZMQ_SNDMORE | ZMQ_DONTWAIT))
 			return false;
-	return true;
+	return send_counted(k->router, peer, f[n - 1], topic.n + payload.n + REPLY_OVERHEAD);
+}
+
+/* The record of the client with this identity; a new one when there is
+ * room (a record whose replies are all gone is reused), else NULL. */
+static struct peer *peer_of(struct kv_pub *p, zmq_msg_t *identity)
+{
+	size_t n = zmq_msg_size(identity);
+	const void *id = zmq_msg_data(identity);
+	struct peer *idle = NULL;
+	if (n > sizeof idle->id)
+		return NULL;
+	for (size_t i = 0; i < p->npeers; i++) {
+		struct peer *q = p->peers[i];
+		if (q->idn == n && memcmp(q->id, id, n) == 0)
+			return q;
+		if (!idle && atomic_load(&q->queued) == 0)
+			idle = q;
+	}
+	if (!idle && p->npeers < KV_PUB_MAX_PEERS) {
+		p->peers = kv_xrealloc(p->peers, (p->npeers + 1) * sizeof *p->peers);
+		idle = p->peers[p->npeers++] = kv_xcalloc(1, sizeof *idle);
+		idle->total = &p->reply_queued;
+	}
+	if (idle) {
+		memcpy(idle->id, id, n);
+		idle->idn = n;
+	}
+	return idle;
+}
+
+/* Bytes of the reply to a request from start: the kept batches from start
+ * on, and the end marker. */
+static size_t reply_size(const struct sock *k, uint64_t start)
+{
+	size_t bytes = REPLY_OVERHEAD;
+	for (size_t j = 0; j < k->n; j++) {
+		const struct kept *e = &k->kept[(k->head + j) % k->alloc];
+		if (e->seq >= start)
+			bytes += e->topic_n + e->payload_n + REPLY_OVERHEAD;
+	}
+	return bytes;
+}
+
+/* A client that does not read its replies must not make kvpub hold them
+ * without bound (kvpub(1), Replay): a reply is refused when that client
+ * already has KV_PUB_REPLY_CLIENT_BYTES queued, or all clients together
+ * KV_PUB_REPLY_TOTAL_BYTES.  A client with nothing queued, when nothing is
+ * queued in all, always gets its reply, however large the buffer. */
+static bool reply_fits(const struct kv_pub *p, const struct peer *peer, size_t bytes)
+{
+	size_t mine = atomic_load(&peer->queued), all = atomic_load(&p->reply_queued);
+	if (mine && mine + bytes > KV_PUB_REPLY_CLIENT_BYTES)
+		return false;
+	return !all || all + bytes <= KV_PUB_REPLY_TOTAL_BYTES;
 }
 
 /* Answers one request waiting on k's router, if any; false when none was. */
@@ -485,22 +597,24 @@ static bool serve_one(struct kv_pub *p, struct sock *k)
 	for (size_t i = 0; i < n; i++)
 		fr[i] = (struct kv_frame){ zmq_msg_data(&part[i]), zmq_msg_size(&part[i]) };
 	uint64_t start;
+	struct peer *peer = NULL;
 	if (over || n < 2 || !kv_replay_parse_request(fr + 1, n - 1, &start)) {
 		k->bad_requests++;   /* vLLM logs these and answers nothing */
+	} else if (k->requests++, !(peer = peer_of(p, &part[0])) || !reply_fits(p, peer, reply_size(k, start))) {
+		k->refused++;        /* answered nothing, as vLLM does to a bad one */
 	} else {
-		k->requests++;
 		static const uint8_t none;
 		bool ok = true;
 		for (size_t j = 0; ok && j < k->n; j++) {
 			const struct kept *e = &k->kept[(k->head + j) % k->alloc];
 			if (e->seq < start)
 				continue;
-			ok = send_reply(k, &part[0], p->o.shape, (struct kv_frame){ e->bytes, e->topic_n }, e->seq,
+			ok = send_reply(k, peer, p->o.shape, (struct kv_frame){ e->bytes, e->topic_n }, e->seq,
 					(struct kv_frame){ e->bytes + e->topic_n, e->payload_n });
 			k->replayed += ok;
 		}
 		if (ok)
-			send_reply(k, &part[0], p->o.shape, (struct kv_frame){ &none, 0 }, KV_REPLAY_END,
+			send_reply(k, peer, p->o.shape, (struct kv_frame){ &none, 0 }, KV_REPLAY_END,
 				   (struct kv_frame){ &none, 0 });
 	}
 	for (size_t i = 0; i < n; i++)
@@ -599,7 +713,9 @@ void kv_pub_print_route(const struct kv_pub *p, const struct kv_pub_src *s, FILE
 	if (s->sock < 0)
 		return;
 	const struct sock *k = &p->socks[s->sock];
-	fprintf(f, "%s: %s -> %s", kv_prog, s->name, k->endpoint);
+	char name[512];
+	kv_printable(name, sizeof name, s->name, strlen(s->name));
+	fprintf(f, "%s: %s -> %s", kv_prog, name, k->endpoint);
 	if (k->router)
 		fprintf(f, ", replay %s", k->replay_ep);
 	fputc('\n', f);
@@ -644,6 +760,8 @@ void kv_pub_print_stats(const struct kv_pub *p, bool drops, FILE *f)
 				(unsigned long long)k->replayed);
 		if (k->bad_requests)
 			fprintf(f, ", %llu bad replay requests", (unsigned long long)k->bad_requests);
+		if (k->refused)
+			fprintf(f, ", %llu replay requests refused (replies not read)", (unsigned long long)k->refused);
 		fputc('\n', f);
 	}
 }
@@ -673,6 +791,9 @@ void kv_pub_free(struct kv_pub *p, bool flush)
 	}
 	while (zmq_ctx_term(p->zctx) != 0 && zmq_errno() == EINTR)
 		;
+	for (size_t i = 0; i < p->npeers; i++)
+		free(p->peers[i]);
+	free(p->peers);
 	free(p->socks);
 	free(p->srcs);
 	free(p->slots);

@@ -21,6 +21,12 @@
 
 #define KV_PUB_BUFFER_STEPS 10000            /* vLLM's default buffer_steps */
 #define KV_PUB_BUFFER_BYTES (256u << 20)     /* and at most this much per socket */
+/* Replies queued for replay clients that do not read them (kvpub(1)):
+ * at most this much per client beyond its first reply, this much in all
+ * beyond one reply, and this many clients known at a time. */
+#define KV_PUB_REPLY_CLIENT_BYTES (16u << 20)
+#define KV_PUB_REPLY_TOTAL_BYTES (64u << 20)
+#define KV_PUB_MAX_PEERS 1024u
 /* Sources kept, at most (kvpub(1), LIMITS): a capture of a real cluster has
  * far fewer, and each is kept for the whole run. */
 #define KV_PUB_MAX_SOURCES 65536u

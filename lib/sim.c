@@ -149,7 +149,10 @@ struct queued {
 	size_t n;
 };
 
+/* Only windows that had a request are kept (in order: trace time never goes
+ * back), so that a trace with a gap of years costs nothing. */
 struct window {
+	uint64_t index;            /* start: index * window_ns */
 	uint64_t requests, prompt, hit[KV_NMEDIA];
 };
 
@@ -633,13 +636,12 @@ static void account(struct kv_sim *s, uint64_t trace_ns, size_t ntokens, size_t 
 		*last -= over < *last ? over : *last;
 	}
 	const uint64_t hit[KV_NMEDIA] = { (uint64_t)npu * bs, (uint64_t)cpu * bs, (uint64_t)disk * bs };
-	size_t wi = s->o.window_ns ? trace_ns / s->o.window_ns : 0;
-	if (wi >= s->nwindows) {
-		s->windows = kv_xgrow(s->windows, &s->capwindows, wi + 1, sizeof *s->windows);
-		memset(s->windows + s->nwindows, 0, (wi + 1 - s->nwindows) * sizeof *s->windows);
-		s->nwindows = wi + 1;
+	uint64_t wi = s->o.window_ns ? trace_ns / s->o.window_ns : 0;
+	if (!s->nwindows || s->windows[s->nwindows - 1].index < wi) {
+		s->windows = kv_xgrow(s->windows, &s->capwindows, s->nwindows + 1, sizeof *s->windows);
+		s->windows[s->nwindows++] = (struct window){ .index = wi };
 	}
-	struct window *w = &s->windows[wi];
+	struct window *w = &s->windows[s->nwindows - 1];
 	s->requests++;
 	w->requests++;
 	s->prompt += ntokens;
@@ -804,7 +806,7 @@ void kv_sim_report(const struct kv_sim *s, FILE *f)
 	json_t *windows = json_array(), *per_worker = json_array();
 	for (size_t i = 0; i < s->nwindows; i++) {
 		const struct window *w = &s->windows[i];
-		json_t *o = json_pack("{s:f, s:I, s:I}", "start_s", (double)(i * s->o.window_ns) / 1e9, "requests",
+		json_t *o = json_pack("{s:f, s:I, s:I}", "start_s", (double)w->index * ((double)s->o.window_ns / 1e9), "requests",
 				      (json_int_t)w->requests, "prompt_tokens", (json_int_t)w->prompt);
 		json_t *h = hits_json(w->hit, w->prompt);
 		json_object_update(o, h);

@@ -3,9 +3,11 @@
  * fixed-size records, and an XXH3-64 checksum over everything before it.
  * Writing is canonical (workers, partitions, blocks and maps sorted; no
  * pointers, no time of writing), so equal state gives equal bytes, and
- * atomic (temporary file, fsync, rename).  Loading maps the file and checks
+ * atomic (temporary file, fsync, rename).  Loading reads the whole file
+ * into memory of its own (never a mapping: whatever later happens to the
+ * path cannot change or cut the bytes in use; a pipe loads too) and checks
  * every count, offset and index before anything uses them; queries then run
- * on the mapped records directly (blocks are sorted by chain within their
+ * on those records directly (blocks are sorted by chain within their
  * partition: a lookup reads the slot of the chain's top bits in a directory
  * built at load, then binary-searches the few blocks of that slot). */
 #ifndef KV_SNAP_H
@@ -61,9 +63,9 @@ struct kv_snap_source {
 	uint64_t last_recv_ns;           /* of its last batch: event lines that continue it are no new batch */
 };
 
-/* A loaded, validated snapshot: views into the mapped file. */
+/* A loaded, validated snapshot: views into the file's bytes, read into memory. */
 struct kv_snap {
-	void *map;
+	void *data;
 	size_t size;
 	const struct kv_snap_meta *meta;
 	const char *strings;
@@ -96,9 +98,10 @@ struct kv_snap {
 /* Writes the state atomically to path; false with errno set on failure. */
 bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
 		   const struct kv_match *m);
-/* Maps and validates; false with a message (what is wrong) in err, and
- * errno the reason the file could not be opened, or 0 when it could but is
- * not a valid snapshot (exit 66 against 65). */
+/* Reads (a regular file, a pipe, a device) and validates; false with a message (what is wrong) in err, and
+ * errno the reason the file could not be opened or read (a directory is
+ * EISDIR), or 0 when it could but is not a valid snapshot (exit 66 against
+ * 65). */
 bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen);
 /* Validates bytes already in memory (the snapshot takes no ownership, and
  * has no directory: lookups fall back to binary search). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* An event JSON line longer than this is skipped: kvmatch(1), LIMITS. */
@@ -41,6 +42,28 @@ struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct 
 	s->opts = *opts;
 	kv_wire_init(&s->wire, &opts->wire);
 	return s;
+}
+
+int kv_source_check_files(char *const *files, size_t nfiles)
+{
+	int status = KV_EX_OK;
+	for (size_t i = 0; i < nfiles; i++) {
+		if (strcmp(files[i], "-") == 0)
+			continue;
+		struct stat st;
+		int fd = open(files[i], O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+			errno = EISDIR;
+		else if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		kv_warn_errno("%s", files[i]);
+		if (fd >= 0)
+			close(fd);
+		status = KV_EX_NOINPUT;
+	}
+	return status;
 }
 
 unsigned kv_source_open_failures(const struct kv_source *s)

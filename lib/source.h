@@ -46,6 +46,11 @@ struct kv_source;
 
 struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct kv_source_opts *opts);
 enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b);
+/* For a program whose input is all or nothing (kvmatch: a snapshot of part
+ * of the input would replace the last good one): before anything is read
+ * or written, every named file must open for reading and be no directory.
+ * Each one that does not is reported; returns 66 if any, else 0. */
+int kv_source_check_files(char *const *files, size_t nfiles);
 /* Inputs that could not be opened (reported when met). */
 unsigned kv_source_open_failures(const struct kv_source *s);
 void kv_source_free(struct kv_source *s);

@@ -1,4 +1,5 @@
 #include "srcstats.h"
+#include "utf8.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -66,7 +67,9 @@ void kv_srcstats_print(const struct kv_srcstats *s, FILE *f)
 		for (int fm = 0; fm < 3; fm++)
 			for (int t = 0; t < 3; t++)
 				total += st->events[fm][t];
-		fprintf(f, "%s: %s: %llu batches, %llu events", kv_prog, st->src[0] ? st->src : "-",
+		char name[512];
+		kv_printable(name, sizeof name, st->src[0] ? st->src : "-", strlen(st->src[0] ? st->src : "-"));
+		fprintf(f, "%s: %s: %llu batches, %llu events", kv_prog, name,
 			(unsigned long long)st->batches, (unsigned long long)total);
 		const char *sep = " (";
 		for (int fm = 0; fm < 3; fm++) {

@@ -1,6 +1,8 @@
 #include "utf8.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 size_t kv_utf8_len(const unsigned char *s, size_t n)
 {
@@ -29,4 +31,26 @@ size_t kv_utf8_len(const unsigned char *s, size_t n)
 	    (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
 	return len;
+}
+
+size_t kv_printable(char *dst, size_t size, const char *src, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t out = 0;
+	if (!size)
+		return 0;
+	for (size_t i = 0; i < n && out < size - 1;) {
+		size_t len = kv_utf8_len(s + i, n - i);
+		bool control = len == 1 ? s[i] < 0x20 || s[i] == 0x7f : len == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0;
+		if (len == 0 || control || out + len > size - 1) {
+			dst[out++] = '?';
+			i += len ? len : 1;
+			continue;
+		}
+		memmove(dst + out, s + i, len);
+		out += len;
+		i += len;
+	}
+	dst[out] = 0;
+	return out;
 }

@@ -10,4 +10,11 @@
  * n (at least 1) is what is left of the input. */
 size_t kv_utf8_len(const unsigned char *s, size_t n);
 
+/* The one rule for text shown to people (messages, tables, --stats): what
+ * could drive a terminal (C0 controls, DEL, C1 controls U+0080..U+009F) and
+ * bytes that are not UTF-8 become '?'; other UTF-8 is kept.  Copies the n
+ * bytes of src into dst (at most size - 1 of them, then a NUL; dst may be
+ * src) and returns the length written. */
+size_t kv_printable(char *dst, size_t size, const char *src, size_t n);
+
 #endif

@@ -1,4 +1,5 @@
 #include "util.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <float.h>
@@ -26,13 +27,32 @@ void kv_set_prog(char **argv)
 	kv_prog = argv[0];
 }
 
+/* Every message goes through kv_printable: file names, sources and ids in
+ * it come from input, and must not drive the terminal.  Formatted on the
+ * stack (and, when longer, in memory of its own, never kv_xmalloc: this
+ * also reports that out of memory), cleaned in place. */
 static void vwarn(const char *fmt, va_list ap, int errnum)
 {
-	fprintf(stderr, "%s: ", kv_prog);
-	vfprintf(stderr, fmt, ap);
+	char small[1024], *msg = small;
+	va_list again;
+	va_copy(again, ap);
+	int k = vsnprintf(small, sizeof small, fmt, ap);
+	size_t n = k > 0 ? (size_t)k : 0;
+	if (n >= sizeof small) {
+		msg = malloc(n + 1);
+		if (msg)
+			vsnprintf(msg, n + 1, fmt, again);
+		else
+			msg = small, n = sizeof small - 1;
+	}
+	va_end(again);
+	size_t len = kv_printable(msg, n + 1, msg, n);
+	fprintf(stderr, "%s: %.*s", kv_prog, (int)len, msg);
 	if (errnum)
 		fprintf(stderr, ": %s", strerror(errnum));
 	fputc('\n', stderr);
+	if (msg != small)
+		free(msg);
 }
 
 void kv_warn(const char *fmt, ...)

@@ -77,6 +77,16 @@ mantree() {
 	done
 }
 
+@test "every exit status of a page's EXIT STATUS is in --help too, 70 included" {
+	# kvdecode, kvmatch and kvquery (and kvgen, kvstat, kvsub) left 70 out of --help
+	for p in $PROGRAMS; do
+		help=$("$p" --help | sed -n '/^Exit status/,$p' | grep -oE '\b(0|[1-9][0-9])\b')
+		for code in $(awk '/^\.Sh EXIT STATUS/ { s = 1; next } /^\.Sh / { s = 0 } s && /^\.It [0-9]+$/ { print $2 }' "$ROOT/man/$p.1"); do
+			grep -qx "$code" <<<"$help" || { echo "$p --help lacks exit status $code" >&3; false; }
+		done
+	done
+}
+
 # The literal blocks of EXAMPLES, NUL-separated, but for those that cannot
 # run offline, each left out by a rule of its own:
 #   kvsub, kvpub, kvstat  subscribe to live publishers, bind fixed TCP ports
@@ -178,4 +188,19 @@ complete_words() {
 
 @test "zsh completions parse" {
 	for p in $PROGRAMS; do zsh -n "$ROOT/completions/zsh/_$p"; done
+}
+
+@test "where make SAN=1 puts the programs is in the README and make help" {
+	run make -s -C "$ROOT" help
+	assert_success
+	assert_line 'make SAN=1           build them with AddressSanitizer and UBSan into build/san/bin/'
+	grep -q '`make SAN=1` builds those programs into$' "$ROOT/README.md"
+	grep -q '^`build/san/bin`' "$ROOT/README.md"
+}
+
+@test "the README's kvpub-to-kvsub registrations use the shipped sample's block size" {
+	want=$(jq -r "select(.block_size) | .block_size" "$ROOT/share/registrations.jsonl" | sort -u)
+	assert_equal "$want" 64
+	got=$(grep -o 'dp_rank: 0, block_size: [0-9]*' "$ROOT/README.md" | grep -o '[0-9]*$')
+	assert_equal "$got" "$want"
 }

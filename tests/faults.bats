@@ -83,7 +83,7 @@ teardown() {
 	assert_equal "$stderr" "kvdecode: tcp://127.0.0.1:$p: $n batches, $n events (vllm: $n stored, 0 removed, 0 cleared), 0 gaps, 0 missing, 1 restarts, 0 replayed, 0 ignored, 0 errors"
 }
 
-@test "kvsub: a stalled reader: what ZeroMQ drops beyond --hwm shows as gaps and missing batches, and the numbers add up" {
+@test "kvsub: a stalled reader: what is dropped beyond --hwm shows as gaps and missing batches, and the numbers add up" {
 	p=$(port)
 	# 20000 batches of about 720 bytes (14 MB: more than the socket buffers
 	# and both high-water marks hold), 1 ms apart in recorded time, then 5
@@ -112,18 +112,28 @@ teardown() {
 	assert_equal "$status" 0
 	wait_for $rd 20
 	run cat err
-	assert_output --regexp "^kvsub: tcp://127.0.0.1:$p: [0-9]+ messages, [0-9]+ bytes, [0-9]+ gaps, [0-9]+ missing, 0 replayed, 0 restarts, 0 bad seq$"
+	# what ZeroMQ drops beyond --hwm shows as gaps and missing; what kvsub
+	# itself drops beyond --hwm records waiting for the reader (it goes on
+	# receiving: tests/memory.bats) as "dropped (output behind)", which the
+	# capture shows as gaps too
+	assert_output --regexp "^kvsub: tcp://127.0.0.1:$p: [0-9]+ messages, [0-9]+ bytes, [0-9]+ gaps, [0-9]+ missing, 0 replayed, 0 restarts, 0 bad seq(, [0-9]+ dropped \(output behind\))?$"
 	read -r messages gaps missing < <(sed -E 's/.*: ([0-9]+) messages, [0-9]+ bytes, ([0-9]+) gaps, ([0-9]+) missing.*/\1 \2 \3/' err)
-	echo "# 20005 published, $messages captured, $gaps gaps, $missing missing" >&3
-	# drops did happen, each one counted: captured + missing = published
-	[ "$missing" -gt 0 ]
-	[ "$gaps" -gt 0 ]
+	behind=$(grep -oE '[0-9]+ dropped \(output behind\)' err | cut -d' ' -f1)
+	behind=${behind:-0}
+	echo "# 20005 published, $messages received, $gaps gaps, $missing missing, $behind dropped by kvsub" >&3
+	# drops did happen, each one counted: received + missing = published,
+	# and the capture holds what was received less what kvsub dropped
+	[ $((missing + behind)) -gt 0 ]
 	assert_equal $((messages + missing)) 20005
-	assert_equal "$(nrecords out.kvcap)" "$messages"
+	assert_equal "$(nrecords out.kvcap)" "$((messages - behind))"
 	assert_equal "$(seqs out.kvcap | head -1) $(seqs out.kvcap | tail -1)" "0 20004"
 	run --separate-stderr kvdecode --stats out.kvcap
 	assert_success
-	assert_equal "$stderr" "kvdecode: tcp://127.0.0.1:$p: $messages batches, $((messages * 4)) events (vllm: $((messages * 4)) stored, 0 removed, 0 cleared), $gaps gaps, $missing missing, 0 restarts, 0 replayed, 0 ignored, 0 errors"
+	# kvdecode sees kvsub's own drops as gaps too
+	kept=$((messages - behind))
+	[[ $stderr =~ ^kvdecode:\ tcp://127.0.0.1:$p:\ $kept\ batches,\ $((kept * 4))\ events\ \(vllm:\ $((kept * 4))\ stored,\ 0\ removed,\ 0\ cleared\),\ ([0-9]+)\ gaps,\ $((missing + behind))\ missing,\ 0\ restarts,\ 0\ replayed,\ 0\ ignored,\ 0\ errors$ ]]
+	# (its gaps: kvsub's drops can join two of ZeroMQ's into one, or split none)
+	[ "${BASH_REMATCH[1]}" -ge $(( (missing + behind) > 0 ? 1 : 0 )) ]
 	# what arrived is what was published under that seq, in order
 	capdump pub.kvcap 2>/dev/null | cut -f4,5 > pub.txt
 	capdump out.kvcap 2>/dev/null | cut -f4,5 > got.txt
@@ -137,21 +147,19 @@ teardown() {
 	# the reader opens the pipe, then reads nothing until told to
 	(exec 3< pipe; while [ ! -e go ]; do sleep 0.05; done; exec cat <&3 > out.kvcap) & rd=$!
 	kvsub "tcp://127.0.0.1:$p" > pipe 2> err & sub=$!
-	fakepub -n 100000 -l 0 "tcp://127.0.0.1:$p" & pub=$!
-	# until kvsub is blocked writing into the full pipe
+	# kvsub goes on receiving while the reader stalls (up to 64 MiB wait
+	# for it: tests/memory.bats), so the publisher gets to its end
+	fakepub -n 100000 -l 1000 "tcp://127.0.0.1:$p"
+	kill -TERM $sub
+	# until kvsub is blocked writing what waits into the full pipe
 	for ((k = 0; k < 400; k++)); do
 		[[ $(cat /proc/$sub/wchan 2> /dev/null) == *pipe_write ]] && break
 		sleep 0.05
 	done
 	assert_regex "$(cat /proc/$sub/wchan)" 'pipe_write$'
-	kill -TERM $sub
-	sleep 0.5
-	# still in its write, the reader asleep
-	assert_regex "$(cat /proc/$sub/wchan)" 'pipe_write$'
 	touch go
 	wait_for $sub 20
 	assert_equal "$status" 0
-	stop_bg $pub
 	wait_for $rd 20
 	run cat err
 	assert_output --regexp "^kvsub: tcp://127.0.0.1:$p: [0-9]+ messages, [0-9]+ bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq$"
@@ -359,10 +367,10 @@ signal_run() {
 	: > empty.kvsnap
 	echo 'just some text' > text.kvsnap
 	mkdir dir.kvsnap
-	check() { # FILE MESSAGE
+	check() { # FILE MESSAGE [STATUS]
 		rm -f out.kvsnap
 		run --separate-stderr kvmatch --log all -i "$1" -o out.kvsnap in.kvcap
-		assert_equal "$status" 65
+		assert_equal "$status" "${3:-65}"
 		assert_equal "$stderr" "kvmatch: $1: $2"
 		assert_equal "$output" ""
 		[ ! -e out.kvsnap ]
@@ -372,8 +380,10 @@ signal_run() {
 	check in.kvcap "not a kvsnap snapshot"
 	check text.kvsnap "not a kvsnap snapshot"
 	check empty.kvsnap "empty file"
-	check dir.kvsnap "not a regular file"
-	check /dev/null "not a regular file"
+	# a directory cannot be opened as a snapshot (66); a device is read
+	# like a pipe, and /dev/null holds nothing
+	check dir.kvsnap "Is a directory" 66
+	check /dev/null "empty file"
 	# and the good one resumes
 	run --separate-stderr kvmatch -q --log none -i s.kvsnap -o out.kvsnap /dev/null
 	assert_success

@@ -544,3 +544,17 @@ limited() {
 	assert_equal "$(jq -r '.seq' live.jsonl | tr '\n' ' ')" "0 1 2 3 4 "
 	assert_equal "$(jq -r '.block_hashes[0]' live.jsonl | head -1)" "0x0000000000001000"
 }
+
+@test "terminal escapes in a source reach neither the messages nor --stats; a cut stdin is 'stdin' in both" {
+	printf '%s\n' '[1.0, [["BlockRemoved", [1]]]]' '[1.0, "not events"]' | j2mp --src "$(printf 'tcp://h\033]0;x\007:1')" > esc.kvcap
+	run --separate-stderr kvdecode --stats esc.kvcap
+	assert_equal "$status" 65
+	[ "$(printf '%s' "$stderr" | LC_ALL=C tr -d '\n -~' | wc -c)" = 0 ]
+	assert_equal "${stderr_lines[1]}" "kvdecode: tcp://h?]0;x?:1: 1 batches, 1 events (vllm: 0 stored, 1 removed, 0 cleared), 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 1 errors"
+	[[ ${stderr_lines[0]} == "kvdecode: esc.kvcap: record 2 (tcp://h?]0;x?:1, seq "* ]]
+	head -c 20 "$FIX/vllm-0.9-array.kvcap" > cut.kvcap
+	run --separate-stderr kvdecode --stats < cut.kvcap
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]}" "kvdecode: stdin: record 1: truncated record at byte 0"
+	assert_equal "${stderr_lines[1]}" "kvdecode: stdin: 0 batches, 0 events, 0 gaps, 0 missing, 0 restarts, 0 replayed, 0 ignored, 1 errors"
+}

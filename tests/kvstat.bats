@@ -359,3 +359,15 @@ kvstat: $url: scraped again after 1 failed scrape"
 	assert_equal "$status" 74
 	assert_equal "$stderr" "kvstat: /dev/full: No space left on device"
 }
+
+@test "a fleet of 300 endpoints is scraped in one round, every one of them" {
+	# the transfers once lived in an array that grew under curl's pointers
+	# into it: 9 endpoints or more were a use-after-free
+	serve "$M/mooncake-1.prom"
+	run --separate-stderr kvstat -c 1 -t 10 $(seq -f "127.0.0.1:$p/m%g" 1 300)
+	stop_bg $srv
+	assert_success
+	assert_equal "$(grep -c . <<<"$output")" 3900
+	assert_equal "$(jq -r .endpoint <<<"$output" | sort -u | grep -c .)" 300
+	[ -z "$stderr" ]
+}

@@ -382,3 +382,14 @@ kvsub: ipc://$T/p: 20 messages, $bytes bytes, 0 gaps, 0 missing, 0 replayed, 0 r
 	assert_success
 	assert_equal "$stderr" "kvsub: ipc://$T/q: 0 messages, 0 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
 }
+
+@test "an endpoint whose host cannot be resolved is warned about, not waited on in silence" {
+	run --separate-stderr kvsub -W 0.2 -o /dev/null tcp://256.1.1.1:5557 "tcp://127.0.0.1:$(port)"
+	assert_success
+	[[ ${stderr_lines[0]} == "kvsub: tcp://256.1.1.1:5557: cannot resolve the host ("*"); ZeroMQ keeps trying" ]]
+	[[ ${stderr_lines[1]} == "kvsub: tcp://256.1.1.1:5557: 0 messages, "* ]]
+	assert_equal "${#stderr_lines[@]}" 3
+	run --separate-stderr kvsub -q -W 0.2 -o /dev/null tcp://256.1.1.1:5557
+	assert_success
+	[ -z "$stderr" ]
+}

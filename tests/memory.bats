@@ -109,3 +109,54 @@ capture() {
 	[[ $(cat 200000.err) == "kvsub: tcp://127.0.0.1:"*": 200000 messages, "* ]]
 	[ "$long" -le $((short + 2 * MiB)) ]
 }
+
+@test "kvgen --window 1: a trace that jumps 4294967 s ahead costs two windows, not millions" {
+	# every window up to the last was allocated and reported: 6.8 GB of
+	# memory and a report of 1 GB for one line at timestamp 4294967295
+	head -1 "$ROOT/share/traces/conversation-300.jsonl" > t.jsonl
+	sed 's/"timestamp": 0/"timestamp": 4294967295/' t.jsonl >> t.jsonl
+	peak gen.kb kvgen -q -n --window 1 --workers 2 --dp 1 --report r.json t.jsonl
+	assert_equal "$(jq -c '[.requests, [.windows[] | [(.start_s > 4e6), .requests]]]' r.json)" '[2,[[false,1],[true,1]]]'
+	[ "$(stat -c %s r.json)" -le 4096 ]
+	echo "# kvgen, a 4294967 s gap in 1 s windows: $(cat gen.kb) KiB" >&3
+	# AddressSanitizer's shadow memory says nothing about ours
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat gen.kb)" -le $((32 * MiB)) ]
+}
+
+@test "kvpub: a replay client that sends 2000 requests and reads nothing is refused, and kvpub stays within 64 MiB" {
+	# every reply was queued for it: 1.3 GB for 2000 requests
+	for i in $(seq 1 200); do printf 'raw:%0131072d\n' 0; done | j2mp --topic kv > big.kvcap
+	mkfifo in
+	peak pub.kb kvpub --single "ipc://$T/p" --replay-map "tcp://10.0.0.5:5557=ipc://$T/r" --speed max \
+		--slow-joiner-wait 0 --linger 2 < in 2> pub.err & pub=$!
+	exec 5> in
+	cat big.kvcap >&5
+	replayreq -n 2000 -t 3000 "ipc://$T/r" 0 & client=$!
+	exec 5>&-
+	wait_for $pub 20
+	assert_equal "$status" 0
+	wait_for $client 10
+	line=$(sed -n 2p pub.err)
+	echo "# kvpub, 2000 unread replay requests of 13 MB each: $(cat pub.kb) KiB; $line" >&3
+	[[ $line =~ ^kvpub:\ ipc://.*/p:\ 200\ messages,\ 13109200\ bytes,\ 2000\ replay\ requests,\ [0-9]+\ replayed,\ ([0-9]+)\ replay\ requests\ refused\ \(replies\ not\ read\)$ ]]
+	[ "${BASH_REMATCH[1]}" -ge 1900 ]
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat pub.kb)" -le $((64 * MiB)) ]
+}
+
+@test "kvsub: 24 messages of 16 MiB to a reader that does not read: 64 MiB wait for it, the rest is dropped and counted" {
+	# --hwm counts messages: ZeroMQ queued all 384 MiB (and 100000 x 64 MiB
+	# by default); kvsub now keeps reading and holds at most 64 MiB itself
+	local ep=tcp://127.0.0.1:$(port)
+	mkfifo out gate
+	{ read -r _ < gate; cat > /dev/null; } < out & reader=$!
+	peak sub.kb kvsub -W 4 -o out "$ep" 2> sub.err & sub=$!
+	framepub -w 5000 -l 1000 "$ep" $(for i in $(seq 24); do printf '2,seq,16777216 '; done)
+	echo go > gate
+	wait_for $sub 30
+	assert_equal "$status" 0
+	wait_for $reader 10
+	echo "# kvsub, 24 x 16 MiB to a stalled reader: $(cat sub.kb) KiB; $(cat sub.err)" >&3
+	[[ $(cat sub.err) =~ ^kvsub:\ tcp://.*:\ 24\ messages,\ 402653424\ bytes,\ .*,\ ([0-9]+)\ dropped\ \(output\ behind\)$ ]]
+	[ "${BASH_REMATCH[1]}" -ge 16 ]
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((200 * MiB)) ]
+}

@@ -26,7 +26,9 @@ struct kv_fetch {
 	CURLM *multi;
 	struct curl_slist *headers;
 	struct kv_fetch_opts o;
-	struct xfer *x;
+	/* Each transfer on its own allocation: curl keeps pointers to it (write
+	 * data, error buffer, private pointer) while the array of them grows. */
+	struct xfer **x;
 	size_t n, cap, running;
 };
 
@@ -55,9 +57,10 @@ void kv_fetch_free(struct kv_fetch *f)
 		return;
 	kv_fetch_cancel(f);
 	for (size_t i = 0; i < f->n; i++) {
-		curl_easy_cleanup(f->x[i].easy);
-		free(f->x[i].url);
-		free(f->x[i].buf);
+		curl_easy_cleanup(f->x[i]->easy);
+		free(f->x[i]->url);
+		free(f->x[i]->buf);
+		free(f->x[i]);
 	}
 	free(f->x);
 	if (f->multi)
@@ -90,8 +93,7 @@ static long ms(uint64_t ns)
 size_t kv_fetch_add(struct kv_fetch *f, const char *url)
 {
 	f->x = kv_xgrow(f->x, &f->cap, f->n + 1, sizeof *f->x);
-	struct xfer *x = &f->x[f->n];
-	memset(x, 0, sizeof *x);
+	struct xfer *x = f->x[f->n] = kv_xcalloc(1, sizeof *x);
 	x->url = kv_xstrdup(url);
 	x->max = f->o.max_body;
 	x->easy = curl_easy_init();
@@ -125,7 +127,7 @@ size_t kv_fetch_add(struct kv_fetch *f, const char *url)
 
 void kv_fetch_start(struct kv_fetch *f, size_t i)
 {
-	struct xfer *x = &f->x[i];
+	struct xfer *x = f->x[i];
 	if (x->state == RUNNING)
 		return;
 	x->len = 0;
@@ -172,7 +174,7 @@ void kv_fetch_wait(struct kv_fetch *f, int timeout_ms)
 	curl_multi_perform(f->multi, &still);
 	collect(f);
 	for (size_t i = 0; i < f->n; i++)
-		if (f->x[i].state == DONE)
+		if (f->x[i]->state == DONE)
 			return;
 	curl_multi_poll(f->multi, NULL, 0, timeout_ms, NULL);
 	curl_multi_perform(f->multi, &still);
@@ -198,7 +200,7 @@ static void what_failed(struct xfer *x, struct kv_fetch_result *r)
 bool kv_fetch_next(struct kv_fetch *f, struct kv_fetch_result *r)
 {
 	for (size_t i = 0; i < f->n; i++) {
-		struct xfer *x = &f->x[i];
+		struct xfer *x = f->x[i];
 		if (x->state != DONE)
 			continue;
 		x->state = IDLE;
@@ -218,7 +220,7 @@ bool kv_fetch_next(struct kv_fetch *f, struct kv_fetch_result *r)
 void kv_fetch_cancel(struct kv_fetch *f)
 {
 	for (size_t i = 0; i < f->n; i++) {
-		struct xfer *x = &f->x[i];
+		struct xfer *x = f->x[i];
 		if (x->state == RUNNING)
 			curl_multi_remove_handle(f->multi, x->easy);
 		x->state = IDLE;

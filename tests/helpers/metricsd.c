@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-	    bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 16) != 0)
+	    bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 1024) != 0)
 		die("metricsd: listen");
 	if (ready)
 		close(open(ready, O_WRONLY | O_CREAT, 0644));

@@ -6,7 +6,9 @@
  * one.  It stops after the end marker (the frame before the last is
  * ff ff ff ff ff ff ff ff) and exits 0, or exits 1 when none came within
  * the time limit.
- *   replayreq [-t MS] ENDPOINT START_SEQ */
+ *   replayreq [-t MS] ENDPOINT START_SEQ
+ * With -n N it is a client that does not read: it sends the request N
+ * times, reads nothing, and exits after -t MS. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,12 +81,15 @@ static bool take_reply(void *s)
 int main(int argc, char **argv)
 {
 	kv_set_prog(argv);
-	long limit_ms = 5000;
+	long limit_ms = 5000, unread = 0;
 	int c;
-	while ((c = getopt(argc, argv, "t:")) != -1) {
-		if (c != 't')
-			kv_die(64, "usage: replayreq [-t MS] ENDPOINT START_SEQ");
-		limit_ms = arg_long(optarg);
+	while ((c = getopt(argc, argv, "t:n:")) != -1) {
+		if (c == 't')
+			limit_ms = arg_long(optarg);
+		else if (c == 'n')
+			unread = arg_long(optarg);
+		else
+			kv_die(64, "usage: replayreq [-t MS] [-n N] ENDPOINT START_SEQ");
 	}
 	if (argc - optind != 2)
 		kv_die(64, "usage: replayreq [-t MS] ENDPOINT START_SEQ");
@@ -99,8 +104,15 @@ int main(int argc, char **argv)
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
 	if (zmq_connect(s, argv[optind]) != 0)
 		kv_die(64, "%s: %s", argv[optind], zmq_strerror(zmq_errno()));
-	if (zmq_send(s, "", 0, ZMQ_SNDMORE) < 0 || zmq_send(s, seq, 8, 0) < 0)
-		kv_die(70, "send: %s", zmq_strerror(zmq_errno()));
+	for (long i = 0; i < (unread ? unread : 1); i++)
+		if (zmq_send(s, "", 0, ZMQ_SNDMORE) < 0 || zmq_send(s, seq, 8, 0) < 0)
+			kv_die(70, "send: %s", zmq_strerror(zmq_errno()));
+	if (unread) {
+		usleep((useconds_t)limit_ms * 1000);
+		zmq_close(s);
+		zmq_ctx_term(ctx);
+		return 0;
+	}
 
 	int status = 1;
 	long long deadline = now_ms() + limit_ms;
