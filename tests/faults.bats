@@ -393,9 +393,9 @@ E0=tcp://10.0.0.5:5557
 E2=tcp://10.0.0.6:5557
 regs() {
 	cat > regs.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
-	{"instance_id": "b", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E2"}}
-	{"endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "b", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E2"}}
+	{"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 4, "endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}
 	EOF
 }
 states() { jq -r '[(.recv_ns / 1000000000), (.seq // "-"), .state, (.reason // "-"), (.hash // "-"), (.count // "-")] | join(" ")'; }

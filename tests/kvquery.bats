@@ -17,9 +17,9 @@ setup() {
 	T=$BATS_TEST_TMPDIR
 	cd "$T" || return 1
 	cat > regs.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
-	{"instance_id": "a", "dp_rank": 1, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E1"}}
-	{"endpoint": "tcp://kvs:5557", "store_backend": "memcache", "modelname": "m"}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 1, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E1"}}
+	{"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 128, "endpoint": "tcp://kvs:5557", "store_backend": "memcache", "modelname": "m"}
 	EOF
 	# kv-conductor's README example: npu 3, cpu 2, disk 0 at block size 128
 	{ store $E0 1 0 xpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128
@@ -56,7 +56,7 @@ setup() {
 	# DP 0 as set up (npu 3, cpu 2), DP 1 six blocks, DP 2 two: the largest
 	# is neither the first nor the last rank
 	E2=tcp://10.0.0.5:5559
-	{ cat regs.jsonl; echo "{\"instance_id\": \"a\", \"dp_rank\": 2, \"block_size\": 128, \"modelname\": \"m\", \"medium_endpoints\": {\"npu\": \"$E2\"}}"; } > regs3.jsonl
+	{ cat regs.jsonl; echo "{\"instance_id\": \"a\", \"type\": \"vLLM\", \"dp_rank\": 2, \"block_size\": 128, \"modelname\": \"m\", \"medium_endpoints\": {\"npu\": \"$E2\"}}"; } > regs3.jsonl
 	{ cat ev.jsonl
 	  store $E1 4 1 xpu '"0x11","0x12","0x13","0x14","0x15","0x16"' null "$(seq -s, 1 768)" 128
 	  store $E2 5 2 xpu '"0x21","0x22"' null "$(seq -s, 1 256)" 128; } > ev2.jsonl
@@ -82,8 +82,8 @@ setup() {
 
 @test "two tenants and a LoRA adapter are separate partitions" {
 	cat > regs2.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t1", "medium_endpoints": {"npu": "$E0"}}
-	{"instance_id": "b", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t2", "medium_endpoints": {"npu": "$E1"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t1", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "b", "type": "vLLM", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t2", "medium_endpoints": {"npu": "$E1"}}
 	EOF
 	{ store $E0 1 0 xpu '"0x1"' null 1,2 2; store $E1 2 0 xpu '"0x2"' null 1,2 2; store $E0 3 0 xpu '"0x3","0x4"' null 1,2,3,4 2 ',"lora_name":"sql"'; } > ev2.jsonl
 	kvmatch -q -r regs2.jsonl --log none -o s2.kvsnap ev2.jsonl
@@ -101,7 +101,7 @@ setup() {
 @test "a tenant of 300 bytes is answered whole, in answers, routes and explanations" {
 	tenant=$(printf 't%.0s' $(seq 300))
 	cat > regs2.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "$tenant", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "$tenant", "medium_endpoints": {"npu": "$E0"}}
 	EOF
 	store $E0 1 0 xpu '"0x1"' null 1,2 2 > ev2.jsonl
 	kvmatch -q -r regs2.jsonl --log none -o s2.kvsnap ev2.jsonl
@@ -234,7 +234,7 @@ setup() {
 	sleep 0.4
 	{ store $E0 9 0 xpu '"0x9"' null 1 1; } > ev3.jsonl
 	cat > regs3.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 1, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 1, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
 	EOF
 	kvmatch -q -r regs3.jsonl --log none -o s.kvsnap ev3.jsonl
 	wait_for $pid
