@@ -576,7 +576,7 @@ static void note_load(struct kv_sim *s, uint32_t rank, uint64_t now)
 static uint32_t route(struct kv_sim *s, uint64_t now, size_t nblocks, uint32_t *npu, uint32_t *cpu, uint32_t *disk)
 {
 	uint32_t rank;
-	struct kv_query req = { s->part, s->o.block_size, NULL, 0, s->local, nblocks };
+	struct kv_query req = { s->part, s->o.block_size, NULL, 0, s->local, nblocks, NULL, 0 };
 	struct kv_query_opts qo = { false, true, s->candidates, s->nranks };
 	size_t nh, nb;
 	switch (s->o.policy) {
