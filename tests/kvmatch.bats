@@ -677,13 +677,13 @@ d/0"
 
 @test "kvsub reports the same conflicts the same way, and a bad endpoint with its file and line" {
 	conflicts
-	run --separate-stderr kvsub -r r.jsonl -o x.kvcap
+	run --separate-stderr kvsub -W 1 -r r.jsonl -o x.kvcap # -W: ends even if the file were taken
 	assert_equal "$status" 65
 	assert_equal "$stderr" "$(conflict_messages kvsub)"
 	[ ! -e x.kvcap ]
 	printf '%s\n' '{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "not an endpoint"}}' > bad.jsonl
 	for prog in kvsub kvmatch; do
-		run --separate-stderr $prog -r bad.jsonl -o x.out
+		run --separate-stderr $prog -r bad.jsonl -o x.out $([ $prog = kvsub ] && echo -W 1 || echo /dev/null)
 		assert_equal "$status" 65
 		assert_equal "$stderr" "$prog: bad.jsonl: line 1: medium_endpoints: not a ZMQ endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME)"
 	done
