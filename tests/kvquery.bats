@@ -275,6 +275,10 @@ for line in sys.stdin:
 		assert_equal "$output" "$(cat "$ROOT/tests/fixtures/answers/sample.$api.jsonl")"
 		assert_equal "$output" "$(serde <<<"$output")"
 	done
+	# the benchmark's Python baseline, another implementation of the walks, agrees byte for byte
+	kvmatch --dump sample.kvsnap > dump.jsonl
+	/usr/bin/python3 "$ROOT/bench/baseline_query.py" dump.jsonl "$ROOT/share/queries.jsonl" base.jsonl > /dev/null
+	cmp base.jsonl "$ROOT/tests/fixtures/answers/sample.conductor.jsonl"
 	run --separate-stderr kvquery -s sample.kvsnap --shared-pool "$ROOT/share/queries.jsonl"
 	assert_equal "$output" "$(cat "$ROOT/tests/fixtures/answers/sample.shared-pool.jsonl")"
 	# the RFC answer follows from kv-conductor's by the RFC's and Dynamo's rule:
