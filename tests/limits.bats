@@ -342,7 +342,7 @@ sys.stdout.write("[" + ",".join(map(str, range(1, 17))) + "]\n")' > q.txt
 null
 {"default":{}}
 null
-{"default":{"10.0.0.5:5557":{"longest_matched":16,"DP":{"0":{"matched_tokens":16,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+{"default":{"10.0.0.5:5557":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":16,"npu_blocks":1}},"longest_matched":16}}}'
 	assert_equal "${stderr_lines[0]}" "kvquery: q.txt: line 2: token_ids: more than 16777216 token ids"
 	assert_equal "${stderr_lines[1]}" "kvquery: q.txt: line 4: block_hashes: more than 16777216 hashes"
 }
