@@ -407,6 +407,7 @@ static void resolve_seq_hashes(struct run *r, const uint64_t *hashes, size_t nha
 		parent = r->chains[n++];
 	req->tokens = NULL;
 	req->locals = NULL;
+	req->nlocals = 0;
 	req->chains = r->chains;
 	req->nchains = n;
 }

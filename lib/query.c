@@ -308,8 +308,10 @@ static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 	if (r->tokens)
 		return kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chain, n);
 	if (r->chains) {
-		memcpy(q->chain, r->chains, n * sizeof *q->chain);
-		memset(q->local, 0, n * sizeof *q->local);
+		if (n) { /* q->chain is NULL before the first block of any query */
+			memcpy(q->chain, r->chains, n * sizeof *q->chain);
+			memset(q->local, 0, n * sizeof *q->local);
+		}
 		return n;
 	}
 	uint64_t c = KV_CHAIN_ROOT;
