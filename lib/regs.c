@@ -224,6 +224,12 @@ char *kv_partition_name(const char *name, size_t n, const char *salt, size_t sal
 	return s;
 }
 
+char *kv_reg_partition(const struct kv_reg *r)
+{
+	const char *name = r->lora ? r->lora : r->model;
+	return name ? kv_partition_name(name, strlen(name), r->salt, r->salt ? strlen(r->salt) : 0) : NULL;
+}
+
 /* ---- registrations that contradict each other ---------------------------- */
 
 static int cmp_opt(const char *a, const char *b)
@@ -322,8 +328,7 @@ static void partition_claims(const struct kv_regs *regs, const struct verdicts *
 		const struct kv_reg *r = &regs->v[i];
 		if (out(v, i))
 			continue;
-		const char *base = r->lora ? r->lora : r->model;
-		names[i] = kv_partition_name(base, strlen(base), r->salt, r->salt ? strlen(r->salt) : 0);
+		names[i] = kv_reg_partition(r);
 		c[(*n)++] = (struct claim){ names[i], r->tenant, 0, i };
 	}
 }

@@ -60,5 +60,8 @@ const char *kv_backend_name(enum kv_backend b);
  * cache_salt): LoRA and salt are part of a partition's identity.  A new
  * string; name is n bytes, salt may be NULL or empty. */
 char *kv_partition_name(const char *name, size_t n, const char *salt, size_t saltlen);
+/* The partition a registration's events go to by default: kv_partition_name
+ * of its adapter or model and its salt; NULL without a model. */
+char *kv_reg_partition(const struct kv_reg *r);
 
 #endif

@@ -128,13 +128,6 @@ static char *host_of(const char *url, size_t len)
 	return kv_xstrdup(host);
 }
 
-/* The partition a registration's events go to by default. */
-static char *reg_partition(const struct kv_reg *r)
-{
-	const char *name = r->lora ? r->lora : r->model;
-	return name ? kv_partition_name(name, strlen(name), r->salt, r->salt ? strlen(r->salt) : 0) : NULL;
-}
-
 void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 {
 	ws->registered = true;
@@ -143,7 +136,7 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 		if (r->is_pool) {
 			ws->pools = kv_xgrow(ws->pools, &ws->cappools, ws->npools + 1, sizeof *ws->pools);
 			ws->pools[ws->npools++] = (struct kv_pool_sub){
-				kv_xstrdup(r->endpoint), r->backend, reg_partition(r),
+				kv_xstrdup(r->endpoint), r->backend, kv_reg_partition(r),
 				r->tenant ? kv_xstrdup(r->tenant) : NULL, r->salt ? kv_xstrdup(r->salt) : NULL,
 				r->instance_id ? kv_xstrdup(r->instance_id) : NULL, r->dp_rank,
 			};
@@ -166,7 +159,7 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 			free(w->model);
 			free(w->tenant);
 			free(w->salt);
-			w->model = reg_partition(r);
+			w->model = kv_reg_partition(r);
 			w->salt = r->salt ? kv_xstrdup(r->salt) : NULL;
 			w->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
 			w->block_size = (uint32_t)r->block_size;

@@ -261,6 +261,20 @@ replay_fills_gap() {
 	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 0 gaps, 0 missing, 2 replayed"
 }
 
+@test "-r: an engine registered in RFC #1403's shape is subscribed at its endpoint, with its replay socket" {
+	p=$(port 2); r=$((p + 1))
+	cat > regs.jsonl <<-JSON
+	{"endpoint": "tcp://127.0.0.1:$p", "replay_endpoint": "tcp://127.0.0.1:$r", "type": "SGLang", "modelname": "m", "lora_name": "sql", "tenant_id": "default", "instance_id": "w1", "block_size": 16, "dp_rank": 0, "additionalsalt": "w8a8"}
+	JSON
+	kvsub -r regs.jsonl -c 20 -W 10 -o cap.kvcap 2>err & sub=$!
+	fakepub -n 20 --skip 3-4 --replay "tcp://127.0.0.1:$r" "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep -c "^tcp://127.0.0.1:$p	")" 20
+	run cat err
+	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 0 gaps, 0 missing, 2 replayed"
+}
+
 @test "-r: an engine's endpoint is its HTTP address, not subscribed" {
 	cat > regs.jsonl <<-JSON
 	{"instance_id": "w1", "type": "vLLM", "dp_rank": 0, "block_size": 16, "modelname": "m", "endpoint": "http://10.0.0.5:8000", "medium_endpoints": {"npu": "ipc://$T/engine"}}
