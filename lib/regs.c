@@ -114,7 +114,14 @@ static bool check_endpoint(const char *url, const char **why)
 		*why = problem;
 		return false;
 	}
-	return true;
+	/* what ZMQ would refuse at connect, found here with its line */
+	static const char *const transports[] = { "tcp://", "ipc://", "inproc://", "pgm://", "epgm://", "tipc://",
+						  "vmci://", "udp://", "ws://", "wss://" };
+	for (size_t i = 0; i < sizeof transports / sizeof transports[0]; i++)
+		if (strncmp(url, transports[i], strlen(transports[i])) == 0)
+			return true;
+	*why = "not a ZMQ transport (tcp://, ipc://, inproc://, ...)";
+	return false;
 }
 
 static const char *take_medium_endpoints(json_t *o, struct kv_reg *r, const char **why)
@@ -188,8 +195,6 @@ static const char *take_reg(json_t *o, struct kv_reg *r, const char **why)
 	}
 	if ((key = take_medium_endpoints(o, r, why)))
 		return key;
-	if (r->endpoint && !check_endpoint(r->endpoint, why))
-		return "endpoint";
 	if (r->replay_endpoint && !check_endpoint(r->replay_endpoint, why))
 		return "replay_endpoint";
 	bool engine = r->medium_ep[KV_XPU] || r->medium_ep[KV_CPU] || r->medium_ep[KV_DISK];
@@ -197,6 +202,9 @@ static const char *take_reg(json_t *o, struct kv_reg *r, const char **why)
 		*why = "a registration needs medium_endpoints or endpoint";
 		return "medium_endpoints";
 	}
+	/* beside medium_endpoints, endpoint is the engine's HTTP address: unused */
+	if (!engine && !check_endpoint(r->endpoint, why))
+		return "endpoint";
 	enum kv_backend pool_type;
 	r->is_pool = !engine && kv_backend_parse(r->type, &pool_type);
 	/* RFC #1403: an engine's endpoint is its event publisher, for every medium */

@@ -687,6 +687,12 @@ d/0"
 		assert_equal "$status" 65
 		assert_equal "$stderr" "$prog: bad.jsonl: line 1: medium_endpoints: not a ZMQ endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME)"
 	done
+	printf '%s\n' '{"instance_id": "p", "type": "Memcache", "dp_rank": 0, "block_size": 4, "modelname": "m", "endpoint": "bogus://x"}' \
+		'{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "ipc://a"}, "replay_endpoint": "tcp://h"}' > bad.jsonl
+	run --separate-stderr kvsub -W 1 -r bad.jsonl -o x.out
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvsub: bad.jsonl: line 1: endpoint: not a ZMQ transport (tcp://, ipc://, inproc://, ...)
+kvsub: bad.jsonl: line 2: replay_endpoint: a tcp endpoint to connect to needs a host and a port from 1 to 65535"
 }
 
 @test "RFC #1403 registrations: an engine's endpoint is its publisher; LoRA and salt name the partition" {
