@@ -90,8 +90,10 @@ def answer_all(index, queries, answers):
             e = inst.setdefault(iid, {"longest_matched": 0, "DP": {}})
             tokens = (npu + cpu + disk) * bs
             e["longest_matched"] = max(e["longest_matched"], tokens)
-            e["DP"][str(dp)] = {"matched_tokens": tokens, "npu_blocks": npu, "cpu_blocks": cpu, "disk_blocks": disk}
-        out.write(json.dumps({q.get("tenant_id", "default"): inst}, separators=(",", ":")))
+            e["DP"][str(dp)] = {"matched_tokens": tokens, "npu_blocks": npu, "cpu_blocks": cpu, "disk_blocks": disk,
+                                "cpu_local_blocks": cpu, "cpu_remote_blocks": 0}
+        # kv-conductor's serialisation: serde_json through a Value, keys sorted
+        out.write(json.dumps({q.get("tenant_id", "default"): inst}, separators=(",", ":"), sort_keys=True))
         out.write("\n")
         n += 1
     out.close()

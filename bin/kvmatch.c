@@ -311,6 +311,22 @@ static int dump(const char *path)
 	return kv_out_close(&out);
 }
 
+/* kv-conductor creates a partition's indexer when a worker registers: a
+ * registered model and tenant is known (answered {"<tenant>": {}}) before
+ * any event, with the registration's block size. */
+static void create_registered_partitions(struct run *r)
+{
+	for (size_t i = 0; i < r->ws.n; i++) {
+		const struct kv_worker *w = &r->ws.v[i];
+		if (w->inferred || !w->model)
+			continue;
+		const char *tenant = w->tenant ? w->tenant : "default";
+		uint32_t part = kv_index_partition_bounded(&r->ix, w->model, strlen(w->model), tenant, strlen(tenant));
+		if (part != KV_NO_PARTITION && !r->ix.p[part].block_size)
+			r->ix.p[part].block_size = w->block_size;
+	}
+}
+
 static void load_state(struct run *r)
 {
 	if (r->o->regs) {
@@ -329,6 +345,7 @@ static void load_state(struct run *r)
 		kv_snap_restore(&s, &r->ix, &r->ws, &r->m);
 		kv_snap_unload(&s);
 	}
+	create_registered_partitions(r);
 }
 
 int main(int argc, char **argv)

@@ -8,11 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blockhash.h"
 #include "jsonw.h"
 #include "lines.h"
 #include "out.h"
 #include "query.h"
 #include "queryline.h"
+#include "regs.h"
 #include "snap.h"
 #include "utf8.h"
 #include "util.h"
@@ -33,6 +35,11 @@ static const char usage[] =
 	"      --weights N,C,D       routing score weights for npu, cpu, disk blocks (1,1,0)\n"
 	"      --explain             say for every worker where its match stopped and why\n"
 	"      --shared-pool         count cpu and disk blocks held by any worker of the pool\n"
+	"      --api conductor|mooncake  answer as kv-conductor's /query (default) or as\n"
+	"                            Mooncake RFC #1403's (Mooncake Conductor, Dynamo's indexer)\n"
+	"      --hash conductor|rfc1403[:SEED]  how token queries are hashed: kv-conductor's\n"
+	"                            chain (default), or RFC #1403's sequence hashes (seed 1337)\n"
+	"                            looked up among the hashes the engines published\n"
 	"      --format json|table   JSON lines (default) or an aligned table for people\n"
 	"      --watch               reload the snapshot when it is replaced\n"
 	"      --timing              report answer times (hashing and walks) on stderr\n"
@@ -46,7 +53,7 @@ static const char usage[] =
 	"memory), 74 write error.  See kvquery(1).\n";
 
 enum { OPT_MODEL = 256, OPT_TENANT, OPT_BLOCK_SIZE, OPT_ROUTE, OPT_WEIGHTS, OPT_EXPLAIN, OPT_SHARED, OPT_FORMAT,
-       OPT_WATCH, OPT_TIMING };
+       OPT_WATCH, OPT_TIMING, OPT_API, OPT_HASH };
 
 static const struct option longopts[] = {
 	{ "snapshot", required_argument, NULL, 's' },
@@ -61,6 +68,8 @@ static const struct option longopts[] = {
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "watch", no_argument, NULL, OPT_WATCH },
 	{ "timing", no_argument, NULL, OPT_TIMING },
+	{ "api", required_argument, NULL, OPT_API },
+	{ "hash", required_argument, NULL, OPT_HASH },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -72,6 +81,9 @@ struct options {
 	const char *snapshot, *output, *model, *tenant;
 	uint64_t block_size;
 	bool route, explain, shared_pool, table, watch, timing;
+	bool rfc;                    /* --api mooncake */
+	bool rfc_hash;               /* --hash rfc1403 */
+	uint64_t rfc_seed;
 	struct kv_weights weights;
 	int quiet, verbose;
 };
@@ -90,6 +102,18 @@ static void parse_weights(const char *s, struct kv_weights *w)
 	if (n != 3)
 		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
 	*w = (struct kv_weights){ v[0], v[1], v[2] };
+}
+
+/* --hash conductor | rfc1403 | rfc1403:SEED (a u64; RFC #1403 names no
+ * default seed, Dynamo's is kv-conductor's 1337) */
+static void parse_hash(const char *s, struct options *o)
+{
+	o->rfc_hash = strncmp(s, "rfc1403", 7) == 0;
+	o->rfc_seed = 1337;
+	if (strcmp(s, "conductor") == 0 || strcmp(s, "rfc1403") == 0)
+		return;
+	if (!o->rfc_hash || s[7] != ':' || !kv_parse_u64(s + 8, 0, UINT64_MAX, &o->rfc_seed))
+		kv_usage_error("--hash: '%s' is not conductor, rfc1403 or rfc1403:SEED", s);
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
@@ -117,6 +141,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_WATCH: o->watch = true; break;
 		case OPT_TIMING: o->timing = true; break;
+		case OPT_API:
+			if (strcmp(optarg, "conductor") != 0 && strcmp(optarg, "mooncake") != 0)
+				kv_usage_error("--api: '%s' is not conductor or mooncake", optarg);
+			o->rfc = strcmp(optarg, "mooncake") == 0;
+			break;
+		case OPT_HASH: parse_hash(optarg, o); break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
@@ -140,6 +170,10 @@ struct run {
 	uint64_t bad, answered;
 	uint64_t *times;
 	size_t ntimes, captimes;
+	uint64_t *chains;             /* resolved seq_hashes */
+	size_t capchains;
+	uint64_t *seq;                /* --hash rfc1403: a token query's sequence hashes */
+	size_t capseq;
 	int name_width;
 	bool header_done;
 	char *shown;             /* an instance id cleaned for the table */
@@ -231,9 +265,18 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 		tenant.p = "default", tenant.n = 7;
 	if (!model.p)
 		return "no model in the query, no --model, and the snapshot holds several partitions";
+	/* RFC #1403: the adapter and the salt are part of the partition's name
+	 * (kv-conductor's /query has neither: it ignores them) */
+	char *name = NULL;
+	if (r->o->rfc && (q->lora || q->salt)) {
+		const char *base = q->lora ? q->lora : model.p;
+		name = kv_partition_name(base, q->lora ? strlen(base) : model.n, q->salt, q->salt ? strlen(q->salt) : 0);
+		model.p = name, model.n = strlen(name);
+	}
 	*part = kv_snap_partition(s, model.p, model.n, tenant.p, tenant.n);
+	free(name);
 	if (*part < 0)
-		return "unknown model and tenant: the snapshot has no such partition";
+		return "no such model and tenant in the snapshot (kv-conductor: 404 \"no indexer for model=M tenant=T\")";
 	*bs = q->has_block_size ? q->block_size : r->o->block_size ? r->o->block_size : s->partitions[*part].block_size;
 	if (*bs == 0)
 		return "no block_size in the query, no --block-size, and none known for the partition";
@@ -364,6 +407,60 @@ static void table_header(struct run *r)
 			     "TOKENS", "NPU", "CPU", "DISK");
 }
 
+/* RFC #1403's seq_hashes are the engines' own block hashes: the chains they
+ * name are those kvmatch learned from the stored events; the walk ends at
+ * the first the snapshot does not know. */
+static void resolve_seq_hashes(struct run *r, const uint64_t *hashes, size_t nhashes, struct kv_query *req)
+{
+	if (nhashes > r->capchains) {
+		r->chains = kv_xrealloc(r->chains, nhashes * sizeof *r->chains);
+		r->capchains = nhashes;
+	}
+	size_t n = 0;
+	uint64_t parent = KV_CHAIN_ROOT;
+	const struct kv_snap_block *b;
+	/* a sequence hash names a whole prefix: it must follow the one before */
+	while (n < nhashes && kv_snap_ehash_chain(&r->snap, req->part, hashes[n], &r->chains[n]) &&
+	       (b = kv_snap_find(&r->snap, req->part, r->chains[n])) && b->parent == parent)
+		parent = r->chains[n++];
+	req->tokens = NULL;
+	req->locals = NULL;
+	req->nlocals = 0;
+	req->chains = r->chains;
+	req->nchains = n;
+}
+
+/* --hash rfc1403: the query's tokens become the sequence hashes engines
+ * following the RFC's standard published, resolved as seq_hashes are. */
+static void hash_rfc1403(struct run *r, const struct kv_qline *q, struct kv_query *req)
+{
+	size_t n = q->ntokens / req->block_size;
+	if (n > r->capseq) {
+		r->seq = kv_xrealloc(r->seq, n * sizeof *r->seq);
+		r->capseq = n;
+	}
+	n = kv_rfc_seq_hashes(q->tokens, q->ntokens, req->block_size, r->o->rfc_seed, r->seq, n);
+	resolve_seq_hashes(r, r->seq, n, req);
+}
+
+/* RFC #1403's instance_id: the answer names that instance alone (hits are
+ * sorted by name, so its ranks are adjacent). */
+static void only_instance(struct run *r, const struct kv_hit *hits, size_t n, const char *inst, size_t *first,
+			  size_t *count)
+{
+	size_t want = strlen(inst), len;
+	int64_t dp;
+	*count = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
+		if (len != want || memcmp(name, inst, len) != 0)
+			continue;
+		if (!*count)
+			*first = i;
+		++*count;
+	}
+}
+
 static void answer(struct run *r, const char *file, uint64_t lineno, const char *text, size_t n)
 {
 	struct kv_qline *q = &r->line;
@@ -383,7 +480,13 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	struct kv_str tenant;
 	tenant.p = kv_snap_string(&r->snap, r->snap.partitions[part].tenant, &tenant.n);
 	struct kv_query req = { (uint32_t)part, bs, q->by_hash ? NULL : q->tokens, q->ntokens,
-				q->by_hash ? q->hashes : NULL, q->nhashes };
+				q->by_hash && !q->by_seq ? q->hashes : NULL, q->nhashes, NULL, 0 };
+	if (q->by_seq)
+		resolve_seq_hashes(r, q->hashes, q->nhashes, &req);
+	else if (r->o->rfc_hash && !q->by_hash)
+		hash_rfc1403(r, q, &req);
+	else if (r->o->rfc && !q->by_hash)
+		req.ntokens -= req.ntokens % bs; /* RFC #1403: only complete blocks are considered */
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
 	size_t nhits, nblocks;
 	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
@@ -393,6 +496,9 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 		r->times = kv_xgrow(r->times, &r->captimes, r->ntimes + 1, sizeof *r->times);
 		r->times[r->ntimes++] = kv_monotonic_ns() - t0;
 	}
+	size_t first = 0, count = nhits;
+	if (r->o->rfc && q->instance)
+		only_instance(r, hits, nhits, q->instance, &first, &count);
 	table_header(r);
 	if (r->o->explain)
 		write_explain(r, tenant, hits, nhits, nblocks, bs, route);
@@ -400,6 +506,8 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 		write_route(r, tenant, route, bs);
 	else if (r->o->table)
 		write_table_rows(r, hits, nhits, bs);
+	else if (r->o->rfc)
+		kv_query_write_rfc_answer(r->out, &r->src, tenant.p, tenant.n, hits + first, count, bs);
 	else
 		kv_query_write_answer(r->out, &r->src, tenant.p, tenant.n, hits, nhits, bs, r->o->shared_pool);
 	kv_out_flush_if_full(r->out);
@@ -504,6 +612,8 @@ int main(int argc, char **argv)
 	free(r.line.hashes);
 	free(r.times);
 	free(r.shown);
+	free(r.chains);
+	free(r.seq);
 	kv_querier_free(r.q);
 	kv_qsource_free(&r.src);
 	kv_snap_unload(&r.snap);

@@ -62,7 +62,7 @@ static void world_free(struct world *w)
 static void answer(struct world *w, const struct kv_qline *q, unsigned lineno)
 {
 	struct kv_query req = { w->part, q->has_block_size ? q->block_size : 16, q->by_hash ? NULL : q->tokens,
-				q->ntokens, q->by_hash ? q->hashes : NULL, q->nhashes };
+				q->ntokens, q->by_hash ? q->hashes : NULL, q->nhashes, NULL, 0 };
 	struct kv_query_opts o = { .shared_pool = lineno & 1, .all_workers = lineno & 2 };
 	size_t nhits, nblocks;
 	const struct kv_hit *hits = kv_query_run(w->q, &w->src, &req, &o, &nhits, &nblocks);

@@ -32,3 +32,21 @@ size_t kv_block_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size
 	}
 	return n;
 }
+
+size_t kv_rfc_seq_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size, uint64_t seed, uint64_t *seq,
+			 size_t max)
+{
+	size_t n = 0;
+	if (block_size == 0)
+		return 0;
+	for (size_t at = 0; ntokens - at >= block_size && n < max; at += block_size, n++) {
+		uint64_t local = XXH3_64bits_withSeed(tokens + at, block_size * sizeof *tokens, seed);
+		if (n == 0) {
+			seq[n] = local;
+			continue;
+		}
+		uint64_t pair[2] = { seq[n - 1], local }; /* little-endian host: the bytes are LE */
+		seq[n] = XXH3_64bits_withSeed(pair, sizeof pair, seed);
+	}
+	return n;
+}

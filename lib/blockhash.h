@@ -19,4 +19,13 @@ uint64_t kv_chain_next(uint64_t parent_chain, uint64_t local);
 size_t kv_block_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size,
 		       uint64_t parent_chain, uint64_t *local, uint64_t *chain, size_t max);
 
+/* Mooncake RFC #1403's hash standard (Dynamo's indexer follows it):
+ * local(i) = XXH3-64 of block i's tokens as u32 little-endian, seeded with
+ * seed; seq(0) = local(0); seq(i) = XXH3-64 of the 16 bytes seq(i-1) LE,
+ * local(i) LE, seeded with seed.  The rolling sequence hashes engines that
+ * follow it publish.  Complete blocks only, as the RFC's /query counts
+ * them; returns the number written. */
+size_t kv_rfc_seq_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size, uint64_t seed, uint64_t *seq,
+			 size_t max);
+
 #endif

@@ -55,6 +55,9 @@ bool kv_endpoint_host_port(const char *url, size_t len, char *host, size_t hostl
 
 const char *kv_endpoint_connect_problem(const char *url)
 {
+	const char *sep = strstr(url, "://");
+	if (!sep || sep == url || strspn(url, "abcdefghijklmnopqrstuvwxyz") != (size_t)(sep - url))
+		return "not a ZMQ endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME)";
 	if (strncmp(url, "tcp://", 6) != 0)
 		return NULL; /* ipc:// and the rest: ZMQ checks them */
 	char host[256];

@@ -10,9 +10,9 @@
 /* Host (without brackets) and port of a tcp endpoint; false for other
  * transports or a malformed one.  port is -1 when the endpoint has none. */
 bool kv_endpoint_host_port(const char *url, size_t len, char *host, size_t hostlen, long *port);
-/* Why kvsub could never receive anything by connecting to url (a tcp
- * endpoint without a port in 1-65535), or NULL.  ZMQ accepts it and then
- * waits for ever. */
+/* Why kvsub could never receive anything by connecting to url (no
+ * "transport://" at all, or a tcp endpoint without a port in 1-65535), or
+ * NULL.  ZMQ accepts a portless one and then waits for ever. */
 const char *kv_endpoint_connect_problem(const char *url);
 /* Whether the host of a tcp endpoint to connect to resolves; when it does
  * not, why (gai_strerror) into why and false.  ZMQ accepts such an endpoint

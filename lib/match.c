@@ -731,12 +731,25 @@ static const char *or_default(const char *s)
 	return s ? s : "default";
 }
 
+/* The partition of a LoRA adapter's blocks: named by the adapter, and by
+ * the salt of the registration (RFC #1403: both are its identity). */
+static uint32_t salted_partition(struct kv_match *m, struct kv_str name, const char *salt, const char *tenant,
+				 size_t tlen)
+{
+	if (!salt)
+		return kv_index_partition_bounded(m->ix, name.p, name.n, tenant, tlen);
+	char *full = kv_partition_name(name.p, name.n, salt, strlen(salt));
+	uint32_t part = kv_index_partition_bounded(m->ix, full, strlen(full), tenant, tlen);
+	free(full);
+	return part;
+}
+
 static uint32_t engine_partition(struct kv_match *m, uint32_t w, const struct kv_event *e)
 {
 	const struct kv_worker *wk = &m->ws->v[w];
 	const char *tenant = or_default(wk->tenant);
 	if (e->has & KV_HAS_LORA_NAME)
-		return kv_index_partition_bounded(m->ix, e->lora_name.p, e->lora_name.n, tenant, strlen(tenant));
+		return salted_partition(m, e->lora_name, wk->salt, tenant, strlen(tenant));
 	const char *model = or_default(wk->model);
 	return kv_index_partition_bounded(m->ix, model, strlen(model), tenant, strlen(tenant));
 }
@@ -1037,14 +1050,12 @@ static uint32_t pool_partition(struct kv_match *m, const struct kv_event *e, con
 		tlen = e->tenant_id.n;
 	}
 	if (e->has & KV_HAS_LORA_NAME)
-		return kv_index_partition_bounded(m->ix, e->lora_name.p, e->lora_name.n, tenant, tlen);
+		return salted_partition(m, e->lora_name, sub ? sub->salt : NULL, tenant, tlen);
 	/* Without registrations every engine is in model "default": pools must meet them there. */
 	const char *model = m->ws->registered && sub && sub->model ? sub->model : "default";
 	size_t mlen = strlen(model);
-	if (m->ws->registered && (e->has & KV_HAS_MODEL_NAME)) {
-		model = e->model_name.p;
-		mlen = e->model_name.n;
-	}
+	if (m->ws->registered && (e->has & KV_HAS_MODEL_NAME))
+		return salted_partition(m, e->model_name, sub ? sub->salt : NULL, tenant, tlen);
 	return kv_index_partition_bounded(m->ix, model, mlen, tenant, tlen);
 }
 

@@ -304,7 +304,8 @@ static struct kv_hit to_hit(const struct wstate *s, uint32_t w)
 
 static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 {
-	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0) : r->nlocals;
+	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0)
+		   : r->chains ? r->nchains : r->nlocals;
 	if (n > q->cap) {
 		q->local = kv_xrealloc(q->local, n * sizeof *q->local);
 		q->chain = kv_xrealloc(q->chain, n * sizeof *q->chain);
@@ -312,6 +313,13 @@ static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 	}
 	if (r->tokens)
 		return kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chain, n);
+	if (r->chains) {
+		if (n) { /* q->chain is NULL before the first block of any query */
+			memcpy(q->chain, r->chains, n * sizeof *q->chain);
+			memset(q->local, 0, n * sizeof *q->local);
+		}
+		return n;
+	}
 	uint64_t c = KV_CHAIN_ROOT;
 	for (size_t i = 0; i < n; i++) {
 		q->local[i] = r->locals[i];
@@ -529,50 +537,134 @@ static char *lit(char *p, const char *s)
 	return p + n;
 }
 
-void kv_query_write_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
-			   const struct kv_hit *hits, size_t n, size_t block_size, bool shared_pool)
+/* The end of the instance whose hits start at i: hits are sorted by name. */
+static size_t instance_end(const struct kv_qsource *src, const struct kv_hit *hits, size_t i, size_t n)
+{
+	size_t len, l2;
+	int64_t dp, d2;
+	const char *inst = kv_qsource_worker(src, hits[i].worker, &len, &dp);
+	size_t j = i + 1;
+	while (j < n) {
+		const char *other = kv_qsource_worker(src, hits[j].worker, &l2, &d2);
+		if (l2 != len || memcmp(other, inst, len) != 0)
+			break;
+		j++;
+	}
+	return j;
+}
+
+struct rank_key {
+	char text[24]; /* the rank as serde writes a map key: its decimal digits */
+	size_t hit;
+};
+
+static int by_rank_text(const void *x, const void *y)
+{
+	return strcmp(((const struct rank_key *)x)->text, ((const struct rank_key *)y)->text);
+}
+
+/* The hits [i, j) of one instance in the order of their "DP" keys: sorted
+ * as strings ("10" before "2"), as serde_json's map sorts them. */
+static struct rank_key *ranks_in_key_order(const struct kv_qsource *src, const struct kv_hit *hits, size_t i,
+					   size_t j)
+{
+	struct rank_key *k = kv_xmalloc((j - i) * sizeof *k);
+	for (size_t x = i; x < j; x++) {
+		size_t len;
+		int64_t dp;
+		kv_qsource_worker(src, hits[x].worker, &len, &dp);
+		snprintf(k[x - i].text, sizeof k[x - i].text, "%lld", (long long)dp);
+		k[x - i].hit = x;
+	}
+	qsort(k, j - i, sizeof *k, by_rank_text);
+	return k;
+}
+
+static uint64_t hit_tokens(const struct kv_hit *h, size_t block_size)
+{
+	return (uint64_t)(h->npu + h->cpu + h->disk) * block_size;
+}
+
+/* {"<tenant>":{ ... }} around the instances. */
+static void open_tenant(struct kv_out *o, const char *tenant, size_t tlen)
 {
 	char *p = jw_reserve(o, JW_STR_MAX(tlen) + 8);
 	p = jw_str(lit(p, "{"), tenant, tlen);
 	jw_done(o, lit(p, ":{"));
-	for (size_t i = 0; i < n;) {
-		size_t len;
-		int64_t dp;
-		const char *inst = kv_qsource_worker(src, hits[i].worker, &len, &dp);
-		/* the DP ranks of one instance are adjacent: hits are sorted by name */
-		size_t j = i;
+}
+
+static void open_instance(struct kv_out *o, const struct kv_qsource *src, const struct kv_hit *h, bool first,
+			  const char *fields)
+{
+	size_t len;
+	int64_t dp;
+	const char *inst = kv_qsource_worker(src, h->worker, &len, &dp);
+	char *p = jw_reserve(o, JW_STR_MAX(len) + 64);
+	p = jw_str(lit(p, first ? "" : ","), inst, len);
+	jw_done(o, lit(lit(p, ":{"), fields));
+}
+
+void kv_query_write_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
+			   const struct kv_hit *hits, size_t n, size_t block_size, bool shared_pool)
+{
+	open_tenant(o, tenant, tlen);
+	for (size_t i = 0, j; i < n; i = j) {
+		j = instance_end(src, hits, i, n);
+		open_instance(o, src, &hits[i], i == 0, "\"DP\":{");
 		uint64_t longest = 0;
-		for (; j < n; j++) {
-			size_t l2;
-			int64_t d2;
-			const char *other = kv_qsource_worker(src, hits[j].worker, &l2, &d2);
-			if (l2 != len || memcmp(other, inst, len) != 0)
-				break;
-			uint64_t t = (uint64_t)(hits[j].npu + hits[j].cpu + hits[j].disk) * block_size;
+		struct rank_key *k = ranks_in_key_order(src, hits, i, j);
+		for (size_t x = 0; x < j - i; x++) {
+			const struct kv_hit *h = &hits[k[x].hit];
+			uint64_t t = hit_tokens(h, block_size);
 			longest = t > longest ? t : longest;
-		}
-		p = jw_reserve(o, JW_STR_MAX(len) + 64);
-		p = jw_str(lit(p, i ? "," : ""), inst, len);
-		p = jw_u64(lit(p, ":{\"longest_matched\":"), longest);
-		jw_done(o, lit(p, ",\"DP\":{"));
-		for (size_t k = i; k < j; k++) {
-			const struct kv_hit *h = &hits[k];
-			kv_qsource_worker(src, h->worker, &len, &dp);
-			p = jw_reserve(o, 256);
-			p = lit(p, k > i ? ",\"" : "\"");
-			p = lit(jw_i64(p, dp), "\":{\"matched_tokens\":");
-			p = jw_u64(p, (uint64_t)(h->npu + h->cpu + h->disk) * block_size);
-			p = jw_u64(lit(p, ",\"npu_blocks\":"), h->npu);
-			p = jw_u64(lit(p, ",\"cpu_blocks\":"), h->cpu);
+			char *p = jw_reserve(o, 256);
+			p = lit(lit(lit(p, x ? ",\"" : "\""), k[x].text), "\":{\"cpu_blocks\":");
+			p = jw_u64(p, h->cpu);
+			p = jw_u64(lit(p, ",\"cpu_local_blocks\":"), shared_pool ? h->cpu_local : h->cpu);
+			p = jw_u64(lit(p, ",\"cpu_remote_blocks\":"), shared_pool ? h->cpu_remote : 0);
 			p = jw_u64(lit(p, ",\"disk_blocks\":"), h->disk);
-			if (shared_pool) {
-				p = jw_u64(lit(p, ",\"cpu_local_blocks\":"), h->cpu_local);
-				p = jw_u64(lit(p, ",\"cpu_remote_blocks\":"), h->cpu_remote);
-			}
+			p = jw_u64(lit(p, ",\"matched_tokens\":"), t);
+			p = jw_u64(lit(p, ",\"npu_blocks\":"), h->npu);
 			jw_done(o, lit(p, "}"));
 		}
-		kv_out_puts(o, "}}");
-		i = j;
+		free(k);
+		char *p = jw_reserve(o, 64);
+		p = jw_u64(lit(p, "},\"longest_matched\":"), longest);
+		jw_done(o, lit(p, "}"));
+	}
+	kv_out_puts(o, "}}\n");
+}
+
+void kv_query_write_rfc_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
+			       const struct kv_hit *hits, size_t n, size_t block_size)
+{
+	open_tenant(o, tenant, tlen);
+	for (size_t i = 0, j; i < n; i = j) {
+		j = instance_end(src, hits, i, n);
+		uint64_t gpu = 0, cpu = 0, disk = 0;
+		for (size_t x = i; x < j; x++) {
+			uint64_t g = (uint64_t)hits[x].npu * block_size, c = g + (uint64_t)hits[x].cpu * block_size;
+			uint64_t d = c + (uint64_t)hits[x].disk * block_size;
+			gpu = g > gpu ? g : gpu;
+			cpu = c > cpu ? c : cpu;
+			disk = d > disk ? d : disk;
+		}
+		open_instance(o, src, &hits[i], i == 0, "\"CPU\":");
+		char *p = jw_reserve(o, 64);
+		p = jw_u64(p, cpu);
+		p = jw_u64(lit(p, ",\"DISK\":"), disk);
+		jw_done(o, lit(p, ",\"DP\":{"));
+		struct rank_key *k = ranks_in_key_order(src, hits, i, j);
+		for (size_t x = 0; x < j - i; x++) {
+			p = jw_reserve(o, 64);
+			p = lit(lit(lit(p, x ? ",\"" : "\""), k[x].text), "\":");
+			jw_done(o, jw_u64(p, hit_tokens(&hits[k[x].hit], block_size)));
+		}
+		free(k);
+		p = jw_reserve(o, 96);
+		p = jw_u64(lit(p, "},\"GPU\":"), gpu);
+		p = jw_u64(lit(p, ",\"longest_matched\":"), disk > cpu ? disk : cpu > gpu ? cpu : gpu);
+		jw_done(o, lit(p, "}"));
 	}
 	kv_out_puts(o, "}}\n");
 }

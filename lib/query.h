@@ -69,8 +69,10 @@ struct kv_query {
 	size_t block_size;
 	const uint32_t *tokens;           /* tokens, or ... */
 	size_t ntokens;
-	const uint64_t *locals;           /* ... local hashes (/query_by_hash) */
+	const uint64_t *locals;           /* ... local hashes (/query_by_hash), or ... */
 	size_t nlocals;
+	const uint64_t *chains;           /* ... prefix chains (RFC #1403 seq_hashes, resolved) */
+	size_t nchains;
 };
 
 struct kv_query_opts {
@@ -104,9 +106,20 @@ const struct kv_hit *kv_query_route(const struct kv_hit *hits, size_t n, const s
 const struct kv_hit *kv_query_route_penalized(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
 					      const struct kv_querier *q, const double *penalty);
 
-/* The answer of kv-conductor's /query:
- * {"<tenant>": {"<instance>": {"longest_matched": N, "DP": {"<rank>": {...}}}}} */
+/* The answer of kv-conductor's /query, byte for byte as it serialises it
+ * (serde_json through a Value: compact, every object's keys sorted, every
+ * DpBlocks field present):
+ * {"<tenant>":{"<instance>":{"DP":{"<rank>":{"cpu_blocks":..,"cpu_local_blocks":..,
+ *   "cpu_remote_blocks":..,"disk_blocks":..,"matched_tokens":..,"npu_blocks":..}},
+ *   "longest_matched":N}}}.  Without shared_pool, cpu_local = cpu, cpu_remote = 0. */
 void kv_query_write_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
 			   const struct kv_hit *hits, size_t n, size_t block_size, bool shared_pool);
+/* The answer of Mooncake RFC #1403's /query (Mooncake Conductor, Dynamo's
+ * standalone indexer), in tokens, keys sorted as serde_json sorts them:
+ * {"<tenant>":{"<instance>":{"CPU":c,"DISK":d,"DP":{"<rank>":t},"GPU":g,"longest_matched":L}}}
+ * GPU, CPU and DISK cumulative through each tier (GPU <= CPU <= DISK, the
+ * largest of the instance's ranks), DP each rank's matched tokens. */
+void kv_query_write_rfc_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
+			       const struct kv_hit *hits, size_t n, size_t block_size);
 
 #endif

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-enum qkey { Q_OTHER, Q_MODEL, Q_TENANT, Q_BLOCK_SIZE, Q_TOKENS, Q_HASHES };
+enum qkey { Q_OTHER, Q_MODEL, Q_TENANT, Q_BLOCK_SIZE, Q_TOKENS, Q_HASHES, Q_LORA, Q_SALT, Q_INSTANCE };
 
 struct kv_qparser {
 	yajl_handle h;
@@ -15,9 +15,9 @@ struct kv_qparser {
 	int depth;
 	bool top_array;              /* a bare [1,2,3] */
 	enum qkey key;
-	bool saw_tokens;
+	bool saw_tokens, saw_block_hashes;
 	size_t captok, caphash;
-	char *model, *tenant;
+	char *names[Q_INSTANCE + 1]; /* the string fields, by key */
 	char msg[160];
 };
 
@@ -45,11 +45,15 @@ static bool parse_u64(const char *s, size_t n, uint64_t *v)
 	return true;
 }
 
+/* kv-conductor reads token ids as i64 and hashes them `as u32`: modulo 2^32. */
 static int push_token(struct kv_qparser *p, const char *s, size_t n)
 {
 	uint64_t v;
-	if (!parse_u64(s, n, &v) || v > UINT32_MAX)
-		return fail(p, "%s: token ids are integers from 0 to 4294967295", "token_ids");
+	bool neg = n > 0 && s[0] == '-';
+	if (!parse_u64(s + neg, n - neg, &v) || v > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
+		return fail(p, "%s: token ids are integers from -2^63 to 2^63-1 (i64)", "token_ids");
+	if (neg)
+		v = 0 - v;
 	struct kv_qline *q = p->q;
 	if (q->ntokens >= KV_QUERY_MAX_TOKENS)
 		return fail(p, "%s: more than 16777216 token ids", "token_ids");
@@ -75,7 +79,8 @@ static bool in_list(const struct kv_qparser *p, enum qkey k)
 
 static const char *key_name(enum qkey k)
 {
-	static const char *const names[] = { "", "model", "tenant_id", "block_size", "token_ids", "block_hashes" };
+	static const char *const names[] = { "", "model", "tenant_id", "block_size", "token_ids", "block_hashes",
+					     "lora_name", "cache_salt", "instance_id" };
 	return names[k];
 }
 
@@ -84,7 +89,10 @@ static int wrong_type(struct kv_qparser *p)
 {
 	switch (p->key) {
 	case Q_MODEL:
-	case Q_TENANT: return fail(p, "%s: expected a string", key_name(p->key));
+	case Q_TENANT:
+	case Q_LORA:
+	case Q_SALT:
+	case Q_INSTANCE: return fail(p, "%s: expected a string", key_name(p->key));
 	case Q_BLOCK_SIZE: return fail(p, "%s: expected an integer from 1 to 1048576", "block_size");
 	case Q_TOKENS:
 	case Q_HASHES: return fail(p, "%s: expected an array", key_name(p->key));
@@ -117,6 +125,11 @@ static int on_number(void *ctx, const char *s, size_t n)
 	return 1;
 }
 
+static bool is_name(enum qkey k)
+{
+	return k == Q_MODEL || k == Q_TENANT || k == Q_LORA || k == Q_SALT || k == Q_INSTANCE;
+}
+
 static int on_string(void *ctx, const unsigned char *s, size_t n)
 {
 	struct kv_qparser *p = ctx;
@@ -128,21 +141,23 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 		return push_hash(p, h);
 	}
 	if (in_list(p, Q_TOKENS))
-		return fail(p, "%s: token ids are integers from 0 to 4294967295", "token_ids");
-	if (p->depth == 1 && (p->key == Q_MODEL || p->key == Q_TENANT)) {
+		return fail(p, "%s: token ids are integers from -2^63 to 2^63-1 (i64)", "token_ids");
+	if (p->depth == 1 && is_name(p->key)) {
 		/* Names are kept as C strings: "m\u0000x" would be cut to "m" and
 		 * answered from another partition than the one asked for. */
 		if (memchr(s, 0, n))
-			return fail(p, "%s: contains a NUL character", p->key == Q_MODEL ? "model" : "tenant_id");
-		char **dst = p->key == Q_MODEL ? &p->model : &p->tenant;
+			return fail(p, "%s: contains a NUL character", key_name(p->key));
+		char **dst = &p->names[p->key];
 		free(*dst);
 		*dst = kv_xstrndup((const char *)s, n);
-		if (p->key == Q_MODEL) {
-			p->q->model = *dst;
-			p->q->has_model = true;
-		} else {
-			p->q->tenant = *dst;
-			p->q->has_tenant = true;
+		struct kv_qline *q = p->q;
+		switch (p->key) {
+		case Q_MODEL: q->model = *dst, q->has_model = true; break;
+		case Q_TENANT: q->tenant = *dst, q->has_tenant = true; break;
+		/* RFC #1403: empty means the base model, no salt, every instance */
+		case Q_LORA: q->lora = n ? *dst : NULL; break;
+		case Q_SALT: q->salt = n ? *dst : NULL; break;
+		default: q->instance = n ? *dst : NULL; break;
 		}
 		return 1;
 	}
@@ -157,7 +172,7 @@ static int on_other(void *ctx)
 	if (in_list(p, Q_HASHES))
 		return fail(p, "%s: hashes are integers from 0 to 2^64-1 or hex strings", "block_hashes");
 	if (in_list(p, Q_TOKENS))
-		return fail(p, "%s: token ids are integers from 0 to 4294967295", "token_ids");
+		return fail(p, "%s: token ids are integers from -2^63 to 2^63-1 (i64)", "token_ids");
 	if (p->depth == 1 && !p->top_array)
 		return wrong_type(p);
 	return p->depth == 0 ? fail(p, "%s", "expected a JSON object, an array or numbers") : 1;
@@ -167,7 +182,7 @@ static int on_null(void *ctx)
 {
 	struct kv_qparser *p = ctx;
 	/* null model, tenant or block_size: take the default, as when absent */
-	if (p->depth == 1 && !p->top_array && (p->key == Q_MODEL || p->key == Q_TENANT || p->key == Q_BLOCK_SIZE))
+	if (p->depth == 1 && !p->top_array && (is_name(p->key) || p->key == Q_BLOCK_SIZE))
 		return 1;
 	return on_other(ctx);
 }
@@ -188,7 +203,9 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t n)
 {
 	static const struct { const char *name; enum qkey k; } keys[] = {
 		{ "model", Q_MODEL }, { "tenant_id", Q_TENANT }, { "block_size", Q_BLOCK_SIZE },
-		{ "token_ids", Q_TOKENS }, { "block_hashes", Q_HASHES },
+		{ "token_ids", Q_TOKENS }, { "block_hashes", Q_HASHES }, { "seq_hashes", Q_HASHES },
+		{ "block_hash", Q_HASHES }, { "lora_name", Q_LORA }, { "cache_salt", Q_SALT },
+		{ "instance_id", Q_INSTANCE },
 	};
 	struct kv_qparser *p = ctx;
 	if (p->depth != 1)
@@ -197,8 +214,12 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t n)
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		if (n == strlen(keys[i].name) && memcmp(s, keys[i].name, n) == 0)
 			p->key = keys[i].k;
-	if (p->key == Q_HASHES)
+	if (p->key == Q_HASHES) {
 		p->q->by_hash = true;
+		bool local = n == strlen("block_hashes"); /* kv-conductor's local hashes; else RFC sequence hashes */
+		p->saw_block_hashes |= local;
+		p->q->by_seq |= !local;
+	}
 	if (p->key == Q_TOKENS)
 		p->saw_tokens = true;
 	return 1;
@@ -208,7 +229,7 @@ static int on_start_map(void *ctx)
 {
 	struct kv_qparser *p = ctx;
 	if (p->top_array)
-		return fail(p, "%s", "token_ids: token ids are integers from 0 to 4294967295");
+		return fail(p, "%s", "token_ids: token ids are integers from -2^63 to 2^63-1 (i64)");
 	if (p->depth == 1 && p->key != Q_OTHER && !wrong_type(p))
 		return 0;
 	if (p->depth >= 2 && (p->key == Q_TOKENS || p->key == Q_HASHES))
@@ -268,8 +289,8 @@ void kv_qparser_free(struct kv_qparser *p)
 		return;
 	if (p->h)
 		yajl_free(p->h);
-	free(p->model);
-	free(p->tenant);
+	for (size_t i = 0; i < sizeof p->names / sizeof p->names[0]; i++)
+		free(p->names[i]);
 	free(p);
 }
 
@@ -306,6 +327,7 @@ bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline
 	p->depth = 0;
 	p->top_array = false;
 	p->saw_tokens = false;
+	p->saw_block_hashes = false;
 	p->key = Q_OTHER;
 	size_t i = 0;
 	while (i < n && (line[i] == ' ' || line[i] == '\t'))
@@ -335,6 +357,10 @@ bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline
 	}
 	if (!p->top_array && !p->saw_tokens && !q->by_hash) {
 		snprintf(p->msg, sizeof p->msg, "no token_ids or block_hashes");
+		return false;
+	}
+	if (q->by_seq && q->by_hash && p->saw_block_hashes) {
+		snprintf(p->msg, sizeof p->msg, "both block_hashes and seq_hashes");
 		return false;
 	}
 	if (p->saw_tokens && q->by_hash) {

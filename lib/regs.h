@@ -1,7 +1,12 @@
-/* regs: the registrations file (SPEC sec. 6.1), one kv-conductor /register
- * body per line.  Engine workers (medium_endpoints) and pool subscribers
- * (endpoint without medium_endpoints); every bad line is reported with its
- * line number. */
+/* regs: the registrations file (SPEC sec. 6.1), one /register body per
+ * line, in kv-conductor's shape (medium_endpoints, store_backend, node_id) or
+ * Mooncake RFC #1403's (endpoint, lora_name, additionalsalt).  Both require
+ * instance_id, type, modelname, block_size and dp_rank, and so does this
+ * reader: a line kv-conductor would answer 422 is refused, with its reason.
+ * Engine workers (medium_endpoints, or an endpoint of an engine type) and
+ * pool subscribers (an endpoint of type Mooncake, Memcache or YuanRong).
+ * The one place that reports registrations that contradict each other
+ * (kv_regs_load): every program that reads them says the same. */
 #ifndef KV_REGS_H
 #define KV_REGS_H
 
@@ -24,7 +29,10 @@ struct kv_reg {
 	char *model;                 /* "modelname"; NULL when absent */
 	char *tenant;                /* "tenant_id", default "default" */
 	char *node_id;
-	int64_t block_size;          /* 0 when absent */
+	char *type;                  /* "type": vLLM, SGLang, Mooncake, ... */
+	char *lora;                  /* "lora_name" (RFC #1403), NULL for the base model */
+	char *salt;                  /* "additionalsalt" (RFC #1403), NULL when empty */
+	int64_t block_size;
 	int64_t dp_rank;
 	enum kv_backend backend;
 	unsigned line;
@@ -37,11 +45,23 @@ struct kv_regs {
 };
 
 /* Reads the file; on failure the messages are printed and the exit status
- * (66 cannot open, 65 bad lines) is returned, else 0. */
+ * (66 cannot open, 65 bad lines) is returned, else 0.  A bad line, or one
+ * that contradicts an earlier line (the same worker with another block
+ * size, endpoint, model or tenant; an endpoint of another worker; another
+ * block size in the same partition), is reported as FILE: line N and left
+ * out: the first line wins.  The good lines are kept either way. */
 int kv_regs_load(const char *path, struct kv_regs *regs);
 void kv_regs_free(struct kv_regs *regs);
 /* "Mooncake", "memcache", ... case-insensitive; false if none of the three. */
 bool kv_backend_parse(const char *s, enum kv_backend *b);
 const char *kv_backend_name(enum kv_backend b);
+/* The name of a partition: the LoRA adapter's name, else the model's, and
+ * "#SALT" after it when there is a salt (RFC #1403's additionalsalt and
+ * cache_salt): LoRA and salt are part of a partition's identity.  A new
+ * string; name is n bytes, salt may be NULL or empty. */
+char *kv_partition_name(const char *name, size_t n, const char *salt, size_t saltlen);
+/* The partition a registration's events go to by default: kv_partition_name
+ * of its adapter or model and its salt; NULL without a model. */
+char *kv_reg_partition(const struct kv_reg *r);
 
 #endif

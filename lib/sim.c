@@ -597,7 +597,7 @@ static bool load_aware(const struct kv_sim *s)
 static uint32_t route(struct kv_sim *s, uint64_t now, size_t nblocks, uint32_t *npu, uint32_t *cpu, uint32_t *disk)
 {
 	uint32_t rank;
-	struct kv_query req = { s->part, s->o.block_size, NULL, 0, s->local, nblocks };
+	struct kv_query req = { s->part, s->o.block_size, NULL, 0, s->local, nblocks, NULL, 0 };
 	struct kv_query_opts qo = { false, true, s->candidates, s->nranks };
 	size_t nh, nb;
 	switch (s->o.policy) {
@@ -738,18 +738,20 @@ void kv_sim_write_registrations(const struct kv_sim *s, FILE *f)
 		for (uint32_t d = 0; d < s->o.dp; d++) {
 			char id[32];
 			snprintf(id, sizeof id, "node%u", i);
-			json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:s, s:{s:s}, s:s}", "instance_id", id, "dp_rank",
-					      (int)d, "block_size", (int)s->o.block_size, "modelname", s->o.model,
-					      "tenant_id", "default", "medium_endpoints", "npu", s->ranks[i * s->o.dp + d].src,
-					      "store_backend", backend);
+			json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:{s:s}, s:s}", "instance_id", id, "type",
+					      "vLLM", "dp_rank", (int)d, "block_size", (int)s->o.block_size, "modelname",
+					      s->o.model, "tenant_id", "default", "medium_endpoints", "npu",
+					      s->ranks[i * s->o.dp + d].src, "store_backend", backend);
 			char *text = json_dumps(o, JSON_COMPACT);
 			fprintf(f, "%s\n", text);
 			free(text);
 			json_decref(o);
 		}
 	if (s->o.pool != KV_POOL_NONE) {
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "endpoint", s->pool_src, "store_backend", backend,
-				      "modelname", s->o.model, "tenant_id", "default");
+		/* kv-conductor requires instance_id, type, block_size and dp_rank of a pool too */
+		json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "instance_id", "kvs-master", "type",
+				      backend, "endpoint", s->pool_src, "block_size", (int)s->o.block_size, "dp_rank", 0,
+				      "store_backend", backend, "modelname", s->o.model, "tenant_id", "default");
 		char *text = json_dumps(o, JSON_COMPACT);
 		fprintf(f, "%s\n", text);
 		free(text);

@@ -765,6 +765,23 @@ const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part,
 	return lo < p->blocks_count && b[lo].chain == chain ? &b[lo] : NULL;
 }
 
+bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain)
+{
+	size_t lo = 0, hi = s->nehashes; /* sorted by (partition, ehash): checked at load */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct kv_snap_ehash *e = &s->ehashes[mid];
+		if (e->partition < part || (e->partition == part && e->ehash < ehash))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == s->nehashes || s->ehashes[lo].partition != part || s->ehashes[lo].ehash != ehash)
+		return false;
+	*chain = s->ehashes[lo].chain;
+	return true;
+}
+
 void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage)
 {
 	if (!s->dir || !s->dir[part])

@@ -117,6 +117,9 @@ static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap
 }
 /* The block of partition part with this chain, or NULL. */
 const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
+/* The chain an engine hash names in a partition (the map kvmatch learned
+ * from stored events); false when the snapshot does not know it. */
+bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain);
 /* Lookups ahead: stage 0 fetches the directory slot of chain, stage 1 its
  * block record (which needs the slot to have arrived). */
 void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage);

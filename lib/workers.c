@@ -74,6 +74,7 @@ void kv_workers_free(struct kv_workers *ws)
 		free(ws->v[i].instance_id);
 		free(ws->v[i].host);
 		free(ws->v[i].model);
+		free(ws->v[i].salt);
 		free(ws->v[i].tenant);
 	}
 	free(ws->v);
@@ -84,6 +85,7 @@ void kv_workers_free(struct kv_workers *ws)
 	for (size_t i = 0; i < ws->npools; i++) {
 		free(ws->pools[i].endpoint);
 		free(ws->pools[i].model);
+		free(ws->pools[i].salt);
 		free(ws->pools[i].tenant);
 		free(ws->pools[i].instance_id);
 	}
@@ -139,9 +141,9 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 		if (r->is_pool) {
 			ws->pools = kv_xgrow(ws->pools, &ws->cappools, ws->npools + 1, sizeof *ws->pools);
 			ws->pools[ws->npools++] = (struct kv_pool_sub){
-				kv_xstrdup(r->endpoint), r->backend, r->model ? kv_xstrdup(r->model) : NULL,
-				r->tenant ? kv_xstrdup(r->tenant) : NULL, r->instance_id ? kv_xstrdup(r->instance_id) : NULL,
-				r->dp_rank,
+				kv_xstrdup(r->endpoint), r->backend, kv_reg_partition(r),
+				r->tenant ? kv_xstrdup(r->tenant) : NULL, r->salt ? kv_xstrdup(r->salt) : NULL,
+				r->instance_id ? kv_xstrdup(r->instance_id) : NULL, r->dp_rank,
 			};
 			continue;
 		}
@@ -161,7 +163,9 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 				w->host = host_of(url, strlen(url));
 			free(w->model);
 			free(w->tenant);
-			w->model = r->model ? kv_xstrdup(r->model) : NULL;
+			free(w->salt);
+			w->model = kv_reg_partition(r);
+			w->salt = r->salt ? kv_xstrdup(r->salt) : NULL;
 			w->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
 			w->block_size = (uint32_t)r->block_size;
 			for (int m = 0; m < KV_NMEDIA; m++)

@@ -18,7 +18,8 @@ struct kv_worker {
 	char *instance_id;
 	int64_t dp_rank;
 	char *host;            /* host of its engine endpoint, for IpOnly targets */
-	char *model, *tenant;  /* its partition; NULL: "default" */
+	char *model, *tenant;  /* its partition (kv_partition_name); NULL: "default" */
+	char *salt;            /* its registration's additionalsalt, for events naming a LoRA */
 	uint32_t block_size;   /* registered block size, 0 if unknown */
 	bool inferred;
 	bool pool;             /* a pool holder: a pool that holds blocks for no named worker */
@@ -28,7 +29,8 @@ struct kv_worker {
 struct kv_pool_sub {
 	char *endpoint;
 	enum kv_backend backend;
-	char *model, *tenant;
+	char *model, *tenant;  /* model: kv_partition_name of its registration */
+	char *salt;
 	char *instance_id;     /* its own worker (YuanRong), created when first targeted */
 	int64_t dp_rank;
 };

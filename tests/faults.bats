@@ -403,9 +403,9 @@ E0=tcp://10.0.0.5:5557
 E2=tcp://10.0.0.6:5557
 regs() {
 	cat > regs.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
-	{"instance_id": "b", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E2"}}
-	{"endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "b", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E2"}}
+	{"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 4, "endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}
 	EOF
 }
 states() { jq -r '[(.recv_ns / 1000000000), (.seq // "-"), .state, (.reason // "-"), (.hash // "-"), (.count // "-")] | join(" ")'; }
@@ -527,7 +527,7 @@ small_snapshot() {
 	echo "[$(seq -s, 1 24)]" > q.txt
 	run --separate-stderr kvquery -s s.kvsnap q.txt
 	assert_success
-	assert_output '{"default":{"a":{"longest_matched":20,"DP":{"0":{"matched_tokens":20,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0}}}}}'
+	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":2,"cpu_local_blocks":2,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":20,"npu_blocks":3}},"longest_matched":20}}}'
 	size=$(stat -c %s s.kvsnap)
 	mkdir flip cut
 	# each byte complemented, one file per byte; each length from 0 to size-1
@@ -584,7 +584,7 @@ small_snapshot() {
 	t=$(seq -s, 1 1000000)
 	{ printf '{"model":"m","block_size":4,"token_ids":[%s]}\n' "$t"                # 1: answered
 	  printf '{"model":"m","block_hashes":[%s]}\n' "$(seq -s, 1 1000000)"          # 2: answered, no hit
-	  printf '{"model":"m","token_ids":[%s,-1]}\n' "$t"                              # 3: bad last token
+	  printf '{"model":"m","token_ids":[%s,-9223372036854775809]}\n' "$t"            # 3: bad last token (not i64)
 	  printf '[%s\n' "$t"                                                            # 4: cut short
 	  printf '\n'                                                                    # 5: empty
 	  printf ' \t \r\n'                                                              # 6: blank
@@ -600,15 +600,15 @@ small_snapshot() {
 	run --separate-stderr timeout 60 kvquery -s s.kvsnap q.txt
 	assert_equal "$status" 65
 	assert_equal "${#lines[@]}" 15
-	hit='{"default":{"a":{"longest_matched":20,"DP":{"0":{"matched_tokens":20,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0}}}}}'
-	one='{"default":{"a":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	hit='{"default":{"a":{"DP":{"0":{"cpu_blocks":2,"cpu_local_blocks":2,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":20,"npu_blocks":3}},"longest_matched":20}}}'
+	one='{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":4,"npu_blocks":1}},"longest_matched":4}}}'
 	assert_equal "${lines[0]}" "$hit"
 	assert_equal "${lines[1]}" '{"default":{}}'
 	for i in 2 3 4 5 6 7 8 9 10 11 13; do assert_equal "${lines[$i]}" null; done
 	assert_equal "${lines[12]}" "$one"
 	assert_equal "${lines[14]}" "$one"
 	assert_equal "${#stderr_lines[@]}" 11
-	assert_equal "${stderr_lines[0]}" "kvquery: q.txt: line 3: token_ids: token ids are integers from 0 to 4294967295"
+	assert_equal "${stderr_lines[0]}" "kvquery: q.txt: line 3: token_ids: token ids are integers from -2^63 to 2^63-1 (i64)"
 	assert_equal "${stderr_lines[1]}" "kvquery: q.txt: line 4: parse error: premature EOF"
 	assert_equal "${stderr_lines[2]}" "kvquery: q.txt: line 5: empty query"
 	assert_equal "${stderr_lines[3]}" "kvquery: q.txt: line 6: empty query"

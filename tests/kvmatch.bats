@@ -29,10 +29,10 @@ setup() {
 	T=$BATS_TEST_TMPDIR
 	cd "$T" || return 1
 	cat > regs.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
-	{"instance_id": "a", "dp_rank": 1, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E1"}}
-	{"instance_id": "b", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E2"}}
-	{"endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 1, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E1"}}
+	{"instance_id": "b", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E2"}}
+	{"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 4, "endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}
 	EOF
 }
 
@@ -158,9 +158,9 @@ pending_expired - 0x000000000000000b cpu a/0,a/1"
 	assert_success
 	assert_output '{"recv_ns":3000000000,"state":"pending_expired","reason":"max_pending","hash":"0x0000000000000001","medium":"cpu","workers":[{"instance_id":"b","dp_rank":0}],"model":"m","tenant":"t1","count":1}'
 	assert_equal "${stderr_lines[0]}" "kvmatch: 3 records, 3 events; 3 queued, 0 offload_cached, 0 matched, 0 confirmed, 0 applied, 0 dropped, 1 pending_expired (1 entries by --max-pending)"
-	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | .tenant' | tr '\n' ' ')" "t1 t2 t3 "
-	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | "\(.partition) \(.hash)"')" "1 0x0000000000000002
-2 0x0000000000000003"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | .tenant' | tr '\n' ' ')" "default t1 t2 t3 "
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "pending") | "\(.partition) \(.hash)"')" "2 0x0000000000000002
+3 0x0000000000000003"
 	# resumed between the tenants' stores, the bound and the order hold
 	head -2 ev.jsonl > A.jsonl
 	tail -1 ev.jsonl > B.jsonl
@@ -374,21 +374,22 @@ matched - 0x000000000000000e cpu a/0,a/1"
 
 @test "YuanRong and --match none target the pool subscriber's own worker" {
 	cat > yr.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
-	{"instance_id": "a", "dp_rank": 0, "endpoint": "tcp://kvs:5557", "store_backend": "yuanrong", "modelname": "m"}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "type": "YuanRong", "dp_rank": 0, "block_size": 4, "endpoint": "tcp://kvs:5557", "store_backend": "yuanrong", "modelname": "m"}
 	EOF
 	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; pool stored 2 cpu '"0xa"' 10.9.9.9 mooncake; } > ev.jsonl
 	run --separate-stderr kvmatch -r yr.jsonl ev.jsonl
 	assert_equal "$(states <<<"$output")" "confirmed - 0x000000000000000a cpu a/0"
-	# a pool subscriber without a worker of its own: the pool holds the block
+	# the pool's own registered worker (kv-conductor requires its instance_id)
 	run --separate-stderr kvmatch -r regs.jsonl --match none ev.jsonl
-	assert_equal "$(states <<<"$output")" "confirmed - 0x000000000000000a cpu pool:10.9.9.9"
+	assert_equal "$(states <<<"$output")" "confirmed - 0x000000000000000a cpu kvs/0"
 }
 
 @test "LoRA blocks live in the adapter's partition" {
 	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 4 ',"lora_name":"sql-adapter"' > ev.jsonl
 	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
-	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.tenant) \(.blocks)"')" "sql-adapter default 1"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.tenant) \(.blocks)"')" "m default 0
+sql-adapter default 1"
 }
 
 @test "workers are inferred from the source: port minus dp_rank" {
@@ -801,7 +802,7 @@ mooncake_cluster() {
 	cat > mc-regs.jsonl <<-EOF
 	{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "type": "vLLM", "medium_endpoints": {"npu": "$E0"}}
 	{"instance_id": "b", "dp_rank": 0, "block_size": 4, "modelname": "m", "type": "vLLM", "medium_endpoints": {"npu": "$E2"}}
-	{"instance_id": "kvs", "dp_rank": 0, "block_size": 4, "modelname": "m", "type": "vLLM", "endpoint": "$M0", "store_backend": "Mooncake"}
+	{"instance_id": "kvs", "dp_rank": 0, "block_size": 4, "modelname": "m", "type": "Mooncake", "endpoint": "$M0", "store_backend": "Mooncake"}
 	EOF
 	{
 		rec $E0 1 1 '[1.0, [["BlockStored", [11, 12], null, [1,2,3,4,5,6,7,8], 4, null, "GPU"]], 0]'
@@ -856,10 +857,10 @@ tenant-b"
 	echo '{"model": "m", "tenant_id": "default", "block_size": 4, "token_ids": [1,2,3,4,5,6,7,8]}' > q.jsonl
 	run --separate-stderr kvquery -s s.kvsnap q.jsonl
 	assert_success
-	assert_equal "$output" '{"default":{"a":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}},"b":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_equal "$output" '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":4,"npu_blocks":1}},"longest_matched":4},"b":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":4,"npu_blocks":1}},"longest_matched":4}}}'
 	run --separate-stderr kvquery --shared-pool -s s.kvsnap q.jsonl
 	assert_success
-	assert_equal "$output" '{"default":{"a":{"longest_matched":8,"DP":{"0":{"matched_tokens":8,"npu_blocks":1,"cpu_blocks":1,"disk_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":1}}},"b":{"longest_matched":8,"DP":{"0":{"matched_tokens":8,"npu_blocks":1,"cpu_blocks":1,"disk_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":1}}}}}'
+	assert_equal "$output" '{"default":{"a":{"DP":{"0":{"cpu_blocks":1,"cpu_local_blocks":0,"cpu_remote_blocks":1,"disk_blocks":0,"matched_tokens":8,"npu_blocks":1}},"longest_matched":8},"b":{"DP":{"0":{"cpu_blocks":1,"cpu_local_blocks":0,"cpu_remote_blocks":1,"disk_blocks":0,"matched_tokens":8,"npu_blocks":1}},"longest_matched":8}}}'
 	run --separate-stderr kvquery --explain -s s.kvsnap q.jsonl
 	assert_success
 	assert_equal "$(jq -r '.workers[] | "\(.instance_id) \(.stopped_at) \(.reason)"' <<<"$output")" "a 1 held_by_pool_only
@@ -872,7 +873,7 @@ b 1 held_by_pool_only"
 	assert_equal "$(holdings s.kvsnap | grep 0xe8d3ec39b907b74c)" "0xe8d3ec39b907b74c b/0 cpu"
 	echo '{"model": "m", "tenant_id": "default", "block_size": 4, "token_ids": [1,2,3,4,5,6,7,8]}' > q.jsonl
 	run --separate-stderr kvquery -s s.kvsnap q.jsonl
-	assert_equal "$output" '{"default":{"a":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}},"b":{"longest_matched":8,"DP":{"0":{"matched_tokens":8,"npu_blocks":1,"cpu_blocks":1,"disk_blocks":0}}}}}'
+	assert_equal "$output" '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":4,"npu_blocks":1}},"longest_matched":4},"b":{"DP":{"0":{"cpu_blocks":1,"cpu_local_blocks":1,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":8,"npu_blocks":1}},"longest_matched":8}}}'
 	for bad in mooncake-daemon-0 =b mooncake-daemon-0= mooncake-daemon-0=b, 'x=a,,b'; do
 		run --separate-stderr kvmatch --backend-serves "$bad" /dev/null
 		assert_equal "$status" 64
@@ -901,4 +902,114 @@ b 1 held_by_pool_only"
 	run --separate-stderr kvquery --shared-pool -s s.kvsnap q.jsonl
 	assert_success
 	assert_equal "$(jq -c '.default | keys' <<<"$output")" '["a","b"]'
+}
+
+# ---- registrations: kv-conductor's and RFC #1403's /register bodies ----------
+
+@test "every registration file shipped, written by kvgen or used by the tests is one kv-conductor accepts" {
+	check="/usr/bin/python3 $ROOT/tests/helpers/regcheck.py"
+	# the checker itself refuses what kv-conductor refuses
+	printf '%s\n' '{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "tcp://h:1"}}' > bad.jsonl
+	run $check bad.jsonl
+	assert_failure
+	assert_output "bad.jsonl:1: missing field \`type\`"
+	printf '%s\n' '{"instance_id": "p", "type": "Memcache", "modelname": "m", "endpoint": "tcp://h:1", "dp_rank": 0}' > bad.jsonl
+	run $check bad.jsonl
+	assert_output "bad.jsonl:1: missing field \`block_size\`"
+	run $check "$ROOT/share/registrations.jsonl"
+	assert_success
+	for pool in none memcache mooncake; do
+		kvgen -n -q --workers 2 --dp 2 --pool $pool --limit 1 --registrations gen-$pool.jsonl "$ROOT/share/traces/conversation-300.jsonl"
+		run $check gen-$pool.jsonl
+		assert_success
+	done
+	# the registrations in the tests' here-documents, the endpoints filled in
+	sed -n 's/^\t\({"\(instance_id\|endpoint\)".*\)$/\1/p' "$ROOT"/tests/*.bats | sed 's/\$[A-Za-z0-9_]*/x/g' > tests.jsonl
+	[ "$(grep -c . tests.jsonl)" -ge 20 ]
+	run $check tests.jsonl
+	assert_success
+}
+
+@test "registrations: a line without a field kv-conductor requires is refused with the reason, exit 65" {
+	printf '%s\n' '{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "tcp://h:1"}}' \
+		'{"instance_id": "p", "type": "Memcache", "modelname": "m", "endpoint": "tcp://h:2", "dp_rank": 0}' \
+		"{\"instance_id\": \"b\", \"type\": \"vLLM\", \"dp_rank\": 0, \"block_size\": 4, \"modelname\": \"m\", \"medium_endpoints\": {\"npu\": \"$E2\"}}" > r.jsonl
+	store $E2 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	run --separate-stderr kvmatch -r r.jsonl --log none -o s.kvsnap ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: r.jsonl: line 1: missing field \`type\` (kv-conductor answers 422)
+kvmatch: r.jsonl: line 2: missing field \`block_size\` (kv-conductor answers 422)"
+}
+
+# The conflicts of issue 18: each reported with its line, the first line wins, exit 65.
+conflicts() {
+	reg() { printf '{"instance_id": "%s", "type": "vLLM", "dp_rank": %s, "block_size": %s, "modelname": "%s", "medium_endpoints": {"npu": "%s"}}\n' "$@"; }
+	{
+		reg a 0 4 m "$E0"
+		reg a 0 8 m "$E0"              # the same worker, another block size
+		reg a 0 4 m tcp://10.0.0.9:1   # the same worker, another endpoint
+		reg b 0 4 m "$E0"              # another worker on a's endpoint
+		reg c 0 8 m "$E1"              # another block size in partition m/default
+		reg a 0 4 m "$E0"              # a repeat: accepted quietly
+		reg d 0 8 n "$E2"              # another partition may have its own
+	} > r.jsonl
+}
+conflict_messages() {
+	printf '%s\n' \
+		"$1: r.jsonl: line 2: instance_id a dp_rank 0 registered again with another block_size (line 1 wins)" \
+		"$1: r.jsonl: line 3: instance_id a dp_rank 0 registered again with another medium_endpoints (line 1 wins)" \
+		"$1: r.jsonl: line 4: endpoint $E0 is already instance_id a dp_rank 0's at line 1 (line 1 wins)" \
+		"$1: r.jsonl: line 5: block_size 8 in partition m/default, where line 1 has 4 (line 1 wins)"
+}
+
+@test "registrations that contradict each other are reported with their lines; the first wins" {
+	conflicts
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	run --separate-stderr kvmatch -r r.jsonl --log dropped -o s.kvsnap ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "$(conflict_messages kvmatch)"
+	assert_output ''
+	[ ! -e s.kvsnap ] # a set-up error: nothing is written
+	# what the first lines say is what is registered
+	sed -i '2,5d' r.jsonl
+	run --separate-stderr kvmatch -r r.jsonl --log dropped -o s.kvsnap ev.jsonl
+	assert_success
+	assert_output '' # a's store of block size 4 is no block_size_mismatch
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "worker") | "\(.instance_id)/\(.dp_rank)"')" "a/0
+d/0"
+}
+
+@test "kvsub reports the same conflicts the same way, and a bad endpoint with its file and line" {
+	conflicts
+	run --separate-stderr kvsub -W 1 -r r.jsonl -o x.kvcap # -W: ends even if the file were taken
+	assert_equal "$status" 65
+	assert_equal "$stderr" "$(conflict_messages kvsub)"
+	[ ! -e x.kvcap ]
+	printf '%s\n' '{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "not an endpoint"}}' > bad.jsonl
+	for prog in kvsub kvmatch; do
+		run --separate-stderr $prog -r bad.jsonl -o x.out $([ $prog = kvsub ] && echo -W 1 || echo /dev/null)
+		assert_equal "$status" 65
+		assert_equal "$stderr" "$prog: bad.jsonl: line 1: medium_endpoints: not a ZMQ endpoint (tcp://HOST:PORT, ipc://PATH, inproc://NAME)"
+	done
+	printf '%s\n' '{"instance_id": "p", "type": "Memcache", "dp_rank": 0, "block_size": 4, "modelname": "m", "endpoint": "bogus://x"}' \
+		'{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "ipc://a"}, "replay_endpoint": "tcp://h"}' > bad.jsonl
+	run --separate-stderr kvsub -W 1 -r bad.jsonl -o x.out
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvsub: bad.jsonl: line 1: endpoint: not a ZMQ transport (tcp://, ipc://, inproc://, ...)
+kvsub: bad.jsonl: line 2: replay_endpoint: a tcp endpoint to connect to needs a host and a port from 1 to 65535"
+}
+
+@test "RFC #1403 registrations: an engine's endpoint is its publisher; LoRA and salt name the partition" {
+	cat > rfc.jsonl <<-EOF
+	{"endpoint": "$E0", "replay_endpoint": "tcp://10.0.0.5:6557", "type": "vLLM", "modelname": "m", "lora_name": "sql", "tenant_id": "default", "instance_id": "a", "block_size": 4, "dp_rank": 0, "additionalsalt": "w8a8"}
+	{"endpoint": "$E2", "type": "SGLang", "modelname": "m", "lora_name": "", "instance_id": "b", "block_size": 4, "dp_rank": 0, "additionalsalt": ""}
+	{"endpoint": "tcp://kvs:5557", "type": "Mooncake", "modelname": "m", "instance_id": "master", "block_size": 4, "dp_rank": 0}
+	EOF
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E2 2 0 xpu '"0xb"' null 1,2,3,4; } > ev.jsonl
+	run --separate-stderr kvmatch -r rfc.jsonl --log dropped -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.tenant) \(.blocks)"')" "m default 1
+sql#w8a8 default 1"
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "worker") | "\(.instance_id)/\(.dp_rank) \(.host)"')" "a/0 10.0.0.5
+b/0 10.0.0.6"
 }

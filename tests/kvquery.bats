@@ -17,9 +17,9 @@ setup() {
 	T=$BATS_TEST_TMPDIR
 	cd "$T" || return 1
 	cat > regs.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
-	{"instance_id": "a", "dp_rank": 1, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E1"}}
-	{"endpoint": "tcp://kvs:5557", "store_backend": "memcache", "modelname": "m"}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 1, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E1"}}
+	{"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 128, "endpoint": "tcp://kvs:5557", "store_backend": "memcache", "modelname": "m"}
 	EOF
 	# kv-conductor's README example: npu 3, cpu 2, disk 0 at block size 128
 	{ store $E0 1 0 xpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128
@@ -32,15 +32,15 @@ setup() {
 	echo "{\"model\": \"m\", \"block_size\": 128, \"token_ids\": [$(seq -s, 1 700)], \"tenant_id\": \"default\"}" > q.jsonl
 	run --separate-stderr kvquery -s s.kvsnap q.jsonl
 	assert_success
-	assert_output '{"default":{"a":{"longest_matched":640,"DP":{"0":{"matched_tokens":640,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0}}}}}'
+	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":2,"cpu_local_blocks":2,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":640,"npu_blocks":3}},"longest_matched":640}}}'
 }
 
 @test "defaults come from the snapshot's only partition; bare token lists work" {
 	printf '[%s]\n%s\n' "$(seq -s, 1 256)" "$(seq -s ' ' 1 128)" > q.txt
 	run --separate-stderr kvquery -s s.kvsnap q.txt
 	assert_success
-	assert_line --index 0 '{"default":{"a":{"longest_matched":256,"DP":{"0":{"matched_tokens":256,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
-	assert_line --index 1 '{"default":{"a":{"longest_matched":128,"DP":{"0":{"matched_tokens":128,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_line --index 0 '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":256,"npu_blocks":2}},"longest_matched":256}}}'
+	assert_line --index 1 '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":128,"npu_blocks":1}},"longest_matched":128}}}'
 }
 
 @test "no hit at all is {tenant: {}}; one output line per input line, in order" {
@@ -56,7 +56,7 @@ setup() {
 	# DP 0 as set up (npu 3, cpu 2), DP 1 six blocks, DP 2 two: the largest
 	# is neither the first nor the last rank
 	E2=tcp://10.0.0.5:5559
-	{ cat regs.jsonl; echo "{\"instance_id\": \"a\", \"dp_rank\": 2, \"block_size\": 128, \"modelname\": \"m\", \"medium_endpoints\": {\"npu\": \"$E2\"}}"; } > regs3.jsonl
+	{ cat regs.jsonl; echo "{\"instance_id\": \"a\", \"type\": \"vLLM\", \"dp_rank\": 2, \"block_size\": 128, \"modelname\": \"m\", \"medium_endpoints\": {\"npu\": \"$E2\"}}"; } > regs3.jsonl
 	{ cat ev.jsonl
 	  store $E1 4 1 xpu '"0x11","0x12","0x13","0x14","0x15","0x16"' null "$(seq -s, 1 768)" 128
 	  store $E2 5 2 xpu '"0x21","0x22"' null "$(seq -s, 1 256)" 128; } > ev2.jsonl
@@ -64,7 +64,7 @@ setup() {
 	echo "[$(seq -s, 1 800)]" > q.txt
 	run --separate-stderr kvquery -s s2.kvsnap q.txt
 	assert_success
-	assert_output '{"default":{"a":{"longest_matched":768,"DP":{"0":{"matched_tokens":640,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0},"1":{"matched_tokens":768,"npu_blocks":6,"cpu_blocks":0,"disk_blocks":0},"2":{"matched_tokens":256,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":2,"cpu_local_blocks":2,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":640,"npu_blocks":3},"1":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":768,"npu_blocks":6},"2":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":256,"npu_blocks":2}},"longest_matched":768}}}'
 }
 
 @test "/query_by_hash: local hashes, as numbers above 2^63 or hex strings" {
@@ -77,13 +77,13 @@ setup() {
 	echo "{\"model\": \"m\", \"block_hashes\": [\"$first\", $dec]}" > q.jsonl
 	run --separate-stderr kvquery -s s.kvsnap q.jsonl
 	assert_success
-	assert_output '{"default":{"a":{"longest_matched":256,"DP":{"0":{"matched_tokens":256,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":256,"npu_blocks":2}},"longest_matched":256}}}'
 }
 
 @test "two tenants and a LoRA adapter are separate partitions" {
 	cat > regs2.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t1", "medium_endpoints": {"npu": "$E0"}}
-	{"instance_id": "b", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t2", "medium_endpoints": {"npu": "$E1"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t1", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "b", "type": "vLLM", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t2", "medium_endpoints": {"npu": "$E1"}}
 	EOF
 	{ store $E0 1 0 xpu '"0x1"' null 1,2 2; store $E1 2 0 xpu '"0x2"' null 1,2 2; store $E0 3 0 xpu '"0x3","0x4"' null 1,2,3,4 2 ',"lora_name":"sql"'; } > ev2.jsonl
 	kvmatch -q -r regs2.jsonl --log none -o s2.kvsnap ev2.jsonl
@@ -91,17 +91,17 @@ setup() {
 		'{"model": "sql", "tenant_id": "t1", "token_ids": [1,2,3,4]}' '{"model": "m", "token_ids": [1,2]}' > q.jsonl
 	run --separate-stderr kvquery -s s2.kvsnap q.jsonl
 	assert_equal "$status" 65
-	assert_equal "${lines[0]}" '{"t1":{"a":{"longest_matched":2,"DP":{"0":{"matched_tokens":2,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
-	assert_equal "${lines[1]}" '{"t2":{"b":{"longest_matched":2,"DP":{"0":{"matched_tokens":2,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
-	assert_equal "${lines[2]}" '{"t1":{"a":{"longest_matched":4,"DP":{"0":{"matched_tokens":4,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_equal "${lines[0]}" '{"t1":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":2,"npu_blocks":1}},"longest_matched":2}}}'
+	assert_equal "${lines[1]}" '{"t2":{"b":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":2,"npu_blocks":1}},"longest_matched":2}}}'
+	assert_equal "${lines[2]}" '{"t1":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":4,"npu_blocks":2}},"longest_matched":4}}}'
 	assert_equal "${lines[3]}" 'null'
-	assert_equal "$stderr" "kvquery: q.jsonl: line 4: unknown model and tenant: the snapshot has no such partition"
+	assert_equal "$stderr" "kvquery: q.jsonl: line 4: no such model and tenant in the snapshot (kv-conductor: 404 \"no indexer for model=M tenant=T\")"
 }
 
 @test "a tenant of 300 bytes is answered whole, in answers, routes and explanations" {
 	tenant=$(printf 't%.0s' $(seq 300))
 	cat > regs2.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "$tenant", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "$tenant", "medium_endpoints": {"npu": "$E0"}}
 	EOF
 	store $E0 1 0 xpu '"0x1"' null 1,2 2 > ev2.jsonl
 	kvmatch -q -r regs2.jsonl --log none -o s2.kvsnap ev2.jsonl
@@ -109,7 +109,7 @@ setup() {
 	for how in "" --route --explain; do
 		kvquery -s s2.kvsnap $how q.jsonl > "out$how.json" 2> "out$how.err"
 	done
-	assert_equal "$(cat out.json)" "{\"$tenant\":{\"a\":{\"longest_matched\":2,\"DP\":{\"0\":{\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}}}}}"
+	assert_equal "$(cat out.json)" "{\"$tenant\":{\"a\":{\"DP\":{\"0\":{\"cpu_blocks\":0,\"cpu_local_blocks\":0,\"cpu_remote_blocks\":0,\"disk_blocks\":0,\"matched_tokens\":2,\"npu_blocks\":1}},\"longest_matched\":2}}}"
 	assert_equal "$(cat out--route.json)" "{\"tenant\":\"$tenant\",\"instance_id\":\"a\",\"dp_rank\":0,\"score\":1,\"matched_tokens\":2,\"npu_blocks\":1,\"cpu_blocks\":0,\"disk_blocks\":0}"
 	assert_equal "$(jq -r '.tenant | length' out--explain.json)" 300
 	assert_equal "$(jq -r .tenant out--explain.json)" "$tenant"
@@ -139,7 +139,7 @@ setup() {
 	echo "[$(seq -s, 1 640)]" > q.txt
 	run --separate-stderr kvquery -s s.kvsnap --shared-pool q.txt
 	assert_success
-	assert_output '{"default":{"a":{"longest_matched":640,"DP":{"0":{"matched_tokens":640,"npu_blocks":3,"cpu_blocks":2,"disk_blocks":0,"cpu_local_blocks":2,"cpu_remote_blocks":0}}}}}'
+	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":2,"cpu_local_blocks":2,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":640,"npu_blocks":3}},"longest_matched":640}}}'
 }
 
 @test "--format table prints aligned rows for people" {
@@ -151,7 +151,7 @@ setup() {
 }
 
 @test "bad queries: null on their line, a message with the line number, exit 65" {
-	printf '%s\n' '{"model": "m", "token_ids": [1, -2]}' '{"token_ids": [4294967296]}' '{"token_ids": "1 2"}' \
+	printf '%s\n' '{"model": "m", "token_ids": [1, 9223372036854775808]}' '{"token_ids": [-9223372036854775809]}' '{"token_ids": "1 2"}' \
 		'{"block_size": 0, "token_ids": [1]}' '{"model": 5, "token_ids": [1]}' 'garbage' '' '{"tenant_id": "x"}' \
 		'[1.5]' "$(head -c 100 /dev/urandom | tr -d '\n\0')" "[$(seq -s, 1 128)]" > q.txt
 	run --separate-stderr kvquery -s s.kvsnap q.txt
@@ -160,8 +160,8 @@ setup() {
 	assert_equal "${#stderr_lines[@]}" 10
 	for i in 0 1 2 3 4 5 6 7 8 9; do assert_equal "${lines[$i]}" null; done
 	assert_equal "$(jq -c '.default.a.longest_matched' <<<"${lines[10]}")" 128
-	assert_equal "${stderr_lines[0]}" "kvquery: q.txt: line 1: token_ids: token ids are integers from 0 to 4294967295"
-	assert_equal "${stderr_lines[1]}" "kvquery: q.txt: line 2: token_ids: token ids are integers from 0 to 4294967295"
+	assert_equal "${stderr_lines[0]}" "kvquery: q.txt: line 1: token_ids: token ids are integers from -2^63 to 2^63-1 (i64)"
+	assert_equal "${stderr_lines[1]}" "kvquery: q.txt: line 2: token_ids: token ids are integers from -2^63 to 2^63-1 (i64)"
 	assert_equal "${stderr_lines[3]}" "kvquery: q.txt: line 4: block_size: expected an integer from 1 to 1048576"
 	assert_equal "${stderr_lines[2]}" "kvquery: q.txt: line 3: token_ids: expected an array"
 	assert_equal "${stderr_lines[4]}" "kvquery: q.txt: line 5: model: expected a string"
@@ -205,7 +205,7 @@ setup() {
 	kvdecode "$FIX/vllm-0.9-array.kvcap" | kvmatch -q --log none -o fx.kvsnap
 	run --separate-stderr kvquery -s fx.kvsnap <<< "[$(seq -s, 0 40)]"
 	assert_success
-	assert_output '{"default":{"10.0.0.5:5557":{"longest_matched":32,"DP":{"0":{"matched_tokens":32,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_output '{"default":{"10.0.0.5:5557":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":32,"npu_blocks":2}},"longest_matched":32}}}'
 	kvdecode "$FIX/vllm-array-dp1.kvcap" | kvmatch -q --log none -o fx2.kvsnap
 	run --separate-stderr kvquery -s fx2.kvsnap --block-size 16 <<< "[$(seq -s, 0 40)]"
 	assert_success
@@ -221,7 +221,7 @@ setup() {
 	echo "[$(seq -s, 0 40)]" > q.txt
 	run --separate-stderr kvquery -s fx3.kvsnap q.txt
 	assert_success
-	assert_output '{"default":{"10.0.0.5:5557":{"longest_matched":32,"DP":{"0":{"matched_tokens":32,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_output '{"default":{"10.0.0.5:5557":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":32,"npu_blocks":2}},"longest_matched":32}}}'
 	run --separate-stderr kvquery -s fx3.kvsnap --explain q.txt
 	assert_success
 	assert_output '{"tenant":"default","blocks":3,"block_size":16,"workers":[{"instance_id":"10.0.0.5:5557","dp_rank":0,"npu_blocks":2,"cpu_blocks":0,"disk_blocks":0,"matched_blocks":2,"stopped_at":2,"reason":"not_in_index"},{"instance_id":"10.0.0.5:5557","dp_rank":1,"npu_blocks":0,"cpu_blocks":0,"disk_blocks":0,"matched_blocks":0,"stopped_at":0,"reason":"held_elsewhere"}]}'
@@ -234,12 +234,12 @@ setup() {
 	sleep 0.4
 	{ store $E0 9 0 xpu '"0x9"' null 1 1; } > ev3.jsonl
 	cat > regs3.jsonl <<-EOF
-	{"instance_id": "a", "dp_rank": 0, "block_size": 1, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 1, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
 	EOF
 	kvmatch -q -r regs3.jsonl --log none -o s.kvsnap ev3.jsonl
 	wait_for $pid
 	assert_equal "$(sed -n 1p out.txt)" '{"default":{}}'
-	assert_equal "$(sed -n 2p out.txt)" '{"default":{"a":{"longest_matched":1,"DP":{"0":{"matched_tokens":1,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+	assert_equal "$(sed -n 2p out.txt)" '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":1,"npu_blocks":1}},"longest_matched":1}}}'
 }
 
 @test "--timing reports answer times" {
@@ -257,6 +257,164 @@ setup() {
 	assert_output --regexp '^kvquery [0-9.]+$'
 	run --separate-stderr kvquery -s s.kvsnap --format xml
 	assert_equal "$status" 64
+}
+
+# ---- the routers' own APIs: kv-conductor's serialisation, Mooncake RFC #1403 ----
+
+# serde_json through a Value, as kv-conductor answers: compact, keys sorted
+serde() { /usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    print(json.dumps(json.loads(line), separators=(",", ":"), sort_keys=True))'; }
+
+@test "the shipped sample: answers byte for byte as kv-conductor serialises them, and in RFC #1403's shape" {
+	kvmatch -q --log none -r "$ROOT/share/registrations.jsonl" -o sample.kvsnap "$ROOT/share/sample.kvcap"
+	for api in conductor mooncake; do
+		run --separate-stderr kvquery -s sample.kvsnap --api $api "$ROOT/share/queries.jsonl"
+		assert_success
+		assert_equal "$output" "$(cat "$ROOT/tests/fixtures/answers/sample.$api.jsonl")"
+		assert_equal "$output" "$(serde <<<"$output")"
+	done
+	# the benchmark's Python baseline, another implementation of the walks, agrees byte for byte
+	kvmatch --dump sample.kvsnap > dump.jsonl
+	/usr/bin/python3 "$ROOT/bench/baseline_query.py" dump.jsonl "$ROOT/share/queries.jsonl" base.jsonl > /dev/null
+	cmp base.jsonl "$ROOT/tests/fixtures/answers/sample.conductor.jsonl"
+	run --separate-stderr kvquery -s sample.kvsnap --shared-pool "$ROOT/share/queries.jsonl"
+	assert_equal "$output" "$(cat "$ROOT/tests/fixtures/answers/sample.shared-pool.jsonl")"
+	# the RFC answer follows from kv-conductor's by the RFC's and Dynamo's rule:
+	# media cumulative (GPU <= CPU <= DISK, the largest rank), DP the rank's tokens
+	/usr/bin/python3 -c '
+import json, sys
+bs = 64
+for line in open(sys.argv[1]):
+    out = {}
+    for t, insts in json.loads(line).items():
+        out[t] = {}
+        for i, v in insts.items():
+            dp = v["DP"]
+            out[t][i] = {"GPU": max(d["npu_blocks"] for d in dp.values()) * bs,
+                         "CPU": max(d["npu_blocks"] + d["cpu_blocks"] for d in dp.values()) * bs,
+                         "DISK": max(d["matched_tokens"] for d in dp.values()),
+                         "DP": {r: d["matched_tokens"] for r, d in dp.items()},
+                         "longest_matched": v["longest_matched"]}
+    print(json.dumps(out, separators=(",", ":"), sort_keys=True))' "$ROOT/tests/fixtures/answers/sample.conductor.jsonl" > derived.jsonl
+	run cat derived.jsonl
+	assert_output "$(cat "$ROOT/tests/fixtures/answers/sample.mooncake.jsonl")"
+}
+
+@test "a fixture's snapshot: golden answers in both shapes; a registered model with no hits is {\"<tenant>\": {}}, exit 0" {
+	cat > fx.jsonl <<-EOF
+	{"instance_id": "w", "type": "vLLM", "dp_rank": 0, "block_size": 16, "modelname": "m", "medium_endpoints": {"npu": "tcp://10.0.0.5:5557"}}
+	{"instance_id": "idle", "type": "vLLM", "dp_rank": 0, "block_size": 16, "modelname": "quiet", "medium_endpoints": {"npu": "tcp://10.0.0.9:5557"}}
+	EOF
+	kvmatch -q --log none -r fx.jsonl -o fx.kvsnap "$ROOT/tests/fixtures/vllm-0.9-array.kvcap"
+	printf '%s\n' "{\"model\": \"m\", \"token_ids\": [$(seq -s, 0 40)]}" \
+		"{\"model\": \"quiet\", \"token_ids\": [$(seq -s, 0 40)]}" > q.jsonl
+	run --separate-stderr kvquery -s fx.kvsnap q.jsonl
+	assert_success
+	assert_output '{"default":{"w":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":32,"npu_blocks":2}},"longest_matched":32}}}
+{"default":{}}'
+	run --separate-stderr kvquery -s fx.kvsnap --api mooncake q.jsonl
+	assert_success
+	assert_output '{"default":{"w":{"CPU":32,"DISK":32,"DP":{"0":32},"GPU":32,"longest_matched":32}}}
+{"default":{}}'
+	# never registered nor seen: kv-conductor's 404 has no JSON-lines form
+	echo '{"model": "nobody", "token_ids": [1]}' > q.jsonl
+	run --separate-stderr kvquery -s fx.kvsnap q.jsonl
+	assert_equal "$status" 65
+	assert_output null
+}
+
+@test "DP keys are in serde's string order: \"10\" before \"2\"" {
+	for dp in 2 10; do store "tcp://10.0.0.7:$((6000 + dp))" 1 $dp xpu '"0x1"' null "$(seq -s, 1 128)" 128; done > ev2.jsonl
+	kvmatch -q --log none -o dp.kvsnap ev2.jsonl
+	run --separate-stderr kvquery -s dp.kvsnap <<<"[$(seq -s, 1 128)]"
+	assert_success
+	assert_output '{"default":{"10.0.0.7:6000":{"DP":{"10":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":128,"npu_blocks":1},"2":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":128,"npu_blocks":1}},"longest_matched":128}}}'
+}
+
+@test "token ids are kv-conductor's i64, hashed as u32 as it casts them" {
+	printf '{"token_ids": [%s]}\n{"token_ids": [%s]}\n' "$(seq -s, 1 128)" "$(seq -s, 4294967297 4294967424)" > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap q.jsonl
+	assert_success
+	assert_equal "${lines[0]}" "${lines[1]}"
+	assert_equal "$(jq -c '.default.a.longest_matched' <<<"${lines[1]}")" 128
+}
+
+@test "RFC #1403 queries: instance_id answers one instance; seq_hashes (alias block_hash) are the engines' hashes" {
+	printf '%s\n' "{\"model\": \"m\", \"block_size\": 128, \"token_ids\": [$(seq -s, 1 700)], \"instance_id\": \"a\"}" \
+		"{\"model\": \"m\", \"token_ids\": [$(seq -s, 1 700)], \"instance_id\": \"zz\"}" \
+		'{"model": "m", "seq_hashes": [1, 2, 3, 4, 5, 99]}' '{"model": "m", "block_hash": ["0x1", "0x2"]}' \
+		'{"model": "m", "seq_hashes": [2, 3]}' > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap --api mooncake q.jsonl
+	assert_success
+	assert_output '{"default":{"a":{"CPU":640,"DISK":640,"DP":{"0":640},"GPU":384,"longest_matched":640}}}
+{"default":{}}
+{"default":{"a":{"CPU":640,"DISK":640,"DP":{"0":640},"GPU":384,"longest_matched":640}}}
+{"default":{"a":{"CPU":256,"DISK":256,"DP":{"0":256},"GPU":256,"longest_matched":256}}}
+{"default":{}}'
+}
+
+@test "a partition that differs only in LoRA or salt is not matched" {
+	cat > lora.jsonl <<-EOF
+	{"endpoint": "$E0", "type": "vLLM", "modelname": "m", "lora_name": "sql", "instance_id": "a", "block_size": 4, "dp_rank": 0}
+	{"endpoint": "$E1", "type": "vLLM", "modelname": "m", "lora_name": "sql", "instance_id": "b", "block_size": 4, "dp_rank": 0, "additionalsalt": "w8a8"}
+	{"endpoint": "tcp://10.0.0.6:5557", "type": "vLLM", "modelname": "m", "instance_id": "c", "block_size": 4, "dp_rank": 0}
+	EOF
+	{ store $E0 1 0 xpu '"0x1"' null 1,2,3,4 4; store $E1 2 0 xpu '"0x2"' null 1,2,3,4 4; store tcp://10.0.0.6:5557 3 0 xpu '"0x3"' null 1,2,3,4 4; } > ev3.jsonl
+	kvmatch -q --log none -r lora.jsonl -o lora.kvsnap ev3.jsonl
+	printf '{"model": "m", "token_ids": [1, 2, 3, 4]%s}\n' ', "lora_name": "sql"' ', "lora_name": "sql", "cache_salt": "w8a8"' '' \
+		', "lora_name": "sql", "cache_salt": "int4"' ', "lora_name": "other"' > q.jsonl
+	run --separate-stderr kvquery -s lora.kvsnap --api mooncake q.jsonl
+	assert_equal "$status" 65
+	assert_equal "${lines[0]}" '{"default":{"a":{"CPU":4,"DISK":4,"DP":{"0":4},"GPU":4,"longest_matched":4}}}'
+	assert_equal "${lines[1]}" '{"default":{"b":{"CPU":4,"DISK":4,"DP":{"0":4},"GPU":4,"longest_matched":4}}}'
+	assert_equal "${lines[2]}" '{"default":{"c":{"CPU":4,"DISK":4,"DP":{"0":4},"GPU":4,"longest_matched":4}}}'
+	assert_equal "${lines[3]}" null
+	assert_equal "${lines[4]}" null
+}
+
+@test "--api: a bad value is a usage error" {
+	run --separate-stderr kvquery -s s.kvsnap --api dynamo
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvquery: --api: 'dynamo' is not conductor or mooncake"
+}
+
+@test "--hash rfc1403[:SEED]: token queries hashed by RFC #1403's standard, checked against python3-xxhash" {
+	# the engines of partition m publish the RFC's sequence hashes (computed
+	# here by python3-xxhash, an independent implementation), seed 1337
+	/usr/bin/python3 -c '
+import json, struct, xxhash
+def rfc(tokens, bs, seed):
+    out = []
+    for i in range(0, len(tokens) - len(tokens) % bs, bs):
+        local = xxhash.xxh3_64_intdigest(struct.pack("<%dI" % bs, *tokens[i:i + bs]), seed)
+        out.append(local if not out else xxhash.xxh3_64_intdigest(struct.pack("<QQ", out[-1], local), seed))
+    return out
+tokens = list(range(1, 13))
+print(json.dumps({"src": "tcp://10.0.0.5:5557", "recv_ns": 1000000000, "seq": 1, "format": "vllm", "dp_rank": 0,
+                  "type": "stored", "medium": "xpu", "block_hashes": ["0x%016x" % h for h in rfc(tokens, 4, 1337)],
+                  "parent": None, "token_ids": tokens, "block_size": 4}))' > rfc.jsonl
+	kvmatch -q --log none -o rfc.kvsnap rfc.jsonl
+	echo "[$(seq -s, 1 14)]" > q.txt
+	run --separate-stderr kvquery -s rfc.kvsnap --hash rfc1403 --api mooncake q.txt
+	assert_success
+	assert_output '{"default":{"10.0.0.5:5557":{"CPU":12,"DISK":12,"DP":{"0":12},"GPU":12,"longest_matched":12}}}'
+	run --separate-stderr kvquery -s rfc.kvsnap --hash rfc1403:1337 q.txt
+	assert_equal "$(jq -c '.default."10.0.0.5:5557".longest_matched' <<<"$output")" 12
+	# another seed names other hashes: nothing the engines published
+	run --separate-stderr kvquery -s rfc.kvsnap --hash rfc1403:7 q.txt
+	assert_success
+	assert_output '{"default":{}}'
+	# engines that do not follow the standard (the setup's): only kv-conductor's chain finds them
+	echo "[$(seq -s, 1 256)]" > q2.txt
+	run --separate-stderr kvquery -s s.kvsnap --hash rfc1403 q2.txt
+	assert_output '{"default":{}}'
+	run --separate-stderr kvquery -s s.kvsnap --hash conductor q2.txt
+	assert_equal "$(jq -c '.default.a.longest_matched' <<<"$output")" 256
+	run --separate-stderr kvquery -s s.kvsnap --hash rfc1403:x q2.txt
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvquery: --hash: 'rfc1403:x' is not conductor, rfc1403 or rfc1403:SEED"
 }
 
 # live OPTION...: kvquery -s s.kvsnap OPTION... in the background ($pid),
@@ -280,7 +438,7 @@ other_snapshot() {
 	kvmatch -q -r regs.jsonl --log none -o "$1" ev2.jsonl
 	assert_equal "$(stat -c %s "$1")" "$(stat -c %s s.kvsnap)"
 }
-A='{"default":{"a":{"longest_matched":384,"DP":{"0":{"matched_tokens":384,"npu_blocks":3,"cpu_blocks":0,"disk_blocks":0}}}}}'
+A='{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":384,"npu_blocks":3}},"longest_matched":384}}}'
 
 @test "a snapshot emptied or rewritten in place under kvquery: answers go on from the copy it loaded" {
 	# it was mapped: SIGBUS, or other bytes under checks already passed
@@ -340,7 +498,7 @@ A='{"default":{"a":{"longest_matched":384,"DP":{"0":{"matched_tokens":384,"npu_b
 	# written: stack bytes on stdout; and ESC, BEL reached the terminal
 	id="$(printf 'x\033]0;pwned\007%.0s' $(seq 1 70))"
 	shown="$(printf 'x?]0;pwned?%.0s' $(seq 1 70))"
-	jq -nc --arg id "$id" --arg e "$E0" '{instance_id: $id, dp_rank: 0, block_size: 128, modelname: "m", medium_endpoints: {npu: $e}}' > long.jsonl
+	jq -nc --arg id "$id" --arg e "$E0" '{instance_id: $id, type: "vLLM", dp_rank: 0, block_size: 128, modelname: "m", medium_endpoints: {npu: $e}}' > long.jsonl
 	store $E0 1 0 xpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128 > ev1.jsonl
 	kvmatch -q -r long.jsonl --log none -o long.kvsnap ev1.jsonl
 	echo "[$(seq -s, 1 384)]" > q.jsonl

@@ -271,8 +271,8 @@ replay_fills_gap() {
 @test "-r subscribes to every registered endpoint, with its replay socket" {
 	p=$(port 2); r=$((p + 1))
 	cat > regs.jsonl <<-JSON
-	{"instance_id": "w1", "dp_rank": 0, "block_size": 16, "modelname": "m", "medium_endpoints": {"npu": "tcp://127.0.0.1:$p"}, "replay_endpoint": "tcp://127.0.0.1:$r"}
-	{"instance_id": "pool", "endpoint": "ipc://$T/pool", "store_backend": "memcache"}
+	{"instance_id": "w1", "type": "vLLM", "dp_rank": 0, "block_size": 16, "modelname": "m", "medium_endpoints": {"npu": "tcp://127.0.0.1:$p"}, "replay_endpoint": "tcp://127.0.0.1:$r"}
+	{"instance_id": "pool", "type": "Memcache", "dp_rank": 0, "block_size": 16, "modelname": "m", "endpoint": "ipc://$T/pool", "store_backend": "memcache"}
 	JSON
 	kvsub -r regs.jsonl -c 40 -W 10 -o cap.kvcap 2>err & sub=$!
 	fakepub -n 20 --skip 3-4 --replay "tcp://127.0.0.1:$r" "tcp://127.0.0.1:$p" & a=$!
@@ -286,9 +286,23 @@ replay_fills_gap() {
 	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 0 gaps, 0 missing, 2 replayed"
 }
 
+@test "-r: an engine registered in RFC #1403's shape is subscribed at its endpoint, with its replay socket" {
+	p=$(port 2); r=$((p + 1))
+	cat > regs.jsonl <<-JSON
+	{"endpoint": "tcp://127.0.0.1:$p", "replay_endpoint": "tcp://127.0.0.1:$r", "type": "SGLang", "modelname": "m", "lora_name": "sql", "tenant_id": "default", "instance_id": "w1", "block_size": 16, "dp_rank": 0, "additionalsalt": "w8a8"}
+	JSON
+	kvsub -r regs.jsonl -c 20 -W 10 -o cap.kvcap 2>err & sub=$!
+	fakepub -n 20 --skip 3-4 --replay "tcp://127.0.0.1:$r" "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep -c "^tcp://127.0.0.1:$p	")" 20
+	run cat err
+	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 0 gaps, 0 missing, 2 replayed"
+}
+
 @test "-r: an engine's endpoint is its HTTP address, not subscribed" {
 	cat > regs.jsonl <<-JSON
-	{"instance_id": "w1", "dp_rank": 0, "block_size": 16, "endpoint": "http://10.0.0.5:8000", "medium_endpoints": {"npu": "ipc://$T/engine"}}
+	{"instance_id": "w1", "type": "vLLM", "dp_rank": 0, "block_size": 16, "modelname": "m", "endpoint": "http://10.0.0.5:8000", "medium_endpoints": {"npu": "ipc://$T/engine"}}
 	JSON
 	run --separate-stderr kvsub -r regs.jsonl -W 0.2 -o x.kvcap
 	assert_success
@@ -296,14 +310,14 @@ replay_fills_gap() {
 }
 
 @test "a bad registrations line is reported with its line number, exit 65" {
-	printf '%s\n' '{"instance_id": "w1", "medium_endpoints": {"npu": "tcp://127.0.0.1:1"}}' '{"instance_id": 7}' > regs.jsonl
+	printf '%s\n' '{"instance_id": "w1", "type": "vLLM", "modelname": "m", "block_size": 16, "dp_rank": 0, "medium_endpoints": {"npu": "tcp://127.0.0.1:1"}}' '{"instance_id": 7}' > regs.jsonl
 	run --separate-stderr kvsub -r regs.jsonl -o x.kvcap
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvsub: regs.jsonl: line 2: instance_id: expected a non-empty string"
 }
 
 @test "a wildcard pool endpoint needs KVS_MASTER_SERVICE" {
-	echo '{"endpoint": "tcp://*:5557", "store_backend": "Memcache"}' > regs.jsonl
+	echo '{"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 16, "modelname": "m", "endpoint": "tcp://*:5557", "store_backend": "Memcache"}' > regs.jsonl
 	run --separate-stderr env -u KVS_MASTER_SERVICE kvsub -r regs.jsonl -o x.kvcap
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "kvsub: tcp://*:5557: wildcard host and KVS_MASTER_SERVICE is unset; skipped"

@@ -183,7 +183,7 @@ reg_line() {
 	"$PY" -c '
 import sys
 n, i = int(sys.argv[1]), sys.argv[2]
-r = "{\"instance_id\":\"w%s\",\"dp_rank\":0,\"medium_endpoints\":{\"npu\":\"tcp://10.0.0.5:5557\"}}" % i
+r = "{\"instance_id\":\"w%s\",\"type\":\"vLLM\",\"modelname\":\"m\",\"block_size\":4,\"dp_rank\":0,\"medium_endpoints\":{\"npu\":\"tcp://10.0.0.5:%s\"}}" % (i, 5557 + int(i))
 sys.stdout.write(r[:-1] + " " * (n - len(r)) + "}\n")' "$@"
 }
 
@@ -206,12 +206,12 @@ sys.stdout.write(r[:-1] + " " * (n - len(r)) + "}\n")' "$@"
 @test "registrations: 65536 are read; a 65537th is refused" {
 	"$PY" -c '
 for i in range(65536):
-    print("{\"instance_id\":\"w%d\",\"dp_rank\":0,\"medium_endpoints\":{\"npu\":\"tcp://10.0.0.5:5557\"}}" % i)' > at.jsonl
+    print("{\"instance_id\":\"w%d\",\"type\":\"vLLM\",\"modelname\":\"m\",\"block_size\":4,\"dp_rank\":0,\"medium_endpoints\":{\"npu\":\"tcp://10.0.%d.%d:5557\"}}" % (i, i // 256, i % 256))' > at.jsonl
 	: > ev.jsonl
 	run --separate-stderr kvmatch -q -r at.jsonl -o s.kvsnap ev.jsonl
 	assert_success
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "worker")' | grep -c .)" 65536
-	{ cat at.jsonl; echo '{"instance_id":"x","dp_rank":0,"medium_endpoints":{"npu":"tcp://10.0.0.6:5557"}}'; } > over.jsonl
+	{ cat at.jsonl; echo '{"instance_id":"x","type":"vLLM","modelname":"m","block_size":4,"dp_rank":0,"medium_endpoints":{"npu":"tcp://10.1.0.6:5557"}}'; } > over.jsonl
 	run --separate-stderr kvmatch -r over.jsonl ev.jsonl
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvmatch: over.jsonl: line 65537: more than 65536 registrations"
@@ -282,9 +282,11 @@ import json, sys
 n = int(sys.argv[1])
 with open("regs.jsonl", "w") as f:
     for i in range(n):
-        f.write(json.dumps({"instance_id": "w%05d" % i, "dp_rank": 0, "block_size": 4, "modelname": "m",
-            "medium_endpoints": {"npu": "tcp://10.0.0.1:5557"}}) + "\n")
-    f.write(json.dumps({"endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}) + "\n")
+        # one endpoint each (a shared one is a registration conflict), all on host 10.0.0.1
+        ep = "tcp://10.0.0.1:5557" if i == 0 else "tcp://if%d;10.0.0.1:5557" % i
+        f.write(json.dumps({"instance_id": "w%05d" % i, "type": "vLLM", "dp_rank": 0, "block_size": 4, "modelname": "m",
+            "medium_endpoints": {"npu": ep}}) + "\n")
+    f.write(json.dumps({"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 4, "endpoint": "tcp://kvs:5557", "store_backend": "Memcache", "modelname": "m"}) + "\n")
 def ev(src, t, medium, h, tokens, fmt="vllm"):
     e = {"src": src, "recv_ns": t * 1000000000, "seq": t, "format": fmt, "type": "stored", "medium": medium,
          "block_hashes": [h]}
@@ -340,7 +342,7 @@ sys.stdout.write("[" + ",".join(map(str, range(1, 17))) + "]\n")' > q.txt
 null
 {"default":{}}
 null
-{"default":{"10.0.0.5:5557":{"longest_matched":16,"DP":{"0":{"matched_tokens":16,"npu_blocks":1,"cpu_blocks":0,"disk_blocks":0}}}}}'
+{"default":{"10.0.0.5:5557":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":16,"npu_blocks":1}},"longest_matched":16}}}'
 	assert_equal "${stderr_lines[0]}" "kvquery: q.txt: line 2: token_ids: more than 16777216 token ids"
 	assert_equal "${stderr_lines[1]}" "kvquery: q.txt: line 4: block_hashes: more than 16777216 hashes"
 }

@@ -65,7 +65,7 @@ static void hold(struct world *w, uint32_t worker, const char *pattern)
 
 static const struct kv_hit *ask(struct world *w, size_t nblocks, bool shared, bool all, size_t *n)
 {
-	struct kv_query req = { w->part, 1, tokens, nblocks, NULL, 0 };
+	struct kv_query req = { w->part, 1, tokens, nblocks, NULL, 0, NULL, 0 };
 	struct kv_query_opts o = { .shared_pool = shared, .all_workers = all };
 	size_t nb;
 	return kv_query_run(w->q, &w->src, &req, &o, n, &nb);
@@ -223,13 +223,37 @@ static void query_by_local_hashes(void)
 	struct world w;
 	world_init(&w);
 	hold(&w, 0, "xxx");
-	struct kv_query req = { w.part, 1, NULL, 0, local, 3 };
+	struct kv_query req = { w.part, 1, NULL, 0, local, 3, NULL, 0 };
 	struct kv_query_opts o = { .shared_pool = false };
 	size_t n, nb;
 	const struct kv_hit *h = kv_query_run(w.q, &w.src, &req, &o, &n, &nb);
 	ASSERT_EQ_U64(nb, 3);
 	EXPECT(h, n, 0, 3, 0, 0);
 	world_free(&w);
+}
+
+/* Mooncake RFC #1403's hash standard.  Check values from python3-xxhash, an
+ * independent implementation:
+ *   local = xxh3_64_intdigest(struct.pack('<%dI' % bs, *block), seed)
+ *   seq = local if first else xxh3_64_intdigest(struct.pack('<QQ', prev, local), seed)
+ * tests/kvquery.bats computes the same live. */
+static void rfc_seq_hashes(void)
+{
+	uint32_t tokens[12];
+	uint64_t seq[4];
+	for (uint32_t i = 0; i < 12; i++)
+		tokens[i] = i;
+	/* tokens 0..9, block size 4, seed 0: two complete blocks, the partial one left out */
+	ASSERT_EQ_U64(kv_rfc_seq_hashes(tokens, 10, 4, 0, seq, 4), 2);
+	ASSERT_EQ_U64(seq[0], 0xa1d0bd893c9531acull);
+	ASSERT_EQ_U64(seq[1], 0xdb33494ff9c294ffull);
+	for (uint32_t i = 0; i < 12; i++)
+		tokens[i] = 100 + i;
+	ASSERT_EQ_U64(kv_rfc_seq_hashes(tokens, 12, 4, 1337, seq, 4), 3);
+	ASSERT_EQ_U64(seq[0], 0x57b89ffc89f07407ull);
+	ASSERT_EQ_U64(seq[1], 0x2c31adba03ebb31aull);
+	ASSERT_EQ_U64(seq[2], 0x2d9512d5eaba83aeull);
+	ASSERT_EQ_U64(kv_rfc_seq_hashes(tokens, 3, 4, 1337, seq, 4), 0);
 }
 
 int main(void)
@@ -244,5 +268,6 @@ int main(void)
 	RUN(shared_pool_counts_anyones_cpu);
 	RUN(routing_and_ties);
 	RUN(query_by_local_hashes);
+	RUN(rfc_seq_hashes);
 	return unit_done();
 }
