@@ -543,9 +543,20 @@ static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_
 	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
 }
 
+/* The stream position goes with every record read, applied or not, so
+ * that a resume after it (kvnats -C --after) starts at the next one. */
+static void note_position(struct kv_match *m, const struct kv_wire_ctx *ctx)
+{
+	if (ctx->has_position) {
+		m->has_position = true;
+		m->position = ctx->position;
+	}
+}
+
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
 {
 	struct rep r = { ctx, 0 };
+	note_position(m, ctx);
 	m->st.records++;
 	kv_match_advance(m, ctx->recv_ns);
 	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
@@ -581,6 +592,7 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 {
 	struct rep r = { ctx, 0 };
+	note_position(m, ctx);
 	kv_match_advance(m, ctx->recv_ns);
 	m->cur = 0;
 	struct kv_srcstat *src = ctx->src.n ? kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n) : NULL;
@@ -860,7 +872,7 @@ static uint32_t worker_of(struct kv_match *m, const struct kv_event *e)
 static void engine_event(struct kv_match *m, const struct kv_event *e)
 {
 	uint32_t w = worker_of(m, e);
-	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed, false, 0 };
 	cur_diag(m)->engine = true;
 	if (w == KV_NO_WORKER) {
 		/* No worker could be inferred for it (KV_MAX_INFERRED_WORKERS). */
@@ -1049,7 +1061,7 @@ static void pool_event(struct kv_match *m, const struct kv_event *e)
 {
 	const struct kv_pool_sub *sub = kv_workers_pool(m->ws, e->src);
 	uint32_t part = pool_partition(m, e, sub);
-	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed, false, 0 };
 	struct rep r = { &ctx, part };
 	if (part == KV_NO_PARTITION) {
 		cur_diag(m)->pool = true;
@@ -1089,7 +1101,7 @@ void kv_match_event(struct kv_match *m, const struct kv_event *e)
 	m->st.events++;
 	note_lag(cur_diag(m), e);
 	if (m->o.log_mask & (1u << KV_ST_PARSED)) {
-		struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+		struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed, false, 0 };
 		struct rep r = { &ctx, 0 };
 		report(m, &r, KV_ST_PARSED, KV_R_NONE, NULL, (int)e->medium, NULL, 0, e->nhashes);
 	} else {

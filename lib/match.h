@@ -132,6 +132,8 @@ struct kv_match {
 	size_t npm;
 	struct kv_pendpool pending;
 	uint64_t now;                    /* event time: the largest recv_ns seen */
+	bool has_position;               /* input came from a JetStream stream (kvnats -C): ... */
+	uint64_t position;               /* ... the sequence of its last record there */
 	uint64_t next_sweep;
 	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */
 	size_t cur;                      /* the source of the record being applied: index + 1, 0 if none */

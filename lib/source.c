@@ -181,6 +181,8 @@ static enum kv_source_status next_kvcap(struct kv_source *s, struct kv_batch *b,
 	b->ctx.has_seq = m.has_seq;
 	b->ctx.seq = m.seq;
 	b->ctx.replayed = rec.flags & KV_CAP_FLAG_REPLAYED;
+	b->ctx.has_position = rec.has_position;
+	b->ctx.position = rec.position;
 	decode_payload(s, b, m.payload.p, m.payload.n);
 	return KV_SOURCE_BATCH;
 }

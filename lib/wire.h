@@ -23,6 +23,8 @@ struct kv_wire_ctx {
 	bool has_seq;
 	uint64_t seq;
 	bool replayed;
+	bool has_position;      /* the record's JetStream stream sequence (kvnats -C) */
+	uint64_t position;
 };
 
 struct kv_wire_opts {
