@@ -17,13 +17,14 @@
 #include "util.h"
 
 static const char usage[] =
-	"Usage: kvquery -s FILE.kvsnap [OPTION]... [FILE]...\n"
+	"Usage: kvquery -s FILE.kvsnap [-s FILE.kvsnap]... [OPTION]... [FILE]...\n"
 	"Answer prefix lookups from a kvmatch snapshot, one query per line, in the shape\n"
 	"of kv-conductor's /query.  A line is a /query body (token_ids), a /query_by_hash\n"
 	"body (block_hashes) or a bare token list ([1,2,3] or 1 2 3).  With no FILE, or\n"
 	"when FILE is -, read standard input.\n"
 	"\n"
-	"  -s, --snapshot FILE.kvsnap  the snapshot to answer from (required)\n"
+	"  -s, --snapshot FILE.kvsnap  the snapshot to answer from (required); repeated, shards\n"
+	"                            whose partitions are disjoint, each query answered by its own\n"
 	"  -o, --output FILE         write the answers to FILE\n"
 	"      --model NAME          model of queries that name none\n"
 	"      --tenant NAME         tenant of queries that name none\n"
@@ -67,7 +68,9 @@ static const struct option longopts[] = {
 };
 
 struct options {
-	const char *snapshot, *output, *model, *tenant;
+	const char **snapshots;      /* -s, in order */
+	size_t nsnapshots;
+	const char *output, *model, *tenant;
 	uint64_t block_size;
 	bool route, explain, shared_pool, table, watch, timing;
 	struct kv_weights weights;
@@ -94,9 +97,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 {
 	int c;
 	o->weights = KV_WEIGHTS_DEFAULT;
+	o->snapshots = kv_xcalloc((size_t)argc, sizeof *o->snapshots);
 	while ((c = getopt_long(argc, argv, "s:o:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': o->snapshot = optarg; break;
+		case 's': o->snapshots[o->nsnapshots++] = optarg; break;
 		case 'o': o->output = optarg; break;
 		case OPT_MODEL: o->model = optarg; break;
 		case OPT_TENANT: o->tenant = optarg; break;
@@ -122,16 +126,24 @@ static void parse_options(int argc, char **argv, struct options *o)
 		default: kv_try_help();
 		}
 	}
-	if (!o->snapshot)
+	if (!o->nsnapshots)
 		kv_usage_error("no snapshot (-s FILE.kvsnap)");
 }
+
+/* One -s snapshot: a shard when there are several (kvquery(1), Sharding). */
+struct shard {
+	const char *path;
+	struct kv_snap snap;
+	struct kv_qsource src;
+	struct stat snap_stat;
+};
 
 struct run {
 	const struct options *o;
 	struct kv_out *out;
-	struct kv_snap snap;
-	struct kv_qsource src;
-	struct stat snap_stat;
+	struct shard *shards;
+	size_t nshards;
+	struct shard *cur;       /* the shard that owns the partition of the query answered */
 	struct kv_querier *q;
 	struct kv_qparser *parser;
 	struct kv_qline line;
@@ -142,41 +154,85 @@ struct run {
 	bool header_done;
 };
 
-static int load(struct run *r, bool fatal)
+/* The shard other than skip that holds partition p of s, or NULL. */
+static const struct shard *partition_owner(const struct run *r, const struct shard *skip, const struct kv_snap *s,
+					   size_t p)
+{
+	size_t mn, tn;
+	const char *m = kv_snap_string(s, s->partitions[p].model, &mn);
+	const char *t = kv_snap_string(s, s->partitions[p].tenant, &tn);
+	for (size_t i = 0; i < r->nshards; i++)
+		if (&r->shards[i] != skip && r->shards[i].snap.map && kv_snap_partition(&r->shards[i].snap, m, mn, t, tn) >= 0)
+			return &r->shards[i];
+	return NULL;
+}
+
+/* Shards answer for disjoint partitions: "model/tenant in two snapshots", or NULL. */
+static const char *shards_overlap(const struct run *r, const struct shard *sh, const struct kv_snap *s, char *buf,
+				  size_t n)
+{
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct shard *other = partition_owner(r, sh, s, p);
+		if (other) {
+			size_t mn, tn;
+			const char *m = kv_snap_string(s, s->partitions[p].model, &mn);
+			const char *t = kv_snap_string(s, s->partitions[p].tenant, &tn);
+			snprintf(buf, n, "partition %.*s/%.*s is in %s too: shards must hold disjoint partitions", (int)mn,
+				 m, (int)tn, t, other->path);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+static void measure_names(struct run *r)
+{
+	r->name_width = 8;
+	for (size_t k = 0; k < r->nshards; k++)
+		for (size_t i = 0; i < r->shards[k].snap.nworkers; i++)
+			if ((int)r->shards[k].snap.workers[i].instance_id.len > r->name_width)
+				r->name_width = (int)r->shards[k].snap.workers[i].instance_id.len;
+}
+
+static int load(struct run *r, struct shard *sh, bool fatal)
 {
 	struct kv_snap s;
 	char err[256];
-	if (!kv_snap_load(r->o->snapshot, &s, err, sizeof err)) {
+	const char *why = NULL;
+	if (!kv_snap_load(sh->path, &s, err, sizeof err))
+		why = err;
+	else if ((why = shards_overlap(r, sh, &s, err, sizeof err)) != NULL) {
+		kv_snap_unload(&s);
+		errno = 0;
+	}
+	if (why) {
 		if (!fatal) {
-			kv_warn("%s: %s (keeping the snapshot loaded before)", r->o->snapshot, err);
+			kv_warn("%s: %s (keeping the snapshot loaded before)", sh->path, why);
 			return -1;
 		}
-		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->snapshot, err);
+		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", sh->path, why);
 	}
-	kv_qsource_free(&r->src);
-	kv_snap_unload(&r->snap);
-	r->snap = s;
-	kv_qsource_snap(&r->src, &r->snap);
-	stat(r->o->snapshot, &r->snap_stat);
-	r->name_width = 8;
-	for (size_t i = 0; i < s.nworkers; i++)
-		if ((int)s.workers[i].instance_id.len > r->name_width)
-			r->name_width = (int)s.workers[i].instance_id.len;
+	kv_qsource_free(&sh->src);
+	kv_snap_unload(&sh->snap);
+	sh->snap = s;
+	kv_qsource_snap(&sh->src, &sh->snap);
+	stat(sh->path, &sh->snap_stat);
+	measure_names(r);
 	return 0;
 }
 
 /* --watch: kvmatch replaces the file by rename, so a new inode means a new snapshot. */
-static void maybe_reload(struct run *r)
+static void maybe_reload(struct run *r, struct shard *sh)
 {
 	struct stat st;
-	if (stat(r->o->snapshot, &st) != 0)
+	if (stat(sh->path, &st) != 0)
 		return;
-	if (st.st_ino != r->snap_stat.st_ino || st.st_mtim.tv_sec != r->snap_stat.st_mtim.tv_sec ||
-	    st.st_mtim.tv_nsec != r->snap_stat.st_mtim.tv_nsec || st.st_size != r->snap_stat.st_size) {
-		if (load(r, false) == 0 && r->o->verbose)
-			kv_warn("%s: reloaded", r->o->snapshot);
+	if (st.st_ino != sh->snap_stat.st_ino || st.st_mtim.tv_sec != sh->snap_stat.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != sh->snap_stat.st_mtim.tv_nsec || st.st_size != sh->snap_stat.st_size) {
+		if (load(r, sh, false) == 0 && r->o->verbose)
+			kv_warn("%s: reloaded", sh->path);
 		else
-			r->snap_stat = st; /* a bad file is not retried until it changes again */
+			sh->snap_stat = st; /* a bad file is not retried until it changes again */
 	}
 }
 
@@ -195,27 +251,46 @@ static void bad_line(struct run *r, const char *file, uint64_t lineno, const cha
 		kv_out_puts(r->out, "null\n");
 }
 
+/* The snapshot holding the only partition of all the snapshots, or NULL. */
+static const struct kv_snap *single_partition(const struct run *r)
+{
+	const struct kv_snap *only = NULL;
+	for (size_t i = 0; i < r->nshards; i++) {
+		if (r->shards[i].snap.npartitions > 1 || (only && r->shards[i].snap.npartitions))
+			return NULL;
+		if (r->shards[i].snap.npartitions)
+			only = &r->shards[i].snap;
+	}
+	return only;
+}
+
 /* Model, tenant and block size of a query: its own, the options', or the
- * single partition's; a tenant named nowhere is kv-conductor's "default". */
+ * single partition's; a tenant named nowhere is kv-conductor's "default".
+ * The shard that holds the partition answers (r->cur). */
 static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *part, size_t *bs)
 {
-	const struct kv_snap *s = &r->snap;
+	const struct kv_snap *s = single_partition(r);
 	struct kv_str model = { NULL, 0 }, tenant = { NULL, 0 };
 	if (q->has_model || r->o->model)
 		model.p = q->has_model ? q->model : r->o->model, model.n = strlen(model.p);
-	else if (s->npartitions == 1)
+	else if (s)
 		model.p = kv_snap_string(s, s->partitions[0].model, &model.n);
 	if (q->has_tenant || r->o->tenant)
 		tenant.p = q->has_tenant ? q->tenant : r->o->tenant, tenant.n = strlen(tenant.p);
-	else if (s->npartitions == 1)
+	else if (s)
 		tenant.p = kv_snap_string(s, s->partitions[0].tenant, &tenant.n);
 	else
 		tenant.p = "default", tenant.n = 7;
 	if (!model.p)
 		return "no model in the query, no --model, and the snapshot holds several partitions";
-	*part = kv_snap_partition(s, model.p, model.n, tenant.p, tenant.n);
+	*part = -1;
+	for (size_t i = 0; i < r->nshards && *part < 0; i++) {
+		r->cur = &r->shards[i];
+		*part = kv_snap_partition(&r->cur->snap, model.p, model.n, tenant.p, tenant.n);
+	}
 	if (*part < 0)
 		return "unknown model and tenant: the snapshot has no such partition";
+	s = &r->cur->snap;
 	*bs = q->has_block_size ? q->block_size : r->o->block_size ? r->o->block_size : s->partitions[*part].block_size;
 	if (*bs == 0)
 		return "no block_size in the query, no --block-size, and none known for the partition";
@@ -233,7 +308,7 @@ static void write_route(struct run *r, struct kv_str tenant, const struct kv_hit
 {
 	size_t len = 0;
 	int64_t dp = 0;
-	const char *inst = h ? kv_qsource_worker(&r->src, h->worker, &len, &dp) : NULL;
+	const char *inst = h ? kv_qsource_worker(&r->cur->src, h->worker, &len, &dp) : NULL;
 	if (r->o->table) {
 		char row[512];
 		int n = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %8llu %8.6g %5u %5u %5u\n",
@@ -266,7 +341,7 @@ static void write_explain(struct run *r, struct kv_str tenant, const struct kv_h
 		for (size_t i = 0; i < n; i++) {
 			size_t len;
 			int64_t dp;
-			const char *inst = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
+			const char *inst = kv_qsource_worker(&r->cur->src, hits[i].worker, &len, &dp);
 			char row[512];
 			int k = snprintf(row, sizeof row, "%-6llu %-*.*s %4lld %5u %5u %5u %7u/%-7zu %s%s\n",
 					 (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
@@ -285,7 +360,7 @@ static void write_explain(struct run *r, struct kv_str tenant, const struct kv_h
 		const struct kv_hit *h = &hits[i];
 		size_t len;
 		int64_t dp;
-		const char *inst = kv_qsource_worker(&r->src, h->worker, &len, &dp);
+		const char *inst = kv_qsource_worker(&r->cur->src, h->worker, &len, &dp);
 		p = jw_reserve(r->out, 320 + JW_STR_MAX(len));
 		p = jw_str(lit(p, i ? ",{\"instance_id\":" : "{\"instance_id\":"), inst, len);
 		p = jw_i64(lit(p, ",\"dp_rank\":"), dp);
@@ -307,7 +382,7 @@ static void write_table_rows(struct run *r, const struct kv_hit *hits, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
 		int64_t dp;
-		const char *inst = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
+		const char *inst = kv_qsource_worker(&r->cur->src, hits[i].worker, &len, &dp);
 		char row[512];
 		int k;
 		if (r->o->shared_pool)
@@ -363,13 +438,13 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	}
 	/* the partition's tenant, whole: answers are keyed by it */
 	struct kv_str tenant;
-	tenant.p = kv_snap_string(&r->snap, r->snap.partitions[part].tenant, &tenant.n);
+	tenant.p = kv_snap_string(&r->cur->snap, r->cur->snap.partitions[part].tenant, &tenant.n);
 	struct kv_query req = { (uint32_t)part, bs, q->by_hash ? NULL : q->tokens, q->ntokens,
 				q->by_hash ? q->hashes : NULL, q->nhashes };
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
 	size_t nhits, nblocks;
 	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
-	const struct kv_hit *hits = kv_query_run(r->q, &r->src, &req, &qo, &nhits, &nblocks);
+	const struct kv_hit *hits = kv_query_run(r->q, &r->cur->src, &req, &qo, &nhits, &nblocks);
 	const struct kv_hit *route = r->o->route ? kv_query_route(hits, nhits, &r->o->weights, r->q) : NULL;
 	if (r->o->timing) {
 		r->times = kv_xgrow(r->times, &r->captimes, r->ntimes + 1, sizeof *r->times);
@@ -383,7 +458,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	else if (r->o->table)
 		write_table_rows(r, hits, nhits, bs);
 	else
-		kv_query_write_answer(r->out, &r->src, tenant.p, tenant.n, hits, nhits, bs, r->o->shared_pool);
+		kv_query_write_answer(r->out, &r->cur->src, tenant.p, tenant.n, hits, nhits, bs, r->o->shared_pool);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -429,8 +504,8 @@ static int read_input(struct run *r, const char *path)
 			kv_warn_errno("%s", name);
 			break;
 		}
-		if (r->o->watch)
-			maybe_reload(r);
+		for (size_t i = 0; r->o->watch && i < r->nshards; i++)
+			maybe_reload(r, &r->shards[i]);
 		if (st == KV_LINE_TOO_LONG)
 			bad_line(r, name, l.lineno, "line longer than 256 MiB");
 		else
@@ -442,6 +517,16 @@ static int read_input(struct run *r, const char *path)
 	return 0;
 }
 
+static void free_shards(struct run *r)
+{
+	for (size_t i = 0; i < r->nshards; i++) {
+		kv_qsource_free(&r->shards[i].src);
+		kv_snap_unload(&r->shards[i].snap);
+	}
+	free(r->shards);
+	free(r->o->snapshots);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -449,16 +534,22 @@ int main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	struct kv_out out;
 	struct run r = { .o = &o, .out = &out };
-	uint64_t t0 = kv_monotonic_ns();
+	r.shards = kv_xcalloc(o.nsnapshots, sizeof *r.shards);
+	r.nshards = o.nsnapshots;
 	/* before -o truncates yesterday's answers: a bad snapshot leaves them be */
-	load(&r, true);
-	if (o.verbose)
-		kv_warn("%s: %zu blocks, %zu workers, %zu partitions loaded and checked in %.1f ms", o.snapshot,
-			r.snap.nblocks, r.snap.nworkers, r.snap.npartitions, (double)(kv_monotonic_ns() - t0) / 1e6);
+	for (size_t i = 0; i < r.nshards; i++) {
+		uint64_t t0 = kv_monotonic_ns();
+		struct shard *sh = &r.shards[i];
+		sh->path = o.snapshots[i];
+		load(&r, sh, true);
+		if (o.verbose)
+			kv_warn("%s: %zu blocks, %zu workers, %zu partitions loaded and checked in %.1f ms", sh->path,
+				sh->snap.nblocks, sh->snap.nworkers, sh->snap.npartitions,
+				(double)(kv_monotonic_ns() - t0) / 1e6);
+	}
 	if (!kv_out_open(&out, o.output)) {
 		kv_warn_errno("%s", o.output);
-		kv_snap_unload(&r.snap);
-		kv_qsource_free(&r.src);
+		free_shards(&r);
 		return KV_EX_IOERR;
 	}
 	r.q = kv_querier_new();
@@ -483,7 +574,6 @@ int main(int argc, char **argv)
 	free(r.line.hashes);
 	free(r.times);
 	kv_querier_free(r.q);
-	kv_qsource_free(&r.src);
-	kv_snap_unload(&r.snap);
+	free_shards(&r);
 	return status;
 }

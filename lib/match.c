@@ -543,6 +543,15 @@ static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_
 	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
 }
 
+/* A record from a JetStream stream at or before the position reached:
+ * a consumer restarted after its last acknowledgement delivers it again,
+ * and it was applied (or refused) already.  Positions only grow within a
+ * stream, which is why one kvmatch reads one stream. */
+static bool consumed_before(const struct kv_match *m, const struct kv_wire_ctx *ctx)
+{
+	return ctx->has_position && m->has_position && ctx->position <= m->position;
+}
+
 /* The stream position goes with every record read, applied or not, so
  * that a resume after it (kvnats -C --after) starts at the next one. */
 static void note_position(struct kv_match *m, const struct kv_wire_ctx *ctx)
@@ -556,6 +565,11 @@ static void note_position(struct kv_match *m, const struct kv_wire_ctx *ctx)
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
 {
 	struct rep r = { ctx, 0 };
+	if (consumed_before(m, ctx)) {
+		m->cur = 0;
+		report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
+		return false;
+	}
 	note_position(m, ctx);
 	m->st.records++;
 	kv_match_advance(m, ctx->recv_ns);
@@ -592,6 +606,8 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
 void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 {
 	struct rep r = { ctx, 0 };
+	if (consumed_before(m, ctx))
+		return;
 	note_position(m, ctx);
 	kv_match_advance(m, ctx->recv_ns);
 	m->cur = 0;

@@ -33,6 +33,7 @@ struct kv_js_sub {
 	struct kv_js_msg *msgs;
 	size_t capmsgs;
 	bool ack;
+	bool ephemeral;            /* deleted at the end: nobody can resume it */
 	char *stream, *name;
 };
 
@@ -403,6 +404,7 @@ int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct
 	struct kv_js_sub *sub = kv_xcalloc(1, sizeof *sub);
 	sub->k = k;
 	sub->ack = ack;
+	sub->ephemeral = o->durable == NULL;
 	sub->stream = kv_xstrdup(o->stream);
 	sub->name = name;
 	s = js_PullSubscribe(&sub->sub, k->js, o->filter ? o->filter : "", name, NULL, &so, &jerr);
@@ -476,7 +478,10 @@ void kv_js_unsubscribe(struct kv_js_sub *s)
 	if (!s)
 		return;
 	natsMsgList_Destroy(&s->list);
-	/* a durable stays on the server; an ephemeral goes when its interest does */
+	/* a durable stays on the server; an ephemeral goes now rather than
+	 * after the server's inactivity threshold */
+	if (s->ephemeral)
+		js_DeleteConsumer(s->k->js, s->stream, s->name, NULL, NULL);
 	natsSubscription_Destroy(s->sub);
 	free(s->msgs);
 	free(s->stream);
