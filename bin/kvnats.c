@@ -41,6 +41,7 @@ static const char usage[] =
 	"      --start-seq N         start at stream sequence N\n"
 	"      --start-time NS       start at the first message stored at or after NS (ns since 1970)\n"
 	"  -c, --count N             stop after N records\n"
+	"      --batch N             records fetched, then acknowledged once written (default 1024)\n"
 	"  -f, --follow              wait for new records at the end of the stream\n"
 	"      --bare                records as published, without their stream sequence\n"
 	"  -o, --output FILE         write to FILE instead of stdout\n"
@@ -57,7 +58,7 @@ static const char usage[] =
 
 enum {
 	OPT_STREAM = 256, OPT_REPLICAS, OPT_MAX_AGE, OPT_MAX_BYTES, OPT_DUP_WINDOW, OPT_DURABLE, OPT_FILTER,
-	OPT_AFTER, OPT_START_SEQ, OPT_START_TIME, OPT_BARE, OPT_FORMAT
+	OPT_AFTER, OPT_START_SEQ, OPT_START_TIME, OPT_BARE, OPT_FORMAT, OPT_BATCH
 };
 
 static const struct option longopts[] = {
@@ -77,6 +78,7 @@ static const struct option longopts[] = {
 	{ "start-seq", required_argument, NULL, OPT_START_SEQ },
 	{ "start-time", required_argument, NULL, OPT_START_TIME },
 	{ "count", required_argument, NULL, 'c' },
+	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "follow", no_argument, NULL, 'f' },
 	{ "bare", no_argument, NULL, OPT_BARE },
 	{ "output", required_argument, NULL, 'o' },
@@ -87,8 +89,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Records fetched at a time, and acknowledged together once written. */
-#define FETCH_BATCH 1024
 #define FETCH_WAIT_MS 1000
 
 struct options {
@@ -98,6 +98,7 @@ struct options {
 	struct kv_js_consumer_opts consume;
 	bool follow, bare, json;
 	uint64_t count;              /* -C stops after this many records; 0: no limit */
+	uint64_t batch;              /* records fetched at a time, acknowledged together once written */
 	bool stream_named;           /* -L lists that stream alone */
 	int quiet;
 };
@@ -124,7 +125,7 @@ static void check_mode(const struct options *o, bool produce_only, bool consume_
 	if (produce_only && o->mode != 'P')
 		kv_usage_error("-r, --replicas, --max-age, --max-bytes and --dup-window go with -P");
 	if (consume_only && o->mode != 'C')
-		kv_usage_error("--durable, --filter, --after, --start-seq, --start-time, -c, -f, --bare and -o go with -C");
+		kv_usage_error("--durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C");
 	if (list_only && o->mode != 'L')
 		kv_usage_error("--format goes with -L");
 	if (nfiles && o->mode != 'P')
@@ -140,6 +141,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	const char *env = getenv("NATS_URL");
 	o->servers = env && *env ? env : "nats://127.0.0.1:4222";
 	o->stream = "KVTOOLS";
+	o->batch = 1024;
 	o->create = (struct kv_js_stream_opts){ .replicas = 1, .max_age_ns = 604800ll * 1000000000ll,
 						 .max_bytes = 1ll << 30, .dup_window_ns = 120ll * 1000000000ll };
 	while ((c = getopt_long(argc, argv, "PCLs:r:c:fo:qhV", longopts, NULL)) != -1) {
@@ -213,6 +215,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'c':
 			if (!kv_parse_u64(optarg, 1, UINT64_MAX, &o->count))
 				kv_usage_error("-c: '%s' is not a count of 1 or more", optarg);
+			consume_only = true;
+			break;
+		case OPT_BATCH:
+			if (!kv_parse_u64(optarg, 1, 100000, &o->batch))
+				kv_usage_error("--batch: '%s' is not a number from 1 to 100000", optarg);
 			consume_only = true;
 			break;
 		case 'f': o->follow = true; consume_only = true; break;
@@ -474,8 +481,8 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 	}
 	for (;;) {
 		const struct kv_js_msg *msgs;
-		uint64_t left = c->o->count ? c->o->count - c->records : FETCH_BATCH;
-		int n = kv_js_fetch(sub, left < FETCH_BATCH ? (int)left : FETCH_BATCH, FETCH_WAIT_MS, &msgs, err, sizeof err);
+		uint64_t left = c->o->count ? c->o->count - c->records : c->o->batch;
+		int n = kv_js_fetch(sub, (int)(left < c->o->batch ? left : c->o->batch), FETCH_WAIT_MS, &msgs, err, sizeof err);
 		if (n < 0) {
 			kv_warn("%s", err);
 			return KV_EX_UNAVAILABLE;
@@ -514,19 +521,23 @@ static int consume(struct options *o, struct kv_js *js)
 		o->consume.start_seq = position_after(o->after);
 	}
 	struct kv_js_sub *sub = NULL;
-	uint64_t first = 0, last = 0, resumed = 0;
+	uint64_t first = 0, last = 0, floor = 0;
+	bool recreated = false;
 	int rc = kv_js_stream_range(js, o->stream, &first, &last, err, sizeof err);
 	if (rc == 0 && o->after && first > o->consume.start_seq && !o->quiet)
 		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s misses them",
 			o->stream, o->consume.start_seq, first - 1, o->after);
 	if (rc == 0)
-		rc = kv_js_subscribe(js, &o->consume, &sub, &resumed, err, sizeof err);
+		rc = kv_js_subscribe(js, &o->consume, &sub, &recreated, &floor, err, sizeof err);
 	if (rc) {
 		kv_warn("%s", err);
 		return rc;
 	}
-	if (resumed && !o->quiet)
-		kv_warn("stream %s: durable %s resumes at message %" PRIu64, o->stream, o->consume.durable, resumed);
+	if (recreated && !o->quiet && floor)
+		kv_warn("stream %s: durable %s resumes after message %" PRIu64 ", the last it acknowledged", o->stream,
+			o->consume.durable, floor);
+	else if (recreated && !o->quiet)
+		kv_warn("stream %s: durable %s starts again: it acknowledged nothing", o->stream, o->consume.durable);
 	struct kv_out out;
 	if (!kv_out_open(&out, o->output)) {
 		kv_warn_errno("%s", o->output);

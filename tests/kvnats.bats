@@ -121,9 +121,10 @@ wait_messages() {
 	capture 60
 	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
 	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -o whole.kvsnap
-	# the consumer blocks on a full pipe after 1 MB is read, and is killed there
+	# the consumer blocks on a full pipe after 1 MB is read, and is killed
+	# there, with some batches of 5 acknowledged and one written in part
 	mkfifo pipe
-	kvnats -C -q -s "$URL" --durable d1 > pipe & c=$!
+	kvnats -C -q -s "$URL" --durable d1 --batch 5 > pipe & c=$!
 	exec 5< pipe
 	head -c 1000000 <&5 > part.kvcap
 	kill -9 $c
@@ -136,9 +137,9 @@ wait_messages() {
 	assert_equal "$status" 65
 	run kvnats -L -s "$URL" --format json
 	assert_line --regexp '"consumer":"d1","durable":true,.*"unacked":[1-9]'
-	run --separate-stderr bash -c "kvnats -C -s '$URL' --durable d1 | kvmatch -q -r regs.jsonl --log none -i part.kvsnap -o resumed.kvsnap"
+	run --separate-stderr bash -c "set -o pipefail; kvnats -C -s '$URL' --durable d1 | kvmatch -q -r regs.jsonl --log none -i part.kvsnap -o resumed.kvsnap"
 	assert_success
-	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: durable d1 resumes at message 1"
+	assert_regex "${stderr_lines[0]}" '^kvnats: stream KVTOOLS: durable d1 resumes after message [1-9][0-9]*, the last it acknowledged$'
 	cmp resumed.kvsnap whole.kvsnap
 	# a durable that finished resumes after its last record: nothing more
 	run --separate-stderr kvnats -C -s "$URL" --durable d1 --bare -o rest.kvcap
@@ -255,7 +256,7 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	run --separate-stderr kvnats -P -C
 	assert_equal "${stderr_lines[0]}" "kvnats: -P and -C: choose one of -P, -C and -L"
 	run --separate-stderr kvnats -P --durable d
-	assert_equal "${stderr_lines[0]}" "kvnats: --durable, --filter, --after, --start-seq, --start-time, -c, -f, --bare and -o go with -C"
+	assert_equal "${stderr_lines[0]}" "kvnats: --durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C"
 	run --separate-stderr kvnats -C --start-seq 3 --after x.kvsnap
 	assert_equal "${stderr_lines[0]}" "kvnats: --after, --start-seq and --start-time: choose one"
 	run --separate-stderr kvnats -C --stream a.b

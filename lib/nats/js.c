@@ -347,7 +347,7 @@ static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o,
  * acknowledged message when some deliveries were never acknowledged
  * (JetStream would send those again after newer ones: out of order). */
 static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, jsConsumerInfo *ci, char **name,
-			 uint64_t *resumed_at, char *err, size_t errlen)
+			 bool *recreated, uint64_t *ack_floor, char *err, size_t errlen)
 {
 	const char *filter = ci->Config->FilterSubject ? ci->Config->FilterSubject : "";
 	if (o->filter && strcmp(o->filter, filter) != 0)
@@ -362,8 +362,9 @@ static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, j
 		cc.DeliverPolicy = js_DeliverByStartSequence;
 		cc.OptStartSeq = ci->AckFloor.Stream + 1;
 		cc.OptStartTime = 0;
-		*resumed_at = cc.OptStartSeq;
 	}
+	*recreated = true;
+	*ack_floor = ci->AckFloor.Stream;
 	jsErrCode jerr = 0;
 	natsStatus s = js_DeleteConsumer(k->js, o->stream, o->durable, NULL, &jerr);
 	if (s != NATS_OK)
@@ -372,11 +373,12 @@ static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, j
 	return create_consumer(k, o, &cc, name, err, errlen);
 }
 
-int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out, uint64_t *resumed_at,
-		    char *err, size_t errlen)
+int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out, bool *recreated,
+		    uint64_t *ack_floor, char *err, size_t errlen)
 {
 	uint64_t first, last;
-	*resumed_at = 0;
+	*recreated = false;
+	*ack_floor = 0;
 	int rc = kv_js_stream_range(k, o->stream, &first, &last, err, errlen);
 	if (rc)
 		return rc;
@@ -385,7 +387,7 @@ int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct
 	jsErrCode jerr = 0;
 	natsStatus s = o->durable ? js_GetConsumerInfo(&ci, k->js, o->stream, o->durable, NULL, &jerr) : NATS_NOT_FOUND;
 	if (s == NATS_OK)
-		rc = reuse_durable(k, o, ci, &name, resumed_at, err, errlen);
+		rc = reuse_durable(k, o, ci, &name, recreated, ack_floor, err, errlen);
 	else if (s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr)
 		rc = create_consumer(k, o, NULL, &name, err, errlen);
 	else

@@ -84,10 +84,10 @@ struct kv_js_sub;
 /* Creates or binds the consumer; 0, or 64 (a durable that filters another
  * subject), 66 (no such stream) or 69, with the reason in err.  A durable
  * with deliveries not acknowledged is created again after its last
- * acknowledged message, so that the stream comes in order; *resumed_at
- * says where a durable resumed (0: it was new or bound as it was). */
+ * acknowledged message (*ack_floor, the stream sequence of that message,
+ * 0 if none), so that the stream comes in order; *recreated says so. */
 int kv_js_subscribe(struct kv_js *js, const struct kv_js_consumer_opts *o, struct kv_js_sub **sub,
-		    uint64_t *resumed_at, char *err, size_t errlen);
+		    bool *recreated, uint64_t *ack_floor, char *err, size_t errlen);
 /* The consumer's messages not yet delivered; false with err on failure. */
 bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen);
 /* Up to max messages, waiting at most timeout_ms for the first; the
