@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 #include <string.h>
+/* the state on the stack: one digest per published message */
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
 static bool token_char(unsigned char c)
@@ -65,9 +67,8 @@ static void put_u64(XXH3_state_t *h, uint64_t v)
 
 void kv_js_msg_id(const struct kv_record *rec, const uint8_t *header, size_t header_len, char out[KV_JS_MSGID_LEN + 1])
 {
-	XXH3_state_t *h = XXH3_createState();
-	if (!h)
-		kv_die(KV_EX_SOFTWARE, "out of memory");
+	XXH3_state_t state, *h = &state;
+	XXH3_INITSTATE(h);
 	XXH3_128bits_reset(h);
 	char kind = 'h';
 	if (rec) {
@@ -92,7 +93,6 @@ void kv_js_msg_id(const struct kv_record *rec, const uint8_t *header, size_t hea
 		XXH3_128bits_update(h, header, header_len);
 	}
 	XXH128_hash_t d = XXH3_128bits_digest(h);
-	XXH3_freeState(h);
 	snprintf(out, KV_JS_MSGID_LEN + 1, "%c%016llx%016llx", kind, (unsigned long long)d.high64,
 		 (unsigned long long)d.low64);
 }

@@ -299,6 +299,7 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	assert_output --regexp "published, [0-9]+ stored, [0-9]+ duplicates, [0-9]+ retried, 0 lost$"
 	# kvsub got every record, and the stream holds each of them once
 	assert_equal "$(capdump cap.kvcap 2>/dev/null | wc -l)" "$n"
-	kvnats -C -q -s "$URLS" --stream R3 --bare -o got.kvcap
+	kvnats -C -s "$URLS" --stream R3 --bare -o got.kvcap 2> con.err
+	echo "# consumer: $(paste -sd" " con.err)" >&3
 	assert_equal "$(capdump got.kvcap 2>/dev/null | sort)" "$(capdump cap.kvcap 2>/dev/null | sort)"
 }

@@ -14,6 +14,9 @@
 /* An async publish not acknowledged within this is handed back for a retry. */
 #define ACK_WAIT_MS 5000
 #define API_WAIT_MS 5000
+/* What one fetch may bring at most, whatever its count: memory stays bounded
+ * with records of up to a server's max_payload each. */
+#define FETCH_MAX_BYTES (64 << 20)
 
 struct kv_js {
 	natsOptions *no;
@@ -30,11 +33,19 @@ struct kv_js_sub {
 	struct kv_js *k;
 	natsSubscription *sub;
 	natsMsgList list;
+	natsMsg *last;             /* the last message of list handed out: acknowledging it acknowledges all */
 	struct kv_js_msg *msgs;
 	size_t capmsgs;
 	bool ack;
 	bool ephemeral;            /* deleted at the end: nobody can resume it */
-	char *stream, *name;
+	char *stream, *name, *filter;
+	/* Delivery in order, as nats.go's ordered consumer: a message whose
+	 * consumer sequence skips one means a delivery was lost (a pull
+	 * request that expired on the way, a server that went away); the
+	 * consumer is then made again after the last message handed out. */
+	uint64_t last_cseq, last_sseq;
+	bool restart;
+	uint64_t restarts;
 };
 
 static int failf(char *err, size_t errlen, int status, const char *fmt, ...) KV_PRINTF(4, 5);
@@ -373,6 +384,22 @@ static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, j
 	return create_consumer(k, o, &cc, name, err, errlen);
 }
 
+static int bind(struct kv_js_sub *s, char *err, size_t errlen)
+{
+	jsSubOptions so;
+	jsSubOptions_Init(&so);
+	so.Stream = s->stream;
+	so.Consumer = s->name;
+	jsErrCode jerr = 0;
+	natsStatus st = js_PullSubscribe(&s->sub, s->k->js, s->filter, s->name, NULL, &so, &jerr);
+	if (st != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: cannot subscribe: %s", s->k->servers,
+			     s->stream, why(st));
+	return 0;
+}
+
+static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen);
+
 int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out, bool *recreated,
 		    uint64_t *ack_floor, char *err, size_t errlen)
 {
@@ -399,24 +426,56 @@ int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct
 		free(name);
 		return rc;
 	}
-	jsSubOptions so;
-	jsSubOptions_Init(&so);
-	so.Stream = o->stream;
-	so.Consumer = name;
 	struct kv_js_sub *sub = kv_xcalloc(1, sizeof *sub);
 	sub->k = k;
 	sub->ack = ack;
 	sub->ephemeral = o->durable == NULL;
 	sub->stream = kv_xstrdup(o->stream);
+	sub->filter = kv_xstrdup(o->filter ? o->filter : "");
 	sub->name = name;
-	s = js_PullSubscribe(&sub->sub, k->js, o->filter ? o->filter : "", name, NULL, &so, &jerr);
-	if (s != NATS_OK) {
+	rc = bind(sub, err, errlen);
+	if (rc) {
 		kv_js_unsubscribe(sub);
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: cannot subscribe: %s", k->servers,
-			     o->stream, why(s));
+		return rc;
 	}
 	*out = sub;
 	return 0;
+}
+
+/* The consumer made again, after the last message handed out. */
+static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
+{
+	struct kv_js *k = s->k;
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = js_GetConsumerInfo(&ci, k->js, s->stream, s->name, NULL, &jerr);
+	if (st != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: consumer %s: %s", k->servers, s->stream,
+			     s->name, why(st));
+	jsConsumerConfig cc = *ci->Config;
+	cc.DeliverPolicy = js_DeliverByStartSequence;
+	cc.OptStartSeq = s->last_sseq + 1;
+	cc.OptStartTime = 0;
+	if (s->ephemeral)
+		cc.Name = NULL;
+	natsMsgList_Destroy(&s->list);
+	memset(&s->list, 0, sizeof s->list);
+	s->last = NULL;
+	natsSubscription_Destroy(s->sub);
+	s->sub = NULL;
+	js_DeleteConsumer(k->js, s->stream, s->name, NULL, NULL);
+	struct kv_js_consumer_opts o = { .stream = s->stream };
+	char *name = NULL;
+	int rc = create_consumer(k, &o, &cc, &name, err, errlen);
+	jsConsumerInfo_Destroy(ci);
+	if (rc)
+		return rc;
+	free(s->name);
+	s->name = name;
+	s->last_cseq = 0;
+	s->restart = false;
+	s->restarts++;
+	return bind(s, err, errlen);
 }
 
 bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen)
@@ -433,12 +492,33 @@ bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t err
 	return true;
 }
 
-int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, char *err, size_t errlen)
+/* One pull request: what is there now (nowait), or the first message to
+ * come within timeout_ms. */
+static natsStatus pull(struct kv_js_sub *s, int max, bool nowait, int timeout_ms)
 {
 	natsMsgList_Destroy(&s->list);
 	memset(&s->list, 0, sizeof s->list);
-	jsErrCode jerr = 0;
-	natsStatus st = natsSubscription_Fetch(&s->list, s->sub, max, timeout_ms, &jerr);
+	jsFetchRequest req;
+	jsFetchRequest_Init(&req);
+	req.Batch = max;
+	req.MaxBytes = FETCH_MAX_BYTES;
+	req.NoWait = nowait;
+	req.Expires = (int64_t)timeout_ms * 1000000;
+	return natsSubscription_FetchRequest(&s->list, s->sub, &req);
+}
+
+int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, char *err, size_t errlen)
+{
+	if (s->restart && restart_after_gap(s, err, errlen))
+		return -1;
+	/* a waiting request returns when its batch is full or it expires: so
+	 * everything there is at once, and when nothing is, a wait for one */
+	natsStatus st = pull(s, max, true, timeout_ms);
+	if (st == NATS_OK && s->list.Count == 0)
+		st = NATS_TIMEOUT;
+	if (st == NATS_TIMEOUT || st == NATS_NOT_FOUND)
+		st = pull(s, 1, false, timeout_ms);
+	s->last = NULL;
 	if (st == NATS_TIMEOUT)
 		return 0;
 	if (st != NATS_OK) {
@@ -446,33 +526,49 @@ int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js
 		return -1;
 	}
 	s->msgs = kv_xgrow(s->msgs, &s->capmsgs, (size_t)s->list.Count, sizeof *s->msgs);
-	for (int i = 0; i < s->list.Count; i++) {
+	int n = 0;
+	for (int i = 0; i < s->list.Count && !s->restart; i++) {
 		natsMsg *m = s->list.Msgs[i];
 		jsMsgMetaData *md = NULL;
 		if (natsMsg_GetMetaData(&md, m) != NATS_OK) {
 			failf(err, errlen, 1, "%s: a message without JetStream metadata", s->k->servers);
 			return -1;
 		}
-		s->msgs[i] = (struct kv_js_msg){ (const uint8_t *)natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
-						 md->Sequence.Stream, md->NumPending };
+		uint64_t cseq = md->Sequence.Consumer;
+		if (s->last_cseq && cseq != s->last_cseq + 1) {
+			/* at or before the last one: sent again, already handed out */
+			s->restart = cseq > s->last_cseq;
+		} else {
+			s->msgs[n++] = (struct kv_js_msg){ (const uint8_t *)natsMsg_GetData(m),
+							   (size_t)natsMsg_GetDataLength(m), md->Sequence.Stream,
+							   md->NumPending };
+			s->last_cseq = cseq;
+			s->last_sseq = md->Sequence.Stream;
+			s->last = m;
+		}
 		jsMsgMetaData_Destroy(md);
 	}
 	*msgs = s->msgs;
-	return s->list.Count;
+	/* after a gap, the messages before it; the rest comes again */
+	return n == 0 && s->restart ? kv_js_fetch(s, max, timeout_ms, msgs, err, errlen) : n;
 }
 
 bool kv_js_ack(struct kv_js_sub *s, bool sync, char *err, size_t errlen)
 {
-	if (!s->ack || s->list.Count == 0)
+	if (!s->ack || !s->last)
 		return true;
-	natsMsg *last = s->list.Msgs[s->list.Count - 1];
 	jsErrCode jerr = 0;
-	natsStatus st = sync ? natsMsg_AckSync(last, NULL, &jerr) : natsMsg_Ack(last, NULL);
+	natsStatus st = sync ? natsMsg_AckSync(s->last, NULL, &jerr) : natsMsg_Ack(s->last, NULL);
 	if (st != NATS_OK) {
 		failf(err, errlen, 1, "%s: acknowledgement: %s", s->k->servers, why(st));
 		return false;
 	}
 	return true;
+}
+
+uint64_t kv_js_restarts(const struct kv_js_sub *s)
+{
+	return s->restarts;
 }
 
 void kv_js_unsubscribe(struct kv_js_sub *s)
@@ -482,12 +578,13 @@ void kv_js_unsubscribe(struct kv_js_sub *s)
 	natsMsgList_Destroy(&s->list);
 	/* a durable stays on the server; an ephemeral goes now rather than
 	 * after the server's inactivity threshold */
-	if (s->ephemeral)
+	if (s->ephemeral && s->name)
 		js_DeleteConsumer(s->k->js, s->stream, s->name, NULL, NULL);
 	natsSubscription_Destroy(s->sub);
 	free(s->msgs);
 	free(s->stream);
 	free(s->name);
+	free(s->filter);
 	free(s);
 }
 

@@ -91,11 +91,16 @@ int kv_js_subscribe(struct kv_js *js, const struct kv_js_consumer_opts *o, struc
 /* The consumer's messages not yet delivered; false with err on failure. */
 bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen);
 /* Up to max messages, waiting at most timeout_ms for the first; the
- * previous batch is released.  The count (0 on a timeout), or -1 with err. */
+ * previous batch is released.  The count (0 on a timeout), or -1 with err.
+ * Messages come in stream order, each once: a redelivery is left out, and
+ * after a lost one the consumer starts again behind the last handed out. */
 int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, char *err, size_t errlen);
 /* Acknowledges every message of the last batch (durables only; AckAll),
  * waiting for the server when sync; false with err on failure. */
 bool kv_js_ack(struct kv_js_sub *s, bool sync, char *err, size_t errlen);
+/* How often a lost delivery (a consumer sequence skipped) made the
+ * consumer start again after the last message handed out. */
+uint64_t kv_js_restarts(const struct kv_js_sub *s);
 void kv_js_unsubscribe(struct kv_js_sub *s);
 
 /* ---- listing ---- */
