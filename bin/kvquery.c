@@ -17,7 +17,7 @@
 #include "util.h"
 
 static const char usage[] =
-	"Usage: kvquery -s FILE.kvsnap [-s FILE.kvsnap]... [OPTION]... [FILE]...\n"
+	"Usage: kvquery -s FILE.kvsnap [OPTION]... [FILE]...\n"
 	"Answer prefix lookups from a kvmatch snapshot, one query per line, in the shape\n"
 	"of kv-conductor's /query.  A line is a /query body (token_ids), a /query_by_hash\n"
 	"body (block_hashes) or a bare token list ([1,2,3] or 1 2 3).  With no FILE, or\n"

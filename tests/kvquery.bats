@@ -258,3 +258,33 @@ setup() {
 	run --separate-stderr kvquery -s s.kvsnap --format xml
 	assert_equal "$status" 64
 }
+
+@test "several -s: shards with disjoint partitions answer as one snapshot of everything; shared partitions refused" {
+	for m in alpha beta; do
+		kvgen -q --workers 2 --dp 1 --block-size 64 --capacity 400 --limit 20 --model $m --seed ${#m} \
+			--registrations $m.jsonl --queries q-$m.jsonl -o $m.kvcap "$ROOT/share/traces/conversation-300.jsonl"
+	done
+	# beta's cluster on other hosts, its nodes named apart
+	LC_ALL=C sed 's#tcp://10\.0\.0\.#tcp://10.0.9.#g' beta.kvcap > b.kvcap
+	sed 's#tcp://10\.0\.0\.#tcp://10.0.9.#g; s#"node#"beta#' beta.jsonl > b.jsonl
+	cat alpha.jsonl b.jsonl > regs.jsonl
+	cat q-alpha.jsonl q-beta.jsonl > queries.jsonl
+	kvmatch -q -r regs.jsonl --log none -o a.kvsnap alpha.kvcap
+	kvmatch -q -r regs.jsonl --log none -o b.kvsnap b.kvcap
+	kvmatch -q -r regs.jsonl --log none -o all.kvsnap alpha.kvcap b.kvcap
+	kvquery -s all.kvsnap queries.jsonl > one.out
+	assert_equal "$(grep -c longest_matched one.out)" 40
+	run kvquery -s b.kvsnap -s a.kvsnap queries.jsonl
+	assert_success
+	assert_equal "$output" "$(cat one.out)"
+	run kvquery -s a.kvsnap -s b.kvsnap --route --format table queries.jsonl
+	assert_equal "$output" "$(kvquery -s all.kvsnap --route --format table queries.jsonl)"
+	# a query that names no model: only a single partition over all the shards would do
+	run --separate-stderr kvquery -s a.kvsnap -s b.kvsnap <<<'[1,2,3]'
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: stdin: line 1: no model in the query, no --model, and the snapshot holds several partitions"
+	run --separate-stderr kvquery -s a.kvsnap -s all.kvsnap queries.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: all.kvsnap: partition alpha/default is in a.kvsnap too: shards must hold disjoint partitions"
+	assert_equal "$output" ""
+}
