@@ -85,7 +85,7 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 		natsMsg_Destroy(msg);
 	} else {
 		/* kept for kv_js_publish to retry, on the main thread */
-		k->retry = kv_xgrow(k->retry, &k->capretry, k->nretry + 1, sizeof *k->retry);
+		k->retry = kv_xgrow(k->retry, &k->capretry, k->nretry + 1, sizeof *k->retry); // NOLINT(bugprone-sizeof-expression)
 		k->retry[k->nretry++] = msg;
 		k->st.retried++;
 		snprintf(k->st.last_error, sizeof k->st.last_error, "%s",
@@ -611,7 +611,7 @@ static int list_consumers(struct kv_js *k, const char *stream, const struct kv_j
 		return 0;
 	if (s != NATS_OK)
 		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: consumers: %s", k->servers, stream, why(s));
-	qsort(cl->List, (size_t)cl->Count, sizeof *cl->List, by_consumer_name);
+	qsort(cl->List, (size_t)cl->Count, sizeof *cl->List, by_consumer_name); // NOLINT(bugprone-sizeof-expression)
 	for (int i = 0; i < cl->Count; i++) {
 		const jsConsumerInfo *ci = cl->List[i];
 		const char *f = ci->Config->FilterSubject;
@@ -635,7 +635,7 @@ int kv_js_list(struct kv_js *k, const char *only, const struct kv_js_lister *l, 
 		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: streams: %s", k->servers, why(s));
 	int rc = only ? failf(err, errlen, KV_EX_NOINPUT, "%s: no stream %s", k->servers, only) : 0;
 	if (sl)
-		qsort(sl->List, (size_t)sl->Count, sizeof *sl->List, by_stream_name);
+		qsort(sl->List, (size_t)sl->Count, sizeof *sl->List, by_stream_name); // NOLINT(bugprone-sizeof-expression)
 	for (int i = 0; sl && i < sl->Count; i++) {
 		const jsStreamInfo *si = sl->List[i];
 		if (only && strcmp(only, si->Config->Name) != 0)
