@@ -34,6 +34,7 @@ static const char usage[] =
 	"      --max-age SECS        age limit of a stream kvnats creates (default 604800; 0: none)\n"
 	"      --max-bytes N         size limit of a stream kvnats creates (default 1073741824; -1: none)\n"
 	"      --dup-window SECS     its duplicate window (default 120)\n"
+	"      --retry SECS          retry a refused or unacknowledged publish SECS (default 20)\n"
 	"Consuming:\n"
 	"      --durable NAME        a durable consumer: a restart goes on after what was written\n"
 	"      --filter SUBJECT      only the records of SUBJECT (a partition: NAME.MODEL.TENANT.>)\n"
@@ -58,7 +59,7 @@ static const char usage[] =
 
 enum {
 	OPT_STREAM = 256, OPT_REPLICAS, OPT_MAX_AGE, OPT_MAX_BYTES, OPT_DUP_WINDOW, OPT_DURABLE, OPT_FILTER,
-	OPT_AFTER, OPT_START_SEQ, OPT_START_TIME, OPT_BARE, OPT_FORMAT, OPT_BATCH
+	OPT_AFTER, OPT_START_SEQ, OPT_START_TIME, OPT_BARE, OPT_FORMAT, OPT_BATCH, OPT_RETRY
 };
 
 static const struct option longopts[] = {
@@ -72,6 +73,7 @@ static const struct option longopts[] = {
 	{ "max-age", required_argument, NULL, OPT_MAX_AGE },
 	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
 	{ "dup-window", required_argument, NULL, OPT_DUP_WINDOW },
+	{ "retry", required_argument, NULL, OPT_RETRY },
 	{ "durable", required_argument, NULL, OPT_DURABLE },
 	{ "filter", required_argument, NULL, OPT_FILTER },
 	{ "after", required_argument, NULL, OPT_AFTER },
@@ -95,6 +97,7 @@ struct options {
 	char mode;                   /* 'P', 'C' or 'L' */
 	const char *servers, *stream, *regs, *output, *after;
 	struct kv_js_stream_opts create;
+	uint64_t retry_ns;
 	struct kv_js_consumer_opts consume;
 	bool follow, bare, json;
 	uint64_t count;              /* -C stops after this many records; 0: no limit */
@@ -123,7 +126,7 @@ static void check_mode(const struct options *o, bool produce_only, bool consume_
 	if (!o->mode)
 		kv_usage_error("no mode: -P (produce), -C (consume) or -L (list)");
 	if (produce_only && o->mode != 'P')
-		kv_usage_error("-r, --replicas, --max-age, --max-bytes and --dup-window go with -P");
+		kv_usage_error("-r, --replicas, --max-age, --max-bytes, --dup-window and --retry go with -P");
 	if (consume_only && o->mode != 'C')
 		kv_usage_error("--durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C");
 	if (list_only && o->mode != 'L')
@@ -142,6 +145,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->servers = env && *env ? env : "nats://127.0.0.1:4222";
 	o->stream = "KVTOOLS";
 	o->batch = 4096;
+	o->retry_ns = KV_JS_RETRY_NS;
 	o->create = (struct kv_js_stream_opts){ .replicas = 1, .max_age_ns = 604800ll * 1000000000ll,
 						 .max_bytes = 1ll << 30, .dup_window_ns = 120ll * 1000000000ll };
 	while ((c = getopt_long(argc, argv, "PCLs:r:c:fo:qhV", longopts, NULL)) != -1) {
@@ -183,6 +187,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->create.dup_window_ns = (int64_t)v;
 			produce_only = true;
 			break;
+		case OPT_RETRY:
+			if (!kv_parse_seconds(optarg, 86400, &o->retry_ns))
+				kv_usage_error("--retry: '%s' is not a number of seconds", optarg);
+			produce_only = true;
+			break;
 		case OPT_DURABLE:
 			if (!kv_js_name_ok(optarg))
 				kv_usage_error("--durable: '%s' is not 1 to 255 of A-Z a-z 0-9 _ -", optarg);
@@ -208,8 +217,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_START_TIME:
 			set_start(o, KV_JS_START_TIME);
-			if (!kv_parse_i64(optarg, 0, INT64_MAX, &o->consume.start_time_ns))
-				kv_usage_error("--start-time: '%s' is not nanoseconds since 1970", optarg);
+			if (!kv_parse_i64(optarg, 1, INT64_MAX, &o->consume.start_time_ns))
+				kv_usage_error("--start-time: '%s' is not nanoseconds since 1970 (1 or more)", optarg);
 			consume_only = true;
 			break;
 		case 'c':
@@ -339,7 +348,7 @@ static bool produce_file(struct produce *p, const char *path)
 	kv_cap_open(&r, fd, name);
 	struct kv_record rec;
 	enum kv_cap_status st;
-	while (!kv_stop_signal && (st = kv_cap_next(&r, &rec)) != KV_CAP_EOF && st != KV_CAP_STOPPED) {
+	while (!kv_stop_signal && !p->lost && (st = kv_cap_next(&r, &rec)) != KV_CAP_EOF && st != KV_CAP_STOPPED) {
 		if (st == KV_CAP_HEADER) {
 			publish_header(p, &rec);
 		} else if (st == KV_CAP_RECORD) {
@@ -362,6 +371,7 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 {
 	struct produce p = { .o = o, .js = js, .subj = { .o = o } };
 	char err[512];
+	kv_js_set_retry(js, o->retry_ns);
 	if (o->regs) {
 		int rc = kv_regs_load(o->regs, &p.subj.regs);
 		if (rc)
@@ -386,7 +396,7 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 	int unopened = 0;
 	if (nfiles == 0)
 		unopened += !produce_file(&p, "-");
-	for (int i = 0; i < nfiles && !kv_stop_signal; i++)
+	for (int i = 0; i < nfiles && !kv_stop_signal && !p.lost; i++)
 		unopened += !produce_file(&p, files[i]);
 	struct kv_js_pub_stats st;
 	if (!kv_js_publish_finish(js, &st))
@@ -395,8 +405,8 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 		kv_warn("stream %s: %" PRIu64 " published, %" PRIu64 " stored, %" PRIu64 " duplicates, %" PRIu64
 			" retried, %" PRIu64 " lost", o->stream, st.published, st.stored, st.duplicates, st.retried, st.lost);
 	if (p.lost)
-		kv_warn("%s: stream %s: %" PRIu64 " records not stored: %s", o->servers, o->stream, st.lost,
-			st.last_error);
+		kv_warn("%s: stream %s: %" PRIu64 " messages not stored (%s); the rest of the input was not read",
+			o->servers, o->stream, st.lost, st.last_error);
 	kv_out_free_mem(&p.packed);
 	subjects_free(&p.subj);
 	return p.lost ? KV_EX_UNAVAILABLE : unopened ? KV_EX_NOINPUT : p.bad ? KV_EX_DATAERR : 0;

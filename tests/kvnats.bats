@@ -58,6 +58,16 @@ capture() {
 		--registrations regs.jsonl --queries queries.jsonl -o in.kvcap "$TRACE"
 }
 
+# nats_request URL SUBJECT BODY: a request by the NATS protocol itself (as
+# another program would make it), its reply on stdout.
+nats_request() {
+	exec 4<> "/dev/tcp/127.0.0.1/${1##*:}"
+	printf 'CONNECT {"verbose":false,"headers":true}\r\nSUB _INBOX.t 1\r\nPUB %s _INBOX.t %d\r\n%s\r\nPING\r\n' \
+		"$2" "${#3}" "$3" >&4
+	timeout 10 bash -c 'while read -r l <&4; do case $l in MSG*) read -r l <&4; echo "$l" ;; PONG*) exit 0 ;; esac; done'
+	exec 4>&-
+}
+
 # Messages in stream $2 of servers $1.
 messages() { kvnats -L -s "$1" --stream "$2" --format json | jq -s '.[0].messages'; }
 
@@ -241,6 +251,12 @@ wait_messages() {
 	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: message $((n + 2)): not a kvcap record (bytes after the object); skipped"
 	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $n records written, 1 messages skipped"
 	cmp out.kvcap in.kvcap
+	# a stream whose subjects are not NAME.>: every publish refused, for --retry, then counted
+	nats_request "$URL" '$JS.API.STREAM.CREATE.ELSE' '{"name":"ELSE","subjects":["elsewhere.>"],"storage":"memory"}' > /dev/null
+	run --separate-stderr kvnats -P -s "$URL" --stream ELSE --retry 0.5 in.kvcap
+	assert_equal "$status" 69
+	assert_regex "${stderr_lines[0]}" '^kvnats: stream ELSE: ([0-9]+) published, 0 stored, 0 duplicates, [0-9]+ retried, \1 lost$'
+	assert_regex "${stderr_lines[1]}" "^kvnats: $URL: stream ELSE: [0-9]+ messages not stored \(No responders available for request\); the rest of the input was not read\$"
 	# a file that is no capture is reported, and nothing of it published
 	echo '{"a":1}' > bad.json
 	run --separate-stderr kvnats -P -s "$URL" bad.json
@@ -249,12 +265,41 @@ wait_messages() {
 kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 }
 
+@test "kvnats: -f follows the stream as it grows; --start-seq starts where asked" {
+	one_server
+	capture 10
+	kvnats -P -q -s "$URL" in.kvcap
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	kvnats -C -q -s "$URL" -f --bare -o live.kvcap & c=$!
+	# written and flushed as it comes: the whole stream, then the same again
+	i=0
+	until [ "$(capdump live.kvcap 2>/dev/null | wc -l)" -ge "$n" ]; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || false
+	done
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 10 --seed 9 -o more.kvcap "$TRACE"
+	kvnats -P -q -s "$URL" more.kvcap
+	m=$(capdump more.kvcap 2>/dev/null | wc -l)
+	i=0
+	until [ "$(capdump live.kvcap 2>/dev/null | wc -l)" -ge $((n + m)) ]; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || false
+	done
+	kill -TERM $c
+	wait_for $c 10
+	assert_equal "$status" 0
+	assert_equal "$(capdump live.kvcap 2>/dev/null)" "$(cat <(capdump in.kvcap 2>/dev/null) <(capdump more.kvcap 2>/dev/null))"
+	# the last record alone: its stream sequence is n + 1, after the header
+	assert_equal "$(kvnats -C -q -s "$URL" --start-seq $((n + 1)) -c 1 --bare | capdump 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null | tail -1)"
+	assert_equal "$(kvnats -C -q -s "$URL" --start-time 1 --bare | capdump 2>/dev/null | wc -l)" $((n + m))
+}
+
 @test "kvnats: usage errors" {
 	run --separate-stderr kvnats
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "kvnats: no mode: -P (produce), -C (consume) or -L (list)"
 	run --separate-stderr kvnats -P -C
 	assert_equal "${stderr_lines[0]}" "kvnats: -P and -C: choose one of -P, -C and -L"
+	run --separate-stderr kvnats -C --retry 3
+	assert_equal "${stderr_lines[0]}" "kvnats: -r, --replicas, --max-age, --max-bytes, --dup-window and --retry go with -P"
 	run --separate-stderr kvnats -P --durable d
 	assert_equal "${stderr_lines[0]}" "kvnats: --durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C"
 	run --separate-stderr kvnats -C --start-seq 3 --after x.kvsnap

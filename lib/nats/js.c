@@ -23,6 +23,8 @@ struct kv_js {
 	natsConnection *nc;
 	jsCtx *js;
 	char *servers;
+	uint64_t retry_ns;         /* how long a publish is retried */
+	bool given_up;             /* one was lost: the others are not retried */
 	pthread_mutex_t mu;        /* guards st and retry: acks arrive on a libnats thread */
 	struct kv_js_pub_stats st;
 	natsMsg **retry;
@@ -99,6 +101,7 @@ int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t err
 	struct kv_js *k = kv_xcalloc(1, sizeof *k);
 	pthread_mutex_init(&k->mu, NULL);
 	k->servers = kv_xstrdup(servers);
+	k->retry_ns = KV_JS_RETRY_NS;
 	*out = k;
 	const char *urls[64];
 	int n = 0;
@@ -208,11 +211,16 @@ int kv_js_ensure_stream(struct kv_js *k, const struct kv_js_stream_opts *o, bool
 
 /* ---- publishing ---- */
 
-/* One message, synchronously, until it is acknowledged or KV_JS_RETRY_NS
+void kv_js_set_retry(struct kv_js *k, uint64_t ns)
+{
+	k->retry_ns = ns;
+}
+
+/* One message, synchronously, until it is acknowledged or the retry time
  * has passed; takes the message. */
 static bool publish_until_acked(struct kv_js *k, natsMsg *m)
 {
-	uint64_t deadline = kv_monotonic_ns() + KV_JS_RETRY_NS;
+	uint64_t deadline = kv_monotonic_ns() + k->retry_ns;
 	unsigned delay = 50;
 	for (;;) {
 		jsPubOptions po;
@@ -230,8 +238,9 @@ static bool publish_until_acked(struct kv_js *k, natsMsg *m)
 		} else {
 			snprintf(k->st.last_error, sizeof k->st.last_error, "%s", why(s));
 		}
-		bool lost = s != NATS_OK && kv_monotonic_ns() > deadline;
+		bool lost = s != NATS_OK && (k->given_up || kv_monotonic_ns() > deadline);
 		k->st.lost += lost;
+		k->given_up |= lost;
 		pthread_mutex_unlock(&k->mu);
 		jsPubAck_Destroy(pa);
 		if (s == NATS_OK || lost) {
@@ -272,7 +281,7 @@ bool kv_js_publish(struct kv_js *k, const char *subject, const char *msg_id, con
 	pthread_mutex_lock(&k->mu);
 	k->st.published++;
 	pthread_mutex_unlock(&k->mu);
-	uint64_t deadline = kv_monotonic_ns() + KV_JS_RETRY_NS;
+	uint64_t deadline = kv_monotonic_ns() + k->retry_ns;
 	for (;;) {
 		natsStatus s = js_PublishMsgAsync(k->js, &m, &po);
 		if (s == NATS_OK)

@@ -5,8 +5,8 @@
  * streams and consumers.
  *
  * No publish is lost silently: each is acknowledged by the stream (stored,
- * or a duplicate of one stored), or is retried one at a time until
- * KV_JS_RETRY_NS has passed and then counted as lost.  Message ids make a
+ * or a duplicate of one stored), or is retried one at a time for the retry
+ * time (KV_JS_RETRY_NS unless set) and then counted as lost.  Message ids make a
  * retry of a message that was in fact stored a duplicate, not a second copy.
  *
  * This module is the only user of libnats.  It lives in lib/nats/, outside
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How long one publish is retried before it is counted as lost. */
+/* How long one publish is retried before it is counted as lost, by default. */
 #define KV_JS_RETRY_NS (20ull * 1000000000ull)
 
 struct kv_js;
@@ -49,10 +49,11 @@ struct kv_js_pub_stats {
 	uint64_t stored;          /* acknowledged as new */
 	uint64_t duplicates;      /* acknowledged as already stored (message id) */
 	uint64_t retried;         /* publishes that had to be retried */
-	uint64_t lost;            /* given up after KV_JS_RETRY_NS */
+	uint64_t lost;            /* given up after the retry time */
 	char last_error[200];
 };
 
+void kv_js_set_retry(struct kv_js *js, uint64_t ns);
 /* Publishes data (copied) on subject with the message id; retries as
  * described above.  False once a publish was lost. */
 bool kv_js_publish(struct kv_js *js, const char *subject, const char *msg_id, const void *data, size_t n);
