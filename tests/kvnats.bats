@@ -14,7 +14,7 @@ nats_server() {
 	nats-server -a 127.0.0.1 -p "$p" -n "$name" -js -sd "$T/js-$name" "$@" > "$T/$name.log" 2>&1 &
 	echo $! > "$T/$name.pid"
 	echo $! >> "$T/servers"
-	until grep -q 'Server is ready' "$T/$name.log"; do
+	until grep -qs 'Server is ready' "$T/$name.log"; do
 		sleep 0.05
 		i=$((i + 1))
 		[ $i -lt 200 ] || { echo "# $name not ready after 10 s" >&3; cat "$T/$name.log" >&3; return 1; }
@@ -99,6 +99,9 @@ wait_messages() {
 	run kvnats -L -s "$URL" --format json
 	assert_success
 	assert_line --index 0 --regexp "^\{\"stream\":\"KVTOOLS\",\"subjects\":\[\"KVTOOLS.>\"\],\"messages\":$((n + 1)),\"bytes\":[0-9]+,\"first_seq\":1,\"last_seq\":$((n + 1)),\"replicas\":1,\"consumers\":0\}$"
+	# such a capture published again travels as the records were first published
+	kvnats -P -q -s "$URL" --stream AGAIN pos.kvcap
+	kvnats -C -q -s "$URL" --stream AGAIN --bare | cmp - in.kvcap
 	# the subjects carry the partition: every source is registered for llama/default
 	assert_equal "$(kvnats -C -q -s "$URL" --filter 'KVTOOLS.llama.default.>' | capdump 2>/dev/null | wc -l)" "$n"
 	assert_equal "$(kvnats -C -q -s "$URL" --filter 'KVTOOLS._._.>' | capdump 2>/dev/null | wc -l)" 0
