@@ -248,6 +248,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 	check_mode(o, produce_only, consume_only, list_only, argc - optind);
 	o->consume.stream = o->stream;
+	/* before any server is asked, or a durable consumer made or moved */
+	if (o->mode == 'C' && (!o->output || strcmp(o->output, "-") == 0) && isatty(STDOUT_FILENO))
+		kv_usage_error("refusing to write a binary capture to a terminal (use -o FILE or a pipe)");
 }
 
 /* ---- producing ---------------------------------------------------------- */
@@ -557,10 +560,6 @@ static int consume(struct options *o, struct kv_js *js)
 		kv_warn_errno("%s", o->output);
 		kv_js_unsubscribe(sub);
 		return KV_EX_IOERR;
-	}
-	if (out.tty) {
-		kv_js_unsubscribe(sub);
-		kv_die(KV_EX_USAGE, "refusing to write a binary capture to a terminal (use -o FILE or a pipe)");
 	}
 	struct consume c = { .o = o, .out = &out };
 	msgpack_zone_init(&c.zone, 8192);

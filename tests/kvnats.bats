@@ -312,6 +312,10 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	run --separate-stderr kvnats -C x.kvcap
 	assert_equal "${stderr_lines[0]}" "kvnats: files to read go with -P"
 	assert_equal "$status" 64
+	# no server is asked: the terminal is refused first
+	run script -qec "$BIN/kvnats -C -s nats://127.0.0.1:1" /dev/null
+	assert_equal "$status" 64
+	assert_line --index 0 --partial "kvnats: refusing to write a binary capture to a terminal (use -o FILE or a pipe)"
 }
 
 @test "kvnats: an R3 stream on a three-server cluster keeps every record kvsub captured once, through a SIGKILL and a restart" {
