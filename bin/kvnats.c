@@ -255,7 +255,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 
 /* ---- producing ---------------------------------------------------------- */
 
-/* The subject of each source met, by the registrations' partitions. */
+/* The subject of each source met, by the registrations' partitions; at
+ * most this many remembered (emptied when full: a capture of ever new
+ * sources costs time, not memory). */
+#define SUBJECTS_KEPT 4096
+
 struct subjects {
 	const struct options *o;
 	struct kv_regs regs;
@@ -277,11 +281,22 @@ static const struct kv_reg *registration_of(const struct kv_regs *regs, const ch
 	return NULL;
 }
 
+static void subjects_forget(struct subjects *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->v[i].src);
+		free(s->v[i].subject);
+	}
+	s->n = 0;
+}
+
 static const char *subject_of(struct subjects *s, const struct kv_record *rec)
 {
 	for (size_t i = s->n; i-- > 0;)
 		if (strlen(s->v[i].src) == rec->src_len && memcmp(s->v[i].src, rec->src, rec->src_len) == 0)
 			return s->v[i].subject;
+	if (s->n == SUBJECTS_KEPT)
+		subjects_forget(s);
 	char *src = kv_xstrndup(rec->src, rec->src_len);
 	const struct kv_reg *r = registration_of(&s->regs, src);
 	s->v = kv_xgrow(s->v, &s->cap, s->n + 1, sizeof *s->v);
@@ -293,10 +308,7 @@ static const char *subject_of(struct subjects *s, const struct kv_record *rec)
 
 static void subjects_free(struct subjects *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->v[i].src);
-		free(s->v[i].subject);
-	}
+	subjects_forget(s);
 	free(s->v);
 	free(s->header);
 	kv_regs_free(&s->regs);
