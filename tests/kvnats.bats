@@ -201,15 +201,7 @@ wait_messages() {
 
 @test "kvnats: two shards filtered by model, and kvquery -s a -s b answers as one kvmatch over everything" {
 	one_server
-	for m in alpha beta; do
-		kvgen -q --workers 2 --dp 1 --block-size 64 --capacity 400 --limit 30 --model $m --seed ${#m} \
-			--registrations $m.jsonl --queries q-$m.jsonl -o $m.kvcap "$TRACE"
-	done
-	# beta's cluster on other hosts, its nodes named apart
-	LC_ALL=C sed 's#tcp://10\.0\.0\.#tcp://10.0.9.#g' beta.kvcap > b.kvcap
-	sed 's#tcp://10\.0\.0\.#tcp://10.0.9.#g; s#"node#"beta#' beta.jsonl > b.jsonl
-	cat alpha.jsonl b.jsonl > regs.jsonl
-	cat q-alpha.jsonl q-beta.jsonl > queries.jsonl
+	two_models 30
 	kvnats -P -q -s "$URL" -r regs.jsonl alpha.kvcap b.kvcap
 	kvnats -C -q -s "$URL" --filter 'KVTOOLS.alpha.>' | kvmatch -q -r regs.jsonl --log none -o a.kvsnap
 	kvnats -C -q -s "$URL" --filter 'KVTOOLS.beta.>' | kvmatch -q -r regs.jsonl --log none -o b.kvsnap

@@ -260,15 +260,7 @@ setup() {
 }
 
 @test "several -s: shards with disjoint partitions answer as one snapshot of everything; shared partitions refused" {
-	for m in alpha beta; do
-		kvgen -q --workers 2 --dp 1 --block-size 64 --capacity 400 --limit 20 --model $m --seed ${#m} \
-			--registrations $m.jsonl --queries q-$m.jsonl -o $m.kvcap "$ROOT/share/traces/conversation-300.jsonl"
-	done
-	# beta's cluster on other hosts, its nodes named apart
-	LC_ALL=C sed 's#tcp://10\.0\.0\.#tcp://10.0.9.#g' beta.kvcap > b.kvcap
-	sed 's#tcp://10\.0\.0\.#tcp://10.0.9.#g; s#"node#"beta#' beta.jsonl > b.jsonl
-	cat alpha.jsonl b.jsonl > regs.jsonl
-	cat q-alpha.jsonl q-beta.jsonl > queries.jsonl
+	two_models 20
 	kvmatch -q -r regs.jsonl --log none -o a.kvsnap alpha.kvcap
 	kvmatch -q -r regs.jsonl --log none -o b.kvsnap b.kvcap
 	kvmatch -q -r regs.jsonl --log none -o all.kvsnap alpha.kvcap b.kvcap
