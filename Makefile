@@ -101,6 +101,18 @@ $(PROGDIR)/kvstat: $(BUILD)/bin/kvstat.o $(BUILD)/lib/http/fetch.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS) $(LDLIBS_kvstat)
 
+# kvnats alone links libnats (NATS JetStream), the same way: its module is
+# lib/nats/js.c, outside LIB_SRC.
+NATS_CFLAGS   = $(shell pkg-config --cflags libnats 2>/dev/null)
+LDLIBS_kvnats = $(shell pkg-config --libs libnats 2>/dev/null || echo -lnats) -lpthread
+$(BUILD)/lib/nats/js.o: lib/nats/js.c lib/nats/js.h $(wildcard lib/*.h) $(BUILD)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(NATS_CFLAGS) -c -o $@ $<
+$(BUILD)/bin/kvnats.o: lib/nats/js.h
+$(PROGDIR)/kvnats: $(BUILD)/bin/kvnats.o $(BUILD)/lib/nats/js.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS) $(LDLIBS_kvnats)
+
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
@@ -142,9 +154,9 @@ fuzz: $(FUZZERS)
 # .cppcheck-suppressions and .clang-tidy; any finding fails.  clang-tidy runs
 # once per file into build/lint, so `make -j2 lint` uses both cores and a
 # second run only looks at what changed.
-LINT_SRC   = $(LIB_SRC) lib/http/fetch.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c
+LINT_SRC   = $(LIB_SRC) lib/http/fetch.c lib/nats/js.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c
 TIDY_FLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DKV_VERSION='"$(VERSION)"' \
-             -Ilib -Itests/unit $(PKG_CFLAGS) $(CURL_CFLAGS)
+             -Ilib -Itests/unit $(PKG_CFLAGS) $(CURL_CFLAGS) $(NATS_CFLAGS)
 CPPCHECK   = cppcheck --std=c11 --enable=warning,style,performance,portability --inline-suppr \
              --suppressions-list=.cppcheck-suppressions --error-exitcode=1 --quiet \
              -D__BYTE_ORDER__=1234 -D__ORDER_LITTLE_ENDIAN__=1234 -DKV_VERSION='"$(VERSION)"' -Ilib -Itests/unit
@@ -154,7 +166,7 @@ lint: deps
 	@$(MAKE) --no-print-directory $(LINT_SRC:%.c=build/lint/%.tidy)
 	@echo "lint: $(words $(LINT_SRC)) files clean (cppcheck, clang-tidy)"
 
-build/lint/%.tidy: %.c .clang-tidy $(wildcard lib/*.h lib/http/*.h)
+build/lint/%.tidy: %.c .clang-tidy $(wildcard lib/*.h lib/http/*.h lib/nats/*.h)
 	@mkdir -p $(@D)
 	clang-tidy --quiet $< -- $(TIDY_FLAGS)
 	@touch $@

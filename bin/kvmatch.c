@@ -276,6 +276,8 @@ static void snapshot_if_due(struct run *r, const struct kv_batch *b)
 
 static void handle(struct run *r, const struct kv_batch *b)
 {
+	if (kv_match_stream_duplicate(&r->m, &b->ctx, b->nev))
+		return;
 	snapshot_if_due(r, b);
 	if (b->error) {
 		report_problem(r, b, b->error);

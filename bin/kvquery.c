@@ -26,7 +26,8 @@ static const char usage[] =
 	"body (block_hashes) or a bare token list ([1,2,3] or 1 2 3).  With no FILE, or\n"
 	"when FILE is -, read standard input.\n"
 	"\n"
-	"  -s, --snapshot FILE.kvsnap  the snapshot to answer from (required)\n"
+	"  -s, --snapshot FILE.kvsnap  the snapshot to answer from (required); repeated, shards\n"
+	"                            whose partitions are disjoint, each query answered by its own\n"
 	"  -o, --output FILE         write the answers to FILE\n"
 	"      --model NAME          model of queries that name none\n"
 	"      --tenant NAME         tenant of queries that name none\n"
@@ -78,7 +79,9 @@ static const struct option longopts[] = {
 };
 
 struct options {
-	const char *snapshot, *output, *model, *tenant;
+	const char **snapshots;      /* -s, in order */
+	size_t nsnapshots;
+	const char *output, *model, *tenant;
 	uint64_t block_size;
 	bool route, explain, shared_pool, table, watch, timing;
 	bool rfc;                    /* --api mooncake */
@@ -120,9 +123,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 {
 	int c;
 	o->weights = KV_WEIGHTS_DEFAULT;
+	o->snapshots = kv_xcalloc((size_t)argc, sizeof *o->snapshots);
 	while ((c = getopt_long(argc, argv, "s:o:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': o->snapshot = optarg; break;
+		case 's': o->snapshots[o->nsnapshots++] = optarg; break;
 		case 'o': o->output = optarg; break;
 		case OPT_MODEL: o->model = optarg; break;
 		case OPT_TENANT: o->tenant = optarg; break;
@@ -154,16 +158,24 @@ static void parse_options(int argc, char **argv, struct options *o)
 		default: kv_try_help();
 		}
 	}
-	if (!o->snapshot)
+	if (!o->nsnapshots)
 		kv_usage_error("no snapshot (-s FILE.kvsnap)");
 }
+
+/* One -s snapshot: a shard when there are several (kvquery(1), Sharding). */
+struct shard {
+	const char *path;
+	struct kv_snap snap;
+	struct kv_qsource src;
+	struct stat snap_stat;
+};
 
 struct run {
 	const struct options *o;
 	struct kv_out *out;
-	struct kv_snap snap;
-	struct kv_qsource src;
-	struct stat snap_stat;
+	struct shard *shards;
+	size_t nshards;
+	struct shard *cur;       /* the shard that owns the partition of the query answered */
 	struct kv_querier *q;
 	struct kv_qparser *parser;
 	struct kv_qline line;
@@ -180,29 +192,85 @@ struct run {
 	size_t shown_cap;
 };
 
-static int load(struct run *r, bool fatal)
+/* Partition p of shard sh holds blocks: a partition kvmatch created for
+ * a registration alone holds none, and every shard given the same
+ * registrations has it. */
+static bool holds_blocks(const struct kv_snap *s, int64_t p)
+{
+	return p >= 0 && s->partitions[p].blocks_count > 0;
+}
+
+/* The shard other than skip whose partition of p's name holds blocks too,
+ * or NULL: p of s holds blocks. */
+static const struct shard *partition_owner(const struct run *r, const struct shard *skip, const struct kv_snap *s,
+					   size_t p)
+{
+	size_t mn, tn;
+	const char *m = kv_snap_string(s, s->partitions[p].model, &mn);
+	const char *t = kv_snap_string(s, s->partitions[p].tenant, &tn);
+	if (!holds_blocks(s, (int64_t)p))
+		return NULL;
+	for (size_t i = 0; i < r->nshards; i++)
+		if (&r->shards[i] != skip && r->shards[i].snap.data &&
+		    holds_blocks(&r->shards[i].snap, kv_snap_partition(&r->shards[i].snap, m, mn, t, tn)))
+			return &r->shards[i];
+	return NULL;
+}
+
+/* Shards answer for disjoint partitions: "model/tenant in two snapshots", or NULL. */
+static const char *shards_overlap(const struct run *r, const struct shard *sh, const struct kv_snap *s, char *buf,
+				  size_t n)
+{
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct shard *other = partition_owner(r, sh, s, p);
+		if (other) {
+			size_t mn, tn;
+			const char *m = kv_snap_string(s, s->partitions[p].model, &mn);
+			const char *t = kv_snap_string(s, s->partitions[p].tenant, &tn);
+			snprintf(buf, n, "partition %.*s/%.*s is in %s too: shards must hold disjoint partitions", (int)mn,
+				 m, (int)tn, t, other->path);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+static void measure_names(struct run *r)
+{
+	r->name_width = 8;
+	for (size_t k = 0; k < r->nshards; k++)
+		for (size_t i = 0; i < r->shards[k].snap.nworkers; i++)
+			if ((int)r->shards[k].snap.workers[i].instance_id.len > r->name_width)
+				r->name_width = (int)r->shards[k].snap.workers[i].instance_id.len;
+}
+
+static int load(struct run *r, struct shard *sh, bool fatal)
 {
 	struct kv_snap s;
 	char err[256];
 	/* the version before reading it: a change while it is read is seen next time */
 	struct stat version = { 0 };
-	stat(r->o->snapshot, &version);
-	if (!kv_snap_load(r->o->snapshot, &s, err, sizeof err)) {
+	stat(sh->path, &version);
+	const char *why = NULL;
+	if (!kv_snap_load(sh->path, &s, err, sizeof err))
+		why = err;
+	else if ((why = shards_overlap(r, sh, &s, err, sizeof err)) != NULL) {
+		kv_snap_unload(&s);
+		errno = 0;
+	}
+	if (why) {
 		if (!fatal) {
-			kv_warn("%s: %s (keeping the snapshot loaded before)", r->o->snapshot, err);
+			kv_warn("%s: %s (keeping the snapshot loaded before)", sh->path, why);
 			return -1;
 		}
-		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->snapshot, err);
+		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", sh->path, why);
 	}
-	kv_qsource_free(&r->src);
-	kv_snap_unload(&r->snap);
-	r->snap = s;
-	kv_qsource_snap(&r->src, &r->snap);
-	r->snap_stat = version;
-	r->name_width = 8;
-	for (size_t i = 0; i < s.nworkers; i++)
-		if ((int)s.workers[i].instance_id.len > r->name_width)
-			r->name_width = (int)s.workers[i].instance_id.len;
+	kv_qsource_free(&sh->src);
+	kv_snap_unload(&sh->snap);
+	sh->snap = s;
+	kv_qsource_snap(&sh->src, &sh->snap);
+	sh->snap_stat = version;
+	measure_names(r);
 	return 0;
 }
 
@@ -219,16 +287,16 @@ static bool same_version(const struct stat *a, const struct stat *b)
 /* --watch: kvmatch replaces the file by rename, others rewrite it in place;
  * either is a new version.  The snapshot in use is a copy in memory, so it
  * stays whole whatever the file goes through. */
-static void maybe_reload(struct run *r)
+static void maybe_reload(struct run *r, struct shard *sh)
 {
 	struct stat st;
-	if (stat(r->o->snapshot, &st) != 0)
+	if (stat(sh->path, &st) != 0)
 		return;
-	if (!same_version(&st, &r->snap_stat)) {
-		if (load(r, false) == 0 && r->o->verbose)
-			kv_warn("%s: reloaded", r->o->snapshot);
+	if (!same_version(&st, &sh->snap_stat)) {
+		if (load(r, sh, false) == 0 && r->o->verbose)
+			kv_warn("%s: reloaded", sh->path);
 		else
-			r->snap_stat = st; /* a bad file is not retried until it changes again */
+			sh->snap_stat = st; /* a bad file is not retried until it changes again */
 	}
 }
 
@@ -247,19 +315,49 @@ static void bad_line(struct run *r, const char *file, uint64_t lineno, const cha
 		kv_out_puts(r->out, "null\n");
 }
 
+/* The snapshot holding the only partition of all the snapshots, or NULL. */
+static const struct kv_snap *single_partition(const struct run *r)
+{
+	const struct kv_snap *only = NULL;
+	for (size_t i = 0; i < r->nshards; i++) {
+		if (r->shards[i].snap.npartitions > 1 || (only && r->shards[i].snap.npartitions))
+			return NULL;
+		if (r->shards[i].snap.npartitions)
+			only = &r->shards[i].snap;
+	}
+	return only;
+}
+
+/* The shard whose partition of that name holds blocks, else the first that
+ * has it (registered, empty): r->cur and the partition's index, or -1. */
+static void find_partition(struct run *r, struct kv_str model, struct kv_str tenant, int64_t *part)
+{
+	*part = -1;
+	for (size_t i = 0; i < r->nshards; i++) {
+		int64_t p = kv_snap_partition(&r->shards[i].snap, model.p, model.n, tenant.p, tenant.n);
+		if (p >= 0 && (*part < 0 || holds_blocks(&r->shards[i].snap, p))) {
+			r->cur = &r->shards[i];
+			*part = p;
+		}
+		if (holds_blocks(&r->shards[i].snap, p))
+			return;
+	}
+}
+
 /* Model, tenant and block size of a query: its own, the options', or the
- * single partition's; a tenant named nowhere is kv-conductor's "default". */
+ * single partition's; a tenant named nowhere is kv-conductor's "default".
+ * The shard that holds the partition answers (r->cur). */
 static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *part, size_t *bs)
 {
-	const struct kv_snap *s = &r->snap;
+	const struct kv_snap *s = single_partition(r);
 	struct kv_str model = { NULL, 0 }, tenant = { NULL, 0 };
 	if (q->has_model || r->o->model)
 		model.p = q->has_model ? q->model : r->o->model, model.n = strlen(model.p);
-	else if (s->npartitions == 1)
+	else if (s)
 		model.p = kv_snap_string(s, s->partitions[0].model, &model.n);
 	if (q->has_tenant || r->o->tenant)
 		tenant.p = q->has_tenant ? q->tenant : r->o->tenant, tenant.n = strlen(tenant.p);
-	else if (s->npartitions == 1)
+	else if (s)
 		tenant.p = kv_snap_string(s, s->partitions[0].tenant, &tenant.n);
 	else
 		tenant.p = "default", tenant.n = 7;
@@ -273,10 +371,11 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 		name = kv_partition_name(base, q->lora ? strlen(base) : model.n, q->salt, q->salt ? strlen(q->salt) : 0);
 		model.p = name, model.n = strlen(name);
 	}
-	*part = kv_snap_partition(s, model.p, model.n, tenant.p, tenant.n);
+	find_partition(r, model, tenant, part);
 	free(name);
 	if (*part < 0)
 		return "no such model and tenant in the snapshot (kv-conductor: 404 \"no indexer for model=M tenant=T\")";
+	s = &r->cur->snap;
 	*bs = q->has_block_size ? q->block_size : r->o->block_size ? r->o->block_size : s->partitions[*part].block_size;
 	if (*bs == 0)
 		return "no block_size in the query, no --block-size, and none known for the partition";
@@ -302,7 +401,7 @@ static void write_route(struct run *r, struct kv_str tenant, const struct kv_hit
 {
 	size_t len = 0;
 	int64_t dp = 0;
-	const char *inst = h ? kv_qsource_worker(&r->src, h->worker, &len, &dp) : NULL;
+	const char *inst = h ? kv_qsource_worker(&r->cur->src, h->worker, &len, &dp) : NULL;
 	if (r->o->table) {
 		if (h)
 			inst = shown(r, inst, &len);
@@ -335,7 +434,7 @@ static void write_explain(struct run *r, struct kv_str tenant, const struct kv_h
 		for (size_t i = 0; i < n; i++) {
 			size_t len;
 			int64_t dp;
-			const char *inst = shown(r, kv_qsource_worker(&r->src, hits[i].worker, &len, &dp), &len);
+			const char *inst = shown(r, kv_qsource_worker(&r->cur->src, hits[i].worker, &len, &dp), &len);
 			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %5u %5u %5u %7u/%-7zu %s%s\n",
 					 (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
 					 hits[i].npu, hits[i].cpu, hits[i].disk, hits[i].stop_at, nblocks,
@@ -352,7 +451,7 @@ static void write_explain(struct run *r, struct kv_str tenant, const struct kv_h
 		const struct kv_hit *h = &hits[i];
 		size_t len;
 		int64_t dp;
-		const char *inst = kv_qsource_worker(&r->src, h->worker, &len, &dp);
+		const char *inst = kv_qsource_worker(&r->cur->src, h->worker, &len, &dp);
 		p = jw_reserve(r->out, 320 + JW_STR_MAX(len));
 		p = jw_str(lit(p, i ? ",{\"instance_id\":" : "{\"instance_id\":"), inst, len);
 		p = jw_i64(lit(p, ",\"dp_rank\":"), dp);
@@ -374,7 +473,7 @@ static void write_table_rows(struct run *r, const struct kv_hit *hits, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
 		int64_t dp;
-		const char *inst = shown(r, kv_qsource_worker(&r->src, hits[i].worker, &len, &dp), &len);
+		const char *inst = shown(r, kv_qsource_worker(&r->cur->src, hits[i].worker, &len, &dp), &len);
 		if (r->o->shared_pool)
 			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u %5u %5u\n",
 				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
@@ -420,8 +519,8 @@ static void resolve_seq_hashes(struct run *r, const uint64_t *hashes, size_t nha
 	uint64_t parent = KV_CHAIN_ROOT;
 	const struct kv_snap_block *b;
 	/* a sequence hash names a whole prefix: it must follow the one before */
-	while (n < nhashes && kv_snap_ehash_chain(&r->snap, req->part, hashes[n], &r->chains[n]) &&
-	       (b = kv_snap_find(&r->snap, req->part, r->chains[n])) && b->parent == parent)
+	while (n < nhashes && kv_snap_ehash_chain(&r->cur->snap, req->part, hashes[n], &r->chains[n]) &&
+	       (b = kv_snap_find(&r->cur->snap, req->part, r->chains[n])) && b->parent == parent)
 		parent = r->chains[n++];
 	req->tokens = NULL;
 	req->locals = NULL;
@@ -452,7 +551,7 @@ static void only_instance(struct run *r, const struct kv_hit *hits, size_t n, co
 	int64_t dp;
 	*count = 0;
 	for (size_t i = 0; i < n; i++) {
-		const char *name = kv_qsource_worker(&r->src, hits[i].worker, &len, &dp);
+		const char *name = kv_qsource_worker(&r->cur->src, hits[i].worker, &len, &dp);
 		if (len != want || memcmp(name, inst, len) != 0)
 			continue;
 		if (!*count)
@@ -478,7 +577,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	}
 	/* the partition's tenant, whole: answers are keyed by it */
 	struct kv_str tenant;
-	tenant.p = kv_snap_string(&r->snap, r->snap.partitions[part].tenant, &tenant.n);
+	tenant.p = kv_snap_string(&r->cur->snap, r->cur->snap.partitions[part].tenant, &tenant.n);
 	struct kv_query req = { (uint32_t)part, bs, q->by_hash ? NULL : q->tokens, q->ntokens,
 				q->by_hash && !q->by_seq ? q->hashes : NULL, q->nhashes, NULL, 0 };
 	if (q->by_seq)
@@ -490,7 +589,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
 	size_t nhits, nblocks;
 	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
-	const struct kv_hit *hits = kv_query_run(r->q, &r->src, &req, &qo, &nhits, &nblocks);
+	const struct kv_hit *hits = kv_query_run(r->q, &r->cur->src, &req, &qo, &nhits, &nblocks);
 	const struct kv_hit *route = r->o->route ? kv_query_route(hits, nhits, &r->o->weights, r->q) : NULL;
 	if (r->o->timing) {
 		r->times = kv_xgrow(r->times, &r->captimes, r->ntimes + 1, sizeof *r->times);
@@ -507,9 +606,9 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	else if (r->o->table)
 		write_table_rows(r, hits, nhits, bs);
 	else if (r->o->rfc)
-		kv_query_write_rfc_answer(r->out, &r->src, tenant.p, tenant.n, hits + first, count, bs);
+		kv_query_write_rfc_answer(r->out, &r->cur->src, tenant.p, tenant.n, hits + first, count, bs);
 	else
-		kv_query_write_answer(r->out, &r->src, tenant.p, tenant.n, hits, nhits, bs, r->o->shared_pool);
+		kv_query_write_answer(r->out, &r->cur->src, tenant.p, tenant.n, hits, nhits, bs, r->o->shared_pool);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -555,8 +654,8 @@ static int read_input(struct run *r, const char *path)
 			kv_warn_errno("%s", name);
 			break;
 		}
-		if (r->o->watch)
-			maybe_reload(r);
+		for (size_t i = 0; r->o->watch && i < r->nshards; i++)
+			maybe_reload(r, &r->shards[i]);
 		if (st == KV_LINE_TOO_LONG)
 			bad_line(r, name, l.lineno, "line longer than 256 MiB");
 		else
@@ -568,25 +667,42 @@ static int read_input(struct run *r, const char *path)
 	return 0;
 }
 
+static void free_shards(struct run *r)
+{
+	for (size_t i = 0; i < r->nshards; i++) {
+		kv_qsource_free(&r->shards[i].src);
+		kv_snap_unload(&r->shards[i].snap);
+	}
+	free(r->shards);
+	free(r->o->snapshots);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
-	kv_out_refuse_input("-o", o.output, o.snapshot);
+	for (size_t i = 0; i < o.nsnapshots; i++)
+		kv_out_refuse_input("-o", o.output, o.snapshots[i]);
 	kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind));
 	struct kv_out out;
 	struct run r = { .o = &o, .out = &out };
-	uint64_t t0 = kv_monotonic_ns();
+	r.shards = kv_xcalloc(o.nsnapshots, sizeof *r.shards);
+	r.nshards = o.nsnapshots;
 	/* before -o truncates yesterday's answers: a bad snapshot leaves them be */
-	load(&r, true);
-	if (o.verbose)
-		kv_warn("%s: %zu blocks, %zu workers, %zu partitions loaded and checked in %.1f ms", o.snapshot,
-			r.snap.nblocks, r.snap.nworkers, r.snap.npartitions, (double)(kv_monotonic_ns() - t0) / 1e6);
+	for (size_t i = 0; i < r.nshards; i++) {
+		uint64_t t0 = kv_monotonic_ns();
+		struct shard *sh = &r.shards[i];
+		sh->path = o.snapshots[i];
+		load(&r, sh, true);
+		if (o.verbose)
+			kv_warn("%s: %zu blocks, %zu workers, %zu partitions loaded and checked in %.1f ms", sh->path,
+				sh->snap.nblocks, sh->snap.nworkers, sh->snap.npartitions,
+				(double)(kv_monotonic_ns() - t0) / 1e6);
+	}
 	if (!kv_out_open(&out, o.output)) {
 		kv_warn_errno("%s", o.output);
-		kv_snap_unload(&r.snap);
-		kv_qsource_free(&r.src);
+		free_shards(&r);
 		return KV_EX_IOERR;
 	}
 	r.q = kv_querier_new();
@@ -615,7 +731,6 @@ int main(int argc, char **argv)
 	free(r.chains);
 	free(r.seq);
 	kv_querier_free(r.q);
-	kv_qsource_free(&r.src);
-	kv_snap_unload(&r.snap);
+	free_shards(&r);
 	return status;
 }

@@ -27,7 +27,7 @@ static void check_line(struct kv_evjson_reader *r, struct kv_evjson_reader *agai
 	case KV_EVJSON_LOST:
 		break;
 	case KV_EVJSON_EVENT: {
-		struct kv_wire_ctx ctx = { e.src, e.topic, e.recv_ns, e.has_seq, e.seq, e.replayed };
+		struct kv_wire_ctx ctx = { e.src, e.topic, e.recv_ns, e.has_seq, e.seq, e.replayed, false, 0 };
 		evcheck_roundtrip(again, &e, &ctx);
 		break;
 	}

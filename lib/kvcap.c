@@ -67,6 +67,25 @@ void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, si
 		msgpack_pack_bin_with_body(&pk, frames[i].p, frames[i].n);
 }
 
+void kv_cap_write_positioned(struct kv_out *o, const struct kv_record *rec, uint64_t position)
+{
+	/* kvtools writers pack a record as a fixarray of 4: it becomes one of
+	 * 5 by its first byte; any other record is packed again. */
+	if (rec->raw_len > 0 && rec->raw[0] == 0x94) {
+		kv_out_reserve(o, rec->raw_len + 9);
+		kv_out_putc(o, (char)0x95);
+		kv_out_write(o, rec->raw + 1, rec->raw_len - 1);
+	} else {
+		uint64_t n = kv_cap_record_size(rec->recv_ns, rec->src_len, rec->flags, rec->frames, rec->nframes);
+		kv_out_reserve(o, n + 9);
+		kv_cap_write_record(o, rec->recv_ns, rec->src, rec->src_len, rec->flags, rec->frames, rec->nframes);
+		o->buf[o->len - n] = (char)0x95;
+	}
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, o, pack_to_out);
+	msgpack_pack_uint64(&pk, position);
+}
+
 /* MessagePack sizes of what kv_cap_write_record packs, as msgpack-c packs
  * them (the smallest form). */
 static uint64_t uint_size(uint64_t v)
@@ -168,6 +187,8 @@ static const char *take_record(const msgpack_object *o, struct kv_record *rec)
 	rec->src_len = e[1].via.str.size;
 	rec->flags = e[2].via.u64;
 	rec->nframes = e[3].via.array.size;
+	rec->has_position = o->via.array.size > 4 && e[4].type == MSGPACK_OBJECT_POSITIVE_INTEGER;
+	rec->position = rec->has_position ? e[4].via.u64 : 0;
 	for (size_t i = 0; i < rec->nframes; i++) {
 		const msgpack_object *f = &e[3].via.array.ptr[i];
 		if (f->type == MSGPACK_OBJECT_BIN) {
@@ -181,6 +202,37 @@ static const char *take_record(const msgpack_object *o, struct kv_record *rec)
 		}
 	}
 	return NULL;
+}
+
+/* Unpacks one object of a capture and says what it is; a header's "kvcap"
+ * value (in the zone) is left in *version for the reader to check. */
+static enum kv_cap_status classify(const uint8_t *p, size_t n, msgpack_zone *zone, struct kv_record *rec,
+				   const char **why, const msgpack_object **version)
+{
+	msgpack_zone_clear(zone);
+	msgpack_object o;
+	size_t used = 0;
+	if (msgpack_unpack((const char *)p, n, &used, zone, &o) < 0) {
+		*why = "undecodable object";
+		return KV_CAP_ERROR;
+	}
+	if (used != n) {
+		*why = "bytes after the object";
+		return KV_CAP_SKIP;
+	}
+	rec->raw = p;
+	rec->raw_len = n;
+	if (o.type == MSGPACK_OBJECT_MAP && (*version = header_version(&o)) != NULL)
+		return KV_CAP_HEADER;
+	*why = take_record(&o, rec);
+	return *why ? KV_CAP_SKIP : KV_CAP_RECORD;
+}
+
+enum kv_cap_status kv_cap_classify(const uint8_t *p, size_t n, msgpack_zone *zone, struct kv_record *rec,
+				   const char **why)
+{
+	const msgpack_object *version;
+	return classify(p, n, zone, rec, why, &version);
 }
 
 enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec)
@@ -205,16 +257,15 @@ enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec)
 	case KV_MPS_OBJECT:
 		break;
 	}
-	msgpack_zone_clear(&r->zone);
-	msgpack_object o;
-	size_t used = 0;
-	if (msgpack_unpack((const char *)p, n, &used, &r->zone, &o) < 0) {
+	const char *why = NULL;
+	const msgpack_object *version = NULL;
+	enum kv_cap_status st = classify(p, n, &r->zone, rec, &why, &version);
+	if (st == KV_CAP_ERROR) {
 		r->error_off = off;
 		snprintf(r->error, sizeof r->error, "byte %llu: undecodable object", (unsigned long long)off);
 		return KV_CAP_ERROR;
 	}
-	const msgpack_object *version = o.type == MSGPACK_OBJECT_MAP ? header_version(&o) : NULL;
-	if (version) {
+	if (st == KV_CAP_HEADER) {
 		if (!version_known(r, version, off))
 			return KV_CAP_ERROR;
 		r->started = true;
@@ -230,8 +281,7 @@ enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec)
 	}
 	rec->offset = off;
 	rec->number = ++r->records;
-	const char *why = take_record(&o, rec);
-	if (why) {
+	if (st == KV_CAP_SKIP) {
 		r->error_off = off;
 		snprintf(r->error, sizeof r->error, "record %llu (byte %llu): %s",
 			 (unsigned long long)rec->number, (unsigned long long)off, why);

@@ -2,7 +2,9 @@
  * A stream is MessagePack objects back to back: header maps
  * {"kvcap": 1, "tool": .., "start_ns": ..} (first, and again wherever captures
  * were concatenated) and records [recv_ns, src, flags, [frame, ...], ...].
- * This module also owns the one rule for which frame is the topic, the seq
+ * A fifth element, when it is an unsigned integer, is the record's position
+ * in the JetStream stream it was consumed from (kvnats -C, kvnats(1));
+ * other readers ignore it.  This module also owns the one rule for which frame is the topic, the seq
  * and the payload of a message. */
 #ifndef KV_KVCAP_H
 #define KV_KVCAP_H
@@ -36,6 +38,10 @@ struct kv_record {
 	uint64_t flags;
 	struct kv_frame frames[KV_CAP_MAX_FRAMES];
 	size_t nframes;
+	bool has_position;    /* a fifth element: the JetStream stream sequence */
+	uint64_t position;
+	const uint8_t *raw;   /* the record's bytes as read, until the next read */
+	size_t raw_len;
 	uint64_t offset;      /* stream offset of the record */
 	uint64_t number;      /* 1-based record number in this input */
 };
@@ -54,6 +60,9 @@ void kv_seq_encode(uint64_t seq, uint8_t out[8]);
 void kv_cap_write_header(struct kv_out *o, const char *tool, uint64_t start_ns);
 void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, size_t src_len,
 			 uint64_t flags, const struct kv_frame *frames, size_t nframes);
+/* Writes a record read as raw bytes with its stream position as a fifth
+ * element, replacing any fifth element it had (kvnats -C). */
+void kv_cap_write_positioned(struct kv_out *o, const struct kv_record *rec, uint64_t position);
 /* The bytes kv_cap_write_record writes for such a record (writers check it
  * against KV_CAP_MAX_RECORD, which readers enforce). */
 uint64_t kv_cap_record_size(uint64_t recv_ns, size_t src_len, uint64_t flags, const struct kv_frame *frames,
@@ -85,6 +94,12 @@ void kv_cap_close(struct kv_cap_reader *r);
  * capture: KV_CAP_ERROR with not_capture set, whatever follows (the one
  * rule for every reader: kvdecode, kvmatch, kvpub). */
 enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec);
+/* What one whole MessagePack object is: a header (rec->raw, raw_len set),
+ * a record (rec filled, pointing into zone and p), or anything else (KV_CAP_SKIP, with the
+ * reason in why; also for bytes that are no MessagePack object at all).
+ * The one rule kv_cap_next applies to each object of a stream. */
+enum kv_cap_status kv_cap_classify(const uint8_t *p, size_t n, msgpack_zone *zone, struct kv_record *rec,
+				   const char **why);
 /* True when the bytes look like the start of a kvcap stream (a map first). */
 bool kv_cap_sniff(const uint8_t *p, size_t n);
 

@@ -654,6 +654,27 @@ static void arrive(struct kv_match *m, struct kv_srcstat *src, const struct kv_w
 	m->st.time_jumps += suspect;
 }
 
+/* A record from a JetStream stream at or before the position reached:
+ * a consumer restarted after its last acknowledgement delivers it again,
+ * and it was applied (or refused) already.  Positions only grow within a
+ * stream, which is why one kvmatch reads one stream.  Otherwise the
+ * position goes with the record, applied or not, so that a resume after it
+ * (kvnats -C --after) starts at the next one. */
+bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
+{
+	if (!ctx->has_position)
+		return false;
+	if (m->has_position && ctx->position <= m->position) {
+		struct rep r = { ctx, 0 };
+		m->cur = 0;
+		report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
+		return true;
+	}
+	m->has_position = true;
+	m->position = ctx->position;
+	return false;
+}
+
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
 {
 	struct rep r = { ctx, 0 };
@@ -1000,7 +1021,7 @@ static uint32_t worker_of(struct kv_match *m, const struct kv_event *e)
 static void engine_event(struct kv_match *m, const struct kv_event *e)
 {
 	uint32_t w = worker_of(m, e);
-	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+	struct kv_wire_ctx ctx = kv_wire_ctx_of(e);
 	cur_diag(m)->engine = true;
 	if (w == KV_NO_WORKER) {
 		/* No worker could be inferred for it (KV_MAX_INFERRED_WORKERS). */
@@ -1202,7 +1223,7 @@ static void pool_event(struct kv_match *m, const struct kv_event *e)
 {
 	const struct kv_pool_sub *sub = kv_workers_pool(m->ws, e->src);
 	uint32_t part = pool_partition(m, e, sub);
-	struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+	struct kv_wire_ctx ctx = kv_wire_ctx_of(e);
 	struct rep r = { &ctx, part };
 	if (part == KV_NO_PARTITION) {
 		cur_diag(m)->pool = true;
@@ -1247,7 +1268,7 @@ void kv_match_event(struct kv_match *m, const struct kv_event *e)
 	m->st.events++;
 	note_lag(cur_diag(m), e);
 	if (m->o.log_mask & (1u << KV_ST_PARSED)) {
-		struct kv_wire_ctx ctx = { e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+		struct kv_wire_ctx ctx = kv_wire_ctx_of(e);
 		struct rep r = { &ctx, 0 };
 		report(m, &r, KV_ST_PARSED, KV_R_NONE, NULL, (int)e->medium, NULL, 0, e->nhashes);
 	} else {

@@ -133,6 +133,8 @@ struct kv_match {
 	size_t npm;
 	struct kv_pendpool pending;
 	uint64_t now;                    /* event time: the largest recv_ns taken (see record_time) */
+	bool has_position;               /* input came from a JetStream stream (kvnats -C): ... */
+	uint64_t position;               /* ... the sequence of its last record there */
 	uint64_t next_sweep;
 	uint64_t jump_ns;                /* recv_ns of the last record if it was suspect, else 0 */
 	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */
@@ -158,6 +160,11 @@ void kv_match_free(struct kv_match *m);
 /* A record arrives: advances event time, tracks its source's seq; false when
  * it is a replayed duplicate of a batch already applied (reported dropped). */
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);
+/* Whether a record read from a JetStream stream (kvnats -C) lies at or
+ * before the stream position reached: delivered again, it is reported
+ * dropped (duplicate) and none of its lines may be applied.  Called once per
+ * record, before its lines; false for a record without a position. */
+bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);
 void kv_match_event(struct kv_match *m, const struct kv_event *e);
 /* A record, or one event of it, that could not be decoded (reported
  * dropped: decode_error); further problems and events of the same record

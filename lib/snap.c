@@ -30,6 +30,7 @@ static const uint32_t record_sizes[KV_SEC_MAX] = {
 	[KV_SEC_OFFLOAD] = sizeof(struct kv_snap_offload),
 	[KV_SEC_PENDING] = sizeof(struct kv_snap_pending),
 	[KV_SEC_SOURCES] = sizeof(struct kv_snap_source),
+	[KV_SEC_STREAM] = sizeof(struct kv_snap_stream),
 };
 
 _Static_assert(sizeof(struct kv_snap_meta) == 64, "meta record");
@@ -268,6 +269,10 @@ static void build(struct snap_build *b, const struct kv_index *ix, const struct 
 	}
 	build_pending(b, ix, m);
 	build_sources(b, m);
+	if (m->has_position) {
+		struct kv_snap_stream st = { m->position, 0 };
+		buf_add(&b->sec[KV_SEC_STREAM], &st, sizeof st);
+	}
 }
 
 static bool write_all(int fd, const void *p, size_t n, XXH3_state_t *h)
@@ -292,11 +297,13 @@ static bool write_all(int fd, const void *p, size_t n, XXH3_state_t *h)
 
 static bool write_file(int fd, struct snap_build *b)
 {
-	uint32_t nsec = KV_SEC_MAX - 1;
+	/* the stream section only when there is a position: a snapshot of
+	 * files is byte for byte what kvtools wrote before it existed */
+	uint32_t nsec = b->sec[KV_SEC_STREAM].len ? KV_SEC_STREAM : KV_SEC_STREAM - 1;
 	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
 	uint8_t table[MAX_SECTIONS * TABLE_ENTRY];
 	static const uint8_t zeros[8];
-	for (uint32_t id = 1; id < KV_SEC_MAX; id++) {
+	for (uint32_t id = 1; id <= nsec; id++) {
 		off = (off + 7) & ~(uint64_t)7;
 		uint8_t *t = table + (id - 1) * TABLE_ENTRY;
 		uint32_t rs = record_sizes[id];
@@ -318,7 +325,7 @@ static bool write_file(int fd, struct snap_build *b)
 	XXH3_64bits_reset(h);
 	bool ok = write_all(fd, header, sizeof header, h) && write_all(fd, table, nsec * TABLE_ENTRY, h);
 	uint64_t at = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
-	for (uint32_t id = 1; ok && id < KV_SEC_MAX; id++) {
+	for (uint32_t id = 1; ok && id <= nsec; id++) {
 		size_t pad = (size_t)(((at + 7) & ~(uint64_t)7) - at);
 		ok = write_all(fd, zeros, pad, h) && write_all(fd, b->sec[id].p, b->sec[id].len, h);
 		at += pad + b->sec[id].len;
@@ -442,6 +449,9 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 	s->npending = count[KV_SEC_PENDING];
 	s->sources = ptr[KV_SEC_SOURCES];
 	s->nsources = count[KV_SEC_SOURCES];
+	if (count[KV_SEC_STREAM] > 1)
+		return fail(err, errlen, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
+	s->stream = count[KV_SEC_STREAM] ? ptr[KV_SEC_STREAM] : NULL;
 	return true;
 }
 
@@ -892,6 +902,10 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		st->rec_seq = st->seq.last;
 		st->rec = s->sources[i].last_record == 1 ? KV_REC_BATCH : s->sources[i].last_record == 2 ? KV_REC_BAD : KV_REC_NONE;
 	}
+	if (s->stream) {
+		m->has_position = true;
+		m->position = s->stream->last_seq;
+	}
 	if (s->meta->now_ns > m->now) {
 		m->now = s->meta->now_ns;
 		m->next_sweep = s->meta->next_sweep_ns;
@@ -1051,6 +1065,11 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 		q = jw_u64(lit(q, ",\"last_recv_ns\":"), r->last_recv_ns);
 		q = jw_u64(lit(q, ",\"gaps\":"), r->gaps);
 		q = jw_u64(lit(q, ",\"restarts\":"), r->restarts);
+		jw_done(o, lit(q, "}\n"));
+	}
+	if (s->stream) {
+		q = jw_reserve(o, 64);
+		q = jw_u64(lit(q, "{\"kind\":\"stream\",\"last_seq\":"), s->stream->last_seq);
 		jw_done(o, lit(q, "}\n"));
 	}
 }

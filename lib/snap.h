@@ -27,7 +27,9 @@
 
 enum kv_snap_section {
 	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_HOLDERS,
-	KV_SEC_EHASHES, KV_SEC_CONTENT, KV_SEC_OFFLOAD, KV_SEC_PENDING, KV_SEC_SOURCES, KV_SEC_MAX
+	KV_SEC_EHASHES, KV_SEC_CONTENT, KV_SEC_OFFLOAD, KV_SEC_PENDING, KV_SEC_SOURCES,
+	KV_SEC_STREAM,   /* written only when the input came from kvnats -C: readers before it skip it */
+	KV_SEC_MAX
 };
 
 /* On-disk records (little-endian, naturally aligned, no padding holes). */
@@ -63,6 +65,9 @@ struct kv_snap_source {
 	uint64_t last_recv_ns;           /* of its last batch: event lines that continue it are no new batch */
 };
 
+/* Where the input stopped in the JetStream stream it was consumed from. */
+struct kv_snap_stream { uint64_t last_seq, reserved; };
+
 /* A loaded, validated snapshot: views into the file's bytes, read into memory. */
 struct kv_snap {
 	void *data;
@@ -88,6 +93,7 @@ struct kv_snap {
 	size_t npending;
 	const struct kv_snap_source *sources;
 	size_t nsources;
+	const struct kv_snap_stream *stream;   /* NULL: no stream position */
 	/* per partition, a directory of where each top-bits prefix of the
 	 * chains starts (built by kv_snap_load, so that a lookup reads one
 	 * directory slot and a block or two); NULL: binary search */

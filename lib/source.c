@@ -204,6 +204,8 @@ static enum kv_source_status next_kvcap(struct kv_source *s, struct kv_batch *b,
 	b->ctx.has_seq = m.has_seq;
 	b->ctx.seq = m.seq;
 	b->ctx.replayed = rec.flags & KV_CAP_FLAG_REPLAYED;
+	b->ctx.has_position = rec.has_position;
+	b->ctx.position = rec.position;
 	decode_payload(s, b, m.payload.p, m.payload.n);
 	return KV_SOURCE_BATCH;
 }
@@ -278,7 +280,7 @@ static enum kv_source_status next_json(struct kv_source *s, struct kv_batch *b, 
 		return KV_SOURCE_BATCH;
 	}
 	if (js != KV_EVJSON_BAD)
-		b->ctx = (struct kv_wire_ctx){ e->src, e->topic, e->recv_ns, e->has_seq, e->seq, e->replayed };
+		b->ctx = kv_wire_ctx_of(e);
 	switch (js) {
 	case KV_EVJSON_BAD:
 		snprintf(s->error, sizeof s->error, "%s", kv_evjson_error(s->json));

@@ -2,7 +2,7 @@
 # Man pages, their examples, completions and the README, as users meet them.
 load helper
 
-PROGRAMS="kvsub kvdecode kvmatch kvquery kvgen kvpub kvstat"
+PROGRAMS="kvsub kvdecode kvmatch kvquery kvgen kvpub kvstat kvnats"
 
 # The man pages in a tree of their own, indexed, so that cross references resolve.
 mantree() {
@@ -91,6 +91,7 @@ mantree() {
 # run offline, each left out by a rule of its own:
 #   kvsub, kvpub, kvstat  subscribe to live publishers, bind fixed TCP ports
 #                         or scrape a cluster's HTTP endpoints;
+#   kvnats                talks to NATS servers (tests/kvnats.bats runs them);
 #   pkill                 signals a process such a pipeline started;
 #   --watch               runs until it is interrupted;
 #   conversation_trace, routing-experiment
@@ -99,7 +100,7 @@ offline_examples() {
 	awk '/^\.Sh EXAMPLES/ { ex = 1; next } /^\.Sh / { ex = 0 }
 	     ex && /^\.Bd -literal/ { blk = ""; inb = 1; next }
 	     inb && /^\.Ed/ { inb = 0
-		if (blk ~ /(^|[^a-z])(kvsub|kvpub|kvstat) /) next
+		if (blk ~ /(^|[^a-z])(kvsub|kvpub|kvstat|kvnats) /) next
 		if (blk ~ /(^|[^a-z])pkill /) next
 		if (blk ~ /--watch/) next
 		if (blk ~ /conversation_trace|routing-experiment/) next
@@ -184,6 +185,8 @@ complete_words() {
 	# kvgen reads no gzip: the trace is piped through zcat
 	assert_equal "$(complete_words 'kvgen ')" "c.jsonl "
 	assert_equal "$(complete_words 'kvsub --rep')" "--replay --replay-from --replay-timeout "
+	assert_equal "$(complete_words 'kvnats --after ')" "b.kvsnap "
+	assert_equal "$(complete_words 'kvnats --format ')" "json table "
 }
 
 @test "zsh completions parse" {

@@ -43,3 +43,19 @@ stop_bg() {
 	kill "$1" 2>/dev/null || true
 	wait "$1" 2>/dev/null || true
 }
+
+# two_models N: kvgen's traffic of two clusters, 2 nodes each, serving the
+# first N requests of the short trace: model alpha (alpha.kvcap), and model
+# beta on other hosts with its nodes named apart (b.kvcap); their
+# registrations (regs.jsonl) and queries (queries.jsonl), for sharding.
+two_models() {
+	local m
+	for m in alpha beta; do
+		kvgen -q --workers 2 --dp 1 --block-size 64 --capacity 400 --limit "$1" --model $m --seed ${#m} \
+			--registrations $m.jsonl --queries q-$m.jsonl -o $m.kvcap "$ROOT/share/traces/conversation-300.jsonl"
+	done
+	LC_ALL=C sed 's#tcp://10\.0\.0\.#tcp://10.0.9.#g' beta.kvcap > b.kvcap
+	sed 's#tcp://10\.0\.0\.#tcp://10.0.9.#g; s#"node#"beta#' beta.jsonl > b.jsonl
+	cat alpha.jsonl b.jsonl > regs.jsonl
+	cat q-alpha.jsonl q-beta.jsonl > queries.jsonl
+}

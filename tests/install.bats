@@ -11,6 +11,7 @@ load helper
 	assert_output "./usr/local/bin/kvdecode
 ./usr/local/bin/kvgen
 ./usr/local/bin/kvmatch
+./usr/local/bin/kvnats
 ./usr/local/bin/kvpub
 ./usr/local/bin/kvquery
 ./usr/local/bin/kvstat
@@ -18,6 +19,7 @@ load helper
 ./usr/local/share/bash-completion/completions/kvdecode
 ./usr/local/share/bash-completion/completions/kvgen
 ./usr/local/share/bash-completion/completions/kvmatch
+./usr/local/share/bash-completion/completions/kvnats
 ./usr/local/share/bash-completion/completions/kvpub
 ./usr/local/share/bash-completion/completions/kvquery
 ./usr/local/share/bash-completion/completions/kvstat
@@ -33,6 +35,7 @@ load helper
 ./usr/local/share/man/man1/kvdecode.1
 ./usr/local/share/man/man1/kvgen.1
 ./usr/local/share/man/man1/kvmatch.1
+./usr/local/share/man/man1/kvnats.1
 ./usr/local/share/man/man1/kvpub.1
 ./usr/local/share/man/man1/kvquery.1
 ./usr/local/share/man/man1/kvstat.1
@@ -43,12 +46,13 @@ load helper
 ./usr/local/share/zsh/site-functions/_kvdecode
 ./usr/local/share/zsh/site-functions/_kvgen
 ./usr/local/share/zsh/site-functions/_kvmatch
+./usr/local/share/zsh/site-functions/_kvnats
 ./usr/local/share/zsh/site-functions/_kvpub
 ./usr/local/share/zsh/site-functions/_kvquery
 ./usr/local/share/zsh/site-functions/_kvstat
 ./usr/local/share/zsh/site-functions/_kvsub"
 	# the installed programs run, the installed pages render
-	for p in kvsub kvdecode kvmatch kvquery kvgen kvpub kvstat; do
+	for p in kvsub kvdecode kvmatch kvquery kvgen kvpub kvstat kvnats; do
 		run usr/local/bin/$p --version
 		assert_success
 		assert_output --regexp "^$p [0-9.]+$"

@@ -511,3 +511,28 @@ A='{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_b
 	done
 	assert_equal "${lines[1]}" "1      $shown    0      384     3     0     0     0     0"
 }
+
+@test "several -s: shards with disjoint partitions answer as one snapshot of everything; shared partitions refused" {
+	two_models 20
+	kvmatch -q -r regs.jsonl --log none -o a.kvsnap alpha.kvcap
+	kvmatch -q -r regs.jsonl --log none -o b.kvsnap b.kvcap
+	kvmatch -q -r regs.jsonl --log none -o all.kvsnap alpha.kvcap b.kvcap
+	# both registered partitions in each shard: only one holds blocks, and it answers
+	assert_equal "$(kvmatch --dump a.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.blocks > 0)"')" "alpha true
+beta false"
+	kvquery -s all.kvsnap queries.jsonl > one.out
+	assert_equal "$(grep -c longest_matched one.out)" 40
+	run kvquery -s b.kvsnap -s a.kvsnap queries.jsonl
+	assert_success
+	assert_equal "$output" "$(cat one.out)"
+	run kvquery -s a.kvsnap -s b.kvsnap --route --format table queries.jsonl
+	assert_equal "$output" "$(kvquery -s all.kvsnap --route --format table queries.jsonl)"
+	# a query that names no model: only a single partition over all the shards would do
+	run --separate-stderr kvquery -s a.kvsnap -s b.kvsnap <<<'[1,2,3]'
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: stdin: line 1: no model in the query, no --model, and the snapshot holds several partitions"
+	run --separate-stderr kvquery -s a.kvsnap -s all.kvsnap queries.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: all.kvsnap: partition alpha/default is in a.kvsnap too: shards must hold disjoint partitions"
+	assert_equal "$output" ""
+}

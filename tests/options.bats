@@ -30,6 +30,7 @@ bad_options() {
 @test "kvgen: a bad option is reported as kvgen: ..." { bad_options kvgen; }
 @test "kvpub: a bad option is reported as kvpub: ..." { bad_options kvpub; }
 @test "kvstat: a bad option is reported as kvstat: ..." { bad_options kvstat; }
+@test "kvnats: a bad option is reported as kvnats: ..." { bad_options kvnats; }
 
 @test "a program run by a relative path names itself without the directory" {
 	cd "$ROOT"

@@ -1,0 +1,696 @@
+/* kvnats: kvcap records into and out of NATS JetStream. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "jsmsg.h"
+#include "jsonw.h"
+#include "kvcap.h"
+#include "nats/js.h"
+#include "out.h"
+#include "regs.h"
+#include "snap.h"
+#include "util.h"
+
+static const char usage[] =
+	"Usage: kvnats -P [OPTION]... [FILE]...\n"
+	"       kvnats -C [OPTION]...\n"
+	"       kvnats -L [OPTION]...\n"
+	"Move kvcap records into and out of a NATS JetStream stream.\n"
+	"\n"
+	"  -P, --produce             publish the records of the captures FILE (default: stdin)\n"
+	"  -C, --consume             write the stream's records to stdout as a kvcap stream\n"
+	"  -L, --list                list streams, their consumers and their lag\n"
+	"  -s, --server URL[,URL]... NATS servers (default: $NATS_URL, else nats://127.0.0.1:4222)\n"
+	"      --stream NAME         the stream (default KVTOOLS); its subjects are NAME.>\n"
+	"Producing:\n"
+	"  -r, --registrations FILE  put each record's model and tenant in its subject\n"
+	"      --replicas N          replicas of a stream kvnats creates (default 1)\n"
+	"      --max-age SECS        age limit of a stream kvnats creates (default 604800; 0: none)\n"
+	"      --max-bytes N         size limit of a stream kvnats creates (default 1073741824; -1: none)\n"
+	"      --dup-window SECS     its duplicate window (default 120)\n"
+	"      --retry SECS          retry a refused or unacknowledged publish SECS (default 20)\n"
+	"Consuming:\n"
+	"      --durable NAME        a durable consumer: a restart goes on after what was written\n"
+	"      --filter SUBJECT      only the records of SUBJECT (a partition: NAME.MODEL.TENANT.>)\n"
+	"      --after FILE.kvsnap   start where the input of that kvmatch snapshot ended\n"
+	"      --start-seq N         start at stream sequence N\n"
+	"      --start-time NS       start at the first message stored at or after NS (ns since 1970)\n"
+	"  -c, --count N             stop after N records\n"
+	"      --batch N             records fetched, then acknowledged once written (default 4096)\n"
+	"  -f, --follow              wait for new records at the end of the stream\n"
+	"      --bare                records as published, without their stream sequence\n"
+	"  -o, --output FILE         write to FILE instead of stdout\n"
+	"Listing:\n"
+	"      --format table|json   a table (default) or JSON lines\n"
+	"\n"
+	"  -q, --quiet               no warnings and no statistics on stderr\n"
+	"  -h, --help                show this help and exit\n"
+	"  -V, --version             show the version and exit\n"
+	"\n"
+	"Exit status: 0 success, 64 usage, 65 bad input (records skipped), 66 cannot open\n"
+	"a file or no such stream, 69 server unavailable or a publish lost, 70 internal\n"
+	"error (out of memory), 74 write error.\n"
+	"See kvnats(1).\n";
+
+enum {
+	OPT_STREAM = 256, OPT_REPLICAS, OPT_MAX_AGE, OPT_MAX_BYTES, OPT_DUP_WINDOW, OPT_DURABLE, OPT_FILTER,
+	OPT_AFTER, OPT_START_SEQ, OPT_START_TIME, OPT_BARE, OPT_FORMAT, OPT_BATCH, OPT_RETRY
+};
+
+static const struct option longopts[] = {
+	{ "produce", no_argument, NULL, 'P' },
+	{ "consume", no_argument, NULL, 'C' },
+	{ "list", no_argument, NULL, 'L' },
+	{ "server", required_argument, NULL, 's' },
+	{ "stream", required_argument, NULL, OPT_STREAM },
+	{ "registrations", required_argument, NULL, 'r' },
+	{ "replicas", required_argument, NULL, OPT_REPLICAS },
+	{ "max-age", required_argument, NULL, OPT_MAX_AGE },
+	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+	{ "dup-window", required_argument, NULL, OPT_DUP_WINDOW },
+	{ "retry", required_argument, NULL, OPT_RETRY },
+	{ "durable", required_argument, NULL, OPT_DURABLE },
+	{ "filter", required_argument, NULL, OPT_FILTER },
+	{ "after", required_argument, NULL, OPT_AFTER },
+	{ "start-seq", required_argument, NULL, OPT_START_SEQ },
+	{ "start-time", required_argument, NULL, OPT_START_TIME },
+	{ "count", required_argument, NULL, 'c' },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "bare", no_argument, NULL, OPT_BARE },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+#define FETCH_WAIT_MS 1000
+
+struct options {
+	char mode;                   /* 'P', 'C' or 'L' */
+	const char *servers, *stream, *regs, *output, *after;
+	struct kv_js_stream_opts create;
+	uint64_t retry_ns;
+	struct kv_js_consumer_opts consume;
+	bool follow, bare, json;
+	uint64_t count;              /* -C stops after this many records; 0: no limit */
+	uint64_t batch;              /* records fetched at a time, acknowledged together once written */
+	bool stream_named;           /* -L lists that stream alone */
+	int quiet;
+};
+
+static void set_mode(struct options *o, char m)
+{
+	if (o->mode && o->mode != m)
+		kv_usage_error("-%c and -%c: choose one of -P, -C and -L", o->mode, m);
+	o->mode = m;
+}
+
+static void set_start(struct options *o, enum kv_js_start s)
+{
+	if (o->consume.start != KV_JS_START_ALL || o->after)
+		kv_usage_error("--after, --start-seq and --start-time: choose one");
+	o->consume.start = s;
+}
+
+/* Options that belong to one mode are refused in the others. */
+static void check_mode(const struct options *o, bool produce_only, bool consume_only, bool list_only, int nfiles)
+{
+	if (!o->mode)
+		kv_usage_error("no mode: -P (produce), -C (consume) or -L (list)");
+	if (produce_only && o->mode != 'P')
+		kv_usage_error("-r, --replicas, --max-age, --max-bytes, --dup-window and --retry go with -P");
+	if (consume_only && o->mode != 'C')
+		kv_usage_error("--durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C");
+	if (list_only && o->mode != 'L')
+		kv_usage_error("--format goes with -L");
+	if (nfiles && o->mode != 'P')
+		kv_usage_error("files to read go with -P");
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	bool produce_only = false, consume_only = false, list_only = false;
+	uint64_t v;
+	int64_t i;
+	int c;
+	const char *env = getenv("NATS_URL");
+	o->servers = env && *env ? env : "nats://127.0.0.1:4222";
+	o->stream = "KVTOOLS";
+	o->batch = 4096;
+	o->retry_ns = KV_JS_RETRY_NS;
+	o->create = (struct kv_js_stream_opts){ .replicas = 1, .max_age_ns = 604800ll * 1000000000ll,
+						 .max_bytes = 1ll << 30, .dup_window_ns = 120ll * 1000000000ll };
+	while ((c = getopt_long(argc, argv, "PCLs:r:c:fo:qhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'P': case 'C': case 'L': set_mode(o, (char)c); break;
+		case 's':
+			if (!*optarg)
+				kv_usage_error("-s: no server");
+			o->servers = optarg;
+			break;
+		case OPT_STREAM:
+			if (!kv_js_name_ok(optarg))
+				kv_usage_error("--stream: '%s' is not 1 to 255 of A-Z a-z 0-9 _ -", optarg);
+			o->stream = optarg;
+			o->stream_named = true;
+			break;
+		case 'r': o->regs = optarg; produce_only = true; break;
+		case OPT_REPLICAS:
+			if (!kv_parse_u64(optarg, 1, 5, &v))
+				kv_usage_error("--replicas: '%s' is not a number from 1 to 5", optarg);
+			o->create.replicas = (int64_t)v;
+			produce_only = true;
+			break;
+		case OPT_MAX_AGE:
+			if (!kv_parse_seconds(optarg, 1e9, &v))
+				kv_usage_error("--max-age: '%s' is not a number of seconds", optarg);
+			o->create.max_age_ns = (int64_t)v;
+			produce_only = true;
+			break;
+		case OPT_MAX_BYTES:
+			if (!kv_parse_i64(optarg, -1, INT64_MAX, &i) || i == 0)
+				kv_usage_error("--max-bytes: '%s' is not a size in bytes (-1: no limit)", optarg);
+			o->create.max_bytes = i;
+			produce_only = true;
+			break;
+		case OPT_DUP_WINDOW:
+			if (!kv_parse_seconds(optarg, 1e6, &v) || v == 0)
+				kv_usage_error("--dup-window: '%s' is not a positive number of seconds", optarg);
+			o->create.dup_window_ns = (int64_t)v;
+			produce_only = true;
+			break;
+		case OPT_RETRY:
+			if (!kv_parse_seconds(optarg, 86400, &o->retry_ns))
+				kv_usage_error("--retry: '%s' is not a number of seconds", optarg);
+			produce_only = true;
+			break;
+		case OPT_DURABLE:
+			if (!kv_js_name_ok(optarg))
+				kv_usage_error("--durable: '%s' is not 1 to 255 of A-Z a-z 0-9 _ -", optarg);
+			o->consume.durable = optarg;
+			consume_only = true;
+			break;
+		case OPT_FILTER:
+			if (!*optarg || strchr(optarg, ' '))
+				kv_usage_error("--filter: '%s' is not a subject", optarg);
+			o->consume.filter = optarg;
+			consume_only = true;
+			break;
+		case OPT_AFTER:
+			set_start(o, KV_JS_START_SEQ);
+			o->after = optarg;
+			consume_only = true;
+			break;
+		case OPT_START_SEQ:
+			set_start(o, KV_JS_START_SEQ);
+			if (!kv_parse_u64(optarg, 1, UINT64_MAX, &o->consume.start_seq))
+				kv_usage_error("--start-seq: '%s' is not a stream sequence (1 or more)", optarg);
+			consume_only = true;
+			break;
+		case OPT_START_TIME:
+			set_start(o, KV_JS_START_TIME);
+			if (!kv_parse_i64(optarg, 1, INT64_MAX, &o->consume.start_time_ns))
+				kv_usage_error("--start-time: '%s' is not nanoseconds since 1970 (1 or more)", optarg);
+			consume_only = true;
+			break;
+		case 'c':
+			if (!kv_parse_u64(optarg, 1, UINT64_MAX, &o->count))
+				kv_usage_error("-c: '%s' is not a count of 1 or more", optarg);
+			consume_only = true;
+			break;
+		case OPT_BATCH:
+			if (!kv_parse_u64(optarg, 1, 100000, &o->batch))
+				kv_usage_error("--batch: '%s' is not a number from 1 to 100000", optarg);
+			consume_only = true;
+			break;
+		case 'f': o->follow = true; consume_only = true; break;
+		case OPT_BARE: o->bare = true; consume_only = true; break;
+		case 'o': o->output = optarg; consume_only = true; break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0)
+				kv_usage_error("--format: '%s' is not table or json", optarg);
+			o->json = strcmp(optarg, "json") == 0;
+			list_only = true;
+			break;
+		case 'q': o->quiet++; break;
+		case 'h': kv_print_help(usage);
+		case 'V': kv_print_version();
+		default: kv_try_help();
+		}
+	}
+	check_mode(o, produce_only, consume_only, list_only, argc - optind);
+	o->consume.stream = o->stream;
+	/* before any server is asked, or a durable consumer made or moved */
+	if (o->mode == 'C' && (!o->output || strcmp(o->output, "-") == 0) && isatty(STDOUT_FILENO))
+		kv_usage_error("refusing to write a binary capture to a terminal (use -o FILE or a pipe)");
+}
+
+/* ---- producing ---------------------------------------------------------- */
+
+/* The subject of each source met, by the registrations' partitions; at
+ * most this many remembered (emptied when full: a capture of ever new
+ * sources costs time, not memory). */
+#define SUBJECTS_KEPT 4096
+
+struct subjects {
+	const struct options *o;
+	struct kv_regs regs;
+	struct { char *src; char *subject; } *v;
+	size_t n, cap;
+	char *header;
+};
+
+static const struct kv_reg *registration_of(const struct kv_regs *regs, const char *src)
+{
+	for (size_t i = 0; i < regs->n; i++) {
+		const struct kv_reg *r = &regs->v[i];
+		if (r->endpoint && strcmp(r->endpoint, src) == 0)
+			return r;
+		for (int m = 0; m < KV_NMEDIA; m++)
+			if (r->medium_ep[m] && strcmp(r->medium_ep[m], src) == 0)
+				return r;
+	}
+	return NULL;
+}
+
+static void subjects_forget(struct subjects *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->v[i].src);
+		free(s->v[i].subject);
+	}
+	s->n = 0;
+}
+
+static const char *subject_of(struct subjects *s, const struct kv_record *rec)
+{
+	for (size_t i = s->n; i-- > 0;)
+		if (strlen(s->v[i].src) == rec->src_len && memcmp(s->v[i].src, rec->src, rec->src_len) == 0)
+			return s->v[i].subject;
+	if (s->n == SUBJECTS_KEPT)
+		subjects_forget(s);
+	char *src = kv_xstrndup(rec->src, rec->src_len);
+	const struct kv_reg *r = registration_of(&s->regs, src);
+	s->v = kv_xgrow(s->v, &s->cap, s->n + 1, sizeof *s->v);
+	s->v[s->n].src = src;
+	s->v[s->n].subject = kv_js_record_subject(s->o->stream, r ? r->model : NULL, r ? r->tenant : NULL, rec->src,
+						  rec->src_len);
+	return s->v[s->n++].subject;
+}
+
+static void subjects_free(struct subjects *s)
+{
+	subjects_forget(s);
+	free(s->v);
+	free(s->header);
+	kv_regs_free(&s->regs);
+}
+
+struct produce {
+	const struct options *o;
+	struct kv_js *js;
+	struct subjects subj;
+	struct kv_out packed;        /* a record packed again without its fifth element */
+	uint64_t bad;
+	bool lost;
+};
+
+static void publish_record(struct produce *p, const struct kv_record *rec)
+{
+	char id[KV_JS_MSGID_LEN + 1];
+	kv_js_msg_id(rec, NULL, 0, id);
+	const uint8_t *data = rec->raw;
+	size_t n = rec->raw_len;
+	if (n == 0 || data[0] != 0x94) {
+		/* the message is the record as kvtools writes it, whatever the file held */
+		p->packed.len = 0;
+		kv_cap_write_record(&p->packed, rec->recv_ns, rec->src, rec->src_len, rec->flags, rec->frames,
+				    rec->nframes);
+		data = (const uint8_t *)p->packed.buf;
+		n = p->packed.len;
+	}
+	if (!kv_js_publish(p->js, subject_of(&p->subj, rec), id, data, n))
+		p->lost = true;
+}
+
+static void publish_header(struct produce *p, const struct kv_record *rec)
+{
+	char id[KV_JS_MSGID_LEN + 1];
+	kv_js_msg_id(NULL, rec->raw, rec->raw_len, id);
+	if (!kv_js_publish(p->js, p->subj.header, id, rec->raw, rec->raw_len))
+		p->lost = true;
+}
+
+/* One capture; false when it could not be opened. */
+static bool produce_file(struct produce *p, const char *path)
+{
+	bool std = strcmp(path, "-") == 0;
+	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		kv_warn_errno("%s", path);
+		return false;
+	}
+	const char *name = std ? "stdin" : path;
+	struct kv_cap_reader r;
+	kv_cap_open(&r, fd, name);
+	struct kv_record rec;
+	enum kv_cap_status st;
+	while (!kv_stop_signal && !p->lost && (st = kv_cap_next(&r, &rec)) != KV_CAP_EOF && st != KV_CAP_STOPPED) {
+		if (st == KV_CAP_HEADER) {
+			publish_header(p, &rec);
+		} else if (st == KV_CAP_RECORD) {
+			publish_record(p, &rec);
+		} else {
+			p->bad++;
+			if (!p->o->quiet)
+				kv_warn("%s: %s%s", name, r.error, st == KV_CAP_SKIP ? "; skipped" : "");
+			if (st == KV_CAP_ERROR)
+				break;
+		}
+	}
+	kv_cap_close(&r);
+	if (!std)
+		close(fd);
+	return true;
+}
+
+static int produce(const struct options *o, struct kv_js *js, char **files, int nfiles)
+{
+	struct produce p = { .o = o, .js = js, .subj = { .o = o } };
+	char err[512];
+	kv_js_set_retry(js, o->retry_ns);
+	if (o->regs) {
+		int rc = kv_regs_load(o->regs, &p.subj.regs);
+		if (rc)
+			return rc;
+	}
+	p.subj.header = kv_js_header_subject(o->stream);
+	struct kv_js_stream_opts so = o->create;
+	char subjects[300];
+	snprintf(subjects, sizeof subjects, "%s.>", o->stream);
+	so.name = o->stream;
+	so.subjects = subjects;
+	bool created;
+	int rc = kv_js_ensure_stream(js, &so, &created, err, sizeof err);
+	if (rc) {
+		kv_warn("%s", err);
+		subjects_free(&p.subj);
+		return rc;
+	}
+	if (created && !o->quiet)
+		kv_warn("%s: created stream %s (%" PRId64 " replicas)", o->servers, o->stream, so.replicas);
+	kv_out_open_mem(&p.packed);
+	int unopened = 0;
+	if (nfiles == 0)
+		unopened += !produce_file(&p, "-");
+	for (int i = 0; i < nfiles && !kv_stop_signal && !p.lost; i++)
+		unopened += !produce_file(&p, files[i]);
+	struct kv_js_pub_stats st;
+	if (!kv_js_publish_finish(js, &st))
+		p.lost = true;
+	if (!o->quiet)
+		kv_warn("stream %s: %" PRIu64 " published, %" PRIu64 " stored, %" PRIu64 " duplicates, %" PRIu64
+			" retried, %" PRIu64 " lost", o->stream, st.published, st.stored, st.duplicates, st.retried, st.lost);
+	if (p.lost)
+		kv_warn("%s: stream %s: %" PRIu64 " messages not stored (%s); the rest of the input was not read",
+			o->servers, o->stream, st.lost, st.last_error);
+	kv_out_free_mem(&p.packed);
+	subjects_free(&p.subj);
+	return p.lost ? KV_EX_UNAVAILABLE : unopened ? KV_EX_NOINPUT : p.bad ? KV_EX_DATAERR : 0;
+}
+
+/* ---- consuming ---------------------------------------------------------- */
+
+/* The stream position a kvmatch snapshot recorded: where --after starts. */
+static uint64_t position_after(const char *path)
+{
+	struct kv_snap s;
+	char err[256];
+	if (!kv_snap_load(path, &s, err, sizeof err))
+		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", path, err);
+	bool has = s.stream != NULL;
+	uint64_t seq = has ? s.stream->last_seq : 0;
+	kv_snap_unload(&s);
+	if (!has)
+		kv_die(KV_EX_DATAERR, "%s: the snapshot records no stream position (its input was not kvnats -C, "
+			"or an older kvmatch wrote it); rebuild it: kvnats -C | kvmatch -o %s", path, path);
+	return seq + 1;
+}
+
+struct consume {
+	const struct options *o;
+	struct kv_out *out;
+	msgpack_zone zone;
+	bool header_done;
+	uint64_t records, skipped;
+};
+
+static void write_message(struct consume *c, const struct kv_js_msg *m)
+{
+	struct kv_record rec;
+	const char *why = NULL;
+	enum kv_cap_status st = kv_cap_classify(m->data, m->len, &c->zone, &rec, &why);
+	if (st == KV_CAP_HEADER) {
+		kv_out_write(c->out, m->data, m->len);
+		c->header_done = true;
+		return;
+	}
+	if (st != KV_CAP_RECORD) {
+		c->skipped++;
+		if (!c->o->quiet)
+			kv_warn("stream %s: message %" PRIu64 ": not a kvcap record (%s); skipped", c->o->stream,
+				m->stream_seq, why);
+		return;
+	}
+	if (!c->header_done) {
+		kv_cap_write_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns());
+		c->header_done = true;
+	}
+	c->records++;
+	if (c->o->bare)
+		kv_out_write(c->out, m->data, m->len);
+	else
+		kv_cap_write_positioned(c->out, &rec, m->stream_seq);
+}
+
+/* Fetches, writes, flushes and acknowledges until the end (the stream's
+ * last message when kvnats started, unless -f) or a signal. */
+static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_seq)
+{
+	char err[512];
+	uint64_t pending = 0;
+	if (!c->o->follow) {
+		if (!kv_js_pending(sub, &pending, err, sizeof err)) {
+			kv_warn("%s", err);
+			return KV_EX_UNAVAILABLE;
+		}
+		if (pending == 0)
+			return 0;
+	}
+	for (;;) {
+		const struct kv_js_msg *msgs;
+		uint64_t left = c->o->count ? c->o->count - c->records : c->o->batch;
+		int n = kv_js_fetch(sub, (int)(left < c->o->batch ? left : c->o->batch), FETCH_WAIT_MS, &msgs, err, sizeof err);
+		if (n < 0) {
+			kv_warn("%s", err);
+			return KV_EX_UNAVAILABLE;
+		}
+		bool done = kv_stop_signal != 0;
+		if (n == 0 && !done && !c->o->follow) {
+			if (!kv_js_pending(sub, &pending, err, sizeof err)) {
+				kv_warn("%s", err);
+				return KV_EX_UNAVAILABLE;
+			}
+			done = pending == 0;
+		}
+		/* the end: the stream's last message when kvnats started, or, as
+		 * a filter may leave that out, a fetch that found nothing while
+		 * the consumer has nothing pending (the number a message carries
+		 * can be behind in a cluster catching up: not trusted for this) */
+		for (int i = 0; i < n; i++) {
+			write_message(c, &msgs[i]);
+			if (!c->o->follow && msgs[i].stream_seq >= end_seq)
+				done = true;
+		}
+		done |= c->o->count && c->records >= c->o->count;
+		/* only what is written and flushed is acknowledged */
+		if (!kv_out_flush(c->out))
+			return 0;
+		if (n > 0 && !kv_js_ack(sub, done, err, sizeof err)) {
+			kv_warn("%s", err);
+			return KV_EX_UNAVAILABLE;
+		}
+		if (done)
+			return 0;
+	}
+}
+
+static int consume(struct options *o, struct kv_js *js)
+{
+	char err[512];
+	if (o->after) {
+		kv_out_refuse_input("-o", o->output, o->after);
+		o->consume.start_seq = position_after(o->after);
+	}
+	struct kv_js_sub *sub = NULL;
+	uint64_t first = 0, last = 0, floor = 0;
+	bool recreated = false;
+	int rc = kv_js_stream_range(js, o->stream, &first, &last, err, sizeof err);
+	if (rc == 0 && o->after && first > o->consume.start_seq && !o->quiet)
+		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s misses them",
+			o->stream, o->consume.start_seq, first - 1, o->after);
+	if (rc == 0)
+		rc = kv_js_subscribe(js, &o->consume, &sub, &recreated, &floor, err, sizeof err);
+	if (rc) {
+		kv_warn("%s", err);
+		return rc;
+	}
+	if (recreated && !o->quiet && floor)
+		kv_warn("stream %s: durable %s resumes after message %" PRIu64 ", the last it acknowledged", o->stream,
+			o->consume.durable, floor);
+	else if (recreated && !o->quiet)
+		kv_warn("stream %s: durable %s starts again: it acknowledged nothing", o->stream, o->consume.durable);
+	struct kv_out out;
+	if (!kv_out_open(&out, o->output)) {
+		kv_warn_errno("%s", o->output);
+		kv_js_unsubscribe(sub);
+		return KV_EX_IOERR;
+	}
+	struct consume c = { .o = o, .out = &out };
+	msgpack_zone_init(&c.zone, 8192);
+	rc = consume_loop(&c, sub, last);
+	if (!c.header_done && !kv_out_failed(&out))
+		kv_cap_write_header(&out, "kvnats " KV_VERSION, kv_realtime_ns());
+	if (kv_js_restarts(sub) && !o->quiet)
+		kv_warn("stream %s: deliveries lost on the way %" PRIu64 " times: fetched again in order", o->stream,
+			kv_js_restarts(sub));
+	kv_js_unsubscribe(sub);
+	msgpack_zone_destroy(&c.zone);
+	int closed = kv_out_close(&out);
+	if (!o->quiet)
+		kv_warn("stream %s: %" PRIu64 " records written, %" PRIu64 " messages skipped", o->stream, c.records,
+			c.skipped);
+	return closed ? closed : rc ? rc : c.skipped ? KV_EX_DATAERR : 0;
+}
+
+/* ---- listing ------------------------------------------------------------ */
+
+struct list {
+	struct kv_out *out;
+	bool json, header_done;
+};
+
+static char *lit(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static void table_header(struct list *l)
+{
+	if (l->header_done)
+		return;
+	l->header_done = true;
+	char row[200];
+	int n = snprintf(row, sizeof row, "%-16s %-16s %-24s %10s %10s %10s\n", "STREAM", "CONSUMER", "SUBJECT",
+			 "MESSAGES", "LAG", "UNACKED");
+	kv_out_write(l->out, row, (size_t)n);
+}
+
+static void list_stream(void *arg, const struct kv_js_stream_row *r)
+{
+	struct list *l = arg;
+	if (!l->json) {
+		table_header(l);
+		for (int i = 0; i < (r->nsubjects ? r->nsubjects : 1); i++) {
+			char row[1024];
+			int n = snprintf(row, sizeof row, "%-16s %-16s %-24s %10" PRIu64 " %10s %10s\n", r->name, "-",
+					 r->nsubjects ? r->subjects[i] : "-", r->messages, "-", "-");
+			kv_out_write(l->out, row, (size_t)(n < (int)sizeof row ? n : (int)sizeof row - 1));
+		}
+		return;
+	}
+	size_t need = 256 + JW_STR_MAX(strlen(r->name));
+	for (int i = 0; i < r->nsubjects; i++)
+		need += JW_STR_MAX(strlen(r->subjects[i])) + 1;
+	char *p = jw_reserve(l->out, need);
+	p = jw_str(lit(p, "{\"stream\":"), r->name, strlen(r->name));
+	p = lit(p, ",\"subjects\":[");
+	for (int i = 0; i < r->nsubjects; i++)
+		p = jw_str(i ? lit(p, ",") : p, r->subjects[i], strlen(r->subjects[i]));
+	p = jw_u64(lit(p, "],\"messages\":"), r->messages);
+	p = jw_u64(lit(p, ",\"bytes\":"), r->bytes);
+	p = jw_u64(lit(p, ",\"first_seq\":"), r->first_seq);
+	p = jw_u64(lit(p, ",\"last_seq\":"), r->last_seq);
+	p = jw_i64(lit(p, ",\"replicas\":"), r->replicas);
+	p = jw_i64(lit(p, ",\"consumers\":"), r->consumers);
+	jw_done(l->out, lit(p, "}\n"));
+}
+
+static void list_consumer(void *arg, const struct kv_js_consumer_row *r)
+{
+	struct list *l = arg;
+	if (!l->json) {
+		char row[1024];
+		int n = snprintf(row, sizeof row, "%-16s %-16s %-24s %10s %10" PRIu64 " %10" PRIu64 "\n", r->stream,
+				 r->name, r->filter ? r->filter : "-", "-", r->pending, r->ack_pending);
+		kv_out_write(l->out, row, (size_t)(n < (int)sizeof row ? n : (int)sizeof row - 1));
+		return;
+	}
+	size_t nf = r->filter ? strlen(r->filter) : 0;
+	char *p = jw_reserve(l->out, 256 + JW_STR_MAX(strlen(r->stream)) + JW_STR_MAX(strlen(r->name)) + JW_STR_MAX(nf));
+	p = jw_str(lit(p, "{\"stream\":"), r->stream, strlen(r->stream));
+	p = jw_str(lit(p, ",\"consumer\":"), r->name, strlen(r->name));
+	p = lit(p, r->durable ? ",\"durable\":true" : ",\"durable\":false");
+	p = r->filter ? jw_str(lit(p, ",\"filter\":"), r->filter, nf) : lit(p, ",\"filter\":null");
+	p = jw_u64(lit(p, ",\"lag\":"), r->pending);
+	p = jw_u64(lit(p, ",\"unacked\":"), r->ack_pending);
+	p = jw_u64(lit(p, ",\"delivered_seq\":"), r->delivered);
+	p = jw_u64(lit(p, ",\"ack_floor_seq\":"), r->ack_floor);
+	jw_done(l->out, lit(p, "}\n"));
+}
+
+static int list(const struct options *o, struct kv_js *js)
+{
+	struct kv_out out;
+	kv_out_open(&out, NULL);
+	struct list l = { .out = &out, .json = o->json };
+	struct kv_js_lister lister = { list_stream, list_consumer, &l };
+	char err[512];
+	int rc = kv_js_list(js, o->stream_named ? o->stream : NULL, &lister, err, sizeof err);
+	if (rc)
+		kv_warn("%s", err);
+	int closed = kv_out_close(&out);
+	return closed ? closed : rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	kv_set_prog(argv);
+	parse_options(argc, argv, &o);
+	kv_install_signals(false);
+	struct kv_js *js = NULL;
+	char err[512];
+	int rc = kv_js_connect(&js, o.servers, err, sizeof err);
+	if (rc)
+		kv_warn("%s", err);
+	else if (o.mode == 'P')
+		rc = produce(&o, js, argv + optind, argc - optind);
+	else if (o.mode == 'C')
+		rc = consume(&o, js);
+	else
+		rc = list(&o, js);
+	kv_js_close(js);
+	return rc;
+}

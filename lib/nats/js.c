@@ -1,0 +1,665 @@
+#include "js.h"
+#include "util.h"
+
+#include <nats/nats.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Async publishes in flight before js_PublishMsgAsync waits. */
+#define MAX_IN_FLIGHT 4096
+/* An async publish not acknowledged within this is handed back for a retry. */
+#define ACK_WAIT_MS 5000
+#define API_WAIT_MS 5000
+/* What one fetch may bring at most, whatever its count: memory stays bounded
+ * with records of up to a server's max_payload each. */
+#define FETCH_MAX_BYTES (64 << 20)
+
+struct kv_js {
+	natsOptions *no;
+	natsConnection *nc;
+	jsCtx *js;
+	char *servers;
+	uint64_t retry_ns;         /* how long a publish is retried */
+	bool given_up;             /* one was lost: the others are not retried */
+	pthread_mutex_t mu;        /* guards st and retry: acks arrive on a libnats thread */
+	struct kv_js_pub_stats st;
+	natsMsg **retry;
+	size_t nretry, capretry;
+};
+
+struct kv_js_sub {
+	struct kv_js *k;
+	natsSubscription *sub;
+	natsMsgList list;
+	natsMsg *last;             /* the last message of list handed out: acknowledging it acknowledges all */
+	struct kv_js_msg *msgs;
+	size_t capmsgs;
+	bool ack;
+	bool ephemeral;            /* deleted at the end: nobody can resume it */
+	char *stream, *name, *filter;
+	/* Delivery in order, as nats.go's ordered consumer: a message whose
+	 * consumer sequence skips one means a delivery was lost (a pull
+	 * request that expired on the way, a server that went away); the
+	 * consumer is then made again after the last message handed out. */
+	uint64_t last_cseq, last_sseq;
+	bool restart;
+	uint64_t restarts;
+};
+
+static int failf(char *err, size_t errlen, int status, const char *fmt, ...) KV_PRINTF(4, 5);
+static int failf(char *err, size_t errlen, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* libnats's own words for a failure: the JetStream error when there is one. */
+static const char *why(natsStatus s)
+{
+	natsStatus last;
+	const char *text = nats_GetLastError(&last);
+	return text && *text ? text : natsStatus_GetText(s);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+	(void)js;
+	struct kv_js *k = closure;
+	pthread_mutex_lock(&k->mu);
+	if (pa) {
+		if (pa->Duplicate)
+			k->st.duplicates++;
+		else
+			k->st.stored++;
+		natsMsg_Destroy(msg);
+	} else {
+		/* kept for kv_js_publish to retry, on the main thread */
+		k->retry = kv_xgrow(k->retry, &k->capretry, k->nretry + 1, sizeof *k->retry); // NOLINT(bugprone-sizeof-expression)
+		k->retry[k->nretry++] = msg;
+		k->st.retried++;
+		snprintf(k->st.last_error, sizeof k->st.last_error, "%s",
+			 pae && pae->ErrText ? pae->ErrText : natsStatus_GetText(pae ? pae->Err : NATS_ERR));
+	}
+	pthread_mutex_unlock(&k->mu);
+}
+
+int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t errlen)
+{
+	struct kv_js *k = kv_xcalloc(1, sizeof *k);
+	pthread_mutex_init(&k->mu, NULL);
+	k->servers = kv_xstrdup(servers);
+	k->retry_ns = KV_JS_RETRY_NS;
+	*out = k;
+	const char *urls[64];
+	int n = 0;
+	char *copy = kv_xstrdup(servers), *save = NULL;
+	for (char *t = strtok_r(copy, ",", &save); t && n < 64; t = strtok_r(NULL, ",", &save))
+		urls[n++] = t;
+	natsStatus s = natsOptions_Create(&k->no);
+	if (s == NATS_OK)
+		s = natsOptions_SetServers(k->no, urls, n);
+	free(copy);
+	if (s == NATS_OK)
+		s = natsOptions_SetNoRandomize(k->no, true);
+	if (s == NATS_OK)
+		s = natsOptions_SetTimeout(k->no, 2000);
+	/* a server of a cluster going away is a reconnection, not an end */
+	if (s == NATS_OK)
+		s = natsOptions_SetMaxReconnect(k->no, 240);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectWait(k->no, 250);
+	if (s == NATS_OK)
+		s = natsConnection_Connect(&k->nc, k->no);
+	if (s != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: cannot connect: %s", servers,
+			     s == NATS_NO_SERVER ? "no server answers" : why(s));
+	jsOptions jo;
+	jsOptions_Init(&jo);
+	jo.Wait = API_WAIT_MS;
+	jo.PublishAsync.MaxPending = MAX_IN_FLIGHT;
+	jo.PublishAsync.AckHandler = on_ack;
+	jo.PublishAsync.AckHandlerClosure = k;
+	jo.PublishAsync.StallWait = 1000;
+	s = natsConnection_JetStream(&k->js, k->nc, &jo);
+	if (s != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: JetStream: %s", servers, why(s));
+	return 0;
+}
+
+void kv_js_close(struct kv_js *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->nretry; i++)
+		natsMsg_Destroy(k->retry[i]);
+	free(k->retry);
+	jsCtx_Destroy(k->js);
+	if (k->nc)
+		natsConnection_Close(k->nc);
+	natsConnection_Destroy(k->nc);
+	natsOptions_Destroy(k->no);
+	pthread_mutex_destroy(&k->mu);
+	free(k->servers);
+	free(k);
+	/* the library's threads and memory, so that leak checkers see none */
+	nats_CloseAndWait(2000);
+}
+
+static bool stream_missing(natsStatus s, jsErrCode jerr)
+{
+	return s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr;
+}
+
+int kv_js_stream_range(struct kv_js *k, const char *name, uint64_t *first, uint64_t *last, char *err, size_t errlen)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_GetStreamInfo(&si, k->js, name, NULL, &jerr);
+	if (stream_missing(s, jerr))
+		return failf(err, errlen, KV_EX_NOINPUT, "%s: no stream %s", k->servers, name);
+	if (s != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: %s", k->servers, name, why(s));
+	*first = si->State.FirstSeq;
+	*last = si->State.LastSeq;
+	jsStreamInfo_Destroy(si);
+	return 0;
+}
+
+int kv_js_ensure_stream(struct kv_js *k, const struct kv_js_stream_opts *o, bool *created, char *err, size_t errlen)
+{
+	uint64_t first, last;
+	*created = false;
+	int rc = kv_js_stream_range(k, o->name, &first, &last, err, errlen);
+	if (rc != KV_EX_NOINPUT)
+		return rc;
+	jsStreamConfig cfg;
+	jsStreamConfig_Init(&cfg);
+	const char *subjects[1] = { o->subjects };
+	cfg.Name = o->name;
+	cfg.Subjects = subjects;
+	cfg.SubjectsLen = 1;
+	cfg.Storage = js_FileStorage;
+	cfg.Replicas = o->replicas;
+	cfg.MaxAge = o->max_age_ns;
+	cfg.MaxBytes = o->max_bytes;
+	cfg.Duplicates = o->dup_window_ns;
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_AddStream(&si, k->js, &cfg, NULL, &jerr);
+	jsStreamInfo_Destroy(si);
+	if (s == NATS_OK) {
+		*created = true;
+		return 0;
+	}
+	if (jerr == JSStreamNameExistErr) /* another producer created it meanwhile */
+		return 0;
+	return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: cannot create stream %s: %s", k->servers, o->name, why(s));
+}
+
+/* ---- publishing ---- */
+
+void kv_js_set_retry(struct kv_js *k, uint64_t ns)
+{
+	k->retry_ns = ns;
+}
+
+/* One message, synchronously, until it is acknowledged or the retry time
+ * has passed; takes the message. */
+static bool publish_until_acked(struct kv_js *k, natsMsg *m)
+{
+	uint64_t deadline = kv_monotonic_ns() + k->retry_ns;
+	unsigned delay = 50;
+	for (;;) {
+		jsPubOptions po;
+		jsPubOptions_Init(&po);
+		po.MaxWait = 2000;
+		jsPubAck *pa = NULL;
+		jsErrCode jerr = 0;
+		natsStatus s = js_PublishMsg(&pa, k->js, m, &po, &jerr);
+		pthread_mutex_lock(&k->mu);
+		if (s == NATS_OK) {
+			if (pa->Duplicate)
+				k->st.duplicates++;
+			else
+				k->st.stored++;
+		} else {
+			snprintf(k->st.last_error, sizeof k->st.last_error, "%s", why(s));
+		}
+		bool lost = s != NATS_OK && (k->given_up || kv_monotonic_ns() > deadline);
+		k->st.lost += lost;
+		k->given_up |= lost;
+		pthread_mutex_unlock(&k->mu);
+		jsPubAck_Destroy(pa);
+		if (s == NATS_OK || lost) {
+			natsMsg_Destroy(m);
+			return s == NATS_OK;
+		}
+		sleep_ms(delay);
+		delay = delay < 1000 ? delay * 2 : 1000;
+	}
+}
+
+/* Publishes again what the server refused or never acknowledged. */
+static bool retry_refused(struct kv_js *k)
+{
+	pthread_mutex_lock(&k->mu);
+	natsMsg **v = k->retry;
+	size_t n = k->nretry;
+	k->retry = NULL;
+	k->nretry = k->capretry = 0;
+	pthread_mutex_unlock(&k->mu);
+	bool ok = true;
+	for (size_t i = 0; i < n; i++)
+		ok &= publish_until_acked(k, v[i]);
+	free(v);
+	return ok;
+}
+
+bool kv_js_publish(struct kv_js *k, const char *subject, const char *msg_id, const void *data, size_t n)
+{
+	bool ok = retry_refused(k);
+	natsMsg *m = NULL;
+	if (natsMsg_Create(&m, subject, NULL, data, (int)n) != NATS_OK)
+		kv_die(KV_EX_SOFTWARE, "out of memory");
+	natsMsgHeader_Set(m, "Nats-Msg-Id", msg_id);
+	jsPubOptions po;
+	jsPubOptions_Init(&po);
+	po.MaxWait = ACK_WAIT_MS;
+	pthread_mutex_lock(&k->mu);
+	k->st.published++;
+	pthread_mutex_unlock(&k->mu);
+	uint64_t deadline = kv_monotonic_ns() + k->retry_ns;
+	for (;;) {
+		natsStatus s = js_PublishMsgAsync(k->js, &m, &po);
+		if (s == NATS_OK)
+			return ok;
+		/* NATS_TIMEOUT: MAX_IN_FLIGHT are waiting; others: the connection */
+		ok &= retry_refused(k);
+		if (s != NATS_TIMEOUT || kv_monotonic_ns() > deadline) {
+			pthread_mutex_lock(&k->mu);
+			k->st.retried++;
+			pthread_mutex_unlock(&k->mu);
+			return publish_until_acked(k, m) && ok;
+		}
+	}
+}
+
+bool kv_js_publish_finish(struct kv_js *k, struct kv_js_pub_stats *st)
+{
+	bool ok = true;
+	for (;;) {
+		ok &= retry_refused(k);
+		jsPubOptions po;
+		jsPubOptions_Init(&po);
+		po.MaxWait = ACK_WAIT_MS + 1000;
+		natsStatus s = js_PublishAsyncComplete(k->js, &po);
+		if (s != NATS_OK) {
+			natsMsgList pending = { 0 };
+			if (js_PublishAsyncGetPendingList(&pending, k->js) == NATS_OK) {
+				for (int i = 0; i < pending.Count; i++) {
+					pthread_mutex_lock(&k->mu);
+					k->st.retried++;
+					pthread_mutex_unlock(&k->mu);
+					ok &= publish_until_acked(k, pending.Msgs[i]);
+					pending.Msgs[i] = NULL;
+				}
+				natsMsgList_Destroy(&pending);
+			}
+		}
+		pthread_mutex_lock(&k->mu);
+		bool more = k->nretry > 0;
+		pthread_mutex_unlock(&k->mu);
+		if (s == NATS_OK && !more)
+			break;
+	}
+	pthread_mutex_lock(&k->mu);
+	*st = k->st;
+	pthread_mutex_unlock(&k->mu);
+	return ok && st->lost == 0;
+}
+
+/* ---- consuming ---- */
+
+static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o, const jsConsumerConfig *base,
+			   char **name, char *err, size_t errlen)
+{
+	jsConsumerConfig cc;
+	if (base) {
+		cc = *base;
+	} else {
+		jsConsumerConfig_Init(&cc);
+		cc.Durable = o->durable;
+		cc.FilterSubject = o->filter;
+		cc.AckPolicy = o->durable ? js_AckAll : js_AckNone;
+		cc.MaxAckPending = 100000;
+		cc.DeliverPolicy = o->start == KV_JS_START_SEQ ? js_DeliverByStartSequence :
+				   o->start == KV_JS_START_TIME ? js_DeliverByStartTime : js_DeliverAll;
+		cc.OptStartSeq = o->start == KV_JS_START_SEQ ? o->start_seq : 0;
+		cc.OptStartTime = o->start == KV_JS_START_TIME ? o->start_time_ns : 0;
+	}
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_AddConsumer(&ci, k->js, o->stream, &cc, NULL, &jerr);
+	if (stream_missing(s, jerr))
+		return failf(err, errlen, KV_EX_NOINPUT, "%s: no stream %s", k->servers, o->stream);
+	if (s != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: cannot create a consumer: %s", k->servers,
+			     o->stream, why(s));
+	*name = kv_xstrdup(ci->Name);
+	jsConsumerInfo_Destroy(ci);
+	return 0;
+}
+
+/* An existing durable: bound as it is, or created again after its last
+ * acknowledged message when some deliveries were never acknowledged
+ * (JetStream would send those again after newer ones: out of order). */
+static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, jsConsumerInfo *ci, char **name,
+			 bool *recreated, uint64_t *ack_floor, char *err, size_t errlen)
+{
+	const char *filter = ci->Config->FilterSubject ? ci->Config->FilterSubject : "";
+	if (o->filter && strcmp(o->filter, filter) != 0)
+		return failf(err, errlen, KV_EX_USAGE, "stream %s: durable %s filters '%s', not '%s'", o->stream,
+			     o->durable, filter, o->filter);
+	if (ci->Delivered.Stream <= ci->AckFloor.Stream && ci->NumAckPending == 0) {
+		*name = kv_xstrdup(o->durable);
+		return 0;
+	}
+	jsConsumerConfig cc = *ci->Config;
+	if (ci->AckFloor.Stream > 0) {
+		cc.DeliverPolicy = js_DeliverByStartSequence;
+		cc.OptStartSeq = ci->AckFloor.Stream + 1;
+		cc.OptStartTime = 0;
+	}
+	*recreated = true;
+	*ack_floor = ci->AckFloor.Stream;
+	jsErrCode jerr = 0;
+	natsStatus s = js_DeleteConsumer(k->js, o->stream, o->durable, NULL, &jerr);
+	if (s != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
+			     o->durable, why(s));
+	return create_consumer(k, o, &cc, name, err, errlen);
+}
+
+static int bind(struct kv_js_sub *s, char *err, size_t errlen)
+{
+	jsSubOptions so;
+	jsSubOptions_Init(&so);
+	so.Stream = s->stream;
+	so.Consumer = s->name;
+	jsErrCode jerr = 0;
+	natsStatus st = js_PullSubscribe(&s->sub, s->k->js, s->filter, s->name, NULL, &so, &jerr);
+	if (st != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: cannot subscribe: %s", s->k->servers,
+			     s->stream, why(st));
+	return 0;
+}
+
+static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen);
+
+int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out, bool *recreated,
+		    uint64_t *ack_floor, char *err, size_t errlen)
+{
+	uint64_t first, last;
+	*recreated = false;
+	*ack_floor = 0;
+	int rc = kv_js_stream_range(k, o->stream, &first, &last, err, errlen);
+	if (rc)
+		return rc;
+	char *name = NULL;
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = o->durable ? js_GetConsumerInfo(&ci, k->js, o->stream, o->durable, NULL, &jerr) : NATS_NOT_FOUND;
+	if (s == NATS_OK)
+		rc = reuse_durable(k, o, ci, &name, recreated, ack_floor, err, errlen);
+	else if (s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr)
+		rc = create_consumer(k, o, NULL, &name, err, errlen);
+	else
+		rc = failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
+			   o->durable, why(s));
+	bool ack = ci ? ci->Config->AckPolicy != js_AckNone : o->durable != NULL;
+	jsConsumerInfo_Destroy(ci);
+	if (rc) {
+		free(name);
+		return rc;
+	}
+	struct kv_js_sub *sub = kv_xcalloc(1, sizeof *sub);
+	sub->k = k;
+	sub->ack = ack;
+	sub->ephemeral = o->durable == NULL;
+	sub->stream = kv_xstrdup(o->stream);
+	sub->filter = kv_xstrdup(o->filter ? o->filter : "");
+	sub->name = name;
+	rc = bind(sub, err, errlen);
+	if (rc) {
+		kv_js_unsubscribe(sub);
+		return rc;
+	}
+	*out = sub;
+	return 0;
+}
+
+/* The consumer made again, after the last message handed out. */
+static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
+{
+	struct kv_js *k = s->k;
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = js_GetConsumerInfo(&ci, k->js, s->stream, s->name, NULL, &jerr);
+	if (st != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: consumer %s: %s", k->servers, s->stream,
+			     s->name, why(st));
+	jsConsumerConfig cc = *ci->Config;
+	cc.DeliverPolicy = js_DeliverByStartSequence;
+	cc.OptStartSeq = s->last_sseq + 1;
+	cc.OptStartTime = 0;
+	if (s->ephemeral)
+		cc.Name = NULL;
+	natsMsgList_Destroy(&s->list);
+	memset(&s->list, 0, sizeof s->list);
+	s->last = NULL;
+	natsSubscription_Destroy(s->sub);
+	s->sub = NULL;
+	js_DeleteConsumer(k->js, s->stream, s->name, NULL, NULL);
+	struct kv_js_consumer_opts o = { .stream = s->stream };
+	char *name = NULL;
+	int rc = create_consumer(k, &o, &cc, &name, err, errlen);
+	jsConsumerInfo_Destroy(ci);
+	if (rc)
+		return rc;
+	free(s->name);
+	s->name = name;
+	s->last_cseq = 0;
+	s->restart = false;
+	s->restarts++;
+	return bind(s, err, errlen);
+}
+
+bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen)
+{
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = js_GetConsumerInfo(&ci, s->k->js, s->stream, s->name, NULL, &jerr);
+	if (st != NATS_OK) {
+		failf(err, errlen, 1, "%s: consumer: %s", s->k->servers, why(st));
+		return false;
+	}
+	*pending = ci->NumPending;
+	jsConsumerInfo_Destroy(ci);
+	return true;
+}
+
+/* One pull request: what is there now (nowait), or the first message to
+ * come within timeout_ms. */
+static natsStatus pull(struct kv_js_sub *s, int max, bool nowait, int timeout_ms)
+{
+	natsMsgList_Destroy(&s->list);
+	memset(&s->list, 0, sizeof s->list);
+	jsFetchRequest req;
+	jsFetchRequest_Init(&req);
+	req.Batch = max;
+	req.MaxBytes = FETCH_MAX_BYTES;
+	req.NoWait = nowait;
+	req.Expires = (int64_t)timeout_ms * 1000000;
+	return natsSubscription_FetchRequest(&s->list, s->sub, &req);
+}
+
+int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, char *err, size_t errlen)
+{
+	if (s->restart && restart_after_gap(s, err, errlen))
+		return -1;
+	/* a waiting request returns when its batch is full or it expires: so
+	 * everything there is at once, and when nothing is, a wait for one */
+	natsStatus st = pull(s, max, true, timeout_ms);
+	if (st == NATS_OK && s->list.Count == 0)
+		st = NATS_TIMEOUT;
+	if (st == NATS_TIMEOUT || st == NATS_NOT_FOUND)
+		st = pull(s, 1, false, timeout_ms);
+	s->last = NULL;
+	if (st == NATS_TIMEOUT)
+		return 0;
+	if (st != NATS_OK) {
+		failf(err, errlen, 1, "%s: fetch: %s", s->k->servers, why(st));
+		return -1;
+	}
+	s->msgs = kv_xgrow(s->msgs, &s->capmsgs, (size_t)s->list.Count, sizeof *s->msgs);
+	int n = 0;
+	for (int i = 0; i < s->list.Count && !s->restart; i++) {
+		natsMsg *m = s->list.Msgs[i];
+		jsMsgMetaData *md = NULL;
+		if (natsMsg_GetMetaData(&md, m) != NATS_OK) {
+			failf(err, errlen, 1, "%s: a message without JetStream metadata", s->k->servers);
+			return -1;
+		}
+		uint64_t cseq = md->Sequence.Consumer;
+		if (s->last_cseq && cseq != s->last_cseq + 1) {
+			/* at or before the last one: sent again, already handed out */
+			s->restart = cseq > s->last_cseq;
+		} else {
+			s->msgs[n++] = (struct kv_js_msg){ (const uint8_t *)natsMsg_GetData(m),
+							   (size_t)natsMsg_GetDataLength(m), md->Sequence.Stream,
+							   md->NumPending };
+			s->last_cseq = cseq;
+			s->last_sseq = md->Sequence.Stream;
+			s->last = m;
+		}
+		jsMsgMetaData_Destroy(md);
+	}
+	*msgs = s->msgs;
+	/* after a gap, the messages before it; the rest comes again */
+	return n == 0 && s->restart ? kv_js_fetch(s, max, timeout_ms, msgs, err, errlen) : n;
+}
+
+bool kv_js_ack(struct kv_js_sub *s, bool sync, char *err, size_t errlen)
+{
+	if (!s->ack || !s->last)
+		return true;
+	jsErrCode jerr = 0;
+	natsStatus st = sync ? natsMsg_AckSync(s->last, NULL, &jerr) : natsMsg_Ack(s->last, NULL);
+	if (st != NATS_OK) {
+		failf(err, errlen, 1, "%s: acknowledgement: %s", s->k->servers, why(st));
+		return false;
+	}
+	return true;
+}
+
+uint64_t kv_js_restarts(const struct kv_js_sub *s)
+{
+	return s->restarts;
+}
+
+void kv_js_unsubscribe(struct kv_js_sub *s)
+{
+	if (!s)
+		return;
+	natsMsgList_Destroy(&s->list);
+	/* a durable stays on the server; an ephemeral goes now rather than
+	 * after the server's inactivity threshold */
+	if (s->ephemeral && s->name)
+		js_DeleteConsumer(s->k->js, s->stream, s->name, NULL, NULL);
+	natsSubscription_Destroy(s->sub);
+	free(s->msgs);
+	free(s->stream);
+	free(s->name);
+	free(s->filter);
+	free(s);
+}
+
+/* ---- listing ---- */
+
+static int by_stream_name(const void *a, const void *b)
+{
+	const jsStreamInfo *x = *(jsStreamInfo *const *)a, *y = *(jsStreamInfo *const *)b;
+	return strcmp(x->Config->Name, y->Config->Name);
+}
+
+static int by_consumer_name(const void *a, const void *b)
+{
+	const jsConsumerInfo *x = *(jsConsumerInfo *const *)a, *y = *(jsConsumerInfo *const *)b;
+	return strcmp(x->Name, y->Name);
+}
+
+static int list_consumers(struct kv_js *k, const char *stream, const struct kv_js_lister *l, char *err, size_t errlen)
+{
+	jsConsumerInfoList *cl = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_Consumers(&cl, k->js, stream, NULL, &jerr);
+	if (s == NATS_NOT_FOUND)
+		return 0;
+	if (s != NATS_OK)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: consumers: %s", k->servers, stream, why(s));
+	qsort(cl->List, (size_t)cl->Count, sizeof *cl->List, by_consumer_name); // NOLINT(bugprone-sizeof-expression)
+	for (int i = 0; i < cl->Count; i++) {
+		const jsConsumerInfo *ci = cl->List[i];
+		const char *f = ci->Config->FilterSubject;
+		struct kv_js_consumer_row r = { stream, ci->Name, f && *f ? f : NULL, ci->Config->Durable != NULL,
+						ci->NumPending, (uint64_t)ci->NumAckPending, ci->Delivered.Stream,
+						ci->AckFloor.Stream };
+		l->consumer(l->arg, &r);
+	}
+	jsConsumerInfoList_Destroy(cl);
+	return 0;
+}
+
+int kv_js_list(struct kv_js *k, const char *only, const struct kv_js_lister *l, char *err, size_t errlen)
+{
+	jsStreamInfoList *sl = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_Streams(&sl, k->js, NULL, &jerr);
+	if (s == NATS_NOT_FOUND && !only)
+		return 0;
+	if (s != NATS_OK && s != NATS_NOT_FOUND)
+		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: streams: %s", k->servers, why(s));
+	int rc = only ? failf(err, errlen, KV_EX_NOINPUT, "%s: no stream %s", k->servers, only) : 0;
+	if (sl)
+		qsort(sl->List, (size_t)sl->Count, sizeof *sl->List, by_stream_name); // NOLINT(bugprone-sizeof-expression)
+	for (int i = 0; sl && i < sl->Count; i++) {
+		const jsStreamInfo *si = sl->List[i];
+		if (only && strcmp(only, si->Config->Name) != 0)
+			continue;
+		rc = 0;
+		struct kv_js_stream_row r = { si->Config->Name, si->Config->Subjects, si->Config->SubjectsLen,
+					      si->State.Msgs, si->State.Bytes, si->State.FirstSeq, si->State.LastSeq,
+					      si->Config->Replicas, si->State.Consumers };
+		l->stream(l->arg, &r);
+		int c = list_consumers(k, si->Config->Name, l, err, errlen);
+		if (c) {
+			rc = c;
+			break;
+		}
+	}
+	jsStreamInfoList_Destroy(sl);
+	return rc;
+}

@@ -1,0 +1,129 @@
+/* js: kvnats's side of NATS JetStream, through libnats (nats.c): the
+ * connection, the stream (created when absent), asynchronous publishing
+ * with every publish accounted for, pull consumers read in batches and
+ * acknowledged once what they delivered is written, and the listing of
+ * streams and consumers.
+ *
+ * No publish is lost silently: each is acknowledged by the stream (stored,
+ * or a duplicate of one stored), or is retried one at a time for the retry
+ * time (KV_JS_RETRY_NS unless set) and then counted as lost.  Message ids make a
+ * retry of a message that was in fact stored a duplicate, not a second copy.
+ *
+ * This module is the only user of libnats.  It lives in lib/nats/, outside
+ * the sources of libkvtools.a, and only kvnats links it (see the Makefile). */
+#ifndef KV_JS_H
+#define KV_JS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* How long one publish is retried before it is counted as lost, by default. */
+#define KV_JS_RETRY_NS (20ull * 1000000000ull)
+
+struct kv_js;
+
+/* Connects to the first server of servers (comma-separated URLs) that
+ * answers; 0, or 69 with the reason in err. */
+int kv_js_connect(struct kv_js **js, const char *servers, char *err, size_t errlen);
+void kv_js_close(struct kv_js *js);
+
+struct kv_js_stream_opts {
+	const char *name;
+	const char *subjects;     /* the one subject filter of the stream: NAME.> */
+	int64_t replicas;
+	int64_t max_age_ns;       /* 0: no limit */
+	int64_t max_bytes;        /* -1: no limit */
+	int64_t dup_window_ns;
+};
+
+/* Creates the stream unless it exists; 0, or 69 with the reason in err. */
+int kv_js_ensure_stream(struct kv_js *js, const struct kv_js_stream_opts *o, bool *created, char *err, size_t errlen);
+/* The first and last sequence of an existing stream; 0, 66 (no such
+ * stream) or 69, with the reason in err. */
+int kv_js_stream_range(struct kv_js *js, const char *name, uint64_t *first, uint64_t *last, char *err, size_t errlen);
+
+/* ---- publishing ---- */
+struct kv_js_pub_stats {
+	uint64_t published;       /* publishes started */
+	uint64_t stored;          /* acknowledged as new */
+	uint64_t duplicates;      /* acknowledged as already stored (message id) */
+	uint64_t retried;         /* publishes that had to be retried */
+	uint64_t lost;            /* given up after the retry time */
+	char last_error[200];
+};
+
+void kv_js_set_retry(struct kv_js *js, uint64_t ns);
+/* Publishes data (copied) on subject with the message id; retries as
+ * described above.  False once a publish was lost. */
+bool kv_js_publish(struct kv_js *js, const char *subject, const char *msg_id, const void *data, size_t n);
+/* Waits for every acknowledgement (retrying what needs it) and returns the
+ * totals; false when any publish was lost. */
+bool kv_js_publish_finish(struct kv_js *js, struct kv_js_pub_stats *st);
+
+/* ---- consuming ---- */
+enum kv_js_start { KV_JS_START_ALL, KV_JS_START_SEQ, KV_JS_START_TIME };
+
+struct kv_js_consumer_opts {
+	const char *stream;
+	const char *durable;      /* NULL: an ephemeral consumer */
+	const char *filter;       /* NULL: the whole stream */
+	enum kv_js_start start;
+	uint64_t start_seq;
+	int64_t start_time_ns;
+};
+
+struct kv_js_msg {
+	const uint8_t *data;
+	size_t len;
+	uint64_t stream_seq;
+	uint64_t pending;         /* messages left for the consumer after this one */
+};
+
+struct kv_js_sub;
+
+/* Creates or binds the consumer; 0, or 64 (a durable that filters another
+ * subject), 66 (no such stream) or 69, with the reason in err.  A durable
+ * with deliveries not acknowledged is created again after its last
+ * acknowledged message (*ack_floor, the stream sequence of that message,
+ * 0 if none), so that the stream comes in order; *recreated says so. */
+int kv_js_subscribe(struct kv_js *js, const struct kv_js_consumer_opts *o, struct kv_js_sub **sub,
+		    bool *recreated, uint64_t *ack_floor, char *err, size_t errlen);
+/* The consumer's messages not yet delivered; false with err on failure. */
+bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen);
+/* Up to max messages, waiting at most timeout_ms for the first; the
+ * previous batch is released.  The count (0 on a timeout), or -1 with err.
+ * Messages come in stream order, each once: a redelivery is left out, and
+ * after a lost one the consumer starts again behind the last handed out. */
+int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, char *err, size_t errlen);
+/* Acknowledges every message of the last batch (durables only; AckAll),
+ * waiting for the server when sync; false with err on failure. */
+bool kv_js_ack(struct kv_js_sub *s, bool sync, char *err, size_t errlen);
+/* How often a lost delivery (a consumer sequence skipped) made the
+ * consumer start again after the last message handed out. */
+uint64_t kv_js_restarts(const struct kv_js_sub *s);
+void kv_js_unsubscribe(struct kv_js_sub *s);
+
+/* ---- listing ---- */
+struct kv_js_stream_row {
+	const char *name;
+	const char *const *subjects;
+	int nsubjects;
+	uint64_t messages, bytes, first_seq, last_seq;
+	int64_t replicas, consumers;
+};
+struct kv_js_consumer_row {
+	const char *stream, *name, *filter;
+	bool durable;
+	uint64_t pending, ack_pending, delivered, ack_floor;
+};
+struct kv_js_lister {
+	void (*stream)(void *arg, const struct kv_js_stream_row *r);
+	void (*consumer)(void *arg, const struct kv_js_consumer_row *r);
+	void *arg;
+};
+/* Every stream (or only the one named), each followed by its consumers;
+ * 0, or 66 (no such stream) or 69, with err. */
+int kv_js_list(struct kv_js *js, const char *only, const struct kv_js_lister *l, char *err, size_t errlen);
+
+#endif

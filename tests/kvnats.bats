@@ -1,0 +1,352 @@
+#!/usr/bin/env bats
+# kvnats against real nats-server processes: each test starts its own on
+# 127.0.0.1 (free ports, JetStream store in the test's directory) and
+# stops them afterwards; every wait is bounded.
+load helper
+
+TRACE=$ROOT/share/traces/conversation-300.jsonl
+
+# nats_server NAME PORT [ARG]...: a JetStream server in the background,
+# ready when this returns (at most 10 s).
+nats_server() {
+	local name=$1 p=$2 i=0
+	shift 2
+	nats-server -a 127.0.0.1 -p "$p" -n "$name" -js -sd "$T/js-$name" "$@" > "$T/$name.log" 2>&1 &
+	echo $! > "$T/$name.pid"
+	echo $! >> "$T/servers"
+	until grep -qs 'Server is ready' "$T/$name.log"; do
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt 200 ] || { echo "# $name not ready after 10 s" >&3; cat "$T/$name.log" >&3; return 1; }
+	done
+}
+
+# A three-server JetStream cluster; URLS is its client URLs, comma-separated.
+nats_cluster() {
+	local p c i routes=
+	p=$(port 3)
+	c=$(port 3)
+	for i in 0 1 2; do routes=$routes${routes:+,}nats://127.0.0.1:$((c + i)); done
+	for i in 0 1 2; do
+		CLUSTER_ARGS[i]="--cluster_name kv --cluster nats://127.0.0.1:$((c + i)) --routes $routes"
+		# shellcheck disable=SC2086
+		nats_server "s$i" $((p + i)) ${CLUSTER_ARGS[i]}
+	done
+	URLS=nats://127.0.0.1:$p,nats://127.0.0.1:$((p + 1)),nats://127.0.0.1:$((p + 2))
+	PORT0=$p
+}
+
+teardown() {
+	local pid
+	[ -f "$T/servers" ] || return 0
+	while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$T/servers"
+	while read -r pid; do wait "$pid" 2>/dev/null || true; done < "$T/servers"
+}
+
+# One server; URL is its client URL.
+one_server() {
+	local p
+	p=$(port)
+	nats_server s "$p"
+	URL=nats://127.0.0.1:$p
+}
+
+# A kvgen cluster capture (2 nodes x 2 ranks and a memcache pool) of N
+# requests, its registrations and its queries.
+capture() {
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit "${1:-40}" \
+		--registrations regs.jsonl --queries queries.jsonl -o in.kvcap "$TRACE"
+}
+
+# nats_request URL SUBJECT BODY: a request by the NATS protocol itself (as
+# another program would make it), its reply on stdout.
+nats_request() {
+	exec 4<> "/dev/tcp/127.0.0.1/${1##*:}"
+	printf 'CONNECT {"verbose":false,"headers":true}\r\nSUB _INBOX.t 1\r\nPUB %s _INBOX.t %d\r\n%s\r\nPING\r\n' \
+		"$2" "${#3}" "$3" >&4
+	timeout 10 bash -c 'while read -r l <&4; do case $l in MSG*) read -r l <&4; echo "$l" ;; PONG*) exit 0 ;; esac; done'
+	exec 4>&-
+}
+
+# Messages in stream $2 of servers $1.
+messages() { kvnats -L -s "$1" --stream "$2" --format json | jq -s '.[0].messages'; }
+
+# Waits (at most $3 seconds) until stream $2 holds at least $4 messages.
+wait_messages() {
+	local i=0
+	until [ "$(messages "$1" "$2" 2> /dev/null || echo 0)" -ge "$4" ]; do
+		sleep 0.1
+		i=$((i + 1))
+		[ $i -lt $(($3 * 10)) ] || { echo "# stream $2: fewer than $4 messages after $3 s" >&3; return 1; }
+	done
+}
+
+@test "kvnats: a capture produced and consumed back is byte-identical; -L counts it" {
+	one_server
+	capture
+	run --separate-stderr kvnats -P -s "$URL" -r regs.jsonl in.kvcap
+	assert_success
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	assert_equal "${stderr_lines[0]}" "kvnats: $URL: created stream KVTOOLS (1 replicas)"
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $((n + 1)) published, $((n + 1)) stored, 0 duplicates, 0 retried, 0 lost"
+	run --separate-stderr kvnats -C -s "$URL" --bare -o out.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: $n records written, 0 messages skipped"
+	cmp in.kvcap out.kvcap
+	# with positions: the same records for every reader, each with its stream sequence
+	kvnats -C -q -s "$URL" > pos.kvcap
+	cmp <(kvdecode in.kvcap) <(kvdecode pos.kvcap)
+	run kvnats -L -s "$URL" --format json
+	assert_success
+	assert_line --index 0 --regexp "^\{\"stream\":\"KVTOOLS\",\"subjects\":\[\"KVTOOLS.>\"\],\"messages\":$((n + 1)),\"bytes\":[0-9]+,\"first_seq\":1,\"last_seq\":$((n + 1)),\"replicas\":1,\"consumers\":0\}$"
+	# such a capture published again travels as the records were first published
+	kvnats -P -q -s "$URL" --stream AGAIN pos.kvcap
+	kvnats -C -q -s "$URL" --stream AGAIN --bare | cmp - in.kvcap
+	# the subjects carry the partition: every source is registered for llama/default
+	assert_equal "$(kvnats -C -q -s "$URL" --filter 'KVTOOLS.llama.default.>' | capdump 2>/dev/null | wc -l)" "$n"
+	assert_equal "$(kvnats -C -q -s "$URL" --filter 'KVTOOLS._._.>' | capdump 2>/dev/null | wc -l)" 0
+	# without registrations, "_" for both; the source escaped into one token
+	kvnats -P -q -s "$URL" --stream NOREG in.kvcap
+	pool=$(capdump in.kvcap 2>/dev/null | grep -c '^tcp://kvs-master:5557')
+	assert_equal "$(kvnats -C -q -s "$URL" --stream NOREG --filter 'NOREG._._.tcp%3A%2F%2Fkvs-master%3A5557' | capdump 2>/dev/null | wc -l)" "$pool"
+}
+
+@test "kvnats: two producers publishing the same capture at once store each record once" {
+	one_server
+	capture
+	kvnats -P -q -s "$URL" < /dev/null
+	kvnats -P -s "$URL" in.kvcap 2> a.err & a=$!
+	kvnats -P -s "$URL" in.kvcap 2> b.err & b=$!
+	wait_for $a 60
+	assert_equal "$status" 0
+	wait_for $b 60
+	assert_equal "$status" 0
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	assert_equal "$(messages "$URL" KVTOOLS)" $((n + 1))
+	# every publish acknowledged: as stored by one producer, as a duplicate by the other
+	stored=$(cat a.err b.err | sed -nE 's/.* published, ([0-9]+) stored, ([0-9]+) duplicates.*/\1 \2/p' | awk '{ s += $1; d += $2 } END { print s, d }')
+	assert_equal "$stored" "$((n + 1)) $((n + 1))"
+	kvnats -C -q -s "$URL" --bare | cmp - in.kvcap
+}
+
+@test "kvnats: a consumer killed mid-stream and restarted with its durable name gives the uninterrupted snapshot" {
+	one_server
+	capture 60
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -o whole.kvsnap
+	# the consumer blocks on a full pipe after 1 MB is read, and is killed
+	# there, with some batches of 5 acknowledged and one written in part
+	mkfifo pipe
+	kvnats -C -q -s "$URL" --durable d1 --batch 5 > pipe & c=$!
+	exec 5< pipe
+	head -c 1000000 <&5 > part.kvcap
+	kill -9 $c
+	wait_for $c 10 || true
+	assert_equal "$status" 137
+	cat <&5 >> part.kvcap
+	exec 5<&-
+	# what it wrote ends inside a record: kvmatch keeps the records before it
+	run kvmatch -q -r regs.jsonl --log none -o part.kvsnap part.kvcap
+	assert_equal "$status" 65
+	run kvnats -L -s "$URL" --format json
+	assert_line --regexp '"consumer":"d1","durable":true,.*"unacked":[1-9]'
+	run --separate-stderr bash -c "set -o pipefail; kvnats -C -s '$URL' --durable d1 | kvmatch -q -r regs.jsonl --log none -i part.kvsnap -o resumed.kvsnap"
+	assert_success
+	assert_regex "${stderr_lines[0]}" '^kvnats: stream KVTOOLS: durable d1 resumes after message [1-9][0-9]*, the last it acknowledged$'
+	cmp resumed.kvsnap whole.kvsnap
+	# a durable that finished resumes after its last record: nothing more
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --bare -o rest.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
+}
+
+@test "kvnats: --after a snapshot continues where its input ended, byte for byte" {
+	one_server
+	capture 60
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -o whole.kvsnap
+	kvnats -C -q -s "$URL" -c 50 | kvmatch -q -r regs.jsonl --log none -o x.kvsnap
+	run kvmatch --dump x.kvsnap
+	assert_line '{"kind":"stream","last_seq":51}'
+	kvnats -C -q -s "$URL" --after x.kvsnap | kvmatch -q -r regs.jsonl --log none -i x.kvsnap -o y.kvsnap
+	cmp y.kvsnap whole.kvsnap
+	# records delivered twice change nothing: kvmatch drops what is at or before its position
+	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -i x.kvsnap -o z.kvsnap
+	cmp z.kvsnap whole.kvsnap
+	# a snapshot of a file has no stream position
+	kvmatch -q -r regs.jsonl --log none -o file.kvsnap in.kvcap
+	run --separate-stderr kvnats -C -s "$URL" --after file.kvsnap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvnats: file.kvsnap: the snapshot records no stream position (its input was not kvnats -C, or an older kvmatch wrote it); rebuild it: kvnats -C | kvmatch -o file.kvsnap"
+	run --separate-stderr kvnats -C -s "$URL" --after x.kvsnap -o x.kvsnap
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvnats: -o x.kvsnap: the same file as the input x.kvsnap"
+}
+
+@test "kvnats: two router replicas consuming one stream write identical snapshots" {
+	one_server
+	capture 60
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	kvnats -C -q -s "$URL" --durable r1 | kvmatch -q -r regs.jsonl --log none -o r1.kvsnap & a=$!
+	kvnats -C -q -s "$URL" --durable r2 | kvmatch -q -r regs.jsonl --log none -o r2.kvsnap & b=$!
+	wait_for $a 60
+	assert_equal "$status" 0
+	wait_for $b 60
+	assert_equal "$status" 0
+	cmp r1.kvsnap r2.kvsnap
+	kvmatch -q -r regs.jsonl --log none -o file.kvsnap in.kvcap
+	# the same state as from the file; only the stream position is more
+	cmp <(kvmatch --dump r1.kvsnap | grep -v '"kind":"stream"') <(kvmatch --dump file.kvsnap)
+}
+
+@test "kvnats: two shards filtered by model, and kvquery -s a -s b answers as one kvmatch over everything" {
+	one_server
+	two_models 30
+	kvnats -P -q -s "$URL" -r regs.jsonl alpha.kvcap b.kvcap
+	kvnats -C -q -s "$URL" --filter 'KVTOOLS.alpha.>' | kvmatch -q -r regs.jsonl --log none -o a.kvsnap
+	kvnats -C -q -s "$URL" --filter 'KVTOOLS.beta.>' | kvmatch -q -r regs.jsonl --log none -o b.kvsnap
+	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -o all.kvsnap
+	# each shard has both registered partitions, and blocks in its own only
+	assert_equal "$(kvmatch --dump a.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.blocks > 0)"')" "alpha true
+beta false"
+	assert_equal "$(kvmatch --dump b.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.blocks > 0)"')" "alpha false
+beta true"
+	kvquery -s all.kvsnap queries.jsonl > one.out
+	run kvquery -s a.kvsnap -s b.kvsnap queries.jsonl
+	assert_success
+	assert_equal "$output" "$(cat one.out)"
+	assert_equal "$(grep -c longest_matched one.out)" 60
+	# shards must not share a partition
+	run --separate-stderr kvquery -s a.kvsnap -s all.kvsnap queries.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: all.kvsnap: partition alpha/default is in a.kvsnap too: shards must hold disjoint partitions"
+}
+
+@test "kvnats: an unreachable server, a wrong stream, a message that is no record" {
+	one_server
+	capture 5
+	p=$(port)
+	run --separate-stderr kvnats -P -s "nats://127.0.0.1:$p" in.kvcap
+	assert_equal "$status" 69
+	assert_equal "$stderr" "kvnats: nats://127.0.0.1:$p: cannot connect: no server answers"
+	run --separate-stderr kvnats -C -s "nats://127.0.0.1:$p"
+	assert_equal "$status" 69
+	run --separate-stderr kvnats -C -s "$URL" --stream NOPE
+	assert_equal "$status" 66
+	assert_equal "$stderr" "kvnats: $URL: no stream NOPE"
+	run --separate-stderr kvnats -L -s "$URL" --stream NOPE
+	assert_equal "$status" 66
+	kvnats -P -q -s "$URL" in.kvcap
+	# a foreign publisher's message in the stream, by the NATS protocol itself
+	exec 4<> "/dev/tcp/127.0.0.1/${URL##*:}"
+	printf 'CONNECT {"verbose":false}\r\nPUB KVTOOLS.x.y.z 5\r\nhello\r\nPING\r\n' >&4
+	timeout 10 bash -c 'while read -r l <&4; do case $l in PONG*) exit 0 ;; esac; done'
+	exec 4>&-
+	kvnats -P -q -s "$URL" in.kvcap /dev/null
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	run --separate-stderr kvnats -C -s "$URL" --bare -o out.kvcap
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: message $((n + 2)): not a kvcap record (bytes after the object); skipped"
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $n records written, 1 messages skipped"
+	cmp out.kvcap in.kvcap
+	# a stream whose subjects are not NAME.>: every publish refused, for --retry, then counted
+	nats_request "$URL" '$JS.API.STREAM.CREATE.ELSE' '{"name":"ELSE","subjects":["elsewhere.>"],"storage":"memory"}' > /dev/null
+	run --separate-stderr kvnats -P -s "$URL" --stream ELSE --retry 0.5 in.kvcap
+	assert_equal "$status" 69
+	assert_regex "${stderr_lines[0]}" '^kvnats: stream ELSE: ([0-9]+) published, 0 stored, 0 duplicates, [0-9]+ retried, \1 lost$'
+	assert_regex "${stderr_lines[1]}" "^kvnats: $URL: stream ELSE: [0-9]+ messages not stored \(No responders available for request\); the rest of the input was not read\$"
+	# a file that is no capture is reported, and nothing of it published
+	echo '{"a":1}' > bad.json
+	run --separate-stderr kvnats -P -s "$URL" bad.json
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvnats: bad.json: not a kvcap capture (it does not start with a kvcap header)
+kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
+}
+
+@test "kvnats: -f follows the stream as it grows; --start-seq starts where asked" {
+	one_server
+	capture 10
+	kvnats -P -q -s "$URL" in.kvcap
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	kvnats -C -q -s "$URL" -f --bare -o live.kvcap & c=$!
+	# written and flushed as it comes: the whole stream, then the same again
+	i=0
+	until [ "$(capdump live.kvcap 2>/dev/null | wc -l)" -ge "$n" ]; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || false
+	done
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 10 --seed 9 -o more.kvcap "$TRACE"
+	kvnats -P -q -s "$URL" more.kvcap
+	m=$(capdump more.kvcap 2>/dev/null | wc -l)
+	i=0
+	until [ "$(capdump live.kvcap 2>/dev/null | wc -l)" -ge $((n + m)) ]; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || false
+	done
+	kill -TERM $c
+	wait_for $c 10
+	assert_equal "$status" 0
+	assert_equal "$(capdump live.kvcap 2>/dev/null)" "$(cat <(capdump in.kvcap 2>/dev/null) <(capdump more.kvcap 2>/dev/null))"
+	# the last record alone: its stream sequence is n + 1, after the header
+	assert_equal "$(kvnats -C -q -s "$URL" --start-seq $((n + 1)) -c 1 --bare | capdump 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null | tail -1)"
+	assert_equal "$(kvnats -C -q -s "$URL" --start-time 1 --bare | capdump 2>/dev/null | wc -l)" $((n + m))
+}
+
+@test "kvnats: usage errors" {
+	run --separate-stderr kvnats
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvnats: no mode: -P (produce), -C (consume) or -L (list)"
+	run --separate-stderr kvnats -P -C
+	assert_equal "${stderr_lines[0]}" "kvnats: -P and -C: choose one of -P, -C and -L"
+	run --separate-stderr kvnats -C --retry 3
+	assert_equal "${stderr_lines[0]}" "kvnats: -r, --replicas, --max-age, --max-bytes, --dup-window and --retry go with -P"
+	run --separate-stderr kvnats -P --durable d
+	assert_equal "${stderr_lines[0]}" "kvnats: --durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C"
+	run --separate-stderr kvnats -C --start-seq 3 --after x.kvsnap
+	assert_equal "${stderr_lines[0]}" "kvnats: --after, --start-seq and --start-time: choose one"
+	run --separate-stderr kvnats -C --stream a.b
+	assert_equal "${stderr_lines[0]}" "kvnats: --stream: 'a.b' is not 1 to 255 of A-Z a-z 0-9 _ -"
+	run --separate-stderr kvnats -C x.kvcap
+	assert_equal "${stderr_lines[0]}" "kvnats: files to read go with -P"
+	assert_equal "$status" 64
+	# no server is asked: the terminal is refused first
+	run script -qec "$BIN/kvnats -C -s nats://127.0.0.1:1" /dev/null
+	assert_equal "$status" 64
+	assert_line --index 0 --partial "kvnats: refusing to write a binary capture to a terminal (use -o FILE or a pipe)"
+}
+
+@test "kvnats: an R3 stream on a three-server cluster keeps every record kvsub captured once, through a SIGKILL and a restart" {
+	nats_cluster
+	capture 100
+	# the stream first: JetStream needs its cluster's leader, elected in a few seconds
+	i=0
+	until kvnats -P -q -s "$URLS" --stream R3 --replicas 3 --max-bytes 67108864 < /dev/null 2> create.err; do
+		sleep 0.2
+		i=$((i + 1))
+		[ $i -lt 100 ] || { cat create.err >&3; false; }
+	done
+	zp=$(port)
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	mkfifo live
+	kvsub -c "$n" "tcp://127.0.0.1:$zp" > live 2> sub.err & sub=$!
+	tee cap.kvcap < live | kvnats -P -s "$URLS" --stream R3 2> pub.err & prod=$!
+	kvpub -q --speed 12 --slow-joiner-wait 1 --single "tcp://127.0.0.1:$zp" in.kvcap & pub=$!
+	# the producer's own server dies a third of the way through, and comes back at two thirds
+	wait_messages "$URLS" R3 30 $((n / 3))
+	kill -9 "$(cat "$T/s0.pid")"
+	wait_messages "${URLS#*,}" R3 30 $((2 * n / 3))
+	# shellcheck disable=SC2086
+	nats_server s0 "$PORT0" ${CLUSTER_ARGS[0]}
+	wait_for $pub 60
+	assert_equal "$status" 0
+	# kvsub stops after the n records (-c); had ZeroMQ dropped any, SIGINT ends it
+	wait_for $sub 10 || kill -INT $sub
+	wait_for $prod 60
+	assert_equal "$status" 0
+	run cat pub.err
+	echo "# producer through the SIGKILL: ${lines[-1]#kvnats: }" >&3
+	assert_output --regexp "published, [0-9]+ stored, [0-9]+ duplicates, [0-9]+ retried, 0 lost$"
+	# kvsub got every record, and the stream holds each of them once
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | wc -l)" "$n"
+	kvnats -C -s "$URLS" --stream R3 --bare -o got.kvcap 2> con.err
+	echo "# consumer: $(paste -sd" " con.err)" >&3
+	assert_equal "$(capdump got.kvcap 2>/dev/null | sort)" "$(capdump cap.kvcap 2>/dev/null | sort)"
+}

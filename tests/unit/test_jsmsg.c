@@ -1,0 +1,121 @@
+/* kvcap records as JetStream messages: subject tokens and their escaping,
+ * message ids (the same message, the same id; any part changed, another),
+ * and a record written back with its stream position as a fifth element. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsmsg.h"
+#include "kvcap.h"
+#include "unit.h"
+#include "util.h"
+
+static void tokens(void)
+{
+	char out[64];
+	ASSERT(kv_js_token(NULL, 0, out) == 1 && strcmp(out, "_") == 0);
+	ASSERT(kv_js_token("", 0, out) == 1 && strcmp(out, "%") == 0);
+	ASSERT(kv_js_token("_", 1, out) == 3 && strcmp(out, "%5F") == 0);
+	kv_js_token("llama_3-8B", 10, out);
+	ASSERT(strcmp(out, "llama_3-8B") == 0);
+	kv_js_token("a.b *>%\xff", 8, out);
+	ASSERT(strcmp(out, "a%2Eb%20%2A%3E%25%FF") == 0);
+	char *s = kv_js_record_subject("KVTOOLS", "llama", NULL, "tcp://10.0.0.1:5557", 19);
+	ASSERT(strcmp(s, "KVTOOLS.llama._.tcp%3A%2F%2F10%2E0%2E0%2E1%3A5557") == 0);
+	free(s);
+	s = kv_js_header_subject("KVTOOLS");
+	ASSERT(strcmp(s, "KVTOOLS.header") == 0);
+	free(s);
+	ASSERT(kv_js_name_ok("KV_tools-1") && !kv_js_name_ok("a.b") && !kv_js_name_ok("") && !kv_js_name_ok("a>"));
+}
+
+static struct kv_record record(uint64_t recv_ns, const char *src, struct kv_frame *f, uint8_t seq[8], uint64_t s,
+			       const char *payload)
+{
+	struct kv_record r;
+	memset(&r, 0, sizeof r);
+	kv_seq_encode(s, seq);
+	f[0] = (struct kv_frame){ (const uint8_t *)"kv", 2 };
+	f[1] = (struct kv_frame){ seq, 8 };
+	f[2] = (struct kv_frame){ (const uint8_t *)payload, strlen(payload) };
+	r.recv_ns = recv_ns;
+	r.src = src;
+	r.src_len = strlen(src);
+	r.nframes = 3;
+	memcpy(r.frames, f, 3 * sizeof *f);
+	return r;
+}
+
+static void message_ids(void)
+{
+	struct kv_frame f[3];
+	uint8_t seq[8];
+	char a[KV_JS_MSGID_LEN + 1], b[KV_JS_MSGID_LEN + 1];
+	struct kv_record r = record(1, "tcp://h:1", f, seq, 7, "payload");
+	kv_js_msg_id(&r, NULL, 0, a);
+	ASSERT(strlen(a) == KV_JS_MSGID_LEN && a[0] == 'r');
+	/* another host's kvsub received it at another time, maybe replayed: the same message */
+	r = record(2, "tcp://h:1", f, seq, 7, "payload");
+	r.flags = KV_CAP_FLAG_REPLAYED;
+	kv_js_msg_id(&r, NULL, 0, b);
+	ASSERT(strcmp(a, b) == 0);
+	r = record(1, "tcp://h:1", f, seq, 8, "payload");
+	kv_js_msg_id(&r, NULL, 0, b);
+	ASSERT(strcmp(a, b) != 0);
+	r = record(1, "tcp://h:2", f, seq, 7, "payload");
+	kv_js_msg_id(&r, NULL, 0, b);
+	ASSERT(strcmp(a, b) != 0);
+	r = record(1, "tcp://h:1", f, seq, 7, "payloae");
+	kv_js_msg_id(&r, NULL, 0, b);
+	ASSERT(strcmp(a, b) != 0);
+	/* no seq frame: the receiving time tells two equal messages apart */
+	r = record(1, "tcp://h:1", f, seq, 7, "payload");
+	r.nframes = 1;
+	r.frames[0] = f[2];
+	kv_js_msg_id(&r, NULL, 0, a);
+	r.recv_ns = 2;
+	kv_js_msg_id(&r, NULL, 0, b);
+	ASSERT(strcmp(a, b) != 0);
+	kv_js_msg_id(NULL, (const uint8_t *)"\x81\xa5kvcap\x01", 8, a);
+	ASSERT(a[0] == 'h');
+}
+
+/* A record written by kvtools, read back, written with a position. */
+static void positioned(void)
+{
+	struct kv_out o, p;
+	kv_out_open_mem(&o);
+	kv_out_open_mem(&p);
+	struct kv_frame f[3];
+	uint8_t seq[8];
+	struct kv_record r = record(1764547200000000000ull, "tcp://h:1", f, seq, 7, "payload");
+	kv_cap_write_record(&o, r.recv_ns, r.src, r.src_len, 0, r.frames, 3);
+	msgpack_zone z;
+	msgpack_zone_init(&z, 1024);
+	struct kv_record got;
+	const char *why = NULL;
+	ASSERT(kv_cap_classify((const uint8_t *)o.buf, o.len, &z, &got, &why) == KV_CAP_RECORD && !got.has_position);
+	kv_cap_write_positioned(&p, &got, 300);
+	/* the same bytes but the array's size, and the position after them */
+	ASSERT(p.len == o.len + 3 && (uint8_t)p.buf[0] == 0x95 && memcmp(p.buf + 1, o.buf + 1, o.len - 1) == 0);
+	ASSERT(kv_cap_classify((const uint8_t *)p.buf, p.len, &z, &got, &why) == KV_CAP_RECORD);
+	ASSERT(got.has_position && got.position == 300 && got.recv_ns == r.recv_ns && got.nframes == 3);
+	/* a record that has one already (from kvnats -C) gets the new one instead */
+	struct kv_out q;
+	kv_out_open_mem(&q);
+	kv_cap_write_positioned(&q, &got, 301);
+	ASSERT(q.len == p.len && kv_cap_classify((const uint8_t *)q.buf, q.len, &z, &got, &why) == KV_CAP_RECORD);
+	ASSERT(got.position == 301);
+	ASSERT(kv_cap_classify((const uint8_t *)"hello", 5, &z, &got, &why) == KV_CAP_SKIP && why);
+	msgpack_zone_destroy(&z);
+	kv_out_free_mem(&o);
+	kv_out_free_mem(&p);
+	kv_out_free_mem(&q);
+}
+
+int main(void)
+{
+	RUN(tokens);
+	RUN(message_ids);
+	RUN(positioned);
+	return unit_done();
+}
