@@ -183,6 +183,22 @@ wait_messages() {
 	assert_equal "${stderr_lines[0]}" "kvnats: -o x.kvsnap: the same file as the input x.kvsnap"
 }
 
+@test "kvnats: a record with a bad event and good ones, read from the stream, is applied as from the file" {
+	# its lines share one stream position: the second is no redelivery of the first
+	one_server
+	printf '%s\n' '[1764500000.0, [["BlockStored", [1], null, [1,2,3,4], 4], ["BlockRemoved", "zz"], ["BlockStored", [2], 1, [5,6,7,8], 4]], 0]' \
+		'[1764500001.0, [["BlockStored", [3], 2, [9,10,11,12], 4]], 1]' | j2mp > in.kvcap
+	kvnats -P -q -s "$URL" in.kvcap
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' | kvmatch --log applied,dropped -o s.kvsnap"
+	assert_equal "$status" 65
+	assert_equal "$(jq -r '[.state, .reason // "-", .hash // "-"] | join(" ")' <<<"$output")" "dropped decode_error -
+applied - 0x0000000000000001
+applied - 0x0000000000000002
+applied - 0x0000000000000003"
+	kvmatch -q --log none -o file.kvsnap in.kvcap || true
+	cmp <(kvmatch --dump s.kvsnap | grep -v '"kind":"stream"') <(kvmatch --dump file.kvsnap)
+}
+
 @test "kvnats: two router replicas consuming one stream write identical snapshots" {
 	one_server
 	capture 60
