@@ -923,6 +923,11 @@ b 1 held_by_pool_only"
 		run $check gen-$pool.jsonl
 		assert_success
 	done
+	# and the decoupled pool's (make sample-decoupled)
+	kvgen -n -q --workers 2 --dp 2 --pool mooncake --pool-backend mooncake-daemon-0 --limit 1 \
+		--registrations gen-decoupled.jsonl "$ROOT/share/traces/conversation-300.jsonl"
+	run $check gen-decoupled.jsonl
+	assert_success
 	# the registrations in the tests' here-documents, the endpoints filled in
 	sed -n 's/^\t\({"\(instance_id\|endpoint\)".*\)$/\1/p' "$ROOT"/tests/*.bats | sed 's/\$[A-Za-z0-9_]*/x/g' > tests.jsonl
 	[ "$(grep -c . tests.jsonl)" -ge 20 ]
