@@ -117,9 +117,9 @@ static void queries(const struct kv_snap *s, uint8_t opt)
 		size_t tlen, bs = s->partitions[p].block_size ? s->partitions[p].block_size : 16;
 		const char *tenant = kv_snap_string(s, s->partitions[p].tenant, &tlen);
 		size_t nwalk = walk(s, p, locals);
-		struct kv_query by_hash = { p, bs, NULL, 0, locals, nwalk };
+		struct kv_query by_hash = { .part = p, .block_size = bs, .locals = locals, .nlocals = nwalk };
 		ask(q, &src, &by_hash, &o, tenant, tlen);
-		struct kv_query by_tokens = { p, bs, tokens, 48, NULL, 0 };
+		struct kv_query by_tokens = { .part = p, .block_size = bs, .tokens = tokens, .ntokens = 48 };
 		ask(q, &src, &by_tokens, &o, tenant, tlen);
 	}
 	kv_qsource_free(&src);

@@ -95,12 +95,17 @@ void kv_workers_free(struct kv_workers *ws)
 		free(ws->serves[i].instance_id);
 	}
 	free(ws->serves);
+	for (size_t i = 0; i < ws->nhosts; i++)
+		free(ws->hosts[i].ids);
+	free(ws->hosts);
 	memset(ws, 0, sizeof *ws);
 }
 
 /* Instance ids and dp ranks name workers: "by id" lookups use the map with
  * the instance id as key and a marker that no source endpoint can carry. */
 #define BY_ID_MARK ((int64_t)1 << 40)
+/* Hosts and backend_ids name pool-event target lists in the same map. */
+#define HOST_MARK INT64_MIN
 
 uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t dp_rank, const char *host,
 			bool inferred)
@@ -159,8 +164,10 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 			struct kv_worker *w = &ws->v[worker];
 			ws->ninferred -= w->inferred; /* registered now: no longer counts as inferred */
 			w->inferred = false;
-			if (!w->host && url)
+			if (!w->host && url) {
 				w->host = host_of(url, strlen(url));
+				ws->hosts_stale |= (size_t)worker < ws->hosts_indexed;
+			}
 			free(w->model);
 			free(w->tenant);
 			free(w->salt);
@@ -236,50 +243,99 @@ void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n)
 		qsort_r(ids, n, sizeof *ids, by_name, (void *)ws);
 }
 
-static bool str_is(const char *s, struct kv_str k)
+/* Puts worker id into the target list of name, in kv_workers_compare order. */
+static void hostlist_insert(struct kv_workers *ws, const char *name, uint32_t id)
 {
-	return s && strlen(s) == k.n && memcmp(s, k.p, k.n) == 0;
-}
-
-/* Whether --backend-serves says backend_id serves this instance. */
-static bool served_by(const struct kv_workers *ws, struct kv_str backend_id, const char *instance_id)
-{
-	for (size_t i = 0; i < ws->nserves; i++)
-		if (str_is(ws->serves[i].backend_id, backend_id) && strcmp(ws->serves[i].instance_id, instance_id) == 0)
-			return true;
-	return false;
-}
-
-size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < ws->n && n < max; i++) {
-		const struct kv_worker *w = &ws->v[i];
-		if (!w->pool && (str_is(w->host, ip) || served_by(ws, ip, w->instance_id)))
-			out[n++] = (uint32_t)i;
+	struct srcmap_slot *s = srcmap_find(ws->bysrc, name, strlen(name), HOST_MARK);
+	if (!s) {
+		ws->hosts = kv_xgrow(ws->hosts, &ws->caphosts, ws->nhosts + 1, sizeof *ws->hosts);
+		ws->hosts[ws->nhosts] = (struct kv_hostlist){ NULL, 0, 0 };
+		srcmap_put(ws->bysrc, name, strlen(name), HOST_MARK, (uint32_t)ws->nhosts++);
+		s = srcmap_find(ws->bysrc, name, strlen(name), HOST_MARK);
 	}
-	/* Ids follow the order workers were first seen, which a resumed run
-	 * (ids in the snapshot's order) does not share: name order keeps state
-	 * lines and the pending pool the same either way. */
-	kv_workers_sort(ws, out, n);
-	return n;
+	struct kv_hostlist *l = &ws->hosts[s->worker];
+	size_t lo = 0, hi = l->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (kv_workers_compare(&ws->v[l->ids[mid]], &ws->v[id]) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < l->n && l->ids[lo] == id)
+		return; /* served by its own host too */
+	l->ids = kv_xgrow(l->ids, &l->cap, l->n + 1, sizeof *l->ids);
+	memmove(l->ids + lo + 1, l->ids + lo, (l->n - lo) * sizeof *l->ids);
+	l->ids[lo] = id;
+	l->n++;
 }
 
-bool kv_workers_add_serves(struct kv_workers *ws, const char *spec)
+/* A worker in the lists of its host and of the backend_ids that serve it. */
+static void index_worker(struct kv_workers *ws, uint32_t id)
+{
+	const struct kv_worker *w = &ws->v[id];
+	if (w->pool)
+		return;
+	if (w->host)
+		hostlist_insert(ws, w->host, id);
+	for (size_t i = 0; i < ws->nserves; i++)
+		if (strcmp(ws->serves[i].instance_id, w->instance_id) == 0)
+			hostlist_insert(ws, ws->serves[i].backend_id, id);
+}
+
+static void index_hosts(struct kv_workers *ws)
+{
+	if (ws->hosts_stale) {
+		for (size_t i = 0; i < ws->nhosts; i++)
+			ws->hosts[i].n = 0;
+		ws->hosts_indexed = 0;
+		ws->hosts_stale = false;
+	}
+	for (; ws->hosts_indexed < ws->n; ws->hosts_indexed++)
+		index_worker(ws, (uint32_t)ws->hosts_indexed);
+}
+
+size_t kv_workers_on_host(struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max)
+{
+	index_hosts(ws);
+	const struct srcmap_slot *s = srcmap_find(ws->bysrc, ip.p, ip.n, HOST_MARK);
+	if (!s)
+		return 0;
+	const struct kv_hostlist *l = &ws->hosts[s->worker];
+	if (l->n && max)
+		memcpy(out, l->ids, (l->n < max ? l->n : max) * sizeof *out);
+	return l->n;
+}
+
+/* "BACKEND_ID=INSTANCE[,INSTANCE]..." with no empty name anywhere. */
+static bool serves_spec_ok(const char *spec)
 {
 	const char *eq = strchr(spec, '=');
 	if (!eq || eq == spec || !eq[1])
 		return false;
-	for (const char *p = eq + 1; *p;) {
+	for (const char *p = eq + 1;; p++) {
 		size_t n = strcspn(p, ",");
 		if (n == 0)
 			return false;
+		p += n;
+		if (!*p)
+			return true;
+	}
+}
+
+bool kv_workers_add_serves(struct kv_workers *ws, const char *spec)
+{
+	/* all or nothing: a refused spec leaves no half of itself behind */
+	if (!serves_spec_ok(spec))
+		return false;
+	const char *eq = strchr(spec, '=');
+	for (const char *p = eq + 1; *p;) {
+		size_t n = strcspn(p, ",");
 		ws->serves = kv_xgrow(ws->serves, &ws->capserves, ws->nserves + 1, sizeof *ws->serves);
 		ws->serves[ws->nserves++] = (struct kv_serves){ kv_xstrndup(spec, (size_t)(eq - spec)), kv_xstrndup(p, n) };
-		p += n;
-		if (*p == ',' && !*++p)
-			return false;
+		p += n + (p[n] == ',');
 	}
+	ws->hosts_stale = true;
 	return true;
 }
 

@@ -54,6 +54,17 @@ struct kv_workers {
 	size_t npools, cappools;
 	struct kv_serves *serves;   /* backend_id -> instance_id it serves (kvmatch --backend-serves) */
 	size_t nserves, capserves;
+	/* Pool-event targets by host or served backend_id, each list sorted
+	 * (kv_workers_compare); bysrc maps the name to its list.  Workers
+	 * [0, hosts_indexed) are in them; a host set later rebuilds them. */
+	struct kv_hostlist *hosts;
+	size_t nhosts, caphosts, hosts_indexed;
+	bool hosts_stale;
+};
+
+struct kv_hostlist {
+	uint32_t *ids;
+	size_t n, cap;
 };
 
 struct kv_serves {
@@ -78,9 +89,11 @@ int kv_workers_compare(const struct kv_worker *a, const struct kv_worker *b);
 /* Sorts n worker ids of ws into that order. */
 void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n);
 /* The workers whose engine endpoint host is ip, or whose instance
- * --backend-serves names as served by ip, in kv_workers_compare order;
- * returns how many (all of them when fewer than max).  Never pool holders. */
-size_t kv_workers_on_host(const struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max);
+ * --backend-serves names as served by ip, in kv_workers_compare order: the
+ * first max of them in out; returns how many there are.  Never pool
+ * holders.  One lookup (workers added since the last call are indexed
+ * first), not a scan of every worker: it runs for every pool event. */
+size_t kv_workers_on_host(struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max);
 const struct kv_pool_sub *kv_workers_pool(const struct kv_workers *ws, struct kv_str src);
 /* The pool subscriber's own worker; false when its registration names none
  * (or no further worker can be added). */

@@ -239,21 +239,21 @@ static void query_by_local_hashes(void)
  * tests/kvquery.bats computes the same live. */
 static void rfc_seq_hashes(void)
 {
-	uint32_t tokens[12];
+	uint32_t toks[12];
 	uint64_t seq[4];
 	for (uint32_t i = 0; i < 12; i++)
-		tokens[i] = i;
+		toks[i] = i;
 	/* tokens 0..9, block size 4, seed 0: two complete blocks, the partial one left out */
-	ASSERT_EQ_U64(kv_rfc_seq_hashes(tokens, 10, 4, 0, seq, 4), 2);
+	ASSERT_EQ_U64(kv_rfc_seq_hashes(toks, 10, 4, 0, seq, 4), 2);
 	ASSERT_EQ_U64(seq[0], 0xa1d0bd893c9531acull);
 	ASSERT_EQ_U64(seq[1], 0xdb33494ff9c294ffull);
 	for (uint32_t i = 0; i < 12; i++)
-		tokens[i] = 100 + i;
-	ASSERT_EQ_U64(kv_rfc_seq_hashes(tokens, 12, 4, 1337, seq, 4), 3);
+		toks[i] = 100 + i;
+	ASSERT_EQ_U64(kv_rfc_seq_hashes(toks, 12, 4, 1337, seq, 4), 3);
 	ASSERT_EQ_U64(seq[0], 0x57b89ffc89f07407ull);
 	ASSERT_EQ_U64(seq[1], 0x2c31adba03ebb31aull);
 	ASSERT_EQ_U64(seq[2], 0x2d9512d5eaba83aeull);
-	ASSERT_EQ_U64(kv_rfc_seq_hashes(tokens, 3, 4, 1337, seq, 4), 0);
+	ASSERT_EQ_U64(kv_rfc_seq_hashes(toks, 3, 4, 1337, seq, 4), 0);
 }
 
 int main(void)
