@@ -534,8 +534,8 @@ void kv_match_advance(struct kv_match *m, uint64_t t)
 	if (m->now >= m->next_sweep) {
 		for (uint32_t part = 0; part < m->ix->n; part++)
 			sweep_partition(m, part);
-		uint64_t slot = m->now / KV_SWEEP_INTERVAL_NS + 1;
-		m->next_sweep = slot > UINT64_MAX / KV_SWEEP_INTERVAL_NS ? UINT64_MAX : slot * KV_SWEEP_INTERVAL_NS;
+		uint64_t sweeps = m->now / KV_SWEEP_INTERVAL_NS + 1;
+		m->next_sweep = sweeps > UINT64_MAX / KV_SWEEP_INTERVAL_NS ? UINT64_MAX : sweeps * KV_SWEEP_INTERVAL_NS;
 	}
 }
 

@@ -533,7 +533,7 @@ static struct peer *peer_of(struct kv_pub *p, zmq_msg_t *identity)
 			idle = q;
 	}
 	if (!idle && p->npeers < KV_PUB_MAX_PEERS) {
-		p->peers = kv_xrealloc(p->peers, (p->npeers + 1) * sizeof *p->peers);
+		p->peers = kv_xrealloc(p->peers, (p->npeers + 1) * sizeof(struct peer *));
 		idle = p->peers[p->npeers++] = kv_xcalloc(1, sizeof *idle);
 		idle->total = &p->reply_queued;
 	}

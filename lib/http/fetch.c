@@ -92,7 +92,7 @@ static long ms(uint64_t ns)
 
 size_t kv_fetch_add(struct kv_fetch *f, const char *url)
 {
-	f->x = kv_xgrow(f->x, &f->cap, f->n + 1, sizeof *f->x);
+	f->x = kv_xgrow(f->x, &f->cap, f->n + 1, sizeof(struct xfer *));
 	struct xfer *x = f->x[f->n] = kv_xcalloc(1, sizeof *x);
 	x->url = kv_xstrdup(url);
 	x->max = f->o.max_body;
