@@ -152,8 +152,7 @@ example_files() {
 }
 
 # bench/run's sections are its section_ functions; --help, the README and
-# the default run must not drift from them (scaling alone stays out of the
-# default run: it takes minutes).  Nothing is measured here.
+# the default run must not drift from them.  Nothing is measured here.
 @test "every section of bench/run is in its --help and the README, unknown ones are refused" {
 	cd "$ROOT"
 	run bench/run --help
@@ -163,7 +162,7 @@ example_files() {
 		grep -q "\b$s\b" <<<"$help" || { echo "bench/run --help lacks $s" >&3; false; }
 		grep -q "\`$s\`\|BENCH=$s\b" README.md || { echo "README lacks the bench section $s" >&3; false; }
 	done
-	grep -q '^\[ ${#sections\[@\]} -gt 0 \] || sections=(limits decode match query sub nats)$' bench/run
+	grep -q '^\[ ${#sections\[@\]} -gt 0 \] || sections=(limits decode match query sub nats scaling)$' bench/run
 	run bench/run no-such-section
 	assert_failure 64
 	assert_output --partial "no section 'no-such-section'"
