@@ -151,6 +151,31 @@ example_files() {
 	grep -q 'make check' "$ROOT/README.md"
 }
 
+# bench/run's sections are its section_ functions; --help, the README and
+# the default run must not drift from them.  Nothing is measured here.
+@test "every section of bench/run is in its --help and the README, unknown ones are refused" {
+	cd "$ROOT"
+	run bench/run --help
+	assert_success
+	local help=$output s
+	for s in $(sed -n 's/^section_\([a-z]*\)() {.*/\1/p' bench/run); do
+		grep -q "\b$s\b" <<<"$help" || { echo "bench/run --help lacks $s" >&3; false; }
+		grep -q "\`$s\`\|BENCH=$s\b" README.md || { echo "README lacks the bench section $s" >&3; false; }
+	done
+	grep -q '^\[ ${#sections\[@\]} -gt 0 \] || sections=(limits decode match query sub nats scaling)$' bench/run
+	run bench/run no-such-section
+	assert_failure 64
+	assert_output --partial "no section 'no-such-section'"
+}
+
+@test "bench/limits prints the machine's two yardsticks as numbers" {
+	run "$TB/limits"
+	assert_success
+	assert_line --regexp '^xxh3_16_tokens_ns [0-9]+\.[0-9]+$'
+	assert_line --regexp '^random_read_ns [0-9]+\.[0-9]+$'
+	[ "${#lines[@]}" -eq 2 ]
+}
+
 @test "make demo runs the whole chain and prints a routing table" {
 	cd "$ROOT"
 	run --separate-stderr share/demo.sh
