@@ -118,6 +118,15 @@ static const char *missed_cause(const struct kv_srcstat *s)
 			     "endpoint recovered them: give kvsub --replay SRC=ENDPOINT (vLLM's replay_endpoint)";
 }
 
+/* What a source's missing seqs count: batches, or events for a Mooncake
+ * master, which skips one seq for every event its queue dropped (as kvsub
+ * and kvdecode --stats say it). */
+static const char *missing_what(const struct kv_srcstat *s)
+{
+	bool events = s->d.mooncake && !s->d.engine;
+	return s->seq.missing == 1 ? (events ? "event" : "batch") : (events ? "events" : "batches");
+}
+
 static void missed_batches(struct diag *d, const struct kv_srcstat *s)
 {
 	if (!s->seq.missing)
@@ -125,8 +134,8 @@ static void missed_batches(struct diag *d, const struct kv_srcstat *s)
 	add(d, "missed_batches", "warning", s, s->d.worker,
 	    json_pack("{s:I,s:I,s:I}", "missing", (json_int_t)s->seq.missing, "gaps", (json_int_t)s->seq.gaps,
 		      "replayed", (json_int_t)s->replayed),
-	    missed_cause(s), "%llu batch%s lost in %llu seq gap%s, %llu replayed", ull(s->seq.missing),
-	    pl(s->seq.missing, "es"), ull(s->seq.gaps), pl(s->seq.gaps, "s"), ull(s->replayed));
+	    missed_cause(s), "%llu %s lost in %llu seq gap%s, %llu replayed", ull(s->seq.missing), missing_what(s),
+	    ull(s->seq.gaps), pl(s->seq.gaps, "s"), ull(s->replayed));
 }
 
 static void parent_not_found(struct diag *d, const struct kv_srcstat *s)
@@ -149,8 +158,8 @@ static void parent_not_found(struct diag *d, const struct kv_srcstat *s)
 			"--content-ttl), or the engine publishes stores out of order";
 	add(d, "parent_not_found", severity, s, s->d.worker, ev, cause,
 	    "%llu block%s dropped because the parent is unknown (%llu in the first 10 s of the stream); "
-	    "%llu batch%s missing, %llu replayed",
-	    ull(n), pl(n, "s"), ull(s->d.pnf_early), ull(s->seq.missing), pl(s->seq.missing, "es"), ull(s->replayed));
+	    "%llu %s missing, %llu replayed",
+	    ull(n), pl(n, "s"), ull(s->d.pnf_early), ull(s->seq.missing), missing_what(s), ull(s->replayed));
 }
 
 static void block_size_mismatch(struct diag *d, const struct kv_srcstat *s)

@@ -1278,6 +1278,7 @@ void kv_match_event(struct kv_match *m, const struct kv_event *e)
 		engine_event(m, e);
 	else
 		pool_event(m, e);
+	cur_diag(m)->mooncake |= e->format == KV_FMT_MOONCAKE;
 }
 
 uint64_t kv_match_pending(const struct kv_match *m)

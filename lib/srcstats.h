@@ -22,6 +22,7 @@ struct kv_srcdiag {
 	uint32_t worker;            /* engine source: its worker (of the last event); UINT32_MAX if none */
 	uint8_t hash_forms;         /* KV_HF_* of its hashes */
 	bool engine, pool;          /* it sent engine (vLLM) or pool events */
+	bool mooncake;              /* ... Mooncake master events: its seq counts events */
 	uint64_t xpu_blocks;        /* engine stores in accelerator memory */
 	uint64_t offload_blocks;    /* engine stores in cpu/disk (offloads) */
 	uint64_t offload_met;       /* ... that met a pool event */

@@ -851,6 +851,16 @@ tenant-b"
 	diff <(stats_of direct) <(stats_of plain)
 }
 
+@test "a Mooncake master's missing seqs are events in --diagnose, as kvsub and kvdecode --stats say; an engine's are batches" {
+	mooncake_cluster
+	{ mc 1 3 stored 11 cpu default 10.0.0.5 11; mc 4 4 stored 13 cpu default 10.0.0.5 13
+	  vs $E0 1 5 21 null 1,2,3,4 4 GPU; vs $E0 3 6 22 21 5,6,7,8 4 GPU; } > gap.kvcap
+	run --separate-stderr kvmatch -q -r mc-regs.jsonl --log none --diagnose gap.kvcap
+	assert_equal "$(grep -o 'missed_batches: .*' <<<"$stderr")" "missed_batches: $M0: 2 events lost in 1 seq gap, 0 replayed
+missed_batches: tcp://10.0.0.5:5557 (worker a): 1 batch lost in 1 seq gap, 0 replayed"
+	assert_equal "$(kvdecode --stats gap.kvcap 2>&1 >/dev/null | grep -o '[0-9]* missing[a-z ]*,' | tr '\n' ' ')" "2 missing events, 1 missing, "
+}
+
 @test "a named daemon's blocks count under kvquery --shared-pool for every worker, not per worker; --explain says where only the pool holds" {
 	mooncake_cluster
 	kvmatch -q -r mc-regs.jsonl --log none -o s.kvsnap mc.kvcap
