@@ -17,6 +17,8 @@ enum key {
 	K_ADDITIONAL_SALT, K_GROUP_ID, K_DECODED,
 };
 
+_Static_assert(K_DECODED < 64, "keys_seen has a bit per key");
+
 static const char *const key_names[] = {
 	"", "src", "recv_ns", "seq", "topic", "replayed", "format", "ts", "dp_rank", "type",
 	"medium", "block_hashes", "parent", "token_ids", "block_size", "lora_id", "lora_name",
@@ -48,6 +50,7 @@ struct kv_evjson_reader {
 	struct kv_event *e;
 	int depth;
 	enum key key;            /* key at depth 1 */
+	uint64_t keys_seen;      /* bit k: key k met at depth 1 on this line */
 	bool complete;           /* the top-level object ended */
 	bool is_error_line;
 	bool is_no_events, undecoded;   /* a no_events line, and its "decoded": false */
@@ -377,6 +380,10 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t n)
 			r->key = (enum key)k;
 			break;
 		}
+	/* a key twice would be read as its last value without a word */
+	if (r->key != K_OTHER && (r->keys_seen >> r->key & 1))
+		return fail(r, "%s: given twice", key_names[r->key]);
+	r->keys_seen |= (uint64_t)1 << r->key;
 	return 1;
 }
 
@@ -473,6 +480,7 @@ enum kv_evjson_status kv_evjson_parse(struct kv_evjson_reader *r, const char *li
 	r->e = e;
 	r->depth = 0;
 	r->key = K_OTHER;
+	r->keys_seen = 0;
 	r->complete = r->is_error_line = r->saw_type = r->medium_given = false;
 	r->is_no_events = r->undecoded = false;
 	r->msg[0] = 0;

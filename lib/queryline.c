@@ -15,6 +15,7 @@ struct kv_qparser {
 	int depth;
 	bool top_array;              /* a bare [1,2,3] */
 	enum qkey key;
+	unsigned keys_seen;          /* bit k: key k met in the object (aliases are one key) */
 	bool saw_tokens, saw_block_hashes;
 	size_t captok, caphash;
 	char *names[Q_INSTANCE + 1]; /* the string fields, by key */
@@ -211,9 +212,14 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t n)
 	if (p->depth != 1)
 		return 1;
 	p->key = Q_OTHER;
+	const char *name = NULL;
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		if (n == strlen(keys[i].name) && memcmp(s, keys[i].name, n) == 0)
-			p->key = keys[i].k;
+			p->key = keys[i].k, name = keys[i].name;
+	/* twice, or under two aliases: serde refuses it ("duplicate field") */
+	if (p->key != Q_OTHER && (p->keys_seen >> p->key & 1))
+		return fail(p, "%s: given twice", name);
+	p->keys_seen |= 1u << p->key;
 	if (p->key == Q_HASHES) {
 		p->q->by_hash = true;
 		bool local = n == strlen("block_hashes"); /* kv-conductor's local hashes; else RFC sequence hashes */
@@ -329,6 +335,7 @@ bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline
 	p->saw_tokens = false;
 	p->saw_block_hashes = false;
 	p->key = Q_OTHER;
+	p->keys_seen = 0;
 	size_t i = 0;
 	while (i < n && (line[i] == ' ' || line[i] == '\t'))
 		i++;

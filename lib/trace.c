@@ -14,7 +14,7 @@ static bool fail(char *err, size_t errlen, const char *what)
 bool kv_trace_parse(const char *line, size_t n, struct kv_trace_req *r, char *err, size_t errlen)
 {
 	json_error_t je;
-	json_t *o = json_loadb(line, n, 0, &je);
+	json_t *o = json_loadb(line, n, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
 		return fail(err, errlen, je.text);
 	bool ok = false;

@@ -149,11 +149,14 @@ records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' ';
 }
 
 @test "bad trace lines are reported with their numbers; the rest is served" {
-	{ head -3 "$TRACE"; echo 'nonsense'; echo '{"timestamp": 1, "input_length": 2000, "hash_ids": [1]}'; head -5 "$TRACE" | tail -2; } > t.jsonl
+	{ head -3 "$TRACE"; echo 'nonsense'; echo '{"timestamp": 1, "input_length": 2000, "hash_ids": [1]}'
+	  echo '{"timestamp": 2, "input_length": 10, "hash_ids": [1], "input_length": 9000}'; head -5 "$TRACE" | tail -2; } > t.jsonl
 	run --separate-stderr kvgen -n t.jsonl
 	assert_equal "$status" 65
-	assert_equal "$(sed -n 1,2p <<<"$stderr")" "kvgen: t.jsonl: line 4: '[' or '{' expected near 'nonsense'
-kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs"
+	# a key twice would be read as one of its values without a word
+	assert_equal "$(sed -n 1,3p <<<"$stderr")" "kvgen: t.jsonl: line 4: '[' or '{' expected near 'nonsense'
+kvgen: t.jsonl: line 5: hash_ids: fewer blocks than input_length needs
+kvgen: t.jsonl: line 6: duplicate object key near '\"input_length\"'"
 	grep -q '^kvgen: policy kv: 5 requests,' <<<"$stderr"
 }
 

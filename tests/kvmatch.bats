@@ -665,6 +665,32 @@ Try 'kvmatch --help'."
 	assert_equal "${stderr_lines[2]}" "kvmatch: ev.jsonl: line 4: no \"type\" key"
 }
 
+@test "event lines and query lines: a key given twice is an error, not its last value" {
+	head='"src":"'$E0'","recv_ns":1,"format":"vllm","type":"removed","medium":"xpu"'
+	printf '%s\n' "{$head,\"seq\":1,\"seq\":7,\"block_hashes\":[\"0xa\"]}" "{$head,\"seq\":2,\"block_hashes\":[\"0xa\"],\"block_hashes\":[\"0xb\"]}" \
+		"{$head,\"seq\":3,\"block_hashes\":[\"0xa\"],\"x\":1,\"x\":2}" > ev.jsonl
+	run --separate-stderr kvmatch --log received,dropped ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(printf '%s\n' "${stderr_lines[@]:0:2}")" "kvmatch: ev.jsonl: line 1: seq: given twice
+kvmatch: ev.jsonl: line 2: block_hashes: given twice"
+	# a key kvmatch does not read may repeat: it changes nothing
+	assert_equal "$(jq -r '"\(.state) \(.reason // "-") \(.seq)"' <<<"$output")" "dropped decode_error null
+dropped decode_error null
+received - 3"
+	kvmatch -q -r regs.jsonl --log none -o s.kvsnap /dev/null
+	printf '%s\n' '{"model": "m", "token_ids": [1,2,3,4], "token_ids": [5]}' '{"model": "m", "seq_hashes": [1], "block_hash": [2]}' \
+		'{"model": "m", "model": "other", "token_ids": [1]}' '{"model": "m", "token_ids": [1], "note": 1, "note": 2}' > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap --api mooncake q.jsonl
+	assert_equal "$status" 65
+	assert_equal "$output" "null
+null
+null
+{\"default\":{}}"
+	assert_equal "$stderr" "kvquery: q.jsonl: line 1: token_ids: given twice
+kvquery: q.jsonl: line 2: block_hash: given twice
+kvquery: q.jsonl: line 3: model: given twice"
+}
+
 @test "event lines: a field of the wrong JSON type or a dp_rank beyond 2^32-1 is an error, never 0 or absent" {
 	head='"src":"'$E0'","seq":1,"format":"vllm","type":"removed"'
 	cat > ev.jsonl <<-EOF
