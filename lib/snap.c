@@ -132,6 +132,8 @@ static void build_workers(struct snap_build *b, const struct kv_workers *ws)
 	free(order);
 }
 
+#define BUILD_AHEAD 16
+
 static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp)
 {
 	const struct kv_partition *p = &ix->p[live];
@@ -144,6 +146,12 @@ static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32
 	uint32_t hbuf[64], *hs = hbuf;
 	size_t hcap = 64;
 	for (size_t i = 0; i < n; i++) {
+		/* In chain order the table's slots are random: fetch ahead, the
+		 * slot BUILD_AHEAD blocks on, its holders half as far. */
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
+		if (i + BUILD_AHEAD / 2 < n)
+			__builtin_prefetch(kv_block_holders(ix, ENTRY(&p->blocks, idx[i + BUILD_AHEAD / 2])));
 		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
 		const uint32_t *h = kv_block_holders(ix, blk);
 		if (blk->n > hcap) {
@@ -275,13 +283,17 @@ static void build(struct snap_build *b, const struct kv_index *ix, const struct 
 	}
 }
 
+#define WRITE_CHUNK ((size_t)4 << 20)
+
 static bool write_all(int fd, const void *p, size_t n, XXH3_state_t *h)
 {
 	const char *c = p;
 	if (h)
 		XXH3_64bits_update(h, p, n);
 	while (n) {
-		ssize_t w = write(fd, c, n);
+		/* in pieces: one write of a section of hundreds of MiB copied into
+		 * the page cache a third slower here than pieces of 4 MiB */
+		ssize_t w = write(fd, c, n < WRITE_CHUNK ? n : WRITE_CHUNK);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
