@@ -189,6 +189,8 @@ static void build_maps(struct snap_build *b, const struct kv_index *ix, const st
 	size_t n;
 	SORTED_ENTRIES(&p->ehashes, keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&p->ehashes, idx[i + BUILD_AHEAD]));
 		struct kv_snap_ehash r = { k, 0, keys[i], ENTRY(&p->ehashes, idx[i])->chain };
 		buf_add(&b->sec[KV_SEC_EHASHES], &r, sizeof r);
 	}
@@ -199,6 +201,8 @@ static void build_maps(struct snap_build *b, const struct kv_index *ix, const st
 	struct kv_pmatch *pm = &m->pm[live];
 	SORTED_ENTRIES(&pm->content, keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&pm->content, idx[i + BUILD_AHEAD]));
 		const struct kv_content *c = ENTRY(&pm->content, idx[i]);
 		struct kv_snap_content r = { k, 0, keys[i], c->parent, c->local, c->t };
 		buf_add(&b->sec[KV_SEC_CONTENT], &r, sizeof r);
@@ -207,6 +211,8 @@ static void build_maps(struct snap_build *b, const struct kv_index *ix, const st
 	free(idx);
 	SORTED_ENTRIES(&pm->offload, keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&pm->offload, idx[i + BUILD_AHEAD]));
 		const struct kv_offload *o = ENTRY(&pm->offload, idx[i]);
 		struct kv_snap_offload r = { k, 0, keys[i], o->chain, o->parent, o->local, o->t };
 		buf_add(&b->sec[KV_SEC_OFFLOAD], &r, sizeof r);
