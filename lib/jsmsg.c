@@ -12,6 +12,22 @@ static bool token_char(unsigned char c)
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
+/* 32 lower-case hex digits of a digest, high half first (as xxh128sum and
+ * python's xxh3_128_hexdigest print it), and a NUL. */
+static char *put_hex128(char *out, XXH128_hash_t d)
+{
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)d.high64, (unsigned long long)d.low64);
+	return out + 32;
+}
+
+static size_t escaped_length(const char *value, size_t n)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += token_char((unsigned char)value[i]) ? 1 : 3;
+	return len;
+}
+
 size_t kv_js_token(const char *value, size_t n, char *out)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -21,6 +37,12 @@ size_t kv_js_token(const char *value, size_t n, char *out)
 		return (size_t)(stpcpy(out, "%") - out);
 	if (n == 1 && value[0] == '_')
 		return (size_t)(stpcpy(out, "%5F") - out);
+	/* a long name escaped would pass NATS's 4096-byte control line, and
+	 * the server closes the connection: its digest stands for it */
+	if (escaped_length(value, n) > KV_JS_TOKEN_LIMIT) {
+		out[0] = '~';
+		return (size_t)(put_hex128(out + 1, XXH3_128bits(value, n)) - out);
+	}
 	char *q = out;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)value[i];
@@ -92,9 +114,8 @@ void kv_js_msg_id(const struct kv_record *rec, const uint8_t *header, size_t hea
 	} else {
 		XXH3_128bits_update(h, header, header_len);
 	}
-	XXH128_hash_t d = XXH3_128bits_digest(h);
-	snprintf(out, KV_JS_MSGID_LEN + 1, "%c%016llx%016llx", kind, (unsigned long long)d.high64,
-		 (unsigned long long)d.low64);
+	out[0] = kind;
+	put_hex128(out + 1, XXH3_128bits_digest(h));
 }
 
 bool kv_js_name_ok(const char *name)

@@ -5,7 +5,10 @@
  * Subjects: records on STREAM.MODEL.TENANT.SRC, headers on STREAM.header.
  * Each of MODEL, TENANT and SRC is one subject token: bytes other than
  * A-Z a-z 0-9 '_' '-' become %XX (upper-case hex), an empty value is "%",
- * and the value "_" is "%5F", because "_" stands for "not registered".
+ * and the value "_" is "%5F", because "_" stands for "not registered";
+ * a value longer than KV_JS_TOKEN_LIMIT escaped is "~" and the 32 hex digits
+ * of its XXH3-128 digest (NATS closes a connection whose PUB line passes
+ * 4096 bytes: four tokens of 256 stay far below).
  * Message ids: "r" and 32 hex digits of XXH3-128 over (src, seq, payload)
  * for a record whose message has a seq frame, over (src, recv_ns, every
  * frame) for one without; "h" and the digest of the bytes for a header. */
@@ -17,6 +20,7 @@
 
 #include "kvcap.h"
 
+#define KV_JS_TOKEN_LIMIT 256
 #define KV_JS_TOKEN_MAX (3 * KV_CAP_MAX_SRC + 1)
 #define KV_JS_MSGID_LEN 33
 

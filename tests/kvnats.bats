@@ -111,6 +111,25 @@ wait_messages() {
 	assert_equal "$(kvnats -C -q -s "$URL" --stream NOREG --filter 'NOREG._._.tcp%3A%2F%2Fkvs-master%3A5557' | capdump 2>/dev/null | wc -l)" "$pool"
 }
 
+@test "kvnats: names too long for a NATS subject travel as their digest, and the records arrive whole" {
+	# escaped, a 1000-byte model and tenant passed NATS's 4096-byte PUB line: the
+	# server closed the connection and every record was lost (exit 69)
+	one_server
+	model=$(printf '%%%.0s' $(seq 1000)) tenant=$(printf '.%.0s' $(seq 300)) host=$(printf 'h%.0s' $(seq 200))
+	jq -nc --arg m "$model" --arg t "$tenant" --arg e "tcp://$host:5557" \
+		'{instance_id: "a", type: "vLLM", dp_rank: 0, block_size: 4, modelname: $m, tenant_id: $t, medium_endpoints: {npu: $e}}' > long.jsonl
+	j2mp --src "tcp://$host:5557" <<<'[1.0, [["BlockRemoved", [1]]], 0]' > long.kvcap
+	run --separate-stderr kvnats -P -s "$URL" -r long.jsonl long.kvcap
+	assert_success
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: 2 published, 2 stored, 0 duplicates, 0 retried, 0 lost"
+	kvnats -C -q -s "$URL" --bare | cmp - long.kvcap
+	# the tokens: ~ and python3-xxhash's xxh3_128_hexdigest of each long name; the
+	# source, 222 bytes escaped, as it is
+	digest() { /usr/bin/python3 -c 'import sys, xxhash; print("~" + xxhash.xxh3_128_hexdigest(sys.argv[1].encode()))' "$1"; }
+	subject="KVTOOLS.$(digest "$model").$(digest "$tenant").tcp%3A%2F%2F$host%3A5557"
+	assert_equal "$(kvnats -C -q -s "$URL" --bare --filter "$subject" | capdump 2>/dev/null | wc -l)" 1
+}
+
 @test "kvnats: two producers publishing the same capture at once store each record once" {
 	one_server
 	capture

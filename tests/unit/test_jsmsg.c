@@ -28,6 +28,24 @@ static void tokens(void)
 	ASSERT(kv_js_name_ok("KV_tools-1") && !kv_js_name_ok("a.b") && !kv_js_name_ok("") && !kv_js_name_ok("a>"));
 }
 
+/* A token longer than 256 bytes escaped is its XXH3-128 digest after '~':
+ * NATS closes the connection of a PUB line beyond 4096 bytes.  The check
+ * values are python3-xxhash's xxh3_128_hexdigest of the same bytes. */
+static void long_tokens(void)
+{
+	char v[300], out[KV_JS_TOKEN_MAX + 1];
+	memset(v, 'a', sizeof v);
+	ASSERT_EQ_U64(kv_js_token(v, 256, out), 256);
+	ASSERT(out[0] == 'a' && out[255] == 'a' && out[256] == 0);
+	ASSERT_EQ_U64(kv_js_token(v, 257, out), 33);
+	ASSERT(strcmp(out, "~69fdd6b54ec7c0d04dd04767c00e03f1") == 0);
+	memset(v, '.', sizeof v);
+	ASSERT_EQ_U64(kv_js_token(v, 85, out), 255);
+	ASSERT(strncmp(out, "%2E%2E", 6) == 0);
+	ASSERT_EQ_U64(kv_js_token(v, 86, out), 33);
+	ASSERT(strcmp(out, "~fa3e73abb8d7343db8235bbef05955f9") == 0);
+}
+
 static struct kv_record record(uint64_t recv_ns, const char *src, struct kv_frame *f, uint8_t seq[8], uint64_t s,
 			       const char *payload)
 {
@@ -115,6 +133,7 @@ static void positioned(void)
 int main(void)
 {
 	RUN(tokens);
+	RUN(long_tokens);
 	RUN(message_ids);
 	RUN(positioned);
 	return unit_done();
