@@ -351,6 +351,11 @@ int main(int argc, char **argv)
 	/* before reading the trace, which may be a terminal waiting for input */
 	if (!o.no_capture && to_stdout && isatty(STDOUT_FILENO))
 		kv_usage_error(TTY_REFUSAL);
+	/* what is written at the end must be writable before the simulation runs */
+	const char *products[] = { o.regs, o.report, o.snapshot, o.queries };
+	int unmakeable = kv_out_check_creatable(products, sizeof products / sizeof products[0]);
+	if (unmakeable)
+		return unmakeable;
 	struct trace_in trace;
 	int opened = open_trace(optind < argc ? argv[optind] : NULL, &trace);
 	if (opened)

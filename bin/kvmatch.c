@@ -365,8 +365,12 @@ int main(int argc, char **argv)
 		return dump(o.dump);
 	}
 	refuse_outputs_over_inputs(&o, argv + optind, (size_t)(argc - optind));
-	/* before anything is read or written: no snapshot of part of the input */
-	int unopened = kv_source_check_files(argv + optind, (size_t)(argc - optind));
+	/* before anything is read or written: no snapshot of part of the input,
+	 * and no input read for a snapshot that cannot be made */
+	const char *products[] = { o.snapshot, o.metrics };
+	int unopened = kv_out_check_creatable(products, sizeof products / sizeof products[0]);
+	if (!unopened)
+		unopened = kv_source_check_files(argv + optind, (size_t)(argc - optind));
 	if (unopened) {
 		kv_workers_free(&r.ws);
 		return unopened;

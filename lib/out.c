@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -207,4 +208,36 @@ void kv_out_refuse_inputs(const char *opt, const char *output, char *const *inpu
 		kv_out_refuse_input(opt, output, "-");
 	for (size_t i = 0; i < n; i++)
 		kv_out_refuse_input(opt, output, inputs[i]);
+}
+
+bool kv_out_creatable(const char *path)
+{
+	struct stat st;
+	if (!path || strcmp(path, "-") == 0)
+		return true;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		return false;
+	}
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return access(".", W_OK | X_OK) == 0;
+	if (slash == path)
+		return access("/", W_OK | X_OK) == 0;
+	char *dir = kv_xstrndup(path, (size_t)(slash - path));
+	bool ok = access(dir, W_OK | X_OK) == 0;
+	int e = errno;
+	free(dir);
+	errno = e;
+	return ok;
+}
+
+int kv_out_check_creatable(const char *const *paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!kv_out_creatable(paths[i])) {
+			kv_warn_errno("%s", paths[i]);
+			return KV_EX_IOERR;
+		}
+	return 0;
 }

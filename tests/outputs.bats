@@ -102,3 +102,24 @@ keeps() {
 	cmp cut.regs full.regs
 	cmp cut.q full.q
 }
+
+@test "a file product that cannot be made fails at once (74), before any input is read, not after it" {
+	# the input is a fifo nobody writes: reading it would wait for ever
+	mkfifo in.fifo
+	mkdir dir.kvsnap
+	for out in /nonexistent/x.kvsnap dir.kvsnap; do
+		run --separate-stderr timeout 10 kvmatch -q --log none -o "$out" in.fifo
+		assert_equal "$status" 74
+		assert_equal "$stderr" "kvmatch: $out: $([ "$out" = dir.kvsnap ] && echo 'Is a directory' || echo 'No such file or directory')"
+	done
+	run --separate-stderr timeout 10 kvmatch -q --log none --metrics /nonexistent/m.prom in.fifo
+	assert_equal "$status" 74
+	for opt in --snapshot --report --registrations --queries; do
+		run --separate-stderr timeout 10 kvgen -n "$opt" /nonexistent/f in.fifo
+		assert_equal "$status" 74
+		assert_equal "$stderr" "kvgen: /nonexistent/f: No such file or directory"
+	done
+	# a writable place is no error
+	run --separate-stderr kvmatch -q --log none -o ok.kvsnap "$CAP"
+	assert_success
+}
