@@ -14,6 +14,7 @@
 #include "out.h"
 #include "regs.h"
 #include "snap.h"
+#include "utf8.h"
 #include "util.h"
 
 static const char usage[] =
@@ -586,7 +587,19 @@ static int consume(struct options *o, struct kv_js *js)
 struct list {
 	struct kv_out *out;
 	bool json, header_done;
+	char *shown[3];              /* names from the server, made printable for the table */
+	size_t shown_cap[3];
 };
+
+/* A name a server sent, for people: its control bytes and bad UTF-8 as '?'
+ * (kv_printable, the rule of every table and message). */
+static const char *shown(struct list *l, int slot, const char *name)
+{
+	size_t n = strlen(name);
+	l->shown[slot] = kv_xgrow(l->shown[slot], &l->shown_cap[slot], n + 1, 1);
+	kv_printable(l->shown[slot], n + 1, name, n);
+	return l->shown[slot];
+}
 
 static char *lit(char *p, const char *s)
 {
@@ -600,10 +613,8 @@ static void table_header(struct list *l)
 	if (l->header_done)
 		return;
 	l->header_done = true;
-	char row[200];
-	int n = snprintf(row, sizeof row, "%-16s %-16s %-24s %10s %10s %10s\n", "STREAM", "CONSUMER", "SUBJECT",
-			 "MESSAGES", "LAG", "UNACKED");
-	kv_out_write(l->out, row, (size_t)n);
+	kv_out_printf(l->out, "%-16s %-16s %-24s %10s %10s %10s\n", "STREAM", "CONSUMER", "SUBJECT", "MESSAGES", "LAG",
+		      "UNACKED");
 }
 
 static void list_stream(void *arg, const struct kv_js_stream_row *r)
@@ -611,12 +622,9 @@ static void list_stream(void *arg, const struct kv_js_stream_row *r)
 	struct list *l = arg;
 	if (!l->json) {
 		table_header(l);
-		for (int i = 0; i < (r->nsubjects ? r->nsubjects : 1); i++) {
-			char row[1024];
-			int n = snprintf(row, sizeof row, "%-16s %-16s %-24s %10" PRIu64 " %10s %10s\n", r->name, "-",
-					 r->nsubjects ? r->subjects[i] : "-", r->messages, "-", "-");
-			kv_out_write(l->out, row, (size_t)(n < (int)sizeof row ? n : (int)sizeof row - 1));
-		}
+		for (int i = 0; i < (r->nsubjects ? r->nsubjects : 1); i++)
+			kv_out_printf(l->out, "%-16s %-16s %-24s %10" PRIu64 " %10s %10s\n", shown(l, 0, r->name), "-",
+				      r->nsubjects ? shown(l, 1, r->subjects[i]) : "-", r->messages, "-", "-");
 		return;
 	}
 	size_t need = 256 + JW_STR_MAX(strlen(r->name));
@@ -640,10 +648,9 @@ static void list_consumer(void *arg, const struct kv_js_consumer_row *r)
 {
 	struct list *l = arg;
 	if (!l->json) {
-		char row[1024];
-		int n = snprintf(row, sizeof row, "%-16s %-16s %-24s %10s %10" PRIu64 " %10" PRIu64 "\n", r->stream,
-				 r->name, r->filter ? r->filter : "-", "-", r->pending, r->ack_pending);
-		kv_out_write(l->out, row, (size_t)(n < (int)sizeof row ? n : (int)sizeof row - 1));
+		kv_out_printf(l->out, "%-16s %-16s %-24s %10s %10" PRIu64 " %10" PRIu64 "\n", shown(l, 0, r->stream),
+			      shown(l, 1, r->name), r->filter ? shown(l, 2, r->filter) : "-", "-", r->pending,
+			      r->ack_pending);
 		return;
 	}
 	size_t nf = r->filter ? strlen(r->filter) : 0;
@@ -669,6 +676,8 @@ static int list(const struct options *o, struct kv_js *js)
 	int rc = kv_js_list(js, o->stream_named ? o->stream : NULL, &lister, err, sizeof err);
 	if (rc)
 		kv_warn("%s", err);
+	for (int i = 0; i < 3; i++)
+		free(l.shown[i]);
 	int closed = kv_out_close(&out);
 	return closed ? closed : rc;
 }

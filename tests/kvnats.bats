@@ -130,6 +130,18 @@ wait_messages() {
 	assert_equal "$(kvnats -C -q -s "$URL" --bare --filter "$subject" | capdump 2>/dev/null | wc -l)" 1
 }
 
+@test "kvnats -L: a table row is written whole however long the names in it" {
+	# rows were cut at 1023 bytes, their newline with them
+	one_server
+	kvnats -P -q -s "$URL" "$ROOT/share/sample.kvcap"
+	long=$(printf 'm%.0s' $(seq 1100))
+	kvnats -C -q -s "$URL" --durable longf --filter "KVTOOLS.$long.>" -o /dev/null
+	run --separate-stderr kvnats -L -s "$URL"
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_regex "${lines[2]}" "^KVTOOLS +longf +KVTOOLS\.$long\.> +- +[0-9]+ +0\$"
+}
+
 @test "kvnats: two producers publishing the same capture at once store each record once" {
 	one_server
 	capture
