@@ -714,14 +714,13 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 	struct rep r = { ctx, 0 };
 	bool suspect;
 	uint64_t t = take_time(m, ctx, &suspect);
+	m->cur = 0; /* record_source names it when there is one */
 	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx, t) : NULL;
-	m->cur = 0;
 	if (src) {
 		src->errors++;
 		/* The record still arrived: its seq counts, or the next batch would
 		 * look like a gap (a replayed one already seen changes nothing). */
 		arrive(m, src, ctx, t, suspect);
-		m->cur = (size_t)(src - m->sources.v) + 1;
 	}
 	report(m, &r, KV_ST_DROPPED, KV_R_DECODE_ERROR, NULL, -1, NULL, 0, 0);
 }

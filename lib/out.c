@@ -210,7 +210,7 @@ void kv_out_refuse_inputs(const char *opt, const char *output, char *const *inpu
 		kv_out_refuse_input(opt, output, inputs[i]);
 }
 
-bool kv_out_creatable(const char *path)
+static bool creatable(const char *path)
 {
 	struct stat st;
 	if (!path || strcmp(path, "-") == 0)
@@ -235,7 +235,7 @@ bool kv_out_creatable(const char *path)
 int kv_out_check_creatable(const char *const *paths, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!kv_out_creatable(paths[i])) {
+		if (!creatable(paths[i])) {
 			kv_warn_errno("%s", paths[i]);
 			return KV_EX_IOERR;
 		}

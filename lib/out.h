@@ -104,13 +104,11 @@ void kv_out_refuse_inputs(const char *opt, const char *output, char *const *inpu
 /* The same for one input (a -s snapshot, a -r registrations file; NULL:
  * none given). */
 void kv_out_refuse_input(const char *opt, const char *output, const char *input);
-/* Whether a file can be made at path (NULL or "-": yes): its directory
- * exists and may be written, and path is no directory.  Asked before the
- * work whose product it holds, so that a typo in a directory name fails at
- * once, not after hours of input; errno says why not. */
-bool kv_out_creatable(const char *path);
-/* kv_out_creatable for each of n paths (NULLs skipped): 0, or KV_EX_IOERR
- * after "PROG: PATH: why" for the first that cannot be made. */
+/* Whether a file can be made at each of n paths (NULL or "-": yes): its
+ * directory exists and may be written, and the path is no directory.
+ * Asked before the work whose product it holds, so that a typo in a
+ * directory name fails at once, not after hours of input: 0, or
+ * KV_EX_IOERR after "PROG: PATH: why" for the first that cannot be made. */
 int kv_out_check_creatable(const char *const *paths, size_t n);
 
 #endif

@@ -246,14 +246,14 @@ void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n)
 /* Puts worker id into the target list of name, in kv_workers_compare order. */
 static void hostlist_insert(struct kv_workers *ws, const char *name, uint32_t id)
 {
-	struct srcmap_slot *s = srcmap_find(ws->bysrc, name, strlen(name), HOST_MARK);
+	const struct srcmap_slot *s = srcmap_find(ws->bysrc, name, strlen(name), HOST_MARK);
+	uint32_t list = s ? s->worker : (uint32_t)ws->nhosts;
 	if (!s) {
 		ws->hosts = kv_xgrow(ws->hosts, &ws->caphosts, ws->nhosts + 1, sizeof *ws->hosts);
-		ws->hosts[ws->nhosts] = (struct kv_hostlist){ NULL, 0, 0 };
-		srcmap_put(ws->bysrc, name, strlen(name), HOST_MARK, (uint32_t)ws->nhosts++);
-		s = srcmap_find(ws->bysrc, name, strlen(name), HOST_MARK);
+		ws->hosts[ws->nhosts++] = (struct kv_hostlist){ NULL, 0, 0 };
+		srcmap_put(ws->bysrc, name, strlen(name), HOST_MARK, list);
 	}
-	struct kv_hostlist *l = &ws->hosts[s->worker];
+	struct kv_hostlist *l = &ws->hosts[list];
 	size_t lo = 0, hi = l->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
