@@ -84,7 +84,14 @@ uint32_t kv_index_partition_bounded(struct kv_index *ix, const char *model, size
 /* -1 when there is no such partition. */
 int64_t kv_index_find_partition(const struct kv_index *ix, const char *model, const char *tenant);
 
+/* A block's holders, sorted by worker, and their number: the only way
+ * anything outside index.c reads them. */
 const uint32_t *kv_block_holders(const struct kv_index *ix, const struct kv_block *b);
+static inline size_t kv_block_nholders(const struct kv_index *ix, const struct kv_block *b)
+{
+	(void)ix;
+	return b->n;
+}
 /* Media bits of worker w in block b (0: not a holder). */
 unsigned kv_block_media(const struct kv_index *ix, const struct kv_block *b, uint32_t w);
 

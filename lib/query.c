@@ -47,7 +47,7 @@ const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, ui
 	const struct kv_block *b = kv_blocks_find((struct kv_blocks *)&s->ix->p[part].blocks, chain);
 	if (!b)
 		return NULL;
-	*n = b->n;
+	*n = kv_block_nholders(s->ix, b);
 	return kv_block_holders(s->ix, b);
 }
 
@@ -136,9 +136,10 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 				if (!b || (i < t->cap && b->key == 0))
 					continue;
 				const uint32_t *h = kv_block_holders(s->ix, b);
-				all = kv_xgrow(all, &cap, n2 + b->n, sizeof *all);
-				memcpy(all + n2, h, b->n * sizeof *h);
-				n2 += b->n;
+				size_t nh = kv_block_nholders(s->ix, b);
+				all = kv_xgrow(all, &cap, n2 + nh, sizeof *all);
+				memcpy(all + n2, h, nh * sizeof *h);
+				n2 += nh;
 			}
 			s->pworkers[part] = collect_workers(s, all, n2, &s->npworkers[part]);
 			free(all);

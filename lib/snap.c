@@ -154,25 +154,26 @@ static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32
 			__builtin_prefetch(kv_block_holders(ix, ENTRY(&p->blocks, idx[i + BUILD_AHEAD / 2])));
 		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
 		const uint32_t *h = kv_block_holders(ix, blk);
-		if (blk->n > hcap) {
-			hcap = blk->n;
+		size_t nh = kv_block_nholders(ix, blk);
+		if (nh > hcap) {
+			hcap = nh;
 			hs = hs == hbuf ? kv_xmalloc(hcap * sizeof *hs) : kv_xrealloc(hs, hcap * sizeof *hs);
 		}
-		for (size_t k = 0; k < blk->n; k++)
+		for (size_t k = 0; k < nh; k++)
 			hs[k] = KV_HOLDER(b->wmap[KV_HOLDER_WORKER(h[k])], KV_HOLDER_MEDIA(h[k]));
-		if (blk->n > 16)
-			qsort(hs, blk->n, sizeof *hs, by_u32);
+		if (nh > 16)
+			qsort(hs, nh, sizeof *hs, by_u32);
 		else /* few holders, mostly in order already */
-			for (size_t k = 1; k < blk->n; k++)
+			for (size_t k = 1; k < nh; k++)
 				for (size_t j = k; j > 0 && hs[j - 1] > hs[j]; j--) {
 					uint32_t t = hs[j];
 					hs[j] = hs[j - 1];
 					hs[j - 1] = t;
 				}
 		struct kv_snap_block r = { blk->key, blk->parent, blk->local,
-					   (uint32_t)(b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t)), blk->n };
+					   (uint32_t)(b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t)), (uint32_t)nh };
 		buf_add(&b->sec[KV_SEC_BLOCKS], &r, sizeof r);
-		buf_add(&b->sec[KV_SEC_HOLDERS], hs, blk->n * sizeof *hs);
+		buf_add(&b->sec[KV_SEC_HOLDERS], hs, nh * sizeof *hs);
 	}
 	if (hs != hbuf)
 		free(hs);

@@ -95,7 +95,7 @@ static void holders_match_reference(void)
 				ASSERT(kv_block_media(&ix, b, (uint32_t)w) == ref[c][w]);
 		}
 		ASSERT((b != NULL) == (n > 0));
-		ASSERT(!b || b->n == n);
+		ASSERT(!b || kv_block_nholders(&ix, b) == n);
 		holdings += n;
 		if (b) {
 			const uint32_t *h = kv_block_holders(&ix, b);
