@@ -14,6 +14,8 @@
 
 uint64_t kv_local_hash(const uint32_t *tokens, size_t n);
 uint64_t kv_chain_next(uint64_t parent_chain, uint64_t local);
+/* The chains of n blocks of known local hashes after parent_chain. */
+void kv_chain_hashes(uint64_t parent_chain, const uint64_t *local, uint64_t *chain, size_t n);
 /* Local hashes and chains of a token sequence in blocks of block_size
  * (a trailing partial block too); returns the number of blocks written. */
 size_t kv_block_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size,

@@ -35,20 +35,34 @@ void kv_qsource_free(struct kv_qsource *s)
 	memset(s, 0, sizeof *s);
 }
 
-const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, uint64_t chain, size_t *n)
+bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain, struct kv_qblock *qb)
 {
 	if (s->snap) {
 		const struct kv_snap_block *b = kv_snap_find(s->snap, part, chain);
 		if (!b)
-			return NULL;
-		*n = b->nholders;
-		return s->snap->holders + b->holders_first;
+			return false;
+		qb->h = kv_snap_holders(s->snap, b, &qb->n);
+		qb->set = b->set;
+		qb->run = b->run;
+		return true;
 	}
 	const struct kv_block *b = kv_blocks_find((struct kv_blocks *)&s->ix->p[part].blocks, chain);
 	if (!b)
+		return false;
+	qb->n = kv_block_nholders(s->ix, b);
+	qb->h = kv_block_holders(s->ix, b);
+	qb->set = (uintptr_t)qb->h; /* one holder lives in its block: no two blocks share it */
+	qb->run = 0;
+	return true;
+}
+
+const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, uint64_t chain, size_t *n)
+{
+	struct kv_qblock b;
+	if (!kv_qsource_block(s, part, chain, &b))
 		return NULL;
-	*n = kv_block_nholders(s->ix, b);
-	return kv_block_holders(s->ix, b);
+	*n = b.n;
+	return b.h;
 }
 
 void kv_qsource_prefetch(const struct kv_qsource *s, uint32_t part, uint64_t chain, int stage)
@@ -120,9 +134,9 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 		if (s->snap) {
 			const struct kv_snap_partition *p = &s->snap->partitions[part];
 			size_t first = 0, count = 0;
-			if (p->blocks_count) {
-				const struct kv_snap_block *b = &s->snap->blocks[p->blocks_first];
-				const struct kv_snap_block *e = b + p->blocks_count - 1;
+			if (p->sets_count) {
+				const struct kv_snap_set *b = &s->snap->sets[p->sets_first];
+				const struct kv_snap_set *e = b + p->sets_count - 1;
 				first = b->holders_first;
 				count = e->holders_first + e->nholders - first;
 			}
@@ -171,22 +185,14 @@ struct wstate {
 	enum kv_stop why;
 };
 
-/* The walk looks blocks up ahead of itself: each block costs dependent cache
- * misses (directory or table slot, block record, holders), so their loads
- * are started LA_DIR, LA_REC and LA_RES blocks before the block is walked,
- * and the holders resolved LA_RES blocks ahead wait in a ring.  Each block is
- * looked up once; a walk that stops early has looked up at most LA_RES
- * blocks for nothing. */
-enum { LA_DIR = 20, LA_REC = 12, LA_RES = 5, LA_RING = 8 };
-_Static_assert(LA_RES < LA_RING && LA_RES < LA_REC && LA_REC < LA_DIR, "a block is resolved before its slot is reused");
-
-struct ahead {
-	const uint32_t *h;
-	size_t n;
-};
+/* Looking up a block costs dependent cache misses (a directory or table
+ * slot, then the block record): lookups known ahead are started early.
+ * From a live index the walk goes block by block, each looked up
+ * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps
+ * KV_QUERY_JUMP blocks at a time, all the jumps started at once. */
+enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64 };
 
 struct kv_querier {
-	struct ahead ring[LA_RING];
 	uint64_t *local, *chain;
 	size_t cap;
 	struct wstate *w;
@@ -321,46 +327,133 @@ static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 		}
 		return n;
 	}
-	uint64_t c = KV_CHAIN_ROOT;
-	for (size_t i = 0; i < n; i++) {
-		q->local[i] = r->locals[i];
-		q->chain[i] = c = kv_chain_next(c, r->locals[i]);
+	if (n) {
+		memcpy(q->local, r->locals, n * sizeof *q->local);
+		kv_chain_hashes(KV_CHAIN_ROOT, q->local, q->chain, n);
 	}
 	return n;
 }
 
-/* Looks block j up into the ring and starts loading its holders. */
-static void resolve_ahead(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t j)
+/* Block i, in whose media (bits) the worker has it, and the len - 1
+ * blocks after it with the same holders.  Once the first of them is
+ * stepped, every walk still alive has its medium in bits and none can
+ * start: the others only lengthen the live walks, and count the same own
+ * cpu blocks as the first. */
+static inline bool step_run(struct wstate *s, uint32_t i, uint32_t len, unsigned bits, unsigned own)
 {
-	struct ahead *a = &q->ring[j % LA_RING];
-	a->h = kv_qsource_holders(src, part, q->chain[j], &a->n);
-	if (!a->h)
-		return;
-	/* the first four lines: 64 holders, every DP rank of a large cluster */
-	size_t bytes = a->n * sizeof *a->h;
-	for (size_t off = 0; off < bytes && off < 256; off += 64)
-		__builtin_prefetch((const char *)a->h + off);
+	uint32_t own_before = s->cpu_own;
+	if (!step(s, i, bits, own))
+		return false;
+	if (len > 1) {
+		uint32_t end = i + len;
+		s->npu_end = s->npu ? end : s->npu_end;
+		s->cpu0_end = s->cpu0 ? end : s->cpu0_end;
+		s->cpu1_end = s->cpu1 ? end : s->cpu1_end;
+		s->disk0_end = s->disk0 ? end : s->disk0_end;
+		s->disk1_end = s->disk1 ? end : s->disk1_end;
+		s->cpu_own += (s->cpu_own - own_before) * (len - 1);
+	}
+	return true;
 }
 
-static void start_look_ahead(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n)
+/* Where a run goes on: the block after it, held or not. */
+struct run_end {
+	struct kv_qblock next;
+	bool held;
+};
+
+/* Live index: blocks one by one while they have block i's holders. */
+static size_t live_run(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
+		       const struct kv_qblock *cur, struct run_end *end)
 {
-	for (size_t j = 0; j < n && j < LA_DIR; j++)
-		kv_qsource_prefetch(src, part, q->chain[j], 0);
-	for (size_t j = 0; j < n && j < LA_REC; j++)
-		kv_qsource_prefetch(src, part, q->chain[j], 1);
-	for (size_t j = 0; j < n && j < LA_RES; j++)
-		resolve_ahead(q, src, part, j);
+	size_t j = i + 1;
+	for (; j < n; j++) {
+		if (j + LIVE_AHEAD < n)
+			kv_qsource_prefetch(src, part, q->chain[j + LIVE_AHEAD], 0);
+		end->held = kv_qsource_block(src, part, q->chain[j], &end->next);
+		if (!end->held || end->next.set != cur->set)
+			break;
+	}
+	return j - i;
 }
 
-/* Before walking block i: the loads for blocks further on. */
-static void look_ahead(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n)
+/* The blocks a walk will look at next, fetched together: all their
+ * directory slots, then all their records, so that the misses overlap.
+ * From block lo on: the block lo (when its own run begins there), the
+ * blocks a run from lo jumps to, and the last. */
+static void fetch_ahead(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t before, size_t lo,
+			size_t n)
 {
-	if (i + LA_DIR < n)
-		kv_qsource_prefetch(src, part, q->chain[i + LA_DIR], 0);
-	if (i + LA_REC < n)
-		kv_qsource_prefetch(src, part, q->chain[i + LA_REC], 1);
-	if (i + LA_RES < n)
-		resolve_ahead(q, src, part, i + LA_RES);
+	for (int stage = 0; stage < 2; stage++) {
+		if (before < lo)
+			kv_qsource_prefetch(src, part, q->chain[before], stage);
+		for (size_t j = lo; j < n; j += KV_QUERY_JUMP)
+			kv_qsource_prefetch(src, part, q->chain[j], stage);
+		if (lo + 1 < n)
+			kv_qsource_prefetch(src, part, q->chain[n - 1], stage);
+	}
+}
+
+/* Whether block j is held with set, its ancestors back to block lo (held
+ * with set) too, by its run; *hi becomes lower when block j tells that the
+ * run ends before it: blocks j - run .. j are held with block j's set, so
+ * with another set none of them is in lo's run, and with the same set the
+ * block before them breaks it. */
+static bool continues(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t lo, size_t j,
+		      uintptr_t set, size_t *hi)
+{
+	struct kv_qblock b;
+	if (!kv_qsource_block(src, part, q->chain[j], &b))
+		return false;
+	if (b.set == set && b.run >= j - lo)
+		return true;
+	size_t first = j - (b.run < j - lo ? b.run : j - lo);   /* the first of block j's run past lo */
+	size_t end = b.set == set ? first - 1 : first;
+	*hi = end < *hi ? end : *hi;
+	return false;
+}
+
+/* Snapshot: block i's holders go on through block lo while a block
+ * KV_QUERY_JUMP further is held with them and its run reaches back to lo;
+ * where that fails, the run's last block is searched between, where the
+ * failed block said the run ends first (a block is in the run exactly when
+ * its run reaches back to lo). */
+static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
+		       const struct kv_qblock *cur, struct run_end *end)
+{
+	size_t lo = i, hi = n;
+	if (i == 0)
+		fetch_ahead(q, src, part, n, 0, n);
+	while (lo + 1 < hi) {
+		size_t j = lo + KV_QUERY_JUMP < n ? lo + KV_QUERY_JUMP : n - 1;
+		size_t h = j;
+		if (!continues(q, src, part, lo, j, cur->set, &h)) {
+			hi = h;
+			break;
+		}
+		lo = j;
+	}
+	/* Most often the run ends just before where the failed block's began,
+	 * and the next run begins there. */
+	if (hi < n)
+		fetch_ahead(q, src, part, hi - 1, hi, n);
+	if (lo + 1 < hi) {
+		size_t h = hi - 1;
+		if (continues(q, src, part, lo, hi - 1, cur->set, &h))
+			lo = hi - 1;
+		else
+			hi = h;
+	}
+	while (lo + 1 < hi) {
+		size_t mid = lo + (hi - lo) / 2, h = mid;
+		if (continues(q, src, part, lo, mid, cur->set, &h))
+			lo = mid;
+		else
+			hi = h;
+	}
+	if (lo + 1 < n)
+		end->held = kv_qsource_block(src, part, q->chain[lo + 1], &end->next);
+	return lo + 1 - i;
 }
 
 static int by_worker_name(const void *a, const void *b, void *ctx)
@@ -416,15 +509,19 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	}
 	uint32_t i = 0;
 	enum kv_stop end_why = KV_STOP_END;
-	start_look_ahead(q, src, req->part, n);
-	for (; i < n && (nactive > 0 || i == 0); i++) {
-		look_ahead(q, src, req->part, i, n);
-		size_t nh = q->ring[i % LA_RING].n;
-		const uint32_t *h = q->ring[i % LA_RING].h;
-		if (!h) {
+	struct run_end at = { .held = false };
+	if (n)
+		at.held = kv_qsource_block(src, req->part, q->chain[0], &at.next);
+	while (i < n && (nactive > 0 || i == 0)) {
+		if (!at.held) {
 			end_why = KV_STOP_NOT_IN_INDEX;
 			break;
 		}
+		struct kv_qblock cur = at.next;
+		at.held = false;
+		size_t len = src->snap ? snap_run(q, src, req->part, i, n, &cur, &at) : live_run(q, src, req->part, i, n, &cur, &at);
+		size_t nh = cur.n;
+		const uint32_t *h = cur.h;
 		unsigned pool = 0;
 		if (o->shared_pool)
 			for (size_t k = 0; k < nh; k++)
@@ -442,7 +539,7 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 				k++;
 			unsigned own = k < nh && KV_HOLDER_WORKER(h[k]) == w ? KV_HOLDER_MEDIA(h[k]) : 0;
 			unsigned bits = o->shared_pool ? (own & KV_MEDIUM_BIT(KV_XPU)) | pool : own;
-			if (step(&q->w[w], i, bits, own))
+			if (step_run(&q->w[w], i, (uint32_t)len, bits, own))
 				q->next[keep++] = w;
 			else
 				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : pools_only(src, h, nh) ? KV_STOP_POOL_ONLY
@@ -452,6 +549,7 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 		q->active = q->next;
 		q->next = t;
 		nactive = keep;
+		i += (uint32_t)len;
 	}
 	for (size_t a = 0; a < nactive; a++) {
 		struct wstate *s = &q->w[q->active[a]];

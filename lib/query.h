@@ -3,9 +3,14 @@
  * 0 and from the farther of those ends), the exclusive block counts,
  * kv-conductor's /query answer, routing scores and explanations.  The same
  * code answers from a snapshot (kvquery) and from a live index (kvgen), each
- * behind a kv_qsource.  Cost per query: hashing plus one index probe per
- * block and work per holder met; the walk stops at the first block nobody
- * holds. */
+ * behind a kv_qsource.  A walk goes by runs of blocks with the same
+ * holders: the workers step once per run, not once per block.  From a
+ * snapshot, whose blocks say how many ancestors share their holders, the
+ * walk checks every KV_QUERY_JUMP-th block and searches back only where the
+ * holders changed, so a query costs its hashing, about blocks/KV_QUERY_JUMP
+ * lookups plus a few per change of holders, and work per holder of each
+ * run; from a live index (kvgen) one lookup per block.  The walk stops at
+ * the first block nobody holds. */
 #ifndef KV_QUERY_H
 #define KV_QUERY_H
 
@@ -34,6 +39,15 @@ struct kv_qsource {
 void kv_qsource_snap(struct kv_qsource *s, const struct kv_snap *snap);
 void kv_qsource_index(struct kv_qsource *s, const struct kv_index *ix, const struct kv_workers *ws);
 void kv_qsource_free(struct kv_qsource *s);
+/* A block as walks see it. */
+struct kv_qblock {
+	const uint32_t *h;    /* holders (worker << 3 | media), sorted; NULL when nobody holds it */
+	size_t n;
+	uintptr_t set;        /* two blocks have the same only when they have the same holders */
+	uint32_t run;         /* ancestors just before it known to be held with its set (0: none known) */
+};
+/* false when nobody holds the block. */
+bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain, struct kv_qblock *b);
 /* Holders (worker << 3 | media) of a block, or NULL when nobody holds it. */
 const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, uint64_t chain, size_t *n);
 /* A hint that chain is about to be looked up (stages: see kv_snap_prefetch). */

@@ -24,6 +24,7 @@ static const uint32_t record_sizes[KV_SEC_MAX] = {
 	[KV_SEC_PARTITIONS] = sizeof(struct kv_snap_partition),
 	[KV_SEC_WORKERS] = sizeof(struct kv_snap_worker),
 	[KV_SEC_BLOCKS] = sizeof(struct kv_snap_block),
+	[KV_SEC_SETS] = sizeof(struct kv_snap_set),
 	[KV_SEC_HOLDERS] = sizeof(uint32_t),
 	[KV_SEC_EHASHES] = sizeof(struct kv_snap_ehash),
 	[KV_SEC_CONTENT] = sizeof(struct kv_snap_content),
@@ -34,10 +35,11 @@ static const uint32_t record_sizes[KV_SEC_MAX] = {
 };
 
 _Static_assert(sizeof(struct kv_snap_meta) == 64, "meta record");
-_Static_assert(sizeof(struct kv_snap_partition) == 48, "partition record");
+_Static_assert(sizeof(struct kv_snap_partition) == 80, "partition record");
 _Static_assert(sizeof(struct kv_snap_worker) == 32, "worker record");
 _Static_assert(sizeof(struct kv_snap_block) == 32, "block record");
-_Static_assert(sizeof(struct kv_snap_ehash) == 24, "ehash record");
+_Static_assert(sizeof(struct kv_snap_set) == 8, "set record");
+_Static_assert(sizeof(struct kv_snap_ehash) == 16, "ehash record");
 _Static_assert(sizeof(struct kv_snap_content) == 40, "content record");
 _Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
 _Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
@@ -134,6 +136,146 @@ static void build_workers(struct snap_build *b, const struct kv_workers *ws)
 
 #define BUILD_AHEAD 16
 
+/* A partition's holder sets, interned: blocks of one prefix mostly share
+ * their holders, so each distinct set is written once.  Keyed by the set's
+ * XXH3-64 (a collision moves on to the next key: ids are compared by
+ * content). */
+struct set_entry {
+	uint64_t key;
+	uint32_t id;
+};
+KV_TABLE_DEFINE(set_table, struct set_entry)
+
+static bool same_set(const struct snap_build *b, uint32_t id, const uint32_t *hs, size_t n)
+{
+	const struct kv_snap_set *st = (const struct kv_snap_set *)b->sec[KV_SEC_SETS].p + id;
+	const uint32_t *h = (const uint32_t *)b->sec[KV_SEC_HOLDERS].p + st->holders_first;
+	return st->nholders == n && memcmp(h, hs, n * sizeof *hs) == 0;
+}
+
+/* The set's id, added in the order sets are first met (canonical). */
+static uint32_t intern_set(struct snap_build *b, struct set_table *t, const uint32_t *hs, size_t n)
+{
+	uint64_t key = XXH3_64bits(hs, n * sizeof *hs);
+	for (;; key = kv_mix64(key + 1)) {
+		bool added;
+		struct set_entry *e = set_table_upsert(t, key, &added);
+		if (added) {
+			size_t id = b->sec[KV_SEC_SETS].len / sizeof(struct kv_snap_set);
+			struct kv_snap_set st = { (uint32_t)(b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t)), (uint32_t)n };
+			if (id >= UINT32_MAX || b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t) + n > UINT32_MAX)
+				kv_die(KV_EX_SOFTWARE, "snapshot: holder sets beyond 2^32 entries");
+			e->id = (uint32_t)id;
+			buf_add(&b->sec[KV_SEC_SETS], &st, sizeof st);
+			buf_add(&b->sec[KV_SEC_HOLDERS], hs, n * sizeof *hs);
+			return e->id;
+		}
+		if (same_set(b, e->id, hs, n))
+			return e->id;
+	}
+}
+
+/* A block's holders as snapshot workers, sorted (the snapshot's worker
+ * order is not the live one). */
+static const uint32_t *snapshot_holders(const struct snap_build *b, const struct kv_index *ix,
+					 const struct kv_block *blk, uint32_t **hs, size_t *hcap, size_t *n)
+{
+	const uint32_t *h = kv_block_holders(ix, blk);
+	size_t nh = kv_block_nholders(ix, blk);
+	if (nh > *hcap) {
+		*hcap = nh;
+		*hs = kv_xrealloc(*hs, *hcap * sizeof **hs);
+	}
+	uint32_t *o = *hs;
+	for (size_t k = 0; k < nh; k++)
+		o[k] = KV_HOLDER(b->wmap[KV_HOLDER_WORKER(h[k])], KV_HOLDER_MEDIA(h[k]));
+	if (nh > 16)
+		qsort(o, nh, sizeof *o, by_u32);
+	else /* few holders, mostly in order already */
+		for (size_t k = 1; k < nh; k++)
+			for (size_t j = k; j > 0 && o[j - 1] > o[j]; j--) {
+				uint32_t t = o[j];
+				o[j] = o[j - 1];
+				o[j - 1] = t;
+			}
+	*n = nh;
+	return o;
+}
+
+#define NO_POS UINT32_MAX
+#define RUN_UNKNOWN UINT32_MAX
+#define RUN_WALKING (UINT32_MAX - 1)
+
+/* What working out runs needs of a block, in one place: following a chain
+ * of parents costs one cache miss a block, not three. */
+struct run_node {
+	uint32_t parent;  /* its position in chain order, NO_POS when not held */
+	uint32_t set;
+	uint32_t run;
+};
+
+/* Each block's parent among the partition's blocks in chain order, through
+ * the live table and a map from its slots to those positions. */
+static void find_parents(const struct kv_partition *p, const uint32_t *idx, size_t n, struct run_node *node)
+{
+	uint32_t *pos_of_slot = kv_xmalloc((p->blocks.cap + 1) * sizeof *pos_of_slot);
+	uint32_t zero_pos = NO_POS;
+	for (size_t i = 0; i < n; i++) {
+		if (idx[i] == ZERO_SLOT)
+			zero_pos = (uint32_t)i;
+		else
+			pos_of_slot[idx[i]] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n)
+			kv_blocks_prefetch(&p->blocks, ENTRY(&p->blocks, idx[i + BUILD_AHEAD / 2])->parent);
+		const struct kv_block *pb = kv_blocks_find((struct kv_blocks *)&p->blocks, ENTRY(&p->blocks, idx[i])->parent);
+		node[i].parent = !pb ? NO_POS : pb == &p->blocks.zero ? zero_pos : pos_of_slot[pb - p->blocks.slots];
+	}
+	free(pos_of_slot);
+}
+
+/* A block's run from its parent's: one more when the parent is held with
+ * the same set (a parent still being walked closes a cycle of chains,
+ * which only a hash collision could make: the cycle is cut there). */
+static uint32_t run_after(const struct run_node *node, uint32_t b)
+{
+	uint32_t up = node[b].parent;
+	if (up == NO_POS || node[up].set != node[b].set || node[up].run >= RUN_WALKING)
+		return 0;
+	return node[up].run + 1;
+}
+
+/* Each block's run (kvsnap(5)): how many ancestors just before it are
+ * held with its set.  Parents come anywhere in chain order, so a block's
+ * ancestors not yet known are walked first, each block once. */
+static void block_runs(struct run_node *node, size_t n)
+{
+	uint32_t *stack = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++)
+		node[i].run = RUN_UNKNOWN;
+	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n && node[i + BUILD_AHEAD].parent != NO_POS)
+			__builtin_prefetch(&node[node[i + BUILD_AHEAD].parent]);
+		size_t depth = 0;
+		for (uint32_t at = (uint32_t)i; node[at].run == RUN_UNKNOWN;) {
+			stack = kv_xgrow(stack, &cap, depth + 1, sizeof *stack);
+			stack[depth++] = at;
+			node[at].run = RUN_WALKING;
+			uint32_t up = node[at].parent;
+			if (up == NO_POS || node[up].set != node[at].set)
+				break;
+			at = up;
+		}
+		while (depth) {
+			uint32_t b = stack[--depth];
+			node[b].run = run_after(node, b);
+		}
+	}
+	free(stack);
+}
+
 static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp)
 {
 	const struct kv_partition *p = &ix->p[live];
@@ -143,8 +285,11 @@ static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32
 	SORTED_ENTRIES(&p->blocks, keys, idx, n);
 	rp->blocks_first = b->sec[KV_SEC_BLOCKS].len / sizeof(struct kv_snap_block);
 	rp->blocks_count = n;
-	uint32_t hbuf[64], *hs = hbuf;
-	size_t hcap = 64;
+	rp->sets_first = b->sec[KV_SEC_SETS].len / sizeof(struct kv_snap_set);
+	struct set_table sets = { 0 };
+	struct run_node *node = kv_xmalloc((n + 1) * sizeof *node);
+	uint32_t *hs = NULL;
+	size_t hcap = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* In chain order the table's slots are random: fetch ahead, the
 		 * slot BUILD_AHEAD blocks on, its holders half as far. */
@@ -152,51 +297,54 @@ static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32
 			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
 		if (i + BUILD_AHEAD / 2 < n)
 			__builtin_prefetch(kv_block_holders(ix, ENTRY(&p->blocks, idx[i + BUILD_AHEAD / 2])));
-		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
-		const uint32_t *h = kv_block_holders(ix, blk);
-		size_t nh = kv_block_nholders(ix, blk);
-		if (nh > hcap) {
-			hcap = nh;
-			hs = hs == hbuf ? kv_xmalloc(hcap * sizeof *hs) : kv_xrealloc(hs, hcap * sizeof *hs);
-		}
-		for (size_t k = 0; k < nh; k++)
-			hs[k] = KV_HOLDER(b->wmap[KV_HOLDER_WORKER(h[k])], KV_HOLDER_MEDIA(h[k]));
-		if (nh > 16)
-			qsort(hs, nh, sizeof *hs, by_u32);
-		else /* few holders, mostly in order already */
-			for (size_t k = 1; k < nh; k++)
-				for (size_t j = k; j > 0 && hs[j - 1] > hs[j]; j--) {
-					uint32_t t = hs[j];
-					hs[j] = hs[j - 1];
-					hs[j - 1] = t;
-				}
-		struct kv_snap_block r = { blk->key, blk->parent, blk->local,
-					   (uint32_t)(b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t)), (uint32_t)nh };
-		buf_add(&b->sec[KV_SEC_BLOCKS], &r, sizeof r);
-		buf_add(&b->sec[KV_SEC_HOLDERS], hs, nh * sizeof *hs);
+		size_t nh;
+		const uint32_t *h = snapshot_holders(b, ix, ENTRY(&p->blocks, idx[i]), &hs, &hcap, &nh);
+		node[i].set = intern_set(b, &sets, h, nh);
 	}
-	if (hs != hbuf)
-		free(hs);
+	free(hs);
+	set_table_free(&sets);
+	rp->sets_count = b->sec[KV_SEC_SETS].len / sizeof(struct kv_snap_set) - rp->sets_first;
+	find_parents(p, idx, n, node);
+	block_runs(node, n);
+	struct kv_snap_block *out = kv_xmalloc((n + 1) * sizeof *out);
+	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
+		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
+		out[i] = (struct kv_snap_block){ blk->key, blk->parent, blk->local, node[i].set, node[i].run };
+	}
+	buf_add(&b->sec[KV_SEC_BLOCKS], out, n * sizeof *out);
+	free(out);
+	free(node);
 	free(keys);
 	free(idx);
 }
 
-static void build_maps(struct snap_build *b, const struct kv_index *ix, const struct kv_match *m, uint32_t live,
-		       uint32_t k)
+static void build_ehashes(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp)
 {
 	const struct kv_partition *p = &ix->p[live];
 	uint64_t *keys;
 	uint32_t *idx;
 	size_t n;
 	SORTED_ENTRIES(&p->ehashes, keys, idx, n);
+	rp->ehashes_first = b->sec[KV_SEC_EHASHES].len / sizeof(struct kv_snap_ehash);
+	rp->ehashes_count = n;
 	for (size_t i = 0; i < n; i++) {
 		if (i + BUILD_AHEAD < n)
 			__builtin_prefetch(ENTRY(&p->ehashes, idx[i + BUILD_AHEAD]));
-		struct kv_snap_ehash r = { k, 0, keys[i], ENTRY(&p->ehashes, idx[i])->chain };
+		struct kv_snap_ehash r = { keys[i], ENTRY(&p->ehashes, idx[i])->chain };
 		buf_add(&b->sec[KV_SEC_EHASHES], &r, sizeof r);
 	}
 	free(keys);
 	free(idx);
+}
+
+static void build_maps(struct snap_build *b, const struct kv_match *m, uint32_t live,
+		       uint32_t k)
+{
+	uint64_t *keys;
+	uint32_t *idx;
+	size_t n;
 	if (live >= m->npm)
 		return;
 	struct kv_pmatch *pm = &m->pm[live];
@@ -277,10 +425,11 @@ static void build(struct snap_build *b, const struct kv_index *ix, const struct 
 		struct kv_snap_partition rp = { add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].model),
 						add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].tenant),
 						ix->p[live].block_size, ix->p[live].stale_possible ? 1u : 0u, 0, 0,
-						ix->p[live].ehash_mark };
+						ix->p[live].ehash_mark, 0, 0, 0, 0 };
 		build_blocks(b, ix, live, &rp);
+		build_ehashes(b, ix, live, &rp);
 		buf_add(&b->sec[KV_SEC_PARTITIONS], &rp, sizeof rp);
-		build_maps(b, ix, m, live, k);
+		build_maps(b, m, live, k);
 	}
 	build_pending(b, ix, m);
 	build_sources(b, m);
@@ -456,6 +605,8 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 	s->nworkers = count[KV_SEC_WORKERS];
 	s->blocks = ptr[KV_SEC_BLOCKS];
 	s->nblocks = count[KV_SEC_BLOCKS];
+	s->sets = ptr[KV_SEC_SETS];
+	s->nsets = count[KV_SEC_SETS];
 	s->holders = ptr[KV_SEC_HOLDERS];
 	s->nholders = count[KV_SEC_HOLDERS];
 	s->ehashes = ptr[KV_SEC_EHASHES];
@@ -474,87 +625,135 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 	return true;
 }
 
-/* The block and holder checks without branches, for speed on millions of
- * blocks: true when all is well; check_blocks then says what is not. */
+/* A partition's sets: contiguous, each of 1 to KV_MAX_HOLDERS holders,
+ * each holder a worker of the file with media, sorted by worker.  *holders
+ * is where the partition's holders start, and becomes where they end. */
+static bool sets_fine(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *holders)
+{
+	unsigned bad = 0;
+	uint64_t at = *holders;
+	for (uint64_t i = rp->sets_first; i < rp->sets_first + rp->sets_count; i++) {
+		uint32_t n = s->sets[i].nholders;
+		bad |= (n == 0) | (n > KV_MAX_HOLDERS) | (s->sets[i].holders_first != at) | (n > s->nholders - at);
+		if (bad)
+			return false;
+		const uint32_t *h = s->holders + at;
+		uint32_t last = 0;
+		for (uint32_t k = 0; k < n; k++) {
+			bad |= (KV_HOLDER_WORKER(h[k]) >= s->nworkers) | (KV_HOLDER_MEDIA(h[k]) == 0);
+			bad |= (k > 0) & (KV_HOLDER_WORKER(h[k]) <= last);
+			last = KV_HOLDER_WORKER(h[k]);
+		}
+		at += n;
+	}
+	*holders = at;
+	return !bad;
+}
+
+/* The block, set and holder checks without branches where it matters, for
+ * speed on millions of blocks: true when all is well; check_blocks then
+ * says what is not. */
 static bool blocks_fine(const struct kv_snap *s)
 {
-	uint64_t next = 0, holders = 0;
+	uint64_t next = 0, nextset = 0, holders = 0;
 	unsigned bad = 0;
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
-		if (rp->blocks_first != next || rp->blocks_count > s->nblocks - next)
+		if (rp->blocks_first != next || rp->blocks_count > s->nblocks - next || rp->sets_first != nextset ||
+		    rp->sets_count > s->nsets - nextset || !sets_fine(s, rp, &holders))
 			return false;
 		const struct kv_snap_block *b = s->blocks + next;
+		uint64_t lo = rp->sets_first, hi = rp->sets_first + rp->sets_count;
 		uint64_t prev = 0;
 		for (uint64_t i = 0; i < rp->blocks_count; i++) {
-			uint32_t n = b[i].nholders;
 			bad |= (i > 0) & (b[i].chain <= prev);
-			bad |= (n == 0) | (n > KV_MAX_HOLDERS) | (b[i].holders_first != holders) | (n > s->nholders - holders);
-			if (bad)
-				return false;
-			const uint32_t *h = s->holders + holders;
-			uint32_t last = 0;
-			for (uint32_t k = 0; k < n; k++) {
-				bad |= (KV_HOLDER_WORKER(h[k]) >= s->nworkers) | (KV_HOLDER_MEDIA(h[k]) == 0);
-				bad |= (k > 0) & (KV_HOLDER_WORKER(h[k]) <= last);
-				last = KV_HOLDER_WORKER(h[k]);
-			}
+			bad |= (b[i].set < lo) | (b[i].set >= hi);
 			prev = b[i].chain;
-			holders += n;
 		}
+		if (bad)
+			return false;
 		next += rp->blocks_count;
+		nextset += rp->sets_count;
 	}
-	return !bad && next == s->nblocks && holders == s->nholders;
+	return next == s->nblocks && nextset == s->nsets && holders == s->nholders;
+}
+
+/* What is wrong with a partition's sets (blocks_fine found something). */
+static bool check_sets(const struct kv_snap *s, size_t p, uint64_t *holders, char *err, size_t errlen)
+{
+	const struct kv_snap_partition *rp = &s->partitions[p];
+	for (uint64_t i = rp->sets_first; i < rp->sets_first + rp->sets_count; i++) {
+		const struct kv_snap_set *st = &s->sets[i];
+		if (st->nholders == 0 || st->holders_first != *holders || st->nholders > s->nholders - *holders)
+			return fail(err, errlen, "set %llu: holders out of bounds", (unsigned long long)i);
+		if (st->nholders > KV_MAX_HOLDERS)
+			return fail(err, errlen, "set %llu: more than %u holders", (unsigned long long)i, KV_MAX_HOLDERS);
+		for (uint32_t k = 0; k < st->nholders; k++) {
+			uint32_t h = s->holders[*holders + k];
+			if (KV_HOLDER_WORKER(h) >= s->nworkers || KV_HOLDER_MEDIA(h) == 0)
+				return fail(err, errlen, "set %llu: bad holder", (unsigned long long)i);
+			if (k > 0 && KV_HOLDER_WORKER(h) <= KV_HOLDER_WORKER(s->holders[*holders + k - 1]))
+				return fail(err, errlen, "set %llu: holders out of order", (unsigned long long)i);
+		}
+		*holders += st->nholders;
+	}
+	return true;
+}
+
+static bool partitions_in_order(const struct kv_snap *s, size_t p)
+{
+	const struct kv_snap_partition *q = &s->partitions[p - 1], *rp = &s->partitions[p];
+	size_t a, b, c, d;
+	const char *ma = kv_snap_string(s, q->model, &a), *mb = kv_snap_string(s, rp->model, &b);
+	const char *ta = kv_snap_string(s, q->tenant, &c), *tb = kv_snap_string(s, rp->tenant, &d);
+	int cm = memcmp(ma, mb, a < b ? a : b);
+	cm = cm ? cm : (a > b) - (a < b);
+	int ct = memcmp(ta, tb, c < d ? c : d);
+	ct = ct ? ct : (c > d) - (c < d);
+	return cm < 0 || (cm == 0 && ct < 0);
 }
 
 static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
 {
 	bool fast_ok = blocks_fine(s);
-	uint64_t next = 0, holders = 0;
+	uint64_t next = 0, nextset = 0, holders = 0, nextehash = 0;
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
+		/* (the partitions' own checks are cheap and always run) */
 		if (!str_ok(s, rp->model) || !str_ok(s, rp->tenant))
 			return fail(err, errlen, "partition %zu: string out of bounds", p);
 		if (rp->flags > 1)
 			return fail(err, errlen, "partition %zu: unknown flags", p);
 		if (rp->blocks_first != next || rp->blocks_count > s->nblocks - next)
 			return fail(err, errlen, "partition %zu: block range out of bounds", p);
-		if (p > 0) {
-			const struct kv_snap_partition *q = &s->partitions[p - 1];
-			/* (the partitions' own checks are cheap and always run) */
-			size_t a, b, c, d;
-			const char *ma = kv_snap_string(s, q->model, &a), *mb = kv_snap_string(s, rp->model, &b);
-			const char *ta = kv_snap_string(s, q->tenant, &c), *tb = kv_snap_string(s, rp->tenant, &d);
-			int cm = memcmp(ma, mb, a < b ? a : b);
-			cm = cm ? cm : (a > b) - (a < b);
-			int ct = memcmp(ta, tb, c < d ? c : d);
-			ct = ct ? ct : (c > d) - (c < d);
-			if (cm > 0 || (cm == 0 && ct >= 0))
-				return fail(err, errlen, "partition %zu: partitions out of order", p);
-		}
+		if (rp->sets_first != nextset || rp->sets_count > s->nsets - nextset)
+			return fail(err, errlen, "partition %zu: set range out of bounds", p);
+		if (rp->ehashes_first != nextehash || rp->ehashes_count > s->nehashes - nextehash)
+			return fail(err, errlen, "partition %zu: engine hash range out of bounds", p);
+		for (uint64_t i = nextehash + 1; i < nextehash + rp->ehashes_count; i++)
+			if (s->ehashes[i].ehash <= s->ehashes[i - 1].ehash)
+				return fail(err, errlen, "engine hash %llu: out of order", (unsigned long long)i);
+		nextehash += rp->ehashes_count;
+		if (p > 0 && !partitions_in_order(s, p))
+			return fail(err, errlen, "partition %zu: partitions out of order", p);
+		if (!fast_ok && !check_sets(s, p, &holders, err, errlen))
+			return false;
 		for (uint64_t i = next; !fast_ok && i < next + rp->blocks_count; i++) {
 			const struct kv_snap_block *b = &s->blocks[i];
 			if (i > next && b->chain <= s->blocks[i - 1].chain)
 				return fail(err, errlen, "block %llu: blocks out of order", (unsigned long long)i);
-			if (b->nholders == 0 || b->holders_first != holders || b->nholders > s->nholders - holders)
-				return fail(err, errlen, "block %llu: holders out of bounds", (unsigned long long)i);
-			if (b->nholders > KV_MAX_HOLDERS)
-				return fail(err, errlen, "block %llu: more than %u holders", (unsigned long long)i, KV_MAX_HOLDERS);
-			for (uint32_t k = 0; k < b->nholders; k++) {
-				uint32_t h = s->holders[holders + k];
-				if (KV_HOLDER_WORKER(h) >= s->nworkers || KV_HOLDER_MEDIA(h) == 0)
-					return fail(err, errlen, "block %llu: bad holder", (unsigned long long)i);
-				if (k > 0 && KV_HOLDER_WORKER(h) <= KV_HOLDER_WORKER(s->holders[holders + k - 1]))
-					return fail(err, errlen, "block %llu: holders out of order", (unsigned long long)i);
-			}
-			holders += b->nholders;
+			if (b->set < rp->sets_first || b->set - rp->sets_first >= rp->sets_count)
+				return fail(err, errlen, "block %llu: set out of its partition's", (unsigned long long)i);
 		}
 		next += rp->blocks_count;
+		nextset += rp->sets_count;
 	}
+	if (nextehash != s->nehashes)
+		return fail(err, errlen, "engine hashes not covered by partitions");
 	if (fast_ok)
 		return true;
-	if (next != s->nblocks || holders != s->nholders)
-		return fail(err, errlen, "blocks or holders not covered by partitions");
+	if (next != s->nblocks || nextset != s->nsets || holders != s->nholders)
+		return fail(err, errlen, "blocks, sets or holders not covered by partitions");
 	return true;
 }
 
@@ -617,7 +816,6 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 		if (!worker_in_order(s, i))
 			return fail(err, errlen, "worker %zu: out of order or repeated", i);
 	}
-	CHECK_KEYED("engine hash", s->ehashes, s->nehashes, ehash)
 	CHECK_KEYED("content", s->content, s->ncontent, chain)
 	CHECK_KEYED("offload", s->offload, s->noffload, ehash)
 	for (size_t i = 0; i < s->npending; i++) {
@@ -636,6 +834,8 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 	return true;
 }
 
+/* Runs are not checked against the parents: that is a lookup per block,
+ * which doubled the load (kvsnap(5)). */
 bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen)
 {
 	const uint8_t *d = data;
@@ -661,6 +861,7 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, 
 	return check_sections(d, size, s, err, errlen) && check_limits(s, err, errlen) && check_blocks(s, err, errlen) &&
 	       check_rest(s, err, errlen);
 }
+
 
 /* Chains are uniformly distributed, and sorted within a partition: an
  * index by their top bits (about one slot per block) finds any of them in
@@ -762,13 +963,20 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 	return true;
 }
 
-void kv_snap_unload(struct kv_snap *s)
+static void free_directories(struct kv_snap *s)
 {
-	free(s->data);
 	for (size_t p = 0; s->dir && p < s->npartitions; p++)
 		free(s->dir[p]);
 	free(s->dir);
 	free(s->dirbits);
+	s->dir = NULL;
+	s->dirbits = NULL;
+}
+
+void kv_snap_unload(struct kv_snap *s)
+{
+	free(s->data);
+	free_directories(s);
 	memset(s, 0, sizeof *s);
 }
 
@@ -796,18 +1004,19 @@ const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part,
 
 bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain)
 {
-	size_t lo = 0, hi = s->nehashes; /* sorted by (partition, ehash): checked at load */
+	const struct kv_snap_partition *rp = &s->partitions[part];
+	const struct kv_snap_ehash *e = s->ehashes + rp->ehashes_first; /* sorted by ehash: checked at load */
+	size_t lo = 0, hi = rp->ehashes_count;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct kv_snap_ehash *e = &s->ehashes[mid];
-		if (e->partition < part || (e->partition == part && e->ehash < ehash))
+		if (e[mid].ehash < ehash)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == s->nehashes || s->ehashes[lo].partition != part || s->ehashes[lo].ehash != ehash)
+	if (lo == rp->ehashes_count || e[lo].ehash != ehash)
 		return false;
-	*chain = s->ehashes[lo].chain;
+	*chain = e[lo].chain;
 	return true;
 }
 
@@ -871,8 +1080,10 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		const struct kv_snap_partition *rp = &s->partitions[p];
 		for (uint64_t i = rp->blocks_first; i < rp->blocks_first + rp->blocks_count; i++) {
 			const struct kv_snap_block *b = &s->blocks[i];
-			for (uint32_t k = 0; k < b->nholders; k++) {
-				uint32_t h = s->holders[b->holders_first + k];
+			size_t nh;
+			const uint32_t *hs = kv_snap_holders(s, b, &nh);
+			for (size_t k = 0; k < nh; k++) {
+				uint32_t h = hs[k];
 				for (int med = 0; med < KV_NMEDIA && wid[KV_HOLDER_WORKER(h)] != KV_NO_WORKER; med++)
 					if (KV_HOLDER_MEDIA(h) & KV_MEDIUM_BIT(med))
 						kv_index_hold(ix, pid[p], b->chain, b->parent, b->local,
@@ -880,10 +1091,12 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 			}
 		}
 	}
-	for (size_t i = 0; i < s->nehashes; i++) {
-		bool added;
-		kv_ehashes_upsert(&ix->p[pid[s->ehashes[i].partition]].ehashes, s->ehashes[i].ehash, &added)->chain =
-			s->ehashes[i].chain;
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		for (uint64_t i = rp->ehashes_first; i < rp->ehashes_first + rp->ehashes_count; i++) {
+			bool added;
+			kv_ehashes_upsert(&ix->p[pid[p]].ehashes, s->ehashes[i].ehash, &added)->chain = s->ehashes[i].chain;
+		}
 	}
 	for (size_t i = 0; i < s->ncontent; i++) {
 		const struct kv_snap_content *c = &s->content[i];
@@ -981,8 +1194,10 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 			q = jw_hash(lit(q, ",\"local\":"), b->local);
 			q = lit(q, ",\"holders\":[");
 			jw_done(o, q);
-			for (uint32_t k = 0; k < b->nholders; k++) {
-				uint32_t h = s->holders[b->holders_first + k];
+			size_t nh;
+			const uint32_t *hs = kv_snap_holders(s, b, &nh);
+			for (size_t k = 0; k < nh; k++) {
+				uint32_t h = hs[k];
 				const struct kv_snap_worker *w = &s->workers[KV_HOLDER_WORKER(h)];
 				q = jw_reserve(o, 96 + str_room(w->instance_id));
 				q = dump_who(lit(q, k ? ",{" : "{"), s, w);
@@ -1002,6 +1217,14 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 	}
 }
 
+uint64_t kv_snap_holdings(const struct kv_snap *s)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < s->nblocks; i++)
+		n += s->sets[s->blocks[i].set].nholders;
+	return n;
+}
+
 void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 {
 	char *q = jw_reserve(o, 256);
@@ -1011,7 +1234,7 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 	q = jw_u64(lit(q, ",\"partitions\":"), s->npartitions);
 	q = jw_u64(lit(q, ",\"workers\":"), s->nworkers);
 	q = jw_u64(lit(q, ",\"blocks\":"), s->nblocks);
-	q = jw_u64(lit(q, ",\"holdings\":"), s->nholders);
+	q = jw_u64(lit(q, ",\"holdings\":"), kv_snap_holdings(s));
 	q = jw_u64(lit(q, ",\"engine_hashes\":"), s->nehashes);
 	q = jw_u64(lit(q, ",\"pending\":"), s->npending);
 	q = lit(q, "}\n");
@@ -1035,14 +1258,16 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 		jw_done(o, q);
 	}
 	dump_blocks(s, o);
-	for (size_t i = 0; i < s->nehashes; i++) {
-		const struct kv_snap_ehash *e = &s->ehashes[i];
-		q = jw_reserve(o, 128);
-		q = jw_u64(lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), e->partition);
-		q = jw_hash(lit(q, ",\"hash\":"), e->ehash);
-		q = jw_hash(lit(q, ",\"chain\":"), e->chain);
-		jw_done(o, lit(q, "}\n"));
-		kv_out_flush_if_full(o);
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		for (uint64_t i = rp->ehashes_first; i < rp->ehashes_first + rp->ehashes_count; i++) {
+			q = jw_reserve(o, 128);
+			q = jw_u64(lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), p);
+			q = jw_hash(lit(q, ",\"hash\":"), s->ehashes[i].ehash);
+			q = jw_hash(lit(q, ",\"chain\":"), s->ehashes[i].chain);
+			jw_done(o, lit(q, "}\n"));
+			kv_out_flush_if_full(o);
+		}
 	}
 	for (size_t i = 0; i < s->ncontent; i++) {
 		const struct kv_snap_content *c = &s->content[i];

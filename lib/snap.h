@@ -22,11 +22,14 @@
 #include "out.h"
 #include "workers.h"
 
-/* 3: pool holders (worker flags bit 1), a source's last record state */
-#define KV_SNAP_VERSION 3
+/* 3: pool holders (worker flags bit 1), a source's last record state
+ * 4: holder sets stored once per partition (SETS), a block names its set
+ *    and the run of ancestors it shares that set with; engine hashes in
+ *    per-partition ranges */
+#define KV_SNAP_VERSION 4
 
 enum kv_snap_section {
-	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_HOLDERS,
+	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_SETS, KV_SEC_HOLDERS,
 	KV_SEC_EHASHES, KV_SEC_CONTENT, KV_SEC_OFFLOAD, KV_SEC_PENDING, KV_SEC_SOURCES,
 	KV_SEC_STREAM,   /* written only when the input came from kvnats -C: readers before it skip it */
 	KV_SEC_MAX
@@ -44,6 +47,8 @@ struct kv_snap_partition {
 	uint32_t block_size, flags;      /* flags bit 0: content expired since the last stale sweep */
 	uint64_t blocks_first, blocks_count;
 	uint64_t ehash_mark;             /* engine hashes after the last stale sweep */
+	uint64_t sets_first, sets_count; /* its holder sets: its blocks name no others */
+	uint64_t ehashes_first, ehashes_count;
 };
 struct kv_snap_worker {
 	struct kv_snap_str instance_id, host;
@@ -52,9 +57,13 @@ struct kv_snap_worker {
 };
 struct kv_snap_block {
 	uint64_t chain, parent, local;
-	uint32_t holders_first, nholders;
+	uint32_t set;                    /* its holders: an index into SETS */
+	uint32_t run;                    /* ancestors just before it held with the same set
+					  * (parent present with this set: its run + 1, else 0) */
 };
-struct kv_snap_ehash { uint32_t partition, reserved; uint64_t ehash, chain; };
+/* A set of holders (worker << 3 | media), sorted by worker. */
+struct kv_snap_set { uint32_t holders_first, nholders; };
+struct kv_snap_ehash { uint64_t ehash, chain; };   /* in its partition's range, sorted by ehash */
 struct kv_snap_content { uint32_t partition, reserved; uint64_t chain, parent, local, t; };
 struct kv_snap_offload { uint32_t partition, reserved; uint64_t ehash, chain, parent, local, t; };
 struct kv_snap_pending { uint32_t partition, worker; uint64_t ehash, t; uint32_t medium, reserved; };
@@ -81,6 +90,8 @@ struct kv_snap {
 	size_t nworkers;
 	const struct kv_snap_block *blocks;
 	size_t nblocks;
+	const struct kv_snap_set *sets;
+	size_t nsets;
 	const uint32_t *holders;
 	size_t nholders;
 	const struct kv_snap_ehash *ehashes;
@@ -121,6 +132,12 @@ static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap
 	*len = r.len;
 	return s->strings + r.off;
 }
+/* The holders of a block (validated: always in bounds), and their number. */
+static inline const uint32_t *kv_snap_holders(const struct kv_snap *s, const struct kv_snap_block *b, size_t *n)
+{
+	*n = s->sets[b->set].nholders;
+	return s->holders + s->sets[b->set].holders_first;
+}
 /* The block of partition part with this chain, or NULL. */
 const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
 /* The chain an engine hash names in a partition (the map kvmatch learned
@@ -131,6 +148,8 @@ bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash,
 void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage);
 /* -1 when no partition has this model and tenant. */
 int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen);
+/* (block, worker) pairs held: each block's set counted. */
+uint64_t kv_snap_holdings(const struct kv_snap *s);
 /* Every record as a JSON line, for people and tests (kvmatch --dump). */
 void kv_snap_dump(const struct kv_snap *s, struct kv_out *o);
 

@@ -544,8 +544,8 @@ small_snapshot() {
 	for ((i = 0; i < size; i++)); do
 		case $i in
 		[0-5]) want="not a kvsnap snapshot" ;;
-		6) want="snapshot version $((0x03 ^ 0xff)) (this kvtools reads version 3)" ;;
-		7) want="snapshot version $((0xff03)) (this kvtools reads version 3)" ;;
+		6) want="snapshot version $((0x04 ^ 0xff)) (this kvtools reads version 4)" ;;
+		7) want="snapshot version $((0xff04)) (this kvtools reads version 4)" ;;
 		1[6-9] | 2[0-3]) want="truncated or padded: $size bytes, header says $(perl -e 'local $/; open my $f, "<:raw", $ARGV[0]; my $d = <$f>; print unpack("Q<", substr($d, 16, 8))' flip/$i)" ;;
 		*) want="checksum mismatch (corrupt file)" ;;
 		esac

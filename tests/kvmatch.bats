@@ -917,16 +917,19 @@ b 1 held_by_pool_only"
 	done
 }
 
-@test "a snapshot of the format before pool holders gets a clear message" {
+@test "a snapshot of an older format (before pool holders, before holder sets) gets a clear message" {
 	kvmatch -q --log none -o s.kvsnap /dev/null
-	# version 2 in the header: the rest is checked after the version
-	printf '\002\000' | dd of=s.kvsnap bs=1 seek=6 conv=notrunc status=none
-	run --separate-stderr kvquery -s s.kvsnap /dev/null
-	assert_equal "$status" 65
-	assert_equal "$stderr" "kvquery: s.kvsnap: snapshot version 2 is an older format (this kvtools reads version 3): build it again with kvmatch from the captures"
-	run --separate-stderr kvmatch -i s.kvsnap /dev/null
-	assert_equal "$status" 65
-	assert_equal "$stderr" "kvmatch: s.kvsnap: snapshot version 2 is an older format (this kvtools reads version 3): build it again with kvmatch from the captures"
+	# versions 2 and 3 in the header: the rest is checked after the version
+	for v in 2 3; do
+		cp s.kvsnap old.kvsnap
+		printf "\\00$v\\000" | dd of=old.kvsnap bs=1 seek=6 conv=notrunc status=none
+		run --separate-stderr kvquery -s old.kvsnap /dev/null
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvquery: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 4): build it again with kvmatch from the captures"
+		run --separate-stderr kvmatch -i old.kvsnap /dev/null
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 4): build it again with kvmatch from the captures"
+	done
 }
 
 @test "a named daemon called as an instance is: its pool holder and the instance are two workers, and the snapshot loads" {
