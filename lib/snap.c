@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -612,6 +613,14 @@ bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_
 
 /* ---- loading ------------------------------------------------------------- */
 
+static void release_data(void *d, size_t mapped)
+{
+	if (mapped)
+		munmap(d, mapped);
+	else
+		free(d);
+}
+
 static bool fail(char *err, size_t errlen, const char *fmt, ...) KV_PRINTF(3, 4);
 static bool fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -963,21 +972,39 @@ static void build_directories(struct kv_snap *s)
  * answered from must stay valid whatever happens to its path, and a mapped
  * file truncated or rewritten in place (`: >`, cp, rsync --inplace) is
  * SIGBUS or different bytes under checks already passed.  Reading also
- * takes what has no size to map: a pipe, /dev/stdin.  NULL with errno set
- * on a read error. */
-static void *read_whole(int fd, const struct stat *st, size_t *size)
+ * takes what has no size to map: a pipe, /dev/stdin.  A regular file of
+ * READ_MAPPED and more is read into anonymous memory faulted in at once
+ * (MAP_POPULATE): page faults one at a time were a third of loading the
+ * bench's 241 MB snapshot.  *mapped is that memory's size (0: malloc'ed).
+ * NULL with errno set on a read error. */
+#define READ_MAPPED ((size_t)1 << 20)
+
+static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *mapped)
 {
 	size_t cap = S_ISREG(st->st_mode) && st->st_size > 0 ? (size_t)st->st_size + 1 : 1 << 16, len = 0;
-	char *d = kv_xmalloc(cap);
+	char *d = NULL;
+	*mapped = 0;
+	if (cap >= READ_MAPPED) {
+		d = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		*mapped = d == MAP_FAILED ? 0 : cap;
+	}
+	if (!*mapped)
+		d = kv_xmalloc(cap);
 	for (;;) {
-		if (len == cap)
-			d = kv_xgrow(d, &cap, len + 1, 1);
+		if (len == cap) { /* it grew while being read: on in memory that can grow */
+			char *g = kv_xmalloc(2 * cap);
+			memcpy(g, d, len);
+			release_data(d, *mapped);
+			d = g;
+			cap *= 2;
+			*mapped = 0;
+		}
 		ssize_t r = read(fd, d + len, cap - len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
 			int e = errno;
-			free(d);
+			release_data(d, *mapped);
 			errno = e;
 			return NULL;
 		}
@@ -1010,8 +1037,8 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 		close(fd);
 		return fail_errno(err, errlen, e);
 	}
-	size_t size = 0;
-	void *data = read_whole(fd, &st, &size);
+	size_t size = 0, mapped;
+	void *data = read_whole(fd, &st, &size, &mapped);
 	int e = errno;
 	close(fd);
 	if (!data)
@@ -1019,13 +1046,14 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 	if (size == 0 || !kv_snap_check(data, size, s, err, errlen)) {
 		if (size == 0)
 			fail(err, errlen, "empty file");
-		free(data);
+		release_data(data, mapped);
 		memset(s, 0, sizeof *s);
 		errno = 0;
 		return false;
 	}
 	s->data = data;
 	s->size = size;
+	s->mapped = mapped;
 	build_directories(s);
 	return true;
 }
@@ -1042,7 +1070,7 @@ static void free_directories(struct kv_snap *s)
 
 void kv_snap_unload(struct kv_snap *s)
 {
-	free(s->data);
+	release_data(s->data, s->mapped);
 	free_directories(s);
 	memset(s, 0, sizeof *s);
 }

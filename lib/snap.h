@@ -81,6 +81,7 @@ struct kv_snap_stream { uint64_t last_seq, reserved; };
 struct kv_snap {
 	void *data;
 	size_t size;
+	size_t mapped;      /* data is anonymous memory of this size (0: malloc'ed) */
 	const struct kv_snap_meta *meta;
 	const char *strings;
 	size_t nstrings;
