@@ -197,7 +197,7 @@ struct run {
  * registrations has it. */
 static bool holds_blocks(const struct kv_snap *s, int64_t p)
 {
-	return p >= 0 && s->partitions[p].blocks_count > 0;
+	return p >= 0 && s->partitions[p].r[KV_RANGE_BLOCKS].count > 0;
 }
 
 /* The shard other than skip whose partition of p's name holds blocks too,
@@ -520,7 +520,8 @@ static void resolve_seq_hashes(struct run *r, const uint64_t *hashes, size_t nha
 	const struct kv_snap_block *b;
 	/* a sequence hash names a whole prefix: it must follow the one before */
 	while (n < nhashes && kv_snap_ehash_chain(&r->cur->snap, req->part, hashes[n], &r->chains[n]) &&
-	       (b = kv_snap_find(&r->cur->snap, req->part, r->chains[n])) && b->parent == parent)
+	       (b = kv_snap_find(&r->cur->snap, req->part, r->chains[n])) &&
+	       kv_snap_parent(&r->cur->snap, req->part, b) == parent)
 		parent = r->chains[n++];
 	req->tokens = NULL;
 	req->locals = NULL;

@@ -43,7 +43,7 @@ bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain,
 			return false;
 		qb->h = kv_snap_holders(s->snap, b, &qb->n);
 		qb->set = b->set;
-		qb->run = b->run;
+		qb->run = s->snap->runs[b - s->snap->blocks];
 		return true;
 	}
 	const struct kv_block *b = kv_blocks_find((struct kv_blocks *)&s->ix->p[part].blocks, chain);
@@ -134,9 +134,10 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 		if (s->snap) {
 			const struct kv_snap_partition *p = &s->snap->partitions[part];
 			size_t first = 0, count = 0;
-			if (p->sets_count) {
-				const struct kv_snap_set *b = &s->snap->sets[p->sets_first];
-				const struct kv_snap_set *e = b + p->sets_count - 1;
+			const struct kv_snap_range *r = &p->r[KV_RANGE_SETS];
+			if (r->count) {
+				const struct kv_snap_set *b = &s->snap->sets[r->first];
+				const struct kv_snap_set *e = b + r->count - 1;
 				first = b->holders_first;
 				count = e->holders_first + e->nholders - first;
 			}

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "snap.h"
+#include "blockhash.h"
 #include "jsonw.h"
 #include "sort.h"
 #include "util.h"
@@ -25,9 +26,13 @@ static const uint32_t record_sizes[KV_SEC_MAX] = {
 	[KV_SEC_PARTITIONS] = sizeof(struct kv_snap_partition),
 	[KV_SEC_WORKERS] = sizeof(struct kv_snap_worker),
 	[KV_SEC_BLOCKS] = sizeof(struct kv_snap_block),
+	[KV_SEC_RUNS] = 1,
+	[KV_SEC_ORPHANS] = sizeof(struct kv_snap_orphan),
 	[KV_SEC_SETS] = sizeof(struct kv_snap_set),
 	[KV_SEC_HOLDERS] = sizeof(uint32_t),
-	[KV_SEC_EHASHES] = sizeof(struct kv_snap_ehash),
+	[KV_SEC_EHASHES] = sizeof(uint64_t),
+	[KV_SEC_EHASH_BLOCKS] = sizeof(uint32_t),
+	[KV_SEC_STALE] = sizeof(struct kv_snap_stale),
 	[KV_SEC_CONTENT] = sizeof(struct kv_snap_content),
 	[KV_SEC_OFFLOAD] = sizeof(struct kv_snap_offload),
 	[KV_SEC_PENDING] = sizeof(struct kv_snap_pending),
@@ -35,13 +40,20 @@ static const uint32_t record_sizes[KV_SEC_MAX] = {
 	[KV_SEC_STREAM] = sizeof(struct kv_snap_stream),
 };
 
+/* The section of each kind of per-partition range. */
+static const enum kv_snap_section range_section[KV_RANGE_MAX] = {
+	[KV_RANGE_BLOCKS] = KV_SEC_BLOCKS, [KV_RANGE_ORPHANS] = KV_SEC_ORPHANS, [KV_RANGE_SETS] = KV_SEC_SETS,
+	[KV_RANGE_EHASHES] = KV_SEC_EHASHES, [KV_RANGE_STALE] = KV_SEC_STALE, [KV_RANGE_CONTENT] = KV_SEC_CONTENT,
+};
+
 _Static_assert(sizeof(struct kv_snap_meta) == 64, "meta record");
-_Static_assert(sizeof(struct kv_snap_partition) == 80, "partition record");
+_Static_assert(sizeof(struct kv_snap_partition) == 128, "partition record");
 _Static_assert(sizeof(struct kv_snap_worker) == 32, "worker record");
-_Static_assert(sizeof(struct kv_snap_block) == 32, "block record");
+_Static_assert(sizeof(struct kv_snap_block) == 24, "block record");
+_Static_assert(sizeof(struct kv_snap_orphan) == 16, "orphan record");
 _Static_assert(sizeof(struct kv_snap_set) == 8, "set record");
-_Static_assert(sizeof(struct kv_snap_ehash) == 16, "ehash record");
-_Static_assert(sizeof(struct kv_snap_content) == 40, "content record");
+_Static_assert(sizeof(struct kv_snap_stale) == 16, "stale engine hash record");
+_Static_assert(sizeof(struct kv_snap_content) == 32, "content record");
 _Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
 _Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
 _Static_assert(sizeof(struct kv_snap_source) == 64, "source record");
@@ -61,6 +73,28 @@ static size_t buf_add(struct buf *b, const void *p, size_t n)
 		memcpy(b->p + b->len, p, n);
 	b->len += n;
 	return at;
+}
+
+struct snap_build {
+	struct buf sec[KV_SEC_MAX];
+	uint32_t *wmap;   /* live worker id -> snapshot index */
+	uint32_t *porder; /* snapshot index -> live partition id */
+};
+
+/* Records in a section so far. */
+static uint64_t records(const struct snap_build *b, enum kv_snap_section sec)
+{
+	return b->sec[sec].len / record_sizes[sec];
+}
+
+static void range_begin(const struct snap_build *b, struct kv_snap_partition *rp, enum kv_snap_range_kind k)
+{
+	rp->r[k].first = records(b, range_section[k]);
+}
+
+static void range_end(const struct snap_build *b, struct kv_snap_partition *rp, enum kv_snap_range_kind k)
+{
+	rp->r[k].count = records(b, range_section[k]) - rp->r[k].first;
 }
 
 static struct kv_snap_str add_string(struct buf *strings, const char *s)
@@ -110,11 +144,6 @@ static int by_u32(const void *x, const void *y)
 	} while (0)
 #define ENTRY(tbl, i) ((i) == ZERO_SLOT ? &(tbl)->zero : &(tbl)->slots[i])
 
-struct snap_build {
-	struct buf sec[KV_SEC_MAX];
-	uint32_t *wmap;   /* live worker id -> snapshot index */
-	uint32_t *porder; /* snapshot index -> live partition id */
-};
 
 static void build_workers(struct snap_build *b, const struct kv_workers *ws)
 {
@@ -340,16 +369,32 @@ static void block_runs(struct run_node *node, size_t n)
 		free(w[c].stack);
 }
 
-static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp)
+/* A block's parent as the file says it: its position, or where to find
+ * its chain (kvsnap(5)). */
+static uint32_t parent_field(struct snap_build *b, uint32_t pos, uint32_t self, uint64_t parent)
+{
+	if (pos != NO_POS)
+		return pos;
+	if (parent == KV_CHAIN_ROOT)
+		return KV_SNAP_PARENT_ROOT;
+	struct kv_snap_orphan o = { self, 0, parent };
+	buf_add(&b->sec[KV_SEC_ORPHANS], &o, sizeof o);
+	return KV_SNAP_PARENT_ORPHAN;
+}
+
+/* A partition's blocks, their runs, orphans and holder sets; returns their
+ * chains in order (n of them), which the engine hashes are placed by. */
+static uint64_t *build_blocks(struct snap_build *b, const struct kv_index *ix, uint32_t live,
+			      struct kv_snap_partition *rp, size_t *nkeys)
 {
 	const struct kv_partition *p = &ix->p[live];
 	uint64_t *keys;
 	uint32_t *idx;
 	size_t n;
 	SORTED_ENTRIES(&p->blocks, keys, idx, n);
-	rp->blocks_first = b->sec[KV_SEC_BLOCKS].len / sizeof(struct kv_snap_block);
-	rp->blocks_count = n;
-	rp->sets_first = b->sec[KV_SEC_SETS].len / sizeof(struct kv_snap_set);
+	range_begin(b, rp, KV_RANGE_BLOCKS);
+	range_begin(b, rp, KV_RANGE_ORPHANS);
+	range_begin(b, rp, KV_RANGE_SETS);
 	struct set_table sets = { 0 };
 	struct run_node *node = kv_xmalloc((n + 1) * sizeof *node);
 	uint64_t *parents = kv_xmalloc((n + 1) * sizeof *parents);
@@ -370,62 +415,122 @@ static void build_blocks(struct snap_build *b, const struct kv_index *ix, uint32
 	}
 	free(hs);
 	set_table_free(&sets);
-	rp->sets_count = b->sec[KV_SEC_SETS].len / sizeof(struct kv_snap_set) - rp->sets_first;
+	range_end(b, rp, KV_RANGE_SETS);
 	find_parents(keys, parents, n, node);
 	free(parents);
 	block_runs(node, n);
 	struct kv_snap_block *out = kv_xmalloc((n + 1) * sizeof *out);
+	uint8_t *runs = kv_xmalloc(n + 1);
 	for (size_t i = 0; i < n; i++) {
 		if (i + BUILD_AHEAD < n)
 			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
 		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
-		out[i] = (struct kv_snap_block){ blk->key, blk->parent, blk->local, node[i].set, node[i].run };
+		out[i] = (struct kv_snap_block){ blk->key, blk->local, parent_field(b, node[i].parent, (uint32_t)i, blk->parent),
+						 node[i].set };
+		runs[i] = (uint8_t)(node[i].run < KV_SNAP_RUN_MAX ? node[i].run : KV_SNAP_RUN_MAX);
 	}
 	buf_add(&b->sec[KV_SEC_BLOCKS], out, n * sizeof *out);
+	buf_add(&b->sec[KV_SEC_RUNS], runs, n);
+	range_end(b, rp, KV_RANGE_BLOCKS);
+	range_end(b, rp, KV_RANGE_ORPHANS);
+	free(runs);
 	free(out);
 	free(node);
-	free(keys);
 	free(idx);
+	*nkeys = n;
+	return keys;
 }
 
-static void build_ehashes(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp)
+/* Where each of n chains is among the sorted keys (NO_POS: not there): the
+ * chains sorted, then merged with the keys. */
+static uint32_t *positions_of(const uint64_t *chains, size_t n, const uint64_t *keys, size_t nkeys)
+{
+	uint64_t *c = kv_xmalloc((n + 1) * sizeof *c);
+	uint32_t *who = kv_xmalloc((n + 1) * sizeof *who), *pos = kv_xmalloc((n + 1) * sizeof *pos);
+	memcpy(c, chains, n * sizeof *c);
+	for (size_t i = 0; i < n; i++)
+		who[i] = (uint32_t)i;
+	kv_sort_keys(c, who, n);
+	size_t at = 0;
+	for (size_t j = 0; j < n; j++) {
+		while (at < nkeys && keys[at] < c[j])
+			at++;
+		pos[who[j]] = at < nkeys && keys[at] == c[j] ? (uint32_t)at : NO_POS;
+	}
+	free(c);
+	free(who);
+	return pos;
+}
+
+/* The engine hashes of a partition in engine-hash order: those naming a
+ * block held by the block's position, the others (stale, kept until the
+ * next sweep) with their chain. */
+static void build_ehashes(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp,
+			  const uint64_t *blocks, size_t nblocks)
 {
 	const struct kv_partition *p = &ix->p[live];
 	uint64_t *keys;
 	uint32_t *idx;
 	size_t n;
 	SORTED_ENTRIES(&p->ehashes, keys, idx, n);
-	rp->ehashes_first = b->sec[KV_SEC_EHASHES].len / sizeof(struct kv_snap_ehash);
-	rp->ehashes_count = n;
+	uint64_t *chains = kv_xmalloc((n + 1) * sizeof *chains);
 	for (size_t i = 0; i < n; i++) {
 		if (i + BUILD_AHEAD < n)
 			__builtin_prefetch(ENTRY(&p->ehashes, idx[i + BUILD_AHEAD]));
-		struct kv_snap_ehash r = { keys[i], ENTRY(&p->ehashes, idx[i])->chain };
-		buf_add(&b->sec[KV_SEC_EHASHES], &r, sizeof r);
+		chains[i] = ENTRY(&p->ehashes, idx[i])->chain;
 	}
+	uint32_t *pos = positions_of(chains, n, blocks, nblocks);
+	range_begin(b, rp, KV_RANGE_EHASHES);
+	range_begin(b, rp, KV_RANGE_STALE);
+	for (size_t i = 0; i < n; i++) {
+		if (pos[i] != NO_POS) {
+			buf_add(&b->sec[KV_SEC_EHASHES], &keys[i], sizeof keys[i]);
+			buf_add(&b->sec[KV_SEC_EHASH_BLOCKS], &pos[i], sizeof pos[i]);
+		} else {
+			struct kv_snap_stale st = { keys[i], chains[i] };
+			buf_add(&b->sec[KV_SEC_STALE], &st, sizeof st);
+		}
+	}
+	range_end(b, rp, KV_RANGE_EHASHES);
+	range_end(b, rp, KV_RANGE_STALE);
+	free(pos);
+	free(chains);
 	free(keys);
 	free(idx);
 }
 
-static void build_maps(struct snap_build *b, const struct kv_match *m, uint32_t live,
-		       uint32_t k)
+/* Content released and kept for a later store, in the partition's range. */
+static void build_content(struct snap_build *b, const struct kv_match *m, uint32_t live, struct kv_snap_partition *rp)
 {
+	range_begin(b, rp, KV_RANGE_CONTENT);
+	if (live < m->npm) {
+		uint64_t *keys;
+		uint32_t *idx;
+		size_t n;
+		const struct kv_pmatch *pm = &m->pm[live];
+		SORTED_ENTRIES(&pm->content, keys, idx, n);
+		for (size_t i = 0; i < n; i++) {
+			if (i + BUILD_AHEAD < n)
+				__builtin_prefetch(ENTRY(&pm->content, idx[i + BUILD_AHEAD]));
+			const struct kv_content *c = ENTRY(&pm->content, idx[i]);
+			struct kv_snap_content r = { keys[i], c->parent, c->local, c->t };
+			buf_add(&b->sec[KV_SEC_CONTENT], &r, sizeof r);
+		}
+		free(keys);
+		free(idx);
+	}
+	range_end(b, rp, KV_RANGE_CONTENT);
+}
+
+/* Engine offloads waiting for a pool, over all partitions. */
+static void build_offload(struct snap_build *b, const struct kv_match *m, uint32_t live, uint32_t k)
+{
+	if (live >= m->npm)
+		return;
 	uint64_t *keys;
 	uint32_t *idx;
 	size_t n;
-	if (live >= m->npm)
-		return;
-	struct kv_pmatch *pm = &m->pm[live];
-	SORTED_ENTRIES(&pm->content, keys, idx, n);
-	for (size_t i = 0; i < n; i++) {
-		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&pm->content, idx[i + BUILD_AHEAD]));
-		const struct kv_content *c = ENTRY(&pm->content, idx[i]);
-		struct kv_snap_content r = { k, 0, keys[i], c->parent, c->local, c->t };
-		buf_add(&b->sec[KV_SEC_CONTENT], &r, sizeof r);
-	}
-	free(keys);
-	free(idx);
+	const struct kv_pmatch *pm = &m->pm[live];
 	SORTED_ENTRIES(&pm->offload, keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
 		if (i + BUILD_AHEAD < n)
@@ -492,12 +597,15 @@ static void build(struct snap_build *b, const struct kv_index *ix, const struct 
 		uint32_t live = b->porder[k];
 		struct kv_snap_partition rp = { add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].model),
 						add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].tenant),
-						ix->p[live].block_size, ix->p[live].stale_possible ? 1u : 0u, 0, 0,
-						ix->p[live].ehash_mark, 0, 0, 0, 0 };
-		build_blocks(b, ix, live, &rp);
-		build_ehashes(b, ix, live, &rp);
+						ix->p[live].block_size, ix->p[live].stale_possible ? 1u : 0u,
+						ix->p[live].ehash_mark, { { 0, 0 } } };
+		size_t nkeys;
+		uint64_t *keys = build_blocks(b, ix, live, &rp, &nkeys);
+		build_ehashes(b, ix, live, &rp, keys, nkeys);
+		free(keys);
+		build_content(b, m, live, &rp);
 		buf_add(&b->sec[KV_SEC_PARTITIONS], &rp, sizeof rp);
-		build_maps(b, m, live, k);
+		build_offload(b, m, live, k);
 	}
 	build_pending(b, ix, m);
 	build_sources(b, m);
@@ -681,14 +789,23 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 	s->nworkers = count[KV_SEC_WORKERS];
 	s->blocks = ptr[KV_SEC_BLOCKS];
 	s->nblocks = count[KV_SEC_BLOCKS];
+	s->runs = ptr[KV_SEC_RUNS];
+	s->orphans = ptr[KV_SEC_ORPHANS];
+	s->norphans = count[KV_SEC_ORPHANS];
 	s->sets = ptr[KV_SEC_SETS];
 	s->nsets = count[KV_SEC_SETS];
 	s->holders = ptr[KV_SEC_HOLDERS];
 	s->nholders = count[KV_SEC_HOLDERS];
 	s->ehashes = ptr[KV_SEC_EHASHES];
+	s->ehash_blocks = ptr[KV_SEC_EHASH_BLOCKS];
 	s->nehashes = count[KV_SEC_EHASHES];
+	s->stale = ptr[KV_SEC_STALE];
+	s->nstale = count[KV_SEC_STALE];
 	s->content = ptr[KV_SEC_CONTENT];
 	s->ncontent = count[KV_SEC_CONTENT];
+	/* the sections that go with another have one record each of its */
+	if (count[KV_SEC_RUNS] != s->nblocks || count[KV_SEC_EHASH_BLOCKS] != s->nehashes)
+		return fail(err, errlen, "runs or engine-hash blocks do not match blocks or engine hashes");
 	s->offload = ptr[KV_SEC_OFFLOAD];
 	s->noffload = count[KV_SEC_OFFLOAD];
 	s->pending = ptr[KV_SEC_PENDING];
@@ -701,78 +818,127 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 	return true;
 }
 
-/* A partition's sets: contiguous, each of 1 to KV_MAX_HOLDERS holders,
- * each holder a worker of the file with media, sorted by worker.  *holders
- * is where the partition's holders start, and becomes where they end. */
-static bool sets_fine(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *holders)
+static const char *const range_name[KV_RANGE_MAX] = { "block", "orphan", "set", "engine hash", "stale engine hash",
+							"content" };
+
+static uint64_t section_count(const struct kv_snap *s, enum kv_snap_range_kind k)
 {
-	unsigned bad = 0;
-	uint64_t at = *holders;
-	for (uint64_t i = rp->sets_first; i < rp->sets_first + rp->sets_count; i++) {
-		uint32_t n = s->sets[i].nholders;
-		bad |= (n == 0) | (n > KV_MAX_HOLDERS) | (s->sets[i].holders_first != at) | (n > s->nholders - at);
-		if (bad)
-			return false;
-		const uint32_t *h = s->holders + at;
-		uint32_t last = 0;
-		for (uint32_t k = 0; k < n; k++) {
-			bad |= (KV_HOLDER_WORKER(h[k]) >= s->nworkers) | (KV_HOLDER_MEDIA(h[k]) == 0);
-			bad |= (k > 0) & (KV_HOLDER_WORKER(h[k]) <= last);
-			last = KV_HOLDER_WORKER(h[k]);
-		}
-		at += n;
-	}
-	*holders = at;
-	return !bad;
+	const size_t n[KV_RANGE_MAX] = { s->nblocks, s->norphans, s->nsets, s->nehashes, s->nstale, s->ncontent };
+	return n[k];
 }
 
-/* The block, set and holder checks without branches where it matters, for
- * speed on millions of blocks: true when all is well; check_blocks then
- * says what is not. */
-static bool blocks_fine(const struct kv_snap *s)
+/* Each kind of range follows the previous partition's without a gap, and
+ * the partitions' ranges cover their section. */
+static bool check_ranges(const struct kv_snap *s, char *err, size_t errlen)
 {
-	uint64_t next = 0, nextset = 0, holders = 0;
-	unsigned bad = 0;
-	for (size_t p = 0; p < s->npartitions; p++) {
-		const struct kv_snap_partition *rp = &s->partitions[p];
-		if (rp->blocks_first != next || rp->blocks_count > s->nblocks - next || rp->sets_first != nextset ||
-		    rp->sets_count > s->nsets - nextset || !sets_fine(s, rp, &holders))
-			return false;
-		const struct kv_snap_block *b = s->blocks + next;
-		uint64_t lo = rp->sets_first, hi = rp->sets_first + rp->sets_count;
-		uint64_t prev = 0;
-		for (uint64_t i = 0; i < rp->blocks_count; i++) {
-			bad |= (i > 0) & (b[i].chain <= prev);
-			bad |= (b[i].set < lo) | (b[i].set >= hi);
-			prev = b[i].chain;
+	for (int k = 0; k < KV_RANGE_MAX; k++) {
+		uint64_t next = 0, total = section_count(s, (enum kv_snap_range_kind)k);
+		for (size_t p = 0; p < s->npartitions; p++) {
+			const struct kv_snap_range *r = &s->partitions[p].r[k];
+			if (r->first != next || r->count > total - next)
+				return fail(err, errlen, "partition %zu: %s range out of bounds", p, range_name[k]);
+			next += r->count;
 		}
-		if (bad)
-			return false;
-		next += rp->blocks_count;
-		nextset += rp->sets_count;
+		if (next != total)
+			return fail(err, errlen, "%ss not covered by partitions", range_name[k]);
 	}
-	return next == s->nblocks && nextset == s->nsets && holders == s->nholders;
+	return true;
 }
 
-/* What is wrong with a partition's sets (blocks_fine found something). */
-static bool check_sets(const struct kv_snap *s, size_t p, uint64_t *holders, char *err, size_t errlen)
+/* A partition's sets: each of 1 to KV_MAX_HOLDERS holders, each a worker of
+ * the file with media, sorted by worker, the holder ranges one after the
+ * other from *holders (which becomes where they end). */
+static bool check_sets(const struct kv_snap *s, const struct kv_snap_range *r, uint64_t *holders, char *err,
+		       size_t errlen)
 {
-	const struct kv_snap_partition *rp = &s->partitions[p];
-	for (uint64_t i = rp->sets_first; i < rp->sets_first + rp->sets_count; i++) {
+	for (uint64_t i = r->first; i < r->first + r->count; i++) {
 		const struct kv_snap_set *st = &s->sets[i];
 		if (st->nholders == 0 || st->holders_first != *holders || st->nholders > s->nholders - *holders)
 			return fail(err, errlen, "set %llu: holders out of bounds", (unsigned long long)i);
 		if (st->nholders > KV_MAX_HOLDERS)
 			return fail(err, errlen, "set %llu: more than %u holders", (unsigned long long)i, KV_MAX_HOLDERS);
+		const uint32_t *h = s->holders + *holders;
 		for (uint32_t k = 0; k < st->nholders; k++) {
-			uint32_t h = s->holders[*holders + k];
-			if (KV_HOLDER_WORKER(h) >= s->nworkers || KV_HOLDER_MEDIA(h) == 0)
+			if (KV_HOLDER_WORKER(h[k]) >= s->nworkers || KV_HOLDER_MEDIA(h[k]) == 0)
 				return fail(err, errlen, "set %llu: bad holder", (unsigned long long)i);
-			if (k > 0 && KV_HOLDER_WORKER(h) <= KV_HOLDER_WORKER(s->holders[*holders + k - 1]))
+			if (k > 0 && KV_HOLDER_WORKER(h[k]) <= KV_HOLDER_WORKER(h[k - 1]))
 				return fail(err, errlen, "set %llu: holders out of order", (unsigned long long)i);
 		}
 		*holders += st->nholders;
 	}
+	return true;
+}
+
+/* A partition's blocks: sorted by chain, each with a set of its partition
+ * and a parent that is one of its blocks or a marker; *orphans counts the
+ * blocks marked as orphans. */
+static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *orphans, char *err,
+			 size_t errlen)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS], *sets = &rp->r[KV_RANGE_SETS];
+	const struct kv_snap_block *b = s->blocks + r->first;
+	uint64_t marked = 0;
+	for (uint64_t i = 0; i < r->count; i++) {
+		if (i > 0 && b[i].chain <= b[i - 1].chain)
+			return fail(err, errlen, "block %llu: blocks out of order", (unsigned long long)(r->first + i));
+		if (b[i].set < sets->first || b[i].set - sets->first >= sets->count)
+			return fail(err, errlen, "block %llu: set out of its partition's", (unsigned long long)(r->first + i));
+		if (b[i].parent >= r->count && b[i].parent < KV_SNAP_PARENT_ROOT)
+			return fail(err, errlen, "block %llu: parent out of bounds", (unsigned long long)(r->first + i));
+		marked += b[i].parent == KV_SNAP_PARENT_ORPHAN;
+	}
+	*orphans = marked;
+	return true;
+}
+
+/* A partition's orphans: one for each block marked so, in block order. */
+static bool check_orphans(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t marked, char *err,
+			  size_t errlen)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_ORPHANS], *blocks = &rp->r[KV_RANGE_BLOCKS];
+	const struct kv_snap_orphan *o = s->orphans + r->first;
+	if (r->count != marked)
+		return fail(err, errlen, "%llu orphans for %llu blocks whose parent is not held",
+			    (unsigned long long)r->count, (unsigned long long)marked);
+	for (uint64_t i = 0; i < r->count; i++)
+		if ((i > 0 && o[i].block <= o[i - 1].block) || o[i].block >= blocks->count ||
+		    s->blocks[blocks->first + o[i].block].parent != KV_SNAP_PARENT_ORPHAN)
+			return fail(err, errlen, "orphan %llu: not a block whose parent is not held, or out of order",
+				    (unsigned long long)(r->first + i));
+	return true;
+}
+
+/* A partition's engine hashes: those naming blocks and the stale ones each
+ * sorted, none in both, every block named one of the partition's. */
+static bool check_ehashes(const struct kv_snap *s, const struct kv_snap_partition *rp, char *err, size_t errlen)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
+	const uint64_t *e = s->ehashes + r->first;
+	const struct kv_snap_stale *x = s->stale + st->first;
+	for (uint64_t i = 0; i < r->count; i++)
+		if ((i > 0 && e[i] <= e[i - 1]) || s->ehash_blocks[r->first + i] >= rp->r[KV_RANGE_BLOCKS].count)
+			return fail(err, errlen, "engine hash %llu: out of order or naming no block",
+				    (unsigned long long)(r->first + i));
+	for (uint64_t i = 1; i < st->count; i++)
+		if (x[i].ehash <= x[i - 1].ehash)
+			return fail(err, errlen, "stale engine hash %llu: out of order", (unsigned long long)(st->first + i));
+	for (uint64_t i = 0, j = 0; i < r->count && j < st->count;) {
+		if (e[i] == x[j].ehash)
+			return fail(err, errlen, "engine hash %llu: also stale", (unsigned long long)(r->first + i));
+		if (e[i] < x[j].ehash)
+			i++;
+		else
+			j++;
+	}
+	return true;
+}
+
+static bool check_content(const struct kv_snap *s, const struct kv_snap_partition *rp, char *err, size_t errlen)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_CONTENT];
+	for (uint64_t i = r->first + 1; i < r->first + r->count; i++)
+		if (s->content[i].chain <= s->content[i - 1].chain)
+			return fail(err, errlen, "content %llu: out of order", (unsigned long long)i);
 	return true;
 }
 
@@ -789,47 +955,27 @@ static bool partitions_in_order(const struct kv_snap *s, size_t p)
 	return cm < 0 || (cm == 0 && ct < 0);
 }
 
-static bool check_blocks(const struct kv_snap *s, char *err, size_t errlen)
+static bool check_partitions(const struct kv_snap *s, char *err, size_t errlen)
 {
-	bool fast_ok = blocks_fine(s);
-	uint64_t next = 0, nextset = 0, holders = 0, nextehash = 0;
+	if (!check_ranges(s, err, errlen))
+		return false;
+	uint64_t holders = 0;
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
-		/* (the partitions' own checks are cheap and always run) */
 		if (!str_ok(s, rp->model) || !str_ok(s, rp->tenant))
 			return fail(err, errlen, "partition %zu: string out of bounds", p);
 		if (rp->flags > 1)
 			return fail(err, errlen, "partition %zu: unknown flags", p);
-		if (rp->blocks_first != next || rp->blocks_count > s->nblocks - next)
-			return fail(err, errlen, "partition %zu: block range out of bounds", p);
-		if (rp->sets_first != nextset || rp->sets_count > s->nsets - nextset)
-			return fail(err, errlen, "partition %zu: set range out of bounds", p);
-		if (rp->ehashes_first != nextehash || rp->ehashes_count > s->nehashes - nextehash)
-			return fail(err, errlen, "partition %zu: engine hash range out of bounds", p);
-		for (uint64_t i = nextehash + 1; i < nextehash + rp->ehashes_count; i++)
-			if (s->ehashes[i].ehash <= s->ehashes[i - 1].ehash)
-				return fail(err, errlen, "engine hash %llu: out of order", (unsigned long long)i);
-		nextehash += rp->ehashes_count;
 		if (p > 0 && !partitions_in_order(s, p))
 			return fail(err, errlen, "partition %zu: partitions out of order", p);
-		if (!fast_ok && !check_sets(s, p, &holders, err, errlen))
+		uint64_t orphans = 0;
+		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, err, errlen) ||
+		    !check_blocks(s, rp, &orphans, err, errlen) || !check_orphans(s, rp, orphans, err, errlen) ||
+		    !check_ehashes(s, rp, err, errlen) || !check_content(s, rp, err, errlen))
 			return false;
-		for (uint64_t i = next; !fast_ok && i < next + rp->blocks_count; i++) {
-			const struct kv_snap_block *b = &s->blocks[i];
-			if (i > next && b->chain <= s->blocks[i - 1].chain)
-				return fail(err, errlen, "block %llu: blocks out of order", (unsigned long long)i);
-			if (b->set < rp->sets_first || b->set - rp->sets_first >= rp->sets_count)
-				return fail(err, errlen, "block %llu: set out of its partition's", (unsigned long long)i);
-		}
-		next += rp->blocks_count;
-		nextset += rp->sets_count;
 	}
-	if (nextehash != s->nehashes)
-		return fail(err, errlen, "engine hashes not covered by partitions");
-	if (fast_ok)
-		return true;
-	if (next != s->nblocks || nextset != s->nsets || holders != s->nholders)
-		return fail(err, errlen, "blocks, sets or holders not covered by partitions");
+	if (holders != s->nholders)
+		return fail(err, errlen, "holders not covered by sets");
 	return true;
 }
 
@@ -892,7 +1038,6 @@ static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
 		if (!worker_in_order(s, i))
 			return fail(err, errlen, "worker %zu: out of order or repeated", i);
 	}
-	CHECK_KEYED("content", s->content, s->ncontent, chain)
 	CHECK_KEYED("offload", s->offload, s->noffload, ehash)
 	for (size_t i = 0; i < s->npending; i++) {
 		const struct kv_snap_pending *p = &s->pending[i];
@@ -934,7 +1079,7 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, 
 	memcpy(&sum, d + size - 8, 8);
 	if (XXH3_64bits(d, size - 8) != sum)
 		return fail(err, errlen, "checksum mismatch (corrupt file)");
-	return check_sections(d, size, s, err, errlen) && check_limits(s, err, errlen) && check_blocks(s, err, errlen) &&
+	return check_sections(d, size, s, err, errlen) && check_limits(s, err, errlen) && check_partitions(s, err, errlen) &&
 	       check_rest(s, err, errlen);
 }
 
@@ -947,7 +1092,7 @@ static void build_directories(struct kv_snap *s)
 	s->dir = kv_xcalloc(s->npartitions + 1, sizeof *s->dir);
 	s->dirbits = kv_xcalloc(s->npartitions + 1, sizeof *s->dirbits);
 	for (size_t p = 0; p < s->npartitions; p++) {
-		uint64_t n = s->partitions[p].blocks_count;
+		uint64_t n = s->partitions[p].r[KV_RANGE_BLOCKS].count;
 		if (n < 64)
 			continue;
 		unsigned bits = 0;
@@ -955,7 +1100,7 @@ static void build_directories(struct kv_snap *s)
 			bits++;
 		size_t nb = (size_t)1 << bits;
 		uint32_t *d = kv_xmalloc((nb + 1) * sizeof *d);
-		const struct kv_snap_block *b = s->blocks + s->partitions[p].blocks_first;
+		const struct kv_snap_block *b = s->blocks + s->partitions[p].r[KV_RANGE_BLOCKS].first;
 		size_t i = 0;
 		for (size_t k = 0; k < nb; k++) {
 			while (i < n && (b[i].chain >> (64 - bits)) < k)
@@ -1080,8 +1225,8 @@ void kv_snap_unload(struct kv_snap *s)
 const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
 {
 	const struct kv_snap_partition *p = &s->partitions[part];
-	const struct kv_snap_block *b = s->blocks + p->blocks_first;
-	size_t lo = 0, hi = p->blocks_count;
+	const struct kv_snap_block *b = s->blocks + p->r[KV_RANGE_BLOCKS].first;
+	size_t n = p->r[KV_RANGE_BLOCKS].count, lo = 0, hi = n;
 	if (s->dir && s->dir[part]) {
 		uint64_t k = chain >> (64 - s->dirbits[part]);
 		lo = s->dir[part][k];
@@ -1094,25 +1239,61 @@ const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part,
 		else
 			hi = mid;
 	}
-	return lo < p->blocks_count && b[lo].chain == chain ? &b[lo] : NULL;
+	return lo < n && b[lo].chain == chain ? &b[lo] : NULL;
+}
+
+/* The first of n sorted u64 keys, stride bytes apart, not less than key. */
+static size_t lower_bound(const void *base, size_t stride, size_t n, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+		memcpy(&k, (const char *)base + mid * stride, sizeof k);
+		if (k < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain)
 {
 	const struct kv_snap_partition *rp = &s->partitions[part];
-	const struct kv_snap_ehash *e = s->ehashes + rp->ehashes_first; /* sorted by ehash: checked at load */
-	size_t lo = 0, hi = rp->ehashes_count;
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
+	size_t i = lower_bound(s->ehashes + r->first, sizeof *s->ehashes, r->count, ehash); /* sorted: checked */
+	if (i < r->count && s->ehashes[r->first + i] == ehash) {
+		*chain = s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[r->first + i]].chain;
+		return true;
+	}
+	i = lower_bound(s->stale + st->first, sizeof *s->stale, st->count, ehash);
+	if (i < st->count && s->stale[st->first + i].ehash == ehash) {
+		*chain = s->stale[st->first + i].chain;
+		return true;
+	}
+	return false;
+}
+
+uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, const struct kv_snap_block *b)
+{
+	const struct kv_snap_partition *rp = &s->partitions[part];
+	if (b->parent == KV_SNAP_PARENT_ROOT)
+		return KV_CHAIN_ROOT;
+	if (b->parent != KV_SNAP_PARENT_ORPHAN)
+		return s->blocks[rp->r[KV_RANGE_BLOCKS].first + b->parent].chain;
+	/* one orphan record for each block so marked: checked at load */
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_ORPHANS];
+	uint32_t self = (uint32_t)(b - (s->blocks + rp->r[KV_RANGE_BLOCKS].first));
+	size_t lo = 0, hi = r->count;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (e[mid].ehash < ehash)
+		if (s->orphans[r->first + mid].block < self)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == rp->ehashes_count || e[lo].ehash != ehash)
-		return false;
-	*chain = e[lo].chain;
-	return true;
+	return s->orphans[r->first + lo].parent;
 }
 
 void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage)
@@ -1124,9 +1305,12 @@ void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, in
 		__builtin_prefetch(d);
 		return;
 	}
-	/* the records of the slot: one or two on average, two lines at most */
-	const struct kv_snap_block *b = s->blocks + s->partitions[part].blocks_first;
+	/* the records of the slot (one or two on average, two lines at most)
+	 * and their runs */
+	uint64_t first = s->partitions[part].r[KV_RANGE_BLOCKS].first;
+	const struct kv_snap_block *b = s->blocks + first;
 	__builtin_prefetch(&b[d[0]]);
+	__builtin_prefetch(&s->runs[first + d[0]]);
 	if (d[1] > d[0] + 1)
 		__builtin_prefetch(&b[d[1] - 1]);
 }
@@ -1141,6 +1325,26 @@ int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mle
 			return (int64_t)i;
 	}
 	return -1;
+}
+
+/* A partition's engine hashes and released content into live tables. */
+static void restore_maps(const struct kv_snap *s, uint32_t p, uint32_t live, struct kv_index *ix, struct kv_match *m)
+{
+	const struct kv_snap_partition *rp = &s->partitions[p];
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
+	const struct kv_snap_range *c = &rp->r[KV_RANGE_CONTENT];
+	bool added;
+	for (uint64_t i = r->first; i < r->first + r->count; i++)
+		kv_ehashes_upsert(&ix->p[live].ehashes, s->ehashes[i], &added)->chain =
+			s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain;
+	for (uint64_t i = st->first; i < st->first + st->count; i++)
+		kv_ehashes_upsert(&ix->p[live].ehashes, s->stale[i].ehash, &added)->chain = s->stale[i].chain;
+	for (uint64_t i = c->first; i < c->first + c->count; i++) {
+		struct kv_content *k = kv_contents_upsert(&kv_match_partition(m, live)->content, s->content[i].chain, &added);
+		k->parent = s->content[i].parent;
+		k->local = s->content[i].local;
+		k->t = s->content[i].t;
+	}
 }
 
 void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m)
@@ -1173,34 +1377,23 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		ix->p[pid[p]].ehash_mark = s->partitions[p].ehash_mark;
 		ix->p[pid[p]].stale_possible = s->partitions[p].flags & 1;
 		const struct kv_snap_partition *rp = &s->partitions[p];
-		for (uint64_t i = rp->blocks_first; i < rp->blocks_first + rp->blocks_count; i++) {
+		const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
+		for (uint64_t i = r->first; i < r->first + r->count; i++) {
 			const struct kv_snap_block *b = &s->blocks[i];
+			uint64_t parent = kv_snap_parent(s, (uint32_t)p, b);
 			size_t nh;
 			const uint32_t *hs = kv_snap_holders(s, b, &nh);
 			for (size_t k = 0; k < nh; k++) {
 				uint32_t h = hs[k];
 				for (int med = 0; med < KV_NMEDIA && wid[KV_HOLDER_WORKER(h)] != KV_NO_WORKER; med++)
 					if (KV_HOLDER_MEDIA(h) & KV_MEDIUM_BIT(med))
-						kv_index_hold(ix, pid[p], b->chain, b->parent, b->local,
+						kv_index_hold(ix, pid[p], b->chain, parent, b->local,
 							      wid[KV_HOLDER_WORKER(h)], (enum kv_medium)med);
 			}
 		}
 	}
-	for (size_t p = 0; p < s->npartitions; p++) {
-		const struct kv_snap_partition *rp = &s->partitions[p];
-		for (uint64_t i = rp->ehashes_first; i < rp->ehashes_first + rp->ehashes_count; i++) {
-			bool added;
-			kv_ehashes_upsert(&ix->p[pid[p]].ehashes, s->ehashes[i].ehash, &added)->chain = s->ehashes[i].chain;
-		}
-	}
-	for (size_t i = 0; i < s->ncontent; i++) {
-		const struct kv_snap_content *c = &s->content[i];
-		bool added;
-		struct kv_content *k = kv_contents_upsert(&kv_match_partition(m, pid[c->partition])->content, c->chain, &added);
-		k->parent = c->parent;
-		k->local = c->local;
-		k->t = c->t;
-	}
+	for (size_t p = 0; p < s->npartitions; p++)
+		restore_maps(s, (uint32_t)p, pid[p], ix, m);
 	for (size_t i = 0; i < s->noffload; i++) {
 		const struct kv_snap_offload *o = &s->offload[i];
 		bool added;
@@ -1277,7 +1470,8 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 	static const char *const media[] = { "xpu", "cpu", "disk" };
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
-		for (uint64_t i = rp->blocks_first; i < rp->blocks_first + rp->blocks_count; i++) {
+		const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
+		for (uint64_t i = r->first; i < r->first + r->count; i++) {
 			const struct kv_snap_block *b = &s->blocks[i];
 			char *q = jw_reserve(o, 160 + str_room(rp->model) + str_room(rp->tenant));
 			q = lit(q, "{\"kind\":\"block\",\"model\":");
@@ -1285,7 +1479,7 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 			q = lit(q, ",\"tenant\":");
 			q = snap_str(q, s, rp->tenant);
 			q = jw_hash(lit(q, ",\"chain\":"), b->chain);
-			q = jw_hash(lit(q, ",\"parent\":"), b->parent);
+			q = jw_hash(lit(q, ",\"parent\":"), kv_snap_parent(s, (uint32_t)p, b));
 			q = jw_hash(lit(q, ",\"local\":"), b->local);
 			q = lit(q, ",\"holders\":[");
 			jw_done(o, q);
@@ -1320,6 +1514,49 @@ uint64_t kv_snap_holdings(const struct kv_snap *s)
 	return n;
 }
 
+static void dump_ehash(struct kv_out *o, uint32_t p, uint64_t ehash, uint64_t chain)
+{
+	char *q = jw_reserve(o, 128);
+	q = jw_u64(lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), p);
+	q = jw_hash(lit(q, ",\"hash\":"), ehash);
+	q = jw_hash(lit(q, ",\"chain\":"), chain);
+	jw_done(o, lit(q, "}\n"));
+	kv_out_flush_if_full(o);
+}
+
+/* A partition's engine hashes in engine-hash order, those naming blocks and
+ * the stale ones merged. */
+static void dump_ehashes(const struct kv_snap *s, uint32_t p, struct kv_out *o)
+{
+	const struct kv_snap_partition *rp = &s->partitions[p];
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
+	uint64_t i = r->first, j = st->first;
+	while (i < r->first + r->count || j < st->first + st->count) {
+		if (j == st->first + st->count || (i < r->first + r->count && s->ehashes[i] < s->stale[j].ehash)) {
+			dump_ehash(o, p, s->ehashes[i], s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain);
+			i++;
+		} else {
+			dump_ehash(o, p, s->stale[j].ehash, s->stale[j].chain);
+			j++;
+		}
+	}
+}
+
+static void dump_content(const struct kv_snap *s, uint32_t p, struct kv_out *o)
+{
+	const struct kv_snap_range *r = &s->partitions[p].r[KV_RANGE_CONTENT];
+	for (uint64_t i = r->first; i < r->first + r->count; i++) {
+		const struct kv_snap_content *c = &s->content[i];
+		char *q = jw_reserve(o, 160);
+		q = jw_u64(lit(q, "{\"kind\":\"content\",\"partition\":"), p);
+		q = jw_hash(lit(q, ",\"chain\":"), c->chain);
+		q = jw_hash(lit(q, ",\"parent\":"), c->parent);
+		q = jw_hash(lit(q, ",\"local\":"), c->local);
+		q = jw_u64(lit(q, ",\"t\":"), c->t);
+		jw_done(o, lit(q, "}\n"));
+	}
+}
+
 void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 {
 	char *q = jw_reserve(o, 256);
@@ -1330,7 +1567,7 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 	q = jw_u64(lit(q, ",\"workers\":"), s->nworkers);
 	q = jw_u64(lit(q, ",\"blocks\":"), s->nblocks);
 	q = jw_u64(lit(q, ",\"holdings\":"), kv_snap_holdings(s));
-	q = jw_u64(lit(q, ",\"engine_hashes\":"), s->nehashes);
+	q = jw_u64(lit(q, ",\"engine_hashes\":"), s->nehashes + s->nstale);
 	q = jw_u64(lit(q, ",\"pending\":"), s->npending);
 	q = lit(q, "}\n");
 	jw_done(o, q);
@@ -1340,7 +1577,7 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 		q = snap_str(lit(q, "{\"kind\":\"partition\",\"model\":"), s, rp->model);
 		q = snap_str(lit(q, ",\"tenant\":"), s, rp->tenant);
 		q = jw_u64(lit(q, ",\"block_size\":"), rp->block_size);
-		q = jw_u64(lit(q, ",\"blocks\":"), rp->blocks_count);
+		q = jw_u64(lit(q, ",\"blocks\":"), rp->r[KV_RANGE_BLOCKS].count);
 		jw_done(o, lit(q, "}\n"));
 	}
 	for (size_t i = 0; i < s->nworkers; i++) {
@@ -1353,27 +1590,10 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 		jw_done(o, q);
 	}
 	dump_blocks(s, o);
-	for (size_t p = 0; p < s->npartitions; p++) {
-		const struct kv_snap_partition *rp = &s->partitions[p];
-		for (uint64_t i = rp->ehashes_first; i < rp->ehashes_first + rp->ehashes_count; i++) {
-			q = jw_reserve(o, 128);
-			q = jw_u64(lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), p);
-			q = jw_hash(lit(q, ",\"hash\":"), s->ehashes[i].ehash);
-			q = jw_hash(lit(q, ",\"chain\":"), s->ehashes[i].chain);
-			jw_done(o, lit(q, "}\n"));
-			kv_out_flush_if_full(o);
-		}
-	}
-	for (size_t i = 0; i < s->ncontent; i++) {
-		const struct kv_snap_content *c = &s->content[i];
-		q = jw_reserve(o, 160);
-		q = jw_u64(lit(q, "{\"kind\":\"content\",\"partition\":"), c->partition);
-		q = jw_hash(lit(q, ",\"chain\":"), c->chain);
-		q = jw_hash(lit(q, ",\"parent\":"), c->parent);
-		q = jw_hash(lit(q, ",\"local\":"), c->local);
-		q = jw_u64(lit(q, ",\"t\":"), c->t);
-		jw_done(o, lit(q, "}\n"));
-	}
+	for (size_t p = 0; p < s->npartitions; p++)
+		dump_ehashes(s, (uint32_t)p, o);
+	for (size_t p = 0; p < s->npartitions; p++)
+		dump_content(s, (uint32_t)p, o);
 	for (size_t i = 0; i < s->noffload; i++) {
 		const struct kv_snap_offload *f = &s->offload[i];
 		q = jw_reserve(o, 192);

@@ -29,11 +29,18 @@
 #define KV_SNAP_VERSION 4
 
 enum kv_snap_section {
-	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_SETS, KV_SEC_HOLDERS,
-	KV_SEC_EHASHES, KV_SEC_CONTENT, KV_SEC_OFFLOAD, KV_SEC_PENDING, KV_SEC_SOURCES,
+	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_RUNS, KV_SEC_ORPHANS,
+	KV_SEC_SETS, KV_SEC_HOLDERS, KV_SEC_EHASHES, KV_SEC_EHASH_BLOCKS, KV_SEC_STALE, KV_SEC_CONTENT, KV_SEC_OFFLOAD,
+	KV_SEC_PENDING, KV_SEC_SOURCES,
 	KV_SEC_STREAM,   /* written only when the input came from kvnats -C: readers before it skip it */
 	KV_SEC_MAX
 };
+
+/* What a partition has of the sections kept per partition: a range of
+ * records each (BLOCKS' range is RUNS' too, EHASHES' is EHASH_BLOCKS'). */
+enum kv_snap_range_kind { KV_RANGE_BLOCKS, KV_RANGE_ORPHANS, KV_RANGE_SETS, KV_RANGE_EHASHES, KV_RANGE_STALE,
+			  KV_RANGE_CONTENT, KV_RANGE_MAX };
+struct kv_snap_range { uint64_t first, count; };
 
 /* On-disk records (little-endian, naturally aligned, no padding holes). */
 struct kv_snap_meta {
@@ -45,26 +52,33 @@ struct kv_snap_str { uint32_t off, len; };
 struct kv_snap_partition {
 	struct kv_snap_str model, tenant;
 	uint32_t block_size, flags;      /* flags bit 0: content expired since the last stale sweep */
-	uint64_t blocks_first, blocks_count;
 	uint64_t ehash_mark;             /* engine hashes after the last stale sweep */
-	uint64_t sets_first, sets_count; /* its holder sets: its blocks name no others */
-	uint64_t ehashes_first, ehashes_count;
+	struct kv_snap_range r[KV_RANGE_MAX];
 };
 struct kv_snap_worker {
 	struct kv_snap_str instance_id, host;
 	uint32_t dp_rank, flags;         /* flags bit 0: inferred from a source; bit 1: a pool holder (dp_rank 0) */
 	uint32_t block_size, reserved;
 };
+/* parent: the position of the parent block among the partition's, or one
+ * of these (with the parent's chain in ORPHANS when nobody holds it). */
+#define KV_SNAP_PARENT_ROOT 0xfffffffeu    /* the first block of a prefix: parent chain 1337 */
+#define KV_SNAP_PARENT_ORPHAN 0xffffffffu  /* the parent is not held */
 struct kv_snap_block {
-	uint64_t chain, parent, local;
+	uint64_t chain, local;
+	uint32_t parent;
 	uint32_t set;                    /* its holders: an index into SETS */
-	uint32_t run;                    /* ancestors just before it held with the same set
-					  * (parent present with this set: its run + 1, else 0) */
 };
+/* RUNS: a byte a block, how many ancestors just before it are held with its
+ * set (the parent held with it: its run + 1, else 0), at most KV_SNAP_RUN_MAX. */
+#define KV_SNAP_RUN_MAX 255u
+struct kv_snap_orphan { uint32_t block, reserved; uint64_t parent; };  /* sorted by block */
 /* A set of holders (worker << 3 | media), sorted by worker. */
 struct kv_snap_set { uint32_t holders_first, nholders; };
-struct kv_snap_ehash { uint64_t ehash, chain; };   /* in its partition's range, sorted by ehash */
-struct kv_snap_content { uint32_t partition, reserved; uint64_t chain, parent, local, t; };
+/* EHASHES (u64, sorted in its partition's range) name the blocks at the same
+ * place of EHASH_BLOCKS (u32 positions); STALE ones name chains nobody holds. */
+struct kv_snap_stale { uint64_t ehash, chain; };
+struct kv_snap_content { uint64_t chain, parent, local, t; };
 struct kv_snap_offload { uint32_t partition, reserved; uint64_t ehash, chain, parent, local, t; };
 struct kv_snap_pending { uint32_t partition, worker; uint64_t ehash, t; uint32_t medium, reserved; };
 struct kv_snap_source {
@@ -91,12 +105,18 @@ struct kv_snap {
 	size_t nworkers;
 	const struct kv_snap_block *blocks;
 	size_t nblocks;
+	const uint8_t *runs;
+	const struct kv_snap_orphan *orphans;
+	size_t norphans;
 	const struct kv_snap_set *sets;
 	size_t nsets;
 	const uint32_t *holders;
 	size_t nholders;
-	const struct kv_snap_ehash *ehashes;
+	const uint64_t *ehashes;
+	const uint32_t *ehash_blocks;
 	size_t nehashes;
+	const struct kv_snap_stale *stale;
+	size_t nstale;
 	const struct kv_snap_content *content;
 	size_t ncontent;
 	const struct kv_snap_offload *offload;
@@ -139,6 +159,8 @@ static inline const uint32_t *kv_snap_holders(const struct kv_snap *s, const str
 	*n = s->sets[b->set].nholders;
 	return s->holders + s->sets[b->set].holders_first;
 }
+/* The chain of a block's parent (KV_CHAIN_ROOT for a first block). */
+uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, const struct kv_snap_block *b);
 /* The block of partition part with this chain, or NULL. */
 const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
 /* The chain an engine hash names in a partition (the map kvmatch learned

@@ -167,7 +167,7 @@ static void snapshot_walk_agrees_with_live(void)
 }
 
 /* A block's run: 0 unless its parent is held with the same holders, then
- * the parent's run and one. */
+ * the parent's run and one, at most KV_SNAP_RUN_MAX. */
 static void runs_follow_their_definition(void)
 {
 	for (uint64_t seed = 100; seed < 110; seed++) {
@@ -175,9 +175,9 @@ static void runs_follow_their_definition(void)
 		struct kv_snap s;
 		ASSERT(random_world(seed, &w, &s));
 		for (size_t i = 0; i < s.nblocks; i++) {
-			const struct kv_snap_block *b = &s.blocks[i], *up = kv_snap_find(&s, 0, b->parent);
-			uint32_t want = up && up->set == b->set ? up->run + 1 : 0;
-			ASSERT_EQ_U64(b->run, want);
+			const struct kv_snap_block *b = &s.blocks[i], *up = kv_snap_find(&s, 0, kv_snap_parent(&s, 0, b));
+			unsigned want = up && up->set == b->set ? s.runs[up - s.blocks] + 1u : 0;
+			ASSERT_EQ_U64(s.runs[i], want < KV_SNAP_RUN_MAX ? want : KV_SNAP_RUN_MAX);
 			size_t n1, n2;
 			const uint32_t *h1 = kv_snap_holders(&s, b, &n1);
 			const uint32_t *h2 = up ? kv_snap_holders(&s, up, &n2) : NULL;
