@@ -461,8 +461,6 @@ static int by_worker_name(const void *a, const void *b, void *ctx)
 {
 	const struct kv_qsource *s = ctx;
 	const struct kv_hit *x = a, *y = b;
-	if (s->snap) /* snapshot workers are sorted by name already */
-		return (x->worker > y->worker) - (x->worker < y->worker);
 	return kv_workers_compare(&s->ws->v[x->worker], &s->ws->v[y->worker]);
 }
 
@@ -587,7 +585,10 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 				q->hits[nh++] = hit;
 		}
 	}
-	qsort_r(q->hits, nh, sizeof *q->hits, by_worker_name, src);
+	/* snapshot workers are numbered in name order, and the hits came in
+	 * worker order (block 0's holders, or the sorted candidates) */
+	if (!src->snap)
+		qsort_r(q->hits, nh, sizeof *q->hits, by_worker_name, src);
 	*nhits = nh;
 	return q->hits;
 }
