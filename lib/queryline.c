@@ -377,10 +377,38 @@ static yajl_status feed_json(struct kv_qparser *p, const char *line, size_t n)
 	return yajl_status_ok;
 }
 
-/* The whole line through yajl. */
+/* yajl takes \v and \f for blanks; JSON does not (RFC 8259: space, tab,
+ * CR and LF alone), nor does kv-conductor (serde_json).  The offset of the
+ * first \v or \f when it is outside a string, else n.  Inside a string
+ * yajl refuses it already, and when the line goes wrong before it, yajl
+ * stops there: telling strings by their quotes is then right wherever it
+ * matters. */
+static size_t stray_blank_at(const char *line, size_t n)
+{
+	const char *v = memchr(line, '\v', n), *f = memchr(line, '\f', n);
+	const char *first = !v || (f && f < v) ? f : v;
+	if (!first)
+		return n;
+	bool in_string = false;
+	for (const char *c = line; c < first; c++) {
+		if (*c == '"')
+			in_string = !in_string;
+		else if (*c == '\\' && in_string)
+			c++;
+	}
+	return in_string ? n : (size_t)(first - line);
+}
+
+/* The whole line through yajl; a \v or \f outside a string is given to
+ * yajl as \x01, which it refuses wherever it stands outside a string, as
+ * JSON refuses those two: its message is then the one any stray control
+ * character gets at that point. */
 static yajl_status parse_json(struct kv_qparser *p, const char *line, size_t n)
 {
-	yajl_status st = feed_json(p, line, n);
+	size_t stray = stray_blank_at(line, n);
+	yajl_status st = feed_json(p, line, stray);
+	if (st == yajl_status_ok && stray < n)
+		st = yajl_parse(p->h, (const unsigned char *)"\x01", 1);
 	if (st == yajl_status_ok)
 		st = yajl_complete_parse(p->h);
 	return st;
