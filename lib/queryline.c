@@ -351,18 +351,36 @@ static size_t scan_list(struct kv_qparser *p, const char *s, size_t n)
 	return end;
 }
 
-/* yajl reads the line in pieces that end at each '[', so that the
- * elements of a token or hash list can be read by kv_intscan_array from
- * where the list's '[' was read; yajl is then given the rest from the
- * list's ']' on, so it sees an empty list.  yajl's result does not depend
- * on where its input is cut, and kv_intscan_array takes only what the
- * callbacks would have taken, with the same values. */
+/* Just past the next '[' from `at` on that is outside a string, or n;
+ * `at` is outside one.  Strings are told by their quotes as yajl tells
+ * them wherever yajl has not failed before (escapes skipped).  Never a
+ * '[' inside a string: yajl would read that string again from its start
+ * at each cut, a time quadratic in its length. */
+static size_t next_open_bracket(const char *line, size_t at, size_t n)
+{
+	bool in_string = false;
+	for (size_t i = at; i < n; i++) {
+		if (in_string && line[i] == '\\')
+			i++;
+		else if (line[i] == '"')
+			in_string = !in_string;
+		else if (line[i] == '[' && !in_string)
+			return i + 1;
+	}
+	return n;
+}
+
+/* yajl reads the line in pieces that end at each '[' outside strings, so
+ * that the elements of a token or hash list can be read by
+ * kv_intscan_array from where the list's '[' was read; yajl is then given
+ * the rest from the list's ']' on, so it sees an empty list.  yajl's
+ * result does not depend on where its input is cut, and kv_intscan_array
+ * takes only what the callbacks would have taken, with the same values. */
 static yajl_status feed_json(struct kv_qparser *p, const char *line, size_t n)
 {
 	size_t at = 0;
 	while (at < n) {
-		const char *open = memchr(line + at, '[', n - at);
-		size_t cut = open ? (size_t)(open - line) + 1 : n;
+		size_t cut = next_open_bracket(line, at, n);
 		yajl_status st = yajl_parse(p->h, (const unsigned char *)line + at, cut - at);
 		at = cut;
 		if (st != yajl_status_ok)

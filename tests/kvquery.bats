@@ -379,6 +379,16 @@ kvquery: q.txt: line 17: token_ids: given twice
 kvquery: q.txt: line 18: seq_hashes: given twice"
 }
 
+@test "a string full of '[' is read once: a 1 MB model name of them is answered at once" {
+	# yajl is fed the line in pieces cut at '[' (for the token lists); a cut
+	# inside a string would have it read the string again from its start
+	printf '{"model":"%s","token_ids":[1]}\n' "$(head -c 1000000 /dev/zero | tr '\0' '[')" > q.txt
+	run --separate-stderr timeout -s KILL 30 kvquery -s s.kvsnap q.txt
+	assert_equal "$status" 65
+	assert_output null
+	assert_regex "$stderr" '^kvquery: q.txt: line 1: no such model and tenant in the snapshot'
+}
+
 @test "\v and \f are no JSON blanks: refused outside strings as any stray control character (yajl took them)" {
 	printf '{"token_ids":\v[1]}\n{"token_ids":[1,\f2]}\n[1]\f\n{"model":"a\\\\"\v,"token_ids":[1]}\n{"model":"a\vb","token_ids":[1]}\n{"model":"m",\t"token_ids":[1, 2]\r}\n' > q.txt
 	run --separate-stderr kvquery -s s.kvsnap q.txt
