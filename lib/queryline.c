@@ -1,5 +1,6 @@
 #include "queryline.h"
 #include "flexhash.h"
+#include "intscan.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -15,9 +16,11 @@ struct kv_qparser {
 	int depth;
 	bool top_array;              /* a bare [1,2,3] */
 	enum qkey key;
+	enum qkey list;              /* Q_TOKENS or Q_HASHES: yajl has just read that list's '[' */
 	unsigned keys_seen;          /* bit k: key k met in the object (aliases are one key) */
 	bool saw_tokens, saw_block_hashes;
 	size_t captok, caphash;
+	struct kv_u64s wide;         /* token ids as kv_intscan_array reads them, before their cast to u32 */
 	char *names[Q_INSTANCE + 1]; /* the string fields, by key */
 	char msg[160];
 };
@@ -261,6 +264,10 @@ static int on_start_array(void *ctx)
 	else if (p->depth == 1 && p->key != Q_TOKENS && p->key != Q_HASHES && p->key != Q_OTHER && !wrong_type(p))
 		return 0;
 	p->depth++;
+	if (in_list(p, Q_TOKENS))
+		p->list = Q_TOKENS;
+	else if (in_list(p, Q_HASHES))
+		p->list = Q_HASHES;
 	return 1;
 }
 
@@ -297,6 +304,7 @@ void kv_qparser_free(struct kv_qparser *p)
 		yajl_free(p->h);
 	for (size_t i = 0; i < sizeof p->names / sizeof p->names[0]; i++)
 		free(p->names[i]);
+	free(p->wide.v);
 	free(p);
 }
 
@@ -321,6 +329,109 @@ static bool parse_plain(struct kv_qparser *p, const char *s, size_t n)
 	return true;
 }
 
+/* The elements of the list whose '[' yajl has just read, from s (past the
+ * '['), when kv_intscan_array takes them: the offset of the list's ']' in
+ * s, or KV_INTSCAN_DECLINED for yajl to read them through the callbacks. */
+static size_t scan_list(struct kv_qparser *p, const char *s, size_t n)
+{
+	struct kv_qline *q = p->q;
+	if (p->list == Q_HASHES) {
+		struct kv_u64s out = { q->hashes, q->nhashes, p->caphash };
+		size_t end = kv_intscan_array(s, n, KV_INTSCAN_U64_HEX, &out, KV_QUERY_MAX_TOKENS);
+		q->hashes = out.v, q->nhashes = out.n, p->caphash = out.cap;
+		return end;
+	}
+	p->wide.n = 0;
+	size_t end = kv_intscan_array(s, n, KV_INTSCAN_I64, &p->wide, KV_QUERY_MAX_TOKENS - q->ntokens);
+	if (end == KV_INTSCAN_DECLINED)
+		return end;
+	q->tokens = kv_xgrow(q->tokens, &p->captok, q->ntokens + p->wide.n, sizeof *q->tokens);
+	for (size_t i = 0; i < p->wide.n; i++)
+		q->tokens[q->ntokens++] = (uint32_t)p->wide.v[i]; /* as push_token casts them */
+	return end;
+}
+
+/* Just past the next '[' from `at` on that is outside a string, or n;
+ * `at` is outside one.  Strings are told by their quotes as yajl tells
+ * them wherever yajl has not failed before (escapes skipped).  Never a
+ * '[' inside a string: yajl would read that string again from its start
+ * at each cut, a time quadratic in its length. */
+static size_t next_open_bracket(const char *line, size_t at, size_t n)
+{
+	bool in_string = false;
+	for (size_t i = at; i < n; i++) {
+		if (in_string && line[i] == '\\')
+			i++;
+		else if (line[i] == '"')
+			in_string = !in_string;
+		else if (line[i] == '[' && !in_string)
+			return i + 1;
+	}
+	return n;
+}
+
+/* yajl reads the line in pieces that end at each '[' outside strings, so
+ * that the elements of a token or hash list can be read by
+ * kv_intscan_array from where the list's '[' was read; yajl is then given
+ * the rest from the list's ']' on, so it sees an empty list.  yajl's
+ * result does not depend on where its input is cut, and kv_intscan_array
+ * takes only what the callbacks would have taken, with the same values. */
+static yajl_status feed_json(struct kv_qparser *p, const char *line, size_t n)
+{
+	size_t at = 0;
+	while (at < n) {
+		size_t cut = next_open_bracket(line, at, n);
+		yajl_status st = yajl_parse(p->h, (const unsigned char *)line + at, cut - at);
+		at = cut;
+		if (st != yajl_status_ok)
+			return st;
+		if (p->list != Q_OTHER) {
+			size_t end = scan_list(p, line + at, n - at);
+			p->list = Q_OTHER;
+			if (end != KV_INTSCAN_DECLINED)
+				at += end;
+		}
+	}
+	return yajl_status_ok;
+}
+
+/* yajl takes \v and \f for blanks; JSON does not (RFC 8259: space, tab,
+ * CR and LF alone), nor does kv-conductor (serde_json).  The offset of the
+ * first \v or \f when it is outside a string, else n.  Inside a string
+ * yajl refuses it already, and when the line goes wrong before it, yajl
+ * stops there: telling strings by their quotes is then right wherever it
+ * matters. */
+static size_t stray_blank_at(const char *line, size_t n)
+{
+	const char *v = memchr(line, '\v', n), *f = memchr(line, '\f', n);
+	const char *first = !v || (f && f < v) ? f : v;
+	if (!first)
+		return n;
+	bool in_string = false;
+	for (const char *c = line; c < first; c++) {
+		if (*c == '"')
+			in_string = !in_string;
+		else if (*c == '\\' && in_string)
+			c++;
+	}
+	return in_string ? n : (size_t)(first - line);
+}
+
+/* The whole line through yajl; a \v or \f outside a string is given to
+ * yajl as \x01, which it refuses wherever it stands outside a string, as
+ * JSON refuses those two: its message is then the one any stray control
+ * character gets at that point. */
+static yajl_status parse_json(struct kv_qparser *p, const char *line, size_t n)
+{
+	size_t stray = stray_blank_at(line, n);
+	yajl_status st = feed_json(p, line, stray);
+	if (st == yajl_status_ok && stray < n)
+		st = yajl_parse(p->h, (const unsigned char *)"\x01", 1);
+	if (st == yajl_status_ok)
+		st = yajl_complete_parse(p->h);
+	return st;
+}
+
 bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline *q)
 {
 	uint32_t *tokens = q->tokens;
@@ -335,6 +446,7 @@ bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline
 	p->saw_tokens = false;
 	p->saw_block_hashes = false;
 	p->key = Q_OTHER;
+	p->list = Q_OTHER;
 	p->keys_seen = 0;
 	size_t i = 0;
 	while (i < n && (line[i] == ' ' || line[i] == '\t'))
@@ -349,9 +461,7 @@ bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline
 	if (p->h)
 		yajl_free(p->h);
 	p->h = yajl_alloc(&callbacks, NULL, p);
-	yajl_status st = yajl_parse(p->h, (const unsigned char *)line, n);
-	if (st == yajl_status_ok)
-		st = yajl_complete_parse(p->h);
+	yajl_status st = parse_json(p, line, n);
 	if (st != yajl_status_ok) {
 		if (!p->msg[0]) {
 			unsigned char *m = yajl_get_error(p->h, 0, (const unsigned char *)line, n);

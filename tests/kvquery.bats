@@ -341,6 +341,71 @@ for line in open(sys.argv[1]):
 	assert_equal "$(jq -c '.default.a.longest_matched' <<<"${lines[1]}")" 128
 }
 
+@test "token and hash lists, short or long: each bad element refused with its message, wherever it stands" {
+	# 200 elements first: a long list is read 64 bytes at a time (kv_intscan_array),
+	# and must still be refused as yajl and the callbacks refuse it
+	r=$(seq -s, 1 200)
+	printf '%s\n' '[01]' '[1,]' '[1e3]' '[-0,1]' "{\"token_ids\":[$r,01]}" "{\"token_ids\":[$r,9223372036854775808]}" \
+		"{\"token_ids\":[$r,1.0]}" "{\"token_ids\":[$r,,1]}" "{\"token_ids\":[$r,\"1\"]}" "{\"token_ids\":[$r,[1]]}" \
+		"{\"token_ids\":[$r" "{\"block_hashes\":[$r,18446744073709551616]}" "{\"block_hashes\":[$r,-1]}" \
+		"{\"block_hashes\":[$r,\"0x\"]}" "{\"block_hashes\":[$r,\"0x$(printf 'f%.0s' $(seq 65))\"]}" \
+		"{\"block_hashes\":[$r,\"0x1\\u0030\"]}" "{\"token_ids\":[1],\"token_ids\":[$r]}" \
+		"{\"block_hashes\":[$r],\"seq_hashes\":[1]}" "[$(seq -s ', ' 1 200)]" "[ $r ]" > q.txt
+	run --separate-stderr kvquery -s s.kvsnap q.txt
+	assert_equal "$status" 65
+	assert_equal "${#lines[@]}" 20
+	for i in 0 1 2 4 5 6 7 8 9 10 11 12 13 14 16 17; do assert_equal "${lines[$i]}" null; done
+	assert_equal "${lines[3]}" '{"default":{}}'
+	assert_equal "${lines[15]}" '{"default":{}}'
+	assert_equal "$(jq -c '.default.a.longest_matched' <<<"${lines[18]}")" 128
+	assert_equal "${lines[19]}" "${lines[18]}"
+	i64="token_ids: token ids are integers from -2^63 to 2^63-1 (i64)"
+	u64="block_hashes: hashes are integers from 0 to 2^64-1 or hex strings"
+	assert_equal "$stderr" "kvquery: q.txt: line 1: parse error: after array element, I expect ',' or ']'
+kvquery: q.txt: line 2: parse error: unallowed token at this point in JSON text
+kvquery: q.txt: line 3: $i64
+kvquery: q.txt: line 5: parse error: after array element, I expect ',' or ']'
+kvquery: q.txt: line 6: $i64
+kvquery: q.txt: line 7: $i64
+kvquery: q.txt: line 8: parse error: unallowed token at this point in JSON text
+kvquery: q.txt: line 9: $i64
+kvquery: q.txt: line 10: token_ids: nested values
+kvquery: q.txt: line 11: parse error: premature EOF
+kvquery: q.txt: line 12: $u64
+kvquery: q.txt: line 13: $u64
+kvquery: q.txt: line 14: block_hashes: empty hex string
+kvquery: q.txt: line 15: block_hashes: hex string longer than 64 digits
+kvquery: q.txt: line 17: token_ids: given twice
+kvquery: q.txt: line 18: seq_hashes: given twice"
+}
+
+@test "a string full of '[' is read once: a 1 MB model name of them is answered at once" {
+	# yajl is fed the line in pieces cut at '[' (for the token lists); a cut
+	# inside a string would have it read the string again from its start
+	printf '{"model":"%s","token_ids":[1]}\n' "$(head -c 1000000 /dev/zero | tr '\0' '[')" > q.txt
+	run --separate-stderr timeout -s KILL 30 kvquery -s s.kvsnap q.txt
+	assert_equal "$status" 65
+	assert_output null
+	assert_regex "$stderr" '^kvquery: q.txt: line 1: no such model and tenant in the snapshot'
+}
+
+@test "\v and \f are no JSON blanks: refused outside strings as any stray control character (yajl took them)" {
+	printf '{"token_ids":\v[1]}\n{"token_ids":[1,\f2]}\n[1]\f\n{"model":"a\\\\"\v,"token_ids":[1]}\n{"model":"a\vb","token_ids":[1]}\n{"model":"m",\t"token_ids":[1, 2]\r}\n' > q.txt
+	run --separate-stderr kvquery -s s.kvsnap q.txt
+	assert_equal "$status" 65
+	assert_equal "$output" 'null
+null
+null
+null
+null
+{"default":{}}'
+	assert_equal "$stderr" "kvquery: q.txt: line 1: lexical error: invalid char in json text.
+kvquery: q.txt: line 2: lexical error: invalid char in json text.
+kvquery: q.txt: line 3: parse error: trailing garbage
+kvquery: q.txt: line 4: lexical error: invalid char in json text.
+kvquery: q.txt: line 5: lexical error: invalid character inside string."
+}
+
 @test "RFC #1403 queries: instance_id answers one instance; seq_hashes (alias block_hash) are the engines' hashes" {
 	printf '%s\n' "{\"model\": \"m\", \"block_size\": 128, \"token_ids\": [$(seq -s, 1 700)], \"instance_id\": \"a\"}" \
 		"{\"model\": \"m\", \"token_ids\": [$(seq -s, 1 700)], \"instance_id\": \"zz\"}" \
