@@ -880,11 +880,11 @@ static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition
 	uint64_t marked = 0;
 	for (uint64_t i = 0; i < r->count; i++) {
 		if (i > 0 && b[i].chain <= b[i - 1].chain)
-			return fail(err, errlen, "block %llu: blocks out of order", (unsigned long long)(r->first + i));
+			return fail(err, errlen, "block %llu: blocks out of order", ((unsigned long long)r->first + i));
 		if (b[i].set < sets->first || b[i].set - sets->first >= sets->count)
-			return fail(err, errlen, "block %llu: set out of its partition's", (unsigned long long)(r->first + i));
+			return fail(err, errlen, "block %llu: set out of its partition's", ((unsigned long long)r->first + i));
 		if (b[i].parent >= r->count && b[i].parent < KV_SNAP_PARENT_ROOT)
-			return fail(err, errlen, "block %llu: parent out of bounds", (unsigned long long)(r->first + i));
+			return fail(err, errlen, "block %llu: parent out of bounds", ((unsigned long long)r->first + i));
 		marked += b[i].parent == KV_SNAP_PARENT_ORPHAN;
 	}
 	*orphans = marked;
@@ -904,7 +904,7 @@ static bool check_orphans(const struct kv_snap *s, const struct kv_snap_partitio
 		if ((i > 0 && o[i].block <= o[i - 1].block) || o[i].block >= blocks->count ||
 		    s->blocks[blocks->first + o[i].block].parent != KV_SNAP_PARENT_ORPHAN)
 			return fail(err, errlen, "orphan %llu: not a block whose parent is not held, or out of order",
-				    (unsigned long long)(r->first + i));
+				    ((unsigned long long)r->first + i));
 	return true;
 }
 
@@ -918,13 +918,13 @@ static bool check_ehashes(const struct kv_snap *s, const struct kv_snap_partitio
 	for (uint64_t i = 0; i < r->count; i++)
 		if ((i > 0 && e[i] <= e[i - 1]) || s->ehash_blocks[r->first + i] >= rp->r[KV_RANGE_BLOCKS].count)
 			return fail(err, errlen, "engine hash %llu: out of order or naming no block",
-				    (unsigned long long)(r->first + i));
+				    ((unsigned long long)r->first + i));
 	for (uint64_t i = 1; i < st->count; i++)
 		if (x[i].ehash <= x[i - 1].ehash)
-			return fail(err, errlen, "stale engine hash %llu: out of order", (unsigned long long)(st->first + i));
+			return fail(err, errlen, "stale engine hash %llu: out of order", ((unsigned long long)st->first + i));
 	for (uint64_t i = 0, j = 0; i < r->count && j < st->count;) {
 		if (e[i] == x[j].ehash)
-			return fail(err, errlen, "engine hash %llu: also stale", (unsigned long long)(r->first + i));
+			return fail(err, errlen, "engine hash %llu: also stale", ((unsigned long long)r->first + i));
 		if (e[i] < x[j].ehash)
 			i++;
 		else
