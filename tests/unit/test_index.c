@@ -58,6 +58,61 @@ static void table_matches_reference(void)
 	kv_ehashes_free(&t);
 }
 
+/* Keys whose home is the last slot of a 32-slot table: when a table of 16
+ * doubles, all but the first of them wrap past its end. */
+static void table_doubling_wraps(void)
+{
+	struct kv_ehashes t = { 0 };
+	uint64_t keys[12];
+	size_t n = 0;
+	for (uint64_t k = 1; n < 5; k++)
+		if ((kv_mix64(k) & 31) == 31)
+			keys[n++] = k;
+	for (uint64_t k = 1000; n < 12; k++)
+		if ((kv_mix64(k) & 15) < 12)
+			keys[n++] = k;
+	bool added;
+	for (size_t i = 0; i < 12; i++)
+		kv_ehashes_upsert(&t, keys[i], &added)->chain = keys[i] * 3;
+	ASSERT_EQ_U64(t.cap, 16);
+	kv_ehashes_upsert(&t, 77777, &added)->chain = 5;
+	ASSERT_EQ_U64(t.cap, 32);
+	for (size_t i = 0; i < 12; i++) {
+		struct kv_ehash *e = kv_ehashes_find(&t, keys[i]);
+		ASSERT(e && e->chain == keys[i] * 3);
+	}
+	/* removal shifts back across the end too */
+	for (size_t i = 0; i < 12; i += 2)
+		ASSERT(kv_ehashes_remove(&t, keys[i]));
+	for (size_t i = 0; i < 12; i++)
+		ASSERT((kv_ehashes_find(&t, keys[i]) != NULL) == (i % 2 == 1));
+	ASSERT(kv_ehashes_find(&t, 77777));
+	kv_ehashes_free(&t);
+}
+
+/* Tables past 1 MiB of slots are mapped and grow by remapping. */
+static void big_table_grows_in_place(void)
+{
+	enum { N = 300000 };
+	struct kv_blocks t = { 0 };
+	bool added;
+	for (uint64_t k = 1; k <= N; k++) {
+		struct kv_block *b = kv_blocks_upsert(&t, k * 0x9e3779b97f4a7c15ull, &added);
+		ASSERT(added);
+		b->local = k;
+	}
+	ASSERT(t.cap * sizeof *t.slots > (1u << 20));
+	for (uint64_t k = 1; k <= N; k++) {
+		struct kv_block *b = kv_blocks_find(&t, k * 0x9e3779b97f4a7c15ull);
+		ASSERT(b && b->local == k);
+	}
+	for (uint64_t k = 1; k <= N; k += 3)
+		ASSERT(kv_blocks_remove(&t, k * 0x9e3779b97f4a7c15ull));
+	for (uint64_t k = 1; k <= N; k++)
+		ASSERT((kv_blocks_find(&t, k * 0x9e3779b97f4a7c15ull) != NULL) == (k % 3 != 1));
+	kv_blocks_free(&t);
+}
+
 /* ---- holders against a reference model ---------------------------------- */
 
 enum { MAXW = 40, MAXC = 60, NPART = 2 };
@@ -453,6 +508,8 @@ int main(void)
 {
 	RUN(radix_sort);
 	RUN(table_matches_reference);
+	RUN(table_doubling_wraps);
+	RUN(big_table_grows_in_place);
 	RUN(holders_match_reference);
 	RUN(shared_sets_match_reference);
 	RUN(sets_are_shared);
