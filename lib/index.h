@@ -8,12 +8,13 @@
  * prefix have the same holders, so a block stores only the u32 id of its set
  * (kv_holder_sets).  A set is stored once (its sorted holders), found by the
  * hash of its content, counted by the blocks that have it, and freed, its id
- * taken again, when the last of them leaves it.  A change of one block's
- * holders (one worker gains or loses media) goes from set to set through a
- * small direct-mapped cache of transitions, so that the usual change costs a
- * probe of that cache, not a hash or a copy of the set.  A set that only one
- * block has is changed in place instead of copied.  The empty set (id 0) is
- * never stored: a block without holders is removed. */
+ * taken again, when the last of them has left it (a small one after a while
+ * idle, index.c says why).  A change of one block's holders (one worker gains
+ * or loses media) goes from set to set through a small direct-mapped cache
+ * of transitions, so that the usual change costs a probe of that cache, not
+ * a hash or a copy of the set.  A large set that only one block has is
+ * changed in place instead of copied.  The empty set (id 0) is never
+ * stored: a block without holders is removed. */
 #ifndef KV_INDEX_H
 #define KV_INDEX_H
 
@@ -89,11 +90,16 @@ struct kv_transition {
 };
 
 #define KV_TRANSITIONS (1u << 14)
+/* Sets of more holders are freed as soon as no block has them, and changed
+ * in place when only one block has them: no copy of a large set per change. */
+#define KV_SET_KEEP_MAX 64
 
 struct kv_holder_sets {
 	struct kv_hset *v;     /* by id; v[0] is the empty set */
 	size_t n, cap;         /* ids in use or free */
 	uint32_t free;         /* first free id, 0 if none */
+	size_t live, idle;     /* sets that blocks have; sets that none has, kept a while (index.c) */
+	size_t idle_max;       /* idle sets kept at least before they are freed */
 	struct kv_holder_arena arena;
 	struct kv_setids byhash;
 	struct kv_transition *cache; /* KV_TRANSITIONS entries, by a hash of (from, change) */

@@ -115,7 +115,7 @@ static void big_table_grows_in_place(void)
 
 /* ---- holders against a reference model ---------------------------------- */
 
-enum { MAXW = 40, MAXC = 60, NPART = 2 };
+enum { MAXW = 100, MAXC = 60, NPART = 2 };
 
 /* ref[c][w]: media bits of worker w in chain c + 1, which lives in partition c % NPART. */
 struct model {
@@ -144,9 +144,10 @@ static struct kv_block *block_of(struct model *md, int c)
 	return kv_blocks_find(&md->ix.p[part_of(md, c)].blocks, (uint64_t)c + 1);
 }
 
-/* Every live set is counted by exactly the blocks that have it, holds what
- * its hash says, is findable by that hash and differs from every other live
- * set; every other id is on the free list. */
+/* Every live set is counted by exactly the blocks that have it; every set
+ * that no block has is idle (kept) or on the free list; the live and idle
+ * ones hold what their hash says, are findable by it and differ from each
+ * other. */
 static bool sets_consistent(struct model *md)
 {
 	const struct kv_holder_sets *s = &md->ix.sets;
@@ -158,30 +159,31 @@ static bool sets_consistent(struct model *md)
 		if (b && ok)
 			count[b->set]++;
 	}
-	size_t live = 0;
+	size_t live = 0, idle = 0;
 	for (uint32_t id = 1; id < s->n && ok; id++) {
 		const struct kv_hset *h = &s->v[id];
 		ok = h->refs == count[id];
-		if (!h->refs || !ok)
+		if (!h->n || !ok)
 			continue;
-		live++;
+		live += h->refs != 0;
+		idle += h->refs == 0;
 		const uint32_t *m = h->n == 1 ? &h->members : s->arena.a + h->members;
 		uint64_t hash = 0;
 		for (unsigned k = 0; k < h->n; k++)
 			hash += kv_mix64(m[k]);
 		const struct kv_setid *e = kv_setids_find((struct kv_setids *)&s->byhash, h->hash);
-		ok = h->n > 0 && hash == h->hash && e && s->v[e->id].refs && s->v[e->id].hash == h->hash;
+		ok = hash == h->hash && e && s->v[e->id].n && s->v[e->id].hash == h->hash;
 		for (uint32_t o = id + 1; o < s->n && ok; o++) {
 			const struct kv_hset *g = &s->v[o];
 			const uint32_t *gm = g->n == 1 ? &g->members : s->arena.a + g->members;
-			ok = !g->refs || g->n != h->n || memcmp(gm, m, h->n * sizeof *m) != 0;
+			ok = g->n != h->n || memcmp(gm, m, h->n * sizeof *m) != 0;
 		}
 	}
 	size_t nfree = 0;
 	for (uint32_t id = s->free; id && ok && nfree < s->n; id = s->v[id].members, nfree++)
-		ok = id < s->n && s->v[id].refs == 0;
+		ok = id < s->n && s->v[id].refs == 0 && s->v[id].n == 0;
 	free(count);
-	return ok && live + nfree + 1 == s->n;
+	return ok && live == s->live && idle == s->idle && live + idle + nfree + 1 == s->n;
 }
 
 static bool block_matches(struct model *md, int c)
@@ -295,13 +297,14 @@ static bool random_op(struct model *md, int c)
 	}
 }
 
-static void random_holders(int nw, int nc, int ops)
+static void random_holders(int nw, int nc, int ops, size_t idle_max)
 {
 	static struct model md;
 	memset(&md, 0, sizeof md);
 	md.nw = nw;
 	md.nc = nc;
 	kv_index_init(&md.ix);
+	md.ix.sets.idle_max = idle_max;
 	md.part[0] = kv_index_partition(&md.ix, "m", 1, "t", 1);
 	md.part[1] = kv_index_partition(&md.ix, "m", 1, "u", 1);
 	for (int op = 0; op < ops; op++) {
@@ -320,17 +323,22 @@ static void random_holders(int nw, int nc, int ops)
 	kv_index_free(&md.ix);
 }
 
-/* Many workers: mostly sets of one block each, changed in place. */
+/* Many workers: mostly sets of one block each, those of more than
+ * KV_SET_KEEP_MAX holders changed in place. */
 static void holders_match_reference(void)
 {
-	random_holders(MAXW, 50, 100000);
+	random_holders(MAXW, 50, 100000, 1024);
+	random_holders(MAXW, 50, 100000, 0);
 }
 
-/* Few workers over many chains: blocks share sets, which are freed and
- * their ids taken again all the time, so that cached transitions go stale. */
+/* Few workers over many chains: blocks share sets, which are left, kept
+ * idle, freed and their ids taken again all the time, so that cached
+ * transitions go stale. */
 static void shared_sets_match_reference(void)
 {
-	random_holders(3, MAXC, 200000);
+	random_holders(3, MAXC, 200000, 1024);
+	random_holders(3, MAXC, 200000, 2);
+	random_holders(3, MAXC, 200000, 0);
 }
 
 static size_t live_sets(const struct kv_index *ix)
@@ -341,8 +349,8 @@ static size_t live_sets(const struct kv_index *ix)
 	return n;
 }
 
-/* Blocks of the same holders share one set; it goes when they do, and its
- * id is taken again. */
+/* Blocks of the same holders share one set.  One that no block has stays
+ * idle, and is taken again; idle sets are freed, their ids taken again. */
 static void sets_are_shared(void)
 {
 	struct kv_index ix;
@@ -353,31 +361,41 @@ static void sets_are_shared(void)
 		ASSERT_EQ_U64(kv_index_hold_many(&ix, p, c, 0, 0, w, 3, KV_XPU), 3);
 	ASSERT_EQ_U64(live_sets(&ix), 1);
 	struct kv_block *b = kv_blocks_find(&ix.p[p].blocks, 1);
-	ASSERT_EQ_U64(ix.sets.v[b->set].refs, 100);
+	uint32_t all = b->set;
+	ASSERT_EQ_U64(ix.sets.v[all].refs, 100);
 	ASSERT_EQ_U64(kv_block_nholders(&ix, b), 3);
 	ASSERT_EQ_U64(KV_HOLDER_WORKER(kv_block_holders(&ix, b)[0]), 2);
+	/* one worker leaves half the blocks: two sets, one id more at most */
 	size_t ids = ix.sets.n;
-	/* one worker leaves half the blocks: two sets, no new ids past the first change */
 	bool freed;
 	uint64_t parent, local;
 	for (uint64_t c = 1; c <= 50; c++)
 		ASSERT(kv_index_release(&ix, p, c, 5, KV_XPU, &freed, &parent, &local) && !freed);
 	ASSERT_EQ_U64(live_sets(&ix), 2);
 	ASSERT(ix.sets.n <= ids + 1);
-	/* everything goes: no set is left, and the same blocks again take the freed ids */
+	/* everything goes; the sets stay idle, and the same holders take them again */
 	for (uint32_t k = 0; k < 3; k++)
 		kv_index_release_all(&ix, p, w[k], KV_MEDIUM_BIT(KV_XPU), NULL, NULL);
 	ASSERT_EQ_U64(kv_index_blocks(&ix), 0);
 	ASSERT_EQ_U64(live_sets(&ix), 0);
-	size_t high = ix.sets.n;
-	for (int round = 0; round < 3; round++) {
+	ASSERT(ix.sets.idle > 0 && ix.sets.live == 0);
+	ids = ix.sets.n;
+	kv_index_hold_many(&ix, p, 1, 0, 0, w, 3, KV_XPU);
+	ASSERT_EQ_U64(kv_blocks_find(&ix.p[p].blocks, 1)->set, all);
+	ASSERT_EQ_U64(ix.sets.n, ids);
+	kv_index_release_many(&ix, p, 1, w, 3, KV_XPU, &freed, &parent, &local);
+	ASSERT(freed);
+	/* kept no longer than needed: ids come back, however many sets go by */
+	ix.sets.idle_max = 0;
+	for (int round = 0; round < 30; round++) {
+		w[2] = (uint32_t)(10 + round);
 		for (uint64_t c = 1; c <= 100; c++)
-			kv_index_hold_many(&ix, p, c, 0, 0, w, 3, (enum kv_medium)round);
+			kv_index_hold_many(&ix, p, c, 0, 0, w, 3, (enum kv_medium)(round % KV_NMEDIA));
 		for (uint64_t c = 1; c <= 100; c++)
-			kv_index_release_many(&ix, p, c, w, 3, (enum kv_medium)round, &freed, &parent, &local);
+			kv_index_release_many(&ix, p, c, w, 3, (enum kv_medium)(round % KV_NMEDIA), &freed, &parent, &local);
 		ASSERT_EQ_U64(live_sets(&ix), 0);
 	}
-	ASSERT_EQ_U64(ix.sets.n, high);
+	ASSERT(ix.sets.n < ids + 20); /* 150 sets came and went */
 	kv_index_free(&ix);
 }
 
@@ -387,6 +405,7 @@ static void stale_transitions_miss(void)
 {
 	struct kv_index ix;
 	kv_index_init(&ix);
+	ix.sets.idle_max = 0;
 	uint32_t p = kv_index_partition(&ix, "m", 1, "t", 1);
 	bool freed;
 	uint64_t parent, local;
@@ -400,20 +419,22 @@ static void stale_transitions_miss(void)
 	struct kv_block *b = kv_blocks_find(&ix.p[p].blocks, 2);
 	ASSERT_EQ_U64(b->set, one_two);
 	ASSERT_EQ_U64(kv_block_nholders(&ix, b), 2);
-	/* all sets go; their ids come back for {3} and {3, 4} */
+	/* all sets go, freed; their ids come back for {3}, {3, 4} and {5} */
 	kv_index_release_all(&ix, p, 1, 7, NULL, NULL);
 	kv_index_release_all(&ix, p, 2, 7, NULL, NULL);
 	ASSERT_EQ_U64(live_sets(&ix), 0);
+	ASSERT_EQ_U64(ix.sets.idle, 0);
 	kv_index_hold(&ix, p, 3, 0, 0, 3, KV_XPU);
 	kv_index_hold(&ix, p, 4, 0, 0, 3, KV_XPU);
 	kv_index_hold(&ix, p, 4, 0, 0, 4, KV_XPU);
-	ASSERT_EQ_U64(kv_blocks_find(&ix.p[p].blocks, 3)->set, one);
+	kv_index_hold(&ix, p, 5, 0, 0, 5, KV_XPU);
 	ASSERT_EQ_U64(kv_blocks_find(&ix.p[p].blocks, 4)->set, one_two);
+	ASSERT_EQ_U64(kv_blocks_find(&ix.p[p].blocks, 5)->set, one);
 	/* the change cached for {1} -> {1, 2}, on what the old ids now name */
-	ASSERT(kv_index_hold(&ix, p, 3, 0, 0, 2, KV_XPU));
-	b = kv_blocks_find(&ix.p[p].blocks, 3);
+	ASSERT(kv_index_hold(&ix, p, 5, 0, 0, 2, KV_XPU));
+	b = kv_blocks_find(&ix.p[p].blocks, 5);
 	ASSERT_EQ_U64(kv_block_nholders(&ix, b), 2);
-	ASSERT_EQ_U64(kv_block_media(&ix, b, 3), KV_MEDIUM_BIT(KV_XPU));
+	ASSERT_EQ_U64(kv_block_media(&ix, b, 5), KV_MEDIUM_BIT(KV_XPU));
 	ASSERT_EQ_U64(kv_block_media(&ix, b, 2), KV_MEDIUM_BIT(KV_XPU));
 	ASSERT_EQ_U64(kv_block_media(&ix, b, 1), 0);
 	ASSERT(kv_index_release(&ix, p, 4, 4, KV_XPU, &freed, &parent, &local) && !freed);
