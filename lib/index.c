@@ -419,6 +419,7 @@ static const struct kv_transition *transition_cached(const struct kv_holder_sets
 static bool set_transition(struct kv_holder_sets *s, uint32_t from, uint32_t w, unsigned bits, bool hold,
 			   struct kv_transition *t)
 {
+	bits = KV_HOLDER_MEDIA(bits);
 	uint32_t change = w << 4 | bits << 1 | hold;
 	const struct kv_transition *c = transition_cached(s, from, change);
 	if (c) {

@@ -67,10 +67,10 @@ struct kv_holder_arena {
 /* One holder set, by id. */
 struct kv_hset {
 	uint64_t hash;         /* of its content: the sum of kv_mix64 of its holders */
-	uint64_t refs;         /* blocks that have it; 0 while the id is free */
+	uint64_t refs;         /* blocks that have it; 0 while it is idle or the id is free */
 	uint32_t members;      /* the holder itself when n == 1, else its offset in the arena; when free, the next free id */
 	uint32_t gen;          /* bumped whenever the id's content changes or the id is freed: cached transitions miss */
-	uint16_t n;            /* number of holders */
+	uint16_t n;            /* number of holders; 0 while the id is free */
 };
 
 /* Content hash -> set id.  Two sets whose hashes collide are both kept; only
