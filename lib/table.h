@@ -19,6 +19,10 @@
 /* Slot arrays of 1 MiB and more are mmap'ed: freeing them returns the memory. */
 void *kv_slots_alloc(size_t bytes);
 void kv_slots_free(void *p, size_t bytes);
+/* The slots p (oldbytes of them) in an array of bytes (more): the added
+ * part zeroed.  A mapped array grows where it is (its pages remapped), so
+ * that a table never needs its old and new slots at once. */
+void *kv_slots_grow(void *p, size_t oldbytes, size_t bytes);
 
 static inline uint64_t kv_mix64(uint64_t k)
 {
@@ -85,6 +89,47 @@ static inline uint64_t kv_mix64(uint64_t k)
 		kv_slots_free(old, oldcap * sizeof *old);                                            \
 	}                                                                                        \
                                                                                                  \
+	/* Doubles the table where it is, without a second slot array.  Entries \
+	 * are taken out in probe order, from just after an empty slot, and put   \
+	 * back from their new home: one whose home is in the lower half lands at \
+	 * or before the slot it left (every slot between was taken out before    \
+	 * it) or, if its cluster wrapped around the old end, in the upper half;  \
+	 * one whose home is in the upper half lands there.  So no slot that a    \
+	 * placed entry's probe passed is emptied later.  Only an entry that      \
+	 * would wrap past the new end, into slots not yet taken out, waits in    \
+	 * spill until all others are placed. */                                  \
+	static inline void name##_double(struct name *t)                                         \
+	{                                                                                        \
+		size_t oldcap = t->cap, cap = 2 * oldcap, mask = cap - 1, start = 0, nspill = 0, capspill = 0; \
+		entry_t *spill = NULL;                                                               \
+		t->slots = kv_slots_grow(t->slots, oldcap * sizeof *t->slots, cap * sizeof *t->slots); \
+		t->cap = cap;                                                                        \
+		while (t->slots[start].key)                                                          \
+			start++;                                                                         \
+		for (size_t k = 1; k < oldcap; k++) {                                                \
+			size_t j = (start + k) & (oldcap - 1), i;                                        \
+			if (t->slots[j].key == 0)                                                        \
+				continue;                                                                    \
+			entry_t e = t->slots[j];                                                         \
+			t->slots[j].key = 0;                                                             \
+			for (i = kv_mix64(e.key) & mask; i < cap && t->slots[i].key; i++)               \
+				;                                                                            \
+			if (i < cap) {                                                                   \
+				t->slots[i] = e;                                                             \
+				continue;                                                                    \
+			}                                                                                \
+			spill = kv_xgrow(spill, &capspill, nspill + 1, sizeof *spill);                   \
+			spill[nspill++] = e;                                                             \
+		}                                                                                    \
+		for (size_t k = 0; k < nspill; k++) {                                                \
+			size_t i = kv_mix64(spill[k].key) & mask;                                        \
+			while (t->slots[i].key)                                                          \
+				i = (i + 1) & mask;                                                          \
+			t->slots[i] = spill[k];                                                          \
+		}                                                                                    \
+		free(spill);                                                                         \
+	}                                                                                        \
+                                                                                                 \
 	/* Finds key or adds a zeroed entry for it (*added tells which). */                      \
 	static inline entry_t *name##_upsert(struct name *t, uint64_t key, bool *added)          \
 	{                                                                                        \
@@ -96,8 +141,10 @@ static inline uint64_t kv_mix64(uint64_t k)
 			}                                                                                \
 			return &t->zero;                                                                 \
 		}                                                                                    \
-		if (5 * (t->n + 1) > 4 * t->cap)                                                     \
-			name##_resize(t, t->cap ? 2 * t->cap : 16);                                      \
+		if (!t->cap)                                                                         \
+			name##_resize(t, 16);                                                            \
+		else if (5 * (t->n + 1) > 4 * t->cap)                                                \
+			name##_double(t);                                                                \
 		size_t mask = t->cap - 1, i = kv_mix64(key) & mask;                                  \
 		for (;; i = (i + 1) & mask) {                                                        \
 			if (t->slots[i].key == key)                                                      \
