@@ -1165,6 +1165,11 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 		uint64_t h = e->hashes[i];
 		if (i + PREFETCH < e->nhashes)
 			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
+		/* the block of a hash half as far on: its name has arrived */
+		const struct kv_ehash *ahead = i + PREFETCH / 2 < e->nhashes ?
+			kv_ehashes_find(&p->ehashes, e->hashes[i + PREFETCH / 2]) : NULL;
+		if (ahead)
+			kv_blocks_prefetch(&p->blocks, ahead->chain);
 		kv_offloads_remove(&pm->offload, h);
 		bool any = false;
 		if (kv_pend_heads_find(&pm->heads, h))
