@@ -56,15 +56,6 @@ bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain,
 	return true;
 }
 
-const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, uint64_t chain, size_t *n)
-{
-	struct kv_qblock b;
-	if (!kv_qsource_block(s, part, chain, &b))
-		return NULL;
-	*n = b.n;
-	return b.h;
-}
-
 void kv_qsource_prefetch(const struct kv_qsource *s, uint32_t part, uint64_t chain, int stage)
 {
 	if (s->snap)
@@ -511,6 +502,7 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	struct run_end at = { .held = false };
 	if (n)
 		at.held = kv_qsource_block(src, req->part, q->chain[0], &at.next);
+	const struct run_end block0 = at;
 	while (i < n && (nactive > 0 || i == 0)) {
 		if (!at.held) {
 			end_why = KV_STOP_NOT_IN_INDEX;
@@ -576,10 +568,8 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 		}
 	} else {
 		/* Without candidates the workers met are those holding block 0. */
-		size_t h0n = 0;
-		const uint32_t *h0 = n ? kv_qsource_holders(src, req->part, q->chain[0], &h0n) : NULL;
-		for (size_t k = 0; h0 && k < h0n; k++) {
-			uint32_t w = KV_HOLDER_WORKER(h0[k]);
+		for (size_t k = 0; block0.held && k < block0.next.n; k++) {
+			uint32_t w = KV_HOLDER_WORKER(block0.next.h[k]);
 			struct kv_hit hit = to_hit(&q->w[w], w);
 			if (hit.npu + hit.cpu + hit.disk && !kv_qsource_is_pool(src, w))
 				q->hits[nh++] = hit;

@@ -48,8 +48,6 @@ struct kv_qblock {
 };
 /* false when nobody holds the block. */
 bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain, struct kv_qblock *b);
-/* Holders (worker << 3 | media) of a block, or NULL when nobody holds it. */
-const uint32_t *kv_qsource_holders(const struct kv_qsource *s, uint32_t part, uint64_t chain, size_t *n);
 /* A hint that chain is about to be looked up (stages: see kv_snap_prefetch). */
 void kv_qsource_prefetch(const struct kv_qsource *s, uint32_t part, uint64_t chain, int stage);
 const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *len, int64_t *dp);

@@ -144,7 +144,6 @@ static int by_u32(const void *x, const void *y)
 	} while (0)
 #define ENTRY(tbl, i) ((i) == ZERO_SLOT ? &(tbl)->zero : &(tbl)->slots[i])
 
-
 static void build_workers(struct snap_build *b, const struct kv_workers *ws)
 {
 	uint32_t *order = kv_xmalloc((ws->n + 1) * sizeof *order);
@@ -247,24 +246,37 @@ struct run_node {
 	uint32_t run;
 };
 
-/* Each block's parent among the partition's blocks in chain order (NO_POS
- * when nobody holds it): the parents' chains sorted, then merged with the
- * blocks' own, which are sorted already.  Looking each parent up in the
- * live table instead was two random reads a block: about 290 ms of CPU for
- * the bench's 4 million blocks, against 160. */
-static void find_parents(const uint64_t *chains, uint64_t *parents, size_t n, struct run_node *node)
+/* Where each of n chains is among the sorted keys (NO_POS: not there): the
+ * chains sorted, then merged with the keys. */
+static uint32_t *positions_of(const uint64_t *chains, size_t n, const uint64_t *keys, size_t nkeys)
 {
-	uint32_t *who = kv_xmalloc((n + 1) * sizeof *who);
+	uint64_t *c = kv_xmalloc((n + 1) * sizeof *c);
+	uint32_t *who = kv_xmalloc((n + 1) * sizeof *who), *pos = kv_xmalloc((n + 1) * sizeof *pos);
+	memcpy(c, chains, n * sizeof *c);
 	for (size_t i = 0; i < n; i++)
 		who[i] = (uint32_t)i;
-	kv_sort_keys(parents, who, n);
+	kv_sort_keys(c, who, n);
 	size_t at = 0;
 	for (size_t j = 0; j < n; j++) {
-		while (at < n && chains[at] < parents[j])
+		while (at < nkeys && keys[at] < c[j])
 			at++;
-		node[who[j]].parent = at < n && chains[at] == parents[j] ? (uint32_t)at : NO_POS;
+		pos[who[j]] = at < nkeys && keys[at] == c[j] ? (uint32_t)at : NO_POS;
 	}
+	free(c);
 	free(who);
+	return pos;
+}
+
+/* Each block's parent among the partition's blocks in chain order (NO_POS
+ * when nobody holds it), by positions_of.  Looking each parent up in the
+ * live table instead was two random reads a block: about 290 ms of CPU for
+ * the bench's 4 million blocks, against 160. */
+static void find_parents(const uint64_t *chains, const uint64_t *parents, size_t n, struct run_node *node)
+{
+	uint32_t *pos = positions_of(parents, n, chains, n);
+	for (size_t i = 0; i < n; i++)
+		node[i].parent = pos[i];
+	free(pos);
 }
 
 /* A block's run from its parent's: one more when the parent is held with
@@ -439,27 +451,6 @@ static uint64_t *build_blocks(struct snap_build *b, const struct kv_index *ix, u
 	free(idx);
 	*nkeys = n;
 	return keys;
-}
-
-/* Where each of n chains is among the sorted keys (NO_POS: not there): the
- * chains sorted, then merged with the keys. */
-static uint32_t *positions_of(const uint64_t *chains, size_t n, const uint64_t *keys, size_t nkeys)
-{
-	uint64_t *c = kv_xmalloc((n + 1) * sizeof *c);
-	uint32_t *who = kv_xmalloc((n + 1) * sizeof *who), *pos = kv_xmalloc((n + 1) * sizeof *pos);
-	memcpy(c, chains, n * sizeof *c);
-	for (size_t i = 0; i < n; i++)
-		who[i] = (uint32_t)i;
-	kv_sort_keys(c, who, n);
-	size_t at = 0;
-	for (size_t j = 0; j < n; j++) {
-		while (at < nkeys && keys[at] < c[j])
-			at++;
-		pos[who[j]] = at < nkeys && keys[at] == c[j] ? (uint32_t)at : NO_POS;
-	}
-	free(c);
-	free(who);
-	return pos;
 }
 
 /* The engine hashes of a partition in engine-hash order: those naming a
@@ -1083,7 +1074,6 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, 
 	       check_rest(s, err, errlen);
 }
 
-
 /* Chains are uniformly distributed, and sorted within a partition: an
  * index by their top bits (about one slot per block) finds any of them in
  * one or two probes.  A binary search would take 22 cache misses at 4M. */
@@ -1203,20 +1193,13 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
 	return true;
 }
 
-static void free_directories(struct kv_snap *s)
+void kv_snap_unload(struct kv_snap *s)
 {
+	release_data(s->data, s->mapped);
 	for (size_t p = 0; s->dir && p < s->npartitions; p++)
 		free(s->dir[p]);
 	free(s->dir);
 	free(s->dirbits);
-	s->dir = NULL;
-	s->dirbits = NULL;
-}
-
-void kv_snap_unload(struct kv_snap *s)
-{
-	release_data(s->data, s->mapped);
-	free_directories(s);
 	memset(s, 0, sizeof *s);
 }
 
@@ -1258,13 +1241,19 @@ static size_t lower_bound(const void *base, size_t stride, size_t n, uint64_t ke
 	return lo;
 }
 
+/* The chain of the block that engine hash i (of EHASHES) names. */
+static uint64_t named_chain(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t i)
+{
+	return s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain;
+}
+
 bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain)
 {
 	const struct kv_snap_partition *rp = &s->partitions[part];
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
 	size_t i = lower_bound(s->ehashes + r->first, sizeof *s->ehashes, r->count, ehash); /* sorted: checked */
 	if (i < r->count && s->ehashes[r->first + i] == ehash) {
-		*chain = s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[r->first + i]].chain;
+		*chain = named_chain(s, rp, r->first + i);
 		return true;
 	}
 	i = lower_bound(s->stale + st->first, sizeof *s->stale, st->count, ehash);
@@ -1335,8 +1324,7 @@ static void restore_maps(const struct kv_snap *s, uint32_t p, uint32_t live, str
 	const struct kv_snap_range *c = &rp->r[KV_RANGE_CONTENT];
 	bool added;
 	for (uint64_t i = r->first; i < r->first + r->count; i++)
-		kv_ehashes_upsert(&ix->p[live].ehashes, s->ehashes[i], &added)->chain =
-			s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain;
+		kv_ehashes_upsert(&ix->p[live].ehashes, s->ehashes[i], &added)->chain = named_chain(s, rp, i);
 	for (uint64_t i = st->first; i < st->first + st->count; i++)
 		kv_ehashes_upsert(&ix->p[live].ehashes, s->stale[i].ehash, &added)->chain = s->stale[i].chain;
 	for (uint64_t i = c->first; i < c->first + c->count; i++) {
@@ -1533,7 +1521,7 @@ static void dump_ehashes(const struct kv_snap *s, uint32_t p, struct kv_out *o)
 	uint64_t i = r->first, j = st->first;
 	while (i < r->first + r->count || j < st->first + st->count) {
 		if (j == st->first + st->count || (i < r->first + r->count && s->ehashes[i] < s->stale[j].ehash)) {
-			dump_ehash(o, p, s->ehashes[i], s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain);
+			dump_ehash(o, p, s->ehashes[i], named_chain(s, rp, i));
 			i++;
 		} else {
 			dump_ehash(o, p, s->stale[j].ehash, s->stale[j].chain);

@@ -2,26 +2,12 @@
 #include "util.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DIGIT 11
 #define BUCKETS (1u << DIGIT)
-
-static void insertion(uint64_t *k, uint32_t *v, size_t n)
-{
-	for (size_t i = 1; i < n; i++) {
-		uint64_t key = k[i];
-		uint32_t val = v[i];
-		size_t j = i;
-		for (; j > 0 && k[j - 1] > key; j--) {
-			k[j] = k[j - 1];
-			v[j] = v[j - 1];
-		}
-		k[j] = key;
-		v[j] = val;
-	}
-}
 
 /* Insertion sort that gives up after budget moves: true when done. */
 static bool insertion_within(uint64_t *k, uint32_t *v, size_t n, size_t budget)
@@ -99,7 +85,7 @@ static void radix_from(uint64_t *keys, uint32_t *vals, size_t n, unsigned from)
 void kv_sort_keys(uint64_t *keys, uint32_t *vals, size_t n)
 {
 	if (n < 64) {
-		insertion(keys, vals, n);
+		insertion_within(keys, vals, n, SIZE_MAX);
 		return;
 	}
 	radix_from(keys, vals, n, TOP_FROM);

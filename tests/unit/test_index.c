@@ -6,17 +6,8 @@
 
 #include "blockhash.h"
 #include "index.h"
-#include "sort.h"
 #include "unit.h"
 
-static uint64_t rng = 88172645463325252ull;
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static void table_matches_reference(void)
 {
@@ -27,13 +18,13 @@ static void table_matches_reference(void)
 	memset(present, 0, sizeof present);
 	for (int op = 0; op < 200000; op++) {
 		/* small keys collide in clusters; key 0 takes the side slot */
-		uint64_t k = next_rand() % KEYS;
-		int what = (int)(next_rand() % 3);
+		uint64_t k = unit_rand() % KEYS;
+		int what = (int)(unit_rand() % 3);
 		if (what == 0) {
 			bool added;
 			struct kv_ehash *e = kv_ehashes_upsert(&t, k, &added);
 			ASSERT(added == !present[k]);
-			e->chain = value[k] = next_rand();
+			e->chain = value[k] = unit_rand();
 			present[k] = true;
 		} else if (what == 1) {
 			ASSERT(kv_ehashes_remove(&t, k) == present[k]);
@@ -237,9 +228,9 @@ static void on_freed(void *arg, uint32_t part, const struct kv_block *b)
 
 static uint32_t pick_workers(struct model *md, uint32_t *w)
 {
-	uint32_t n = (uint32_t)(next_rand() % 4) + 1;
+	uint32_t n = (uint32_t)(unit_rand() % 4) + 1;
 	for (uint32_t k = 0; k < n; k++)
-		w[k] = (uint32_t)(next_rand() % (uint64_t)md->nw); /* repeats too */
+		w[k] = (uint32_t)(unit_rand() % (uint64_t)md->nw); /* repeats too */
 	return n;
 }
 
@@ -247,12 +238,12 @@ static uint32_t pick_workers(struct model *md, uint32_t *w)
  * what the index says differs from the model. */
 static bool random_op(struct model *md, int c)
 {
-	enum kv_medium m = (enum kv_medium)(next_rand() % KV_NMEDIA);
+	enum kv_medium m = (enum kv_medium)(unit_rand() % KV_NMEDIA);
 	unsigned bit = 1u << m, *r = md->ref[c];
 	uint32_t w[4], nw = pick_workers(md, w);
 	uint64_t parent, local;
 	bool freed;
-	switch (next_rand() % 9) {
+	switch (unit_rand() % 9) {
 	case 0: case 1: case 2: {
 		bool fresh = kv_index_hold(&md->ix, part_of(md, c), (uint64_t)c + 1, 0, 0, w[0], m);
 		bool want = !(r[w[0]] & bit);
@@ -281,8 +272,8 @@ static bool random_op(struct model *md, int c)
 	}
 	default: {
 		/* a worker clears one or two media in one partition */
-		unsigned mask = bit | (next_rand() % 2 ? KV_MEDIUM_BIT((m + 1) % KV_NMEDIA) : 0);
-		int p = (int)(next_rand() % NPART);
+		unsigned mask = bit | (unit_rand() % 2 ? KV_MEDIUM_BIT((m + 1) % KV_NMEDIA) : 0);
+		int p = (int)(unit_rand() % NPART);
 		size_t want = 0, gone = 0;
 		for (int k = p; k < md->nc; k += NPART) {
 			bool before = chain_held(md, k);
@@ -308,7 +299,7 @@ static void random_holders(int nw, int nc, int ops, size_t idle_max)
 	md.part[0] = kv_index_partition(&md.ix, "m", 1, "t", 1);
 	md.part[1] = kv_index_partition(&md.ix, "m", 1, "u", 1);
 	for (int op = 0; op < ops; op++) {
-		int c = (int)(next_rand() % (uint64_t)nc);
+		int c = (int)(unit_rand() % (uint64_t)nc);
 		ASSERT(random_op(&md, c));
 		ASSERT(block_matches(&md, c));
 		if (op % 997 == 0) {
@@ -499,35 +490,8 @@ static void check_values(void)
 	ASSERT_EQ_U64(kv_block_hashes(t, 20, 0, KV_CHAIN_ROOT, local, chain, 3), 0);
 }
 
-static void radix_sort(void)
-{
-	for (size_t n = 0; n < 5000; n = n * 3 + 1) {
-		uint64_t *k = malloc((n + 1) * sizeof *k);
-		uint32_t *v = malloc((n + 1) * sizeof *v);
-		for (size_t i = 0; i < n; i++) {
-			/* some equal keys, some differing only in high digits */
-			k[i] = i % 7 == 0 ? 42 : (next_rand() & 0xff00000000000000ull) | (next_rand() % 3);
-			v[i] = (uint32_t)i;
-		}
-		uint64_t *orig = malloc((n + 1) * sizeof *orig);
-		memcpy(orig, k, n * sizeof *k);
-		kv_sort_keys(k, v, n);
-		size_t sorted = 0, kept = 0;
-		for (size_t i = 0; i < n; i++) {
-			sorted += i == 0 || k[i - 1] <= k[i];
-			kept += orig[v[i]] == k[i];
-		}
-		free(k);
-		free(v);
-		free(orig);
-		ASSERT_EQ_U64(sorted, n);
-		ASSERT_EQ_U64(kept, n);
-	}
-}
-
 int main(void)
 {
-	RUN(radix_sort);
 	RUN(table_matches_reference);
 	RUN(table_doubling_wraps);
 	RUN(big_table_grows_in_place);

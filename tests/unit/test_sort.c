@@ -1,20 +1,12 @@
-/* kv_sort_keys against qsort: uniform keys (the fast path), small and
- * repeated keys (its fallback), keys alike in their top bits, and sizes
- * around the insertion-sort threshold; values must travel with their keys. */
+/* kv_sort_keys: equal keys and keys differing in their high digits; and
+ * against qsort, uniform keys (the fast path), small and repeated keys (its
+ * fallback), keys alike in their top bits, and sizes around the
+ * insertion-sort threshold; values must travel with their keys. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sort.h"
 #include "unit.h"
-
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t next64(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 struct kv { uint64_t k; uint32_t v; };
 
@@ -54,11 +46,11 @@ static int sorts(uint64_t (*gen)(size_t i), size_t n)
 	return ok;
 }
 
-static uint64_t uniform(size_t i) { (void)i; return next64(); }
-static uint64_t small(size_t i) { (void)i; return next64() % 1000; }
+static uint64_t uniform(size_t i) { (void)i; return unit_rand(); }
+static uint64_t small(size_t i) { (void)i; return unit_rand() % 1000; }
 static uint64_t descending(size_t i) { return ~(uint64_t)i; }
-static uint64_t top_alike(size_t i) { (void)i; return 0xabcdef0000000000ull | (next64() >> 40); }
-static uint64_t few_top_alike(size_t i) { return i % 97 ? next64() : 0x8000000000000000ull | (next64() & 0xffff); }
+static uint64_t top_alike(size_t i) { (void)i; return 0xabcdef0000000000ull | (unit_rand() >> 40); }
+static uint64_t few_top_alike(size_t i) { return i % 97 ? unit_rand() : 0x8000000000000000ull | (unit_rand() & 0xffff); }
 
 static void sorts_every_kind_of_keys(void)
 {
@@ -73,8 +65,37 @@ static void sorts_every_kind_of_keys(void)
 		}
 }
 
+/* Equal keys, and keys that differ only in their high digits: sorted, each
+ * value still with its key. */
+static void radix_sort(void)
+{
+	for (size_t n = 0; n < 5000; n = n * 3 + 1) {
+		uint64_t *k = malloc((n + 1) * sizeof *k);
+		uint32_t *v = malloc((n + 1) * sizeof *v);
+		for (size_t i = 0; i < n; i++) {
+			/* some equal keys, some differing only in high digits */
+			k[i] = i % 7 == 0 ? 42 : (unit_rand() & 0xff00000000000000ull) | (unit_rand() % 3);
+			v[i] = (uint32_t)i;
+		}
+		uint64_t *orig = malloc((n + 1) * sizeof *orig);
+		memcpy(orig, k, n * sizeof *k);
+		kv_sort_keys(k, v, n);
+		size_t sorted = 0, kept = 0;
+		for (size_t i = 0; i < n; i++) {
+			sorted += i == 0 || k[i - 1] <= k[i];
+			kept += orig[v[i]] == k[i];
+		}
+		free(k);
+		free(v);
+		free(orig);
+		ASSERT_EQ_U64(sorted, n);
+		ASSERT_EQ_U64(kept, n);
+	}
+}
+
 int main(void)
 {
+	RUN(radix_sort);
 	RUN(sorts_every_kind_of_keys);
 	return unit_done();
 }

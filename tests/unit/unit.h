@@ -3,6 +3,7 @@
 #ifndef KV_UNIT_H
 #define KV_UNIT_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -29,6 +30,17 @@ static void unit_run(const char *name, void (*fn)(void))
 	if (unit_current_failed)
 		unit_failures++;
 	printf("%sok %d - %s\n", unit_current_failed ? "not " : "", unit_points, name);
+}
+
+/* A fixed sequence of pseudo-random numbers (xorshift64), the same on every
+ * run, for tests that want many inputs. */
+static uint64_t unit_rng = 88172645463325252ull;
+static inline uint64_t unit_rand(void)
+{
+	unit_rng ^= unit_rng << 13;
+	unit_rng ^= unit_rng >> 7;
+	unit_rng ^= unit_rng << 17;
+	return unit_rng;
 }
 
 static int unit_done(void)
