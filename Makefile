@@ -43,7 +43,11 @@ BUILD      = build/release
 PROGDIR    = bin
 endif
 
-LIB_SRC    = $(wildcard lib/*.c)
+# lib/ by stage, lowest first; tests/layers (make lint) checks that a file
+# includes headers of its own folder or of folders before it only (README, Layout).
+LAYERS     = base decode net index query sim prom
+LIB_SRC    = $(wildcard $(LAYERS:%=lib/%/*.c))
+LIB_HDR    = $(wildcard $(LAYERS:%=lib/%/*.h))
 LIB_OBJ    = $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 LIBA       = $(BUILD)/libkvtools.a
 BINS       = $(PROGS:%=$(PROGDIR)/%)
@@ -75,11 +79,11 @@ help:
 	@echo 'make lint | fuzz | bench | samples | sample-decoupled | install | uninstall | clean'
 	@echo 'See README.md.'
 
-$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(BUILD)/.flags
+$(BUILD)/lib/%.o: lib/%.c $(LIB_HDR) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/bin/%.o: bin/%.c $(wildcard lib/*.h) $(BUILD)/.flags
+$(BUILD)/bin/%.o: bin/%.c $(LIB_HDR) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -96,7 +100,7 @@ $(PROGDIR)/%: $(BUILD)/bin/%.o $(LIBA)
 # fuzz harnesses never depend on curl.
 CURL_CFLAGS   = $(shell pkg-config --cflags libcurl 2>/dev/null)
 LDLIBS_kvstat = $(shell pkg-config --libs libcurl 2>/dev/null)
-$(BUILD)/lib/http/fetch.o: lib/http/fetch.c lib/http/fetch.h $(wildcard lib/*.h) $(BUILD)/.flags
+$(BUILD)/lib/http/fetch.o: lib/http/fetch.c lib/http/fetch.h $(LIB_HDR) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -c -o $@ $<
 $(BUILD)/bin/kvstat.o: lib/http/fetch.h
@@ -108,7 +112,7 @@ $(PROGDIR)/kvstat: $(BUILD)/bin/kvstat.o $(BUILD)/lib/http/fetch.o $(LIBA)
 # lib/nats/js.c, outside LIB_SRC.
 NATS_CFLAGS   = $(shell pkg-config --cflags libnats 2>/dev/null)
 LDLIBS_kvnats = $(shell pkg-config --libs libnats 2>/dev/null || echo -lnats) -lpthread
-$(BUILD)/lib/nats/js.o: lib/nats/js.c lib/nats/js.h $(wildcard lib/*.h) $(BUILD)/.flags
+$(BUILD)/lib/nats/js.o: lib/nats/js.c lib/nats/js.h $(LIB_HDR) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(NATS_CFLAGS) -c -o $@ $<
 $(BUILD)/bin/kvnats.o: lib/nats/js.h
@@ -142,7 +146,7 @@ FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Ilib 
               -fno-sanitize-recover=undefined
 FUZZ_LIBOBJ = $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
 
-build/fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
+build/fuzz/lib/%.o: lib/%.c $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
@@ -169,11 +173,12 @@ CPPCHECK   = cppcheck --std=c11 --enable=warning,style,performance,portability -
              -D__BYTE_ORDER__=1234 -D__ORDER_LITTLE_ENDIAN__=1234 -DKV_VERSION='"$(VERSION)"' -Ilib -Itests/unit
 
 lint: deps
+	tests/layers
 	$(CPPCHECK) $(LINT_SRC)
 	@$(MAKE) --no-print-directory $(LINT_SRC:%.c=build/lint/%.tidy)
 	@echo "lint: $(words $(LINT_SRC)) files clean (cppcheck, clang-tidy)"
 
-build/lint/%.tidy: %.c .clang-tidy $(wildcard lib/*.h lib/http/*.h lib/nats/*.h)
+build/lint/%.tidy: %.c .clang-tidy $(LIB_HDR) $(wildcard lib/http/*.h lib/nats/*.h)
 	@mkdir -p $(@D)
 	clang-tidy --quiet $< -- $(TIDY_FLAGS)
 	@touch $@

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evjson.h"
-#include "out.h"
-#include "source.h"
-#include "srcstats.h"
-#include "util.h"
+#include "decode/evjson.h"
+#include "base/out.h"
+#include "decode/source.h"
+#include "decode/srcstats.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"Usage: kvdecode [OPTION]... [FILE]...\n"

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kvcap.h"
-#include "lines.h"
-#include "out.h"
-#include "sim.h"
-#include "trace.h"
-#include "util.h"
+#include "decode/kvcap.h"
+#include "base/lines.h"
+#include "base/out.h"
+#include "sim/sim.h"
+#include "sim/trace.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"Usage: kvgen [OPTION]... [TRACE]\n"

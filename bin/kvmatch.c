@@ -6,18 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose.h"
-#include "index.h"
-#include "match.h"
-#include "matchmetrics.h"
-#include "metrics.h"
-#include "out.h"
-#include "regs.h"
-#include "snap.h"
-#include "source.h"
-#include "statelog.h"
-#include "util.h"
-#include "workers.h"
+#include "index/diagnose.h"
+#include "index/index.h"
+#include "index/match.h"
+#include "index/matchmetrics.h"
+#include "base/metrics.h"
+#include "base/out.h"
+#include "index/regs.h"
+#include "index/snap.h"
+#include "decode/source.h"
+#include "index/statelog.h"
+#include "base/util.h"
+#include "index/workers.h"
 
 static const char usage[] =
 	"Usage: kvmatch [OPTION]... [FILE]...\n"

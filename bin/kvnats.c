@@ -7,15 +7,15 @@
 #include <unistd.h>
 #include <fcntl.h>
 
-#include "jsmsg.h"
-#include "jsonw.h"
-#include "kvcap.h"
+#include "decode/jsmsg.h"
+#include "base/jsonw.h"
+#include "decode/kvcap.h"
 #include "nats/js.h"
-#include "out.h"
-#include "regs.h"
-#include "snap.h"
-#include "utf8.h"
-#include "util.h"
+#include "base/out.h"
+#include "index/regs.h"
+#include "index/snap.h"
+#include "base/utf8.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"Usage: kvnats -P [OPTION]... [FILE]...\n"

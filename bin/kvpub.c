@@ -7,12 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kvcap.h"
-#include "out.h"
-#include "pace.h"
-#include "publish.h"
-#include "replay.h"
-#include "util.h"
+#include "decode/kvcap.h"
+#include "base/out.h"
+#include "net/pace.h"
+#include "net/publish.h"
+#include "net/replay.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"Usage: kvpub [OPTION]... [FILE]...\n"

@@ -8,16 +8,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blockhash.h"
-#include "jsonw.h"
-#include "lines.h"
-#include "out.h"
-#include "query.h"
-#include "queryline.h"
-#include "regs.h"
-#include "snap.h"
-#include "utf8.h"
-#include "util.h"
+#include "index/blockhash.h"
+#include "base/jsonw.h"
+#include "base/lines.h"
+#include "base/out.h"
+#include "query/query.h"
+#include "query/queryline.h"
+#include "index/regs.h"
+#include "index/snap.h"
+#include "base/utf8.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"Usage: kvquery -s FILE.kvsnap [OPTION]... [FILE]...\n"

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "http/fetch.h"
-#include "out.h"
-#include "promtext.h"
-#include "scrapeset.h"
-#include "util.h"
+#include "base/out.h"
+#include "prom/promtext.h"
+#include "prom/scrapeset.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"Usage: kvstat [OPTION]... ENDPOINT...\n"

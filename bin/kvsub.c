@@ -5,13 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "capture.h"
-#include "endpoint.h"
-#include "kvcap.h"
-#include "metrics.h"
-#include "out.h"
-#include "regs.h"
-#include "util.h"
+#include "net/capture.h"
+#include "net/endpoint.h"
+#include "decode/kvcap.h"
+#include "base/metrics.h"
+#include "base/out.h"
+#include "index/regs.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"Usage: kvsub [OPTION]... [ENDPOINT]...\n"

@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "evjson.h"
-#include "out.h"
+#include "decode/evjson.h"
+#include "base/out.h"
 
 static void evcheck(bool ok)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "evcheck.h"
-#include "evjson.h"
+#include "decode/evjson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,15 +16,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "evjson.h"
-#include "index.h"
-#include "match.h"
+#include "decode/evjson.h"
+#include "index/index.h"
+#include "index/match.h"
 #include "memfile.h"
-#include "out.h"
+#include "base/out.h"
 #include "snapcheck.h"
-#include "source.h"
-#include "statelog.h"
-#include "workers.h"
+#include "decode/source.h"
+#include "index/statelog.h"
+#include "index/workers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 #include "evcheck.h"
-#include "evjson.h"
-#include "out.h"
-#include "wire.h"
+#include "decode/evjson.h"
+#include "base/out.h"
+#include "decode/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "out.h"
-#include "promout.h"
-#include "promrate.h"
-#include "promtext.h"
+#include "base/out.h"
+#include "prom/promout.h"
+#include "prom/promrate.h"
+#include "prom/promtext.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

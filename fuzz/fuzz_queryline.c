@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blockhash.h"
-#include "index.h"
-#include "out.h"
-#include "query.h"
-#include "queryline.h"
-#include "workers.h"
+#include "index/blockhash.h"
+#include "index/index.h"
+#include "base/out.h"
+#include "query/query.h"
+#include "query/queryline.h"
+#include "index/workers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endpoint.h"
+#include "net/endpoint.h"
 #include "memfile.h"
-#include "regs.h"
-#include "util.h"
-#include "workers.h"
+#include "index/regs.h"
+#include "base/util.h"
+#include "index/workers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -19,15 +19,15 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "blockhash.h"
-#include "index.h"
-#include "match.h"
+#include "index/blockhash.h"
+#include "index/index.h"
+#include "index/match.h"
 #include "memfile.h"
-#include "out.h"
-#include "query.h"
-#include "snap.h"
+#include "base/out.h"
+#include "query/query.h"
+#include "index/snap.h"
 #include "snapcheck.h"
-#include "workers.h"
+#include "index/workers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

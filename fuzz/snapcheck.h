@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "index.h"
-#include "match.h"
-#include "snap.h"
-#include "workers.h"
+#include "index/index.h"
+#include "index/match.h"
+#include "index/snap.h"
+#include "index/workers.h"
 
 static void snapcheck(const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
 {

@@ -284,7 +284,7 @@ gap_replay() {
 }
 
 # The exact frames of kvpub's replies, as a DEALER that sends vLLM's
-# request sees them (tests/helpers/replayreq.c, independent of lib/replay.c):
+# request sees them (tests/helpers/replayreq.c, independent of lib/net/replay.c):
 # kvpub publishes three batches and lingers; the request is repeated until
 # the three have gone out (a reply then has them all), at most ~10 s.
 # Prints replayreq's lines for the request from seq $2.

@@ -1,5 +1,5 @@
 #include "http/fetch.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <curl/curl.h>
 #include <stdio.h>

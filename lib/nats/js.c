@@ -1,5 +1,5 @@
-#include "js.h"
-#include "util.h"
+#include "nats/js.h"
+#include "base/util.h"
 
 #include <nats/nats.h>
 #include <pthread.h>

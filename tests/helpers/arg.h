@@ -6,7 +6,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "base/util.h"
 
 static inline long arg_long(const char *s)
 {

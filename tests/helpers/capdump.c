@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "kvcap.h"
-#include "util.h"
+#include "decode/kvcap.h"
+#include "base/util.h"
 
 static void hex(const struct kv_frame *f)
 {

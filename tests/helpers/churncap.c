@@ -20,9 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kvcap.h"
-#include "out.h"
-#include "util.h"
+#include "decode/kvcap.h"
+#include "base/out.h"
+#include "base/util.h"
 
 #define BASE_NS 1764500000000000000ull
 #define BLOCK 16

@@ -17,9 +17,9 @@
 #include <time.h>
 #include <zmq.h>
 
-#include "kvcap.h"
-#include "replay.h"
-#include "util.h"
+#include "decode/kvcap.h"
+#include "net/replay.h"
+#include "base/util.h"
 #include "arg.h"
 
 struct msg {

@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "kvcap.h"
-#include "util.h"
+#include "decode/kvcap.h"
+#include "base/util.h"
 #include "arg.h"
 
 static long number(const char *s, char **end)

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kvcap.h"
-#include "out.h"
-#include "util.h"
+#include "decode/kvcap.h"
+#include "base/out.h"
+#include "base/util.h"
 #include "arg.h"
 
 static int hexdigit(char c)

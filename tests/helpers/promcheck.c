@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "promtext.h"
-#include "util.h"
+#include "prom/promtext.h"
+#include "base/util.h"
 
 static char *slurp(const char *path, size_t *n)
 {

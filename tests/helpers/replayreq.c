@@ -1,5 +1,5 @@
 /* replayreq: a vLLM replay client for the tests, written apart from
- * lib/replay.c so that it checks kvpub's replies rather than sharing their
+ * lib/net/replay.c so that it checks kvpub's replies rather than sharing their
  * code.  It connects a DEALER to ENDPOINT, sends vLLM's request
  * ["", start_seq as 8 bytes big-endian] and prints each reply message on a
  * line: its number of frames, then every frame in hex, "-" for an empty

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "arg.h"
-#include "index.h"
-#include "match.h"
-#include "snap.h"
-#include "util.h"
-#include "workers.h"
+#include "index/index.h"
+#include "index/match.h"
+#include "index/snap.h"
+#include "base/util.h"
+#include "index/workers.h"
 
 int main(int argc, char **argv)
 {

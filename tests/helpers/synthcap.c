@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "kvcap.h"
-#include "out.h"
-#include "util.h"
+#include "decode/kvcap.h"
+#include "base/out.h"
+#include "base/util.h"
 #include "arg.h"
 
 int main(int argc, char **argv)

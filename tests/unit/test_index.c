@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blockhash.h"
-#include "index.h"
+#include "index/blockhash.h"
+#include "index/index.h"
 #include "unit.h"
 
 

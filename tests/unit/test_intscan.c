@@ -15,8 +15,8 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "flexhash.h"
-#include "intscan.h"
+#include "decode/flexhash.h"
+#include "base/intscan.h"
 #include "unit.h"
 
 /* ---- the reference --------------------------------------------------- */

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsmsg.h"
-#include "kvcap.h"
+#include "decode/jsmsg.h"
+#include "decode/kvcap.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 static void tokens(void)
 {

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kvcap.h"
-#include "mpscan.h"
+#include "decode/kvcap.h"
+#include "decode/mpscan.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Writes a small capture (header + 3 records) and returns its bytes. */
 static uint8_t *small_capture(size_t *len)

@@ -4,8 +4,8 @@
  * parser, end marker included. */
 #include <string.h>
 
-#include "pace.h"
-#include "replay.h"
+#include "net/pace.h"
+#include "net/replay.h"
 #include "unit.h"
 
 #define MS 1000000ull

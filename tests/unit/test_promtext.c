@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "out.h"
-#include "promout.h"
-#include "promrate.h"
-#include "promtext.h"
-#include "scrapeset.h"
+#include "base/out.h"
+#include "prom/promout.h"
+#include "prom/promrate.h"
+#include "prom/promtext.h"
+#include "prom/scrapeset.h"
 #include "unit.h"
 
 static char err[512];

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blockhash.h"
-#include "index.h"
-#include "query.h"
+#include "index/blockhash.h"
+#include "index/index.h"
+#include "query/query.h"
 #include "unit.h"
-#include "workers.h"
+#include "index/workers.h"
 
 #define N 10
 static uint32_t tokens[N];   /* block size 1: block i is token i + 100 */

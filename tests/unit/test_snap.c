@@ -9,12 +9,12 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "blockhash.h"
-#include "index.h"
-#include "match.h"
-#include "snap.h"
+#include "index/blockhash.h"
+#include "index/index.h"
+#include "index/match.h"
+#include "index/snap.h"
 #include "unit.h"
-#include "workers.h"
+#include "index/workers.h"
 
 struct state {
 	struct kv_index ix;

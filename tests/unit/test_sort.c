@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sort.h"
+#include "base/sort.h"
 #include "unit.h"
 
 struct kv { uint64_t k; uint32_t v; };

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flexhash.h"
-#include "jsonw.h"
-#include "medium.h"
+#include "decode/flexhash.h"
+#include "base/jsonw.h"
+#include "decode/medium.h"
 #include "unit.h"
 
 static char buf[4096];

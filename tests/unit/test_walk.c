@@ -10,13 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "blockhash.h"
-#include "index.h"
-#include "match.h"
-#include "query.h"
-#include "snap.h"
+#include "index/blockhash.h"
+#include "index/index.h"
+#include "index/match.h"
+#include "query/query.h"
+#include "index/snap.h"
 #include "unit.h"
-#include "workers.h"
+#include "index/workers.h"
 
 #define N 700          /* blocks of the prefix: more than ten jumps */
 #define WORKERS 5

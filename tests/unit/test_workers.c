@@ -2,7 +2,7 @@
  * indexed as workers arrive instead of scanned per event, and
  * --backend-serves taken all or nothing. */
 #include "unit.h"
-#include "workers.h"
+#include "index/workers.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,110 @@
+#include "base/lines.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK (256u * 1024)
+
+void kv_lines_init(struct kv_lines *l, int fd, size_t max_line, const void *pre, size_t npre)
+{
+	memset(l, 0, sizeof *l);
+	l->fd = fd;
+	l->max_line = max_line;
+	l->cap = CHUNK > npre ? CHUNK : npre;
+	l->buf = kv_xmalloc(l->cap + 1);
+	if (npre)
+		memcpy(l->buf, pre, npre);
+	l->len = npre;
+}
+
+void kv_lines_free(struct kv_lines *l)
+{
+	free(l->buf);
+	l->buf = NULL;
+}
+
+/* -1 error, 0 EOF, 1 data, 2 stopped */
+static int fill(struct kv_lines *l)
+{
+	if (l->pos > 0) {
+		memmove(l->buf, l->buf + l->pos, l->len - l->pos);
+		l->len -= l->pos;
+		l->pos = 0;
+	}
+	if (l->cap - l->len < CHUNK / 2) {
+		l->cap *= 2;
+		l->buf = kv_xrealloc(l->buf, l->cap + 1);
+	}
+	if (l->idle && !kv_wait_input(l->fd, l->idle, l->idle_arg))
+		return 2;
+	for (;;) {
+		/* A stop that came while idle must not wait for more input. */
+		if (kv_stop_signal)
+			return 2;
+		ssize_t n = read(l->fd, l->buf + l->len, l->cap - l->len);
+		if (n > 0) {
+			l->len += (size_t)n;
+			return 1;
+		}
+		if (n == 0) {
+			l->eof = true;
+			return 0;
+		}
+		if (errno != EINTR) {
+			l->err = errno;
+			return -1;
+		}
+		if (kv_stop_signal)
+			return 2;
+		if (l->idle)
+			l->idle(l->idle_arg);
+	}
+}
+
+enum kv_lines_status kv_lines_next(struct kv_lines *l, char **line, size_t *len)
+{
+	size_t scanned = 0;
+	bool skipping = false;
+	for (;;) {
+		char *start = l->buf + l->pos;
+		size_t avail = l->len - l->pos;
+		char *nl = memchr(start + scanned, '\n', avail - scanned);
+		if (nl || (l->eof && avail > 0)) {
+			size_t n = nl ? (size_t)(nl - start) : avail;
+			l->pos += nl ? n + 1 : n;
+			l->lineno++;
+			if (skipping || n > l->max_line)
+				return KV_LINE_TOO_LONG;
+			if (n > 0 && start[n - 1] == '\r')
+				n--;
+			start[n] = 0;
+			*line = start;
+			*len = n;
+			return KV_LINE;
+		}
+		if (l->eof) {
+			/* A last line without newline that was too long ends here:
+			 * it is reported like any other, not lost silently. */
+			if (skipping) {
+				l->lineno++;
+				return KV_LINE_TOO_LONG;
+			}
+			return KV_LINES_EOF;
+		}
+		scanned = avail;
+		if (avail > l->max_line) {
+			/* Keep only the line's tail in memory: drop what was scanned. */
+			skipping = true;
+			l->pos = l->len;
+			scanned = 0;
+		}
+		int f = fill(l);
+		if (f < 0)
+			return KV_LINES_ERROR;
+		if (f == 2)
+			return KV_LINES_STOPPED;
+	}
+}

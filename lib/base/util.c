@@ -1,0 +1,298 @@
+#include "base/util.h"
+#include "base/utf8.h"
+
+#include <errno.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *kv_prog = "kvtools";
+volatile sig_atomic_t kv_stop_signal;
+volatile sig_atomic_t kv_user_signal;
+
+void kv_set_prog(char **argv)
+{
+	char *argv0 = argv ? argv[0] : NULL;   /* NULL when run with argc 0 */
+	if (!argv0 || !*argv0)
+		return;
+	char *slash = strrchr(argv0, '/');
+	if (slash && slash[1])
+		argv[0] = slash + 1;
+	kv_prog = argv[0];
+}
+
+/* Every message goes through kv_printable: file names, sources and ids in
+ * it come from input, and must not drive the terminal.  Formatted on the
+ * stack (and, when longer, in memory of its own, never kv_xmalloc: this
+ * also reports that out of memory), cleaned in place. */
+static void vwarn(const char *fmt, va_list ap, int errnum)
+{
+	char small[1024], *msg = small;
+	va_list again;
+	va_copy(again, ap);
+	int k = vsnprintf(small, sizeof small, fmt, ap);
+	size_t n = k > 0 ? (size_t)k : 0;
+	if (n >= sizeof small) {
+		msg = malloc(n + 1);
+		if (msg)
+			vsnprintf(msg, n + 1, fmt, again);
+		else
+			msg = small, n = sizeof small - 1;
+	}
+	va_end(again);
+	size_t len = kv_printable(msg, n + 1, msg, n);
+	fprintf(stderr, "%s: %.*s", kv_prog, (int)len, msg);
+	if (errnum)
+		fprintf(stderr, ": %s", strerror(errnum));
+	fputc('\n', stderr);
+	if (msg != small)
+		free(msg);
+}
+
+void kv_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap, 0);
+	va_end(ap);
+}
+
+void kv_warn_errno(const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap, e);
+	va_end(ap);
+}
+
+void kv_die(int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap, 0);
+	va_end(ap);
+	exit(status);
+}
+
+void kv_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap, 0);
+	va_end(ap);
+	kv_try_help();
+}
+
+void kv_try_help(void)
+{
+	fprintf(stderr, "Try '%s --help'.\n", kv_prog);
+	exit(KV_EX_USAGE);
+}
+
+static _Noreturn void exit_after_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+		if (errno == EPIPE)
+			exit(KV_EX_OK);
+		kv_warn_errno("stdout");
+		exit(KV_EX_IOERR);
+	}
+	exit(KV_EX_OK);
+}
+
+/* Help and version are written before kv_install_signals: a closed pipe
+ * must give EPIPE and status 0 there too, not death by SIGPIPE. */
+static void ignore_sigpipe(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+}
+
+void kv_print_version(void)
+{
+	ignore_sigpipe();
+	printf("%s %s\n", kv_prog, KV_VERSION);
+	exit_after_stdout();
+}
+
+void kv_print_help(const char *text)
+{
+	ignore_sigpipe();
+	fputs(text, stdout);
+	exit_after_stdout();
+}
+
+static void on_stop(int sig) { kv_stop_signal = sig; }
+static void on_user(int sig) { kv_user_signal = sig; }
+
+void kv_install_signals(bool user_signals)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocking read or poll returns EINTR so the loop sees the flag. */
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (user_signals) {
+		sa.sa_handler = on_user;
+		sigaction(SIGUSR1, &sa, NULL);
+		sigaction(SIGUSR2, &sa, NULL);
+	}
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+int kv_take_user_signal(void)
+{
+	int s = kv_user_signal;
+	if (s)
+		kv_user_signal = 0;
+	return s;
+}
+
+/* strtoumax and friends skip leading white space and accept a sign: an
+ * option value must start with what it is. */
+static bool starts_numeric(const char *s, bool sign)
+{
+	return s && ((*s >= '0' && *s <= '9') || (sign && *s == '-' && s[1] >= '0' && s[1] <= '9'));
+}
+
+bool kv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	if (!starts_numeric(s, false))
+		return false;
+	errno = 0;
+	uintmax_t v = strtoumax(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = (uint64_t)v;
+	return true;
+}
+
+bool kv_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char *end;
+	if (!starts_numeric(s, true))
+		return false;
+	errno = 0;
+	intmax_t v = strtoimax(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
+bool kv_parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	if (!starts_numeric(s, true) && !(s && *s == '.' && s[1] >= '0' && s[1] <= '9'))
+		return false;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool kv_parse_seconds(const char *s, double max, uint64_t *ns)
+{
+	double v;
+	if (!kv_parse_double(s, 0, max, &v))
+		return false;
+	*ns = (uint64_t)llround(v * 1e9);
+	return true;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t kv_realtime_ns(void) { return clock_ns(CLOCK_REALTIME); }
+uint64_t kv_monotonic_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+static _Noreturn void out_of_memory(size_t n)
+{
+	kv_die(KV_EX_SOFTWARE, "out of memory (%zu bytes)", n);
+}
+
+void *kv_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		out_of_memory(n);
+	return p;
+}
+
+void *kv_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		out_of_memory(n * size);
+	return p;
+}
+
+void *kv_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		out_of_memory(n);
+	return q;
+}
+
+void *kv_xgrow(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	size_t c = *cap ? *cap : 8;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / size)
+			out_of_memory(SIZE_MAX);
+		c *= 2;
+	}
+	p = kv_xrealloc(p, c * size);
+	*cap = c;
+	return p;
+}
+
+char *kv_xstrdup(const char *s)
+{
+	return kv_xstrndup(s, strlen(s));
+}
+
+char *kv_xstrndup(const char *s, size_t n)
+{
+	char *p = kv_xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+bool kv_wait_input(int fd, void (*idle)(void *), void *arg)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int timeout = 0;
+	for (;;) {
+		if (kv_stop_signal)
+			return false;
+		int n = poll(&p, 1, timeout);
+		if (n > 0 || (n < 0 && errno != EINTR))
+			return true; /* ready, or let read() report the error */
+		if (kv_stop_signal)
+			return false;
+		idle(arg);
+		timeout = KV_IDLE_TICK_MS;
+	}
+}

@@ -1,0 +1,64 @@
+/* source: the inputs of kvdecode and kvmatch, as batches of events.
+ * Files are named as arguments (none or "-" is stdin) and read in order;
+ * each is a kvcap capture (recognised by its header), a stream of bare
+ * publisher payloads (--payload), or, where allowed, event JSON lines.
+ * A record that cannot be decoded comes back as a batch with an error, so
+ * that the program reports it and goes on. */
+#ifndef KV_SOURCE_H
+#define KV_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode/evjson.h"
+#include "decode/kvcap.h"
+#include "decode/wire.h"
+
+enum kv_input_kind { KV_IN_KVCAP, KV_IN_PAYLOAD, KV_IN_JSON };
+
+struct kv_source_opts {
+	bool payload;           /* inputs are bare payload streams */
+	bool allow_json;        /* inputs that are not kvcap are event JSON lines */
+	struct kv_wire_opts wire;
+	void (*idle)(void *);   /* before a read that would block */
+	void *idle_arg;
+};
+
+struct kv_batch {
+	const char *file;
+	enum kv_input_kind kind;
+	uint64_t record;        /* record number, or line number of JSON input */
+	struct kv_wire_ctx ctx;
+	const struct kv_event *ev;
+	size_t nev;
+	const char *error;      /* the whole record failed */
+	bool fatal;             /* ... and the rest of this input is lost (truncation, garbage) */
+	unsigned nissues;       /* problems with single events or hashes */
+	const char (*issues)[160];
+	unsigned ignored;       /* events of unknown types */
+	bool lost;              /* a record that arrived undecoded, its problem not given (no_events line) */
+};
+
+enum kv_source_status { KV_SOURCE_BATCH, KV_SOURCE_END, KV_SOURCE_STOPPED };
+
+struct kv_source;
+
+struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct kv_source_opts *opts);
+enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b);
+/* For a program whose input is all or nothing (kvmatch: a snapshot of part
+ * of the input would replace the last good one): before anything is read
+ * or written, every named file must open for reading and be no directory.
+ * Each one that does not is reported; returns 66 if any, else 0. */
+int kv_source_check_files(char *const *files, size_t nfiles);
+/* Inputs that could not be opened (reported when met). */
+unsigned kv_source_open_failures(const struct kv_source *s);
+void kv_source_free(struct kv_source *s);
+/* The problem lines a batch's issues make (kvdecode -e writes one per
+ * issue up to KV_WIRE_MAX_ISSUES, then one for the rest): kvmatch counts a
+ * capture's problems as it would count those lines. */
+unsigned kv_batch_problem_lines(const struct kv_batch *b);
+/* "FILE: record N (SRC, seq S)" for messages about a batch. */
+void kv_batch_where(const struct kv_batch *b, char *buf, size_t n);
+
+#endif

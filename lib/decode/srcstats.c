@@ -1,0 +1,97 @@
+#include "decode/srcstats.h"
+#include "base/utf8.h"
+#include "base/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+void kv_srcstats_init(struct kv_srcstats *s)
+{
+	memset(s, 0, sizeof *s);
+}
+
+void kv_srcstats_free(struct kv_srcstats *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i].src);
+	free(s->v);
+	free(s->slots);
+	memset(s, 0, sizeof *s);
+}
+
+static void rehash(struct kv_srcstats *s)
+{
+	size_t n = s->nslots ? s->nslots * 2 : 64;
+	free(s->slots);
+	s->slots = kv_xcalloc(n, sizeof *s->slots);
+	s->nslots = n;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t k = XXH3_64bits(s->v[i].src, s->v[i].src_len) & (n - 1);
+		while (s->slots[k])
+			k = (k + 1) & (n - 1);
+		s->slots[k] = (uint32_t)i + 1;
+	}
+}
+
+struct kv_srcstat *kv_srcstats_get(struct kv_srcstats *s, const char *src, size_t n)
+{
+	if (2 * (s->n + 1) > s->nslots)
+		rehash(s);
+	size_t k = XXH3_64bits(src, n) & (s->nslots - 1);
+	while (s->slots[k]) {
+		struct kv_srcstat *st = &s->v[s->slots[k] - 1];
+		if (st->src_len == n && memcmp(st->src, src, n) == 0)
+			return st;
+		k = (k + 1) & (s->nslots - 1);
+	}
+	if (s->n >= KV_MAX_SOURCES) {
+		s->refused++;
+		return NULL;
+	}
+	s->v = kv_xgrow(s->v, &s->cap, s->n + 1, sizeof *s->v);
+	struct kv_srcstat *st = &s->v[s->n];
+	memset(st, 0, sizeof *st);
+	st->src = kv_xstrndup(src, n);
+	st->src_len = n;
+	st->d.worker = UINT32_MAX;
+	s->slots[k] = (uint32_t)++s->n;
+	return st;
+}
+
+void kv_srcstats_print(const struct kv_srcstats *s, FILE *f)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct kv_srcstat *st = &s->v[i];
+		uint64_t total = 0;
+		for (int fm = 0; fm < 3; fm++)
+			for (int t = 0; t < 3; t++)
+				total += st->events[fm][t];
+		char name[512];
+		kv_printable(name, sizeof name, st->src[0] ? st->src : "-", strlen(st->src[0] ? st->src : "-"));
+		fprintf(f, "%s: %s: %llu batches, %llu events", kv_prog, name,
+			(unsigned long long)st->batches, (unsigned long long)total);
+		const char *sep = " (";
+		for (int fm = 0; fm < 3; fm++) {
+			const uint64_t *e = st->events[fm];
+			if (!e[0] && !e[1] && !e[2])
+				continue;
+			fprintf(f, "%s%s: %llu stored, %llu removed, %llu cleared", sep, kv_format_name(fm),
+				(unsigned long long)e[0], (unsigned long long)e[1], (unsigned long long)e[2]);
+			sep = "; ";
+		}
+		if (*sep == ';')
+			fputc(')', f);
+		/* only Mooncake events: a Mooncake master, whose seq counts events */
+		uint64_t mooncake = st->events[KV_FMT_MOONCAKE][0] + st->events[KV_FMT_MOONCAKE][1] +
+				    st->events[KV_FMT_MOONCAKE][2];
+		fprintf(f, ", %llu gaps, %llu %s, %llu restarts, %llu replayed, %llu ignored, %llu errors\n",
+			(unsigned long long)st->seq.gaps, (unsigned long long)st->seq.missing,
+			kv_seq_missing_words(mooncake && mooncake == total),
+			(unsigned long long)st->seq.restarts, (unsigned long long)st->replayed,
+			(unsigned long long)st->ignored, (unsigned long long)st->errors);
+	}
+	if (s->refused)
+		fprintf(f, "%s: %llu records of sources beyond the first %u not counted\n", kv_prog,
+			(unsigned long long)s->refused, KV_MAX_SOURCES);
+}

@@ -1,0 +1,75 @@
+/* wire: publisher payloads (MessagePack) to events, SPEC sec. 5.2-5.6.
+ * vLLM batches ([ts, events], [ts, events, dp], [ts, dp, events], or a map
+ * with "ts") with array events (tag first) or map events ("type"), memcache
+ * MetaService batches {"events": [...]}, Mooncake master batches
+ * [ts_ms, [maps], dp].  A payload that cannot be decoded fails as a whole;
+ * a bad event is skipped and a bad hash dropped, each noted as an issue, and
+ * the rest of the batch survives. */
+#ifndef KV_WIRE_H
+#define KV_WIRE_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode/event.h"
+#include "decode/flexhash.h"
+
+/* What the record says about the payload it carries. */
+struct kv_wire_ctx {
+	struct kv_str src, topic;
+	uint64_t recv_ns;
+	bool has_seq;
+	uint64_t seq;
+	bool replayed;
+	bool has_position;      /* the record's JetStream stream sequence (kvnats -C) */
+	uint64_t position;
+};
+
+/* The context an event line carries (no stream position: only capture
+ * records have one). */
+struct kv_wire_ctx kv_wire_ctx_of(const struct kv_event *e);
+
+struct kv_wire_opts {
+	struct kv_hash_opts hash;
+	bool raw_hashes;        /* keep each hash's wire form */
+};
+
+#define KV_WIRE_MAX_ISSUES 16
+
+struct kv_wire {
+	struct kv_wire_opts opts;
+	msgpack_zone zone;
+	struct kv_event *ev;
+	size_t nev, capev;
+	/* the events' arrays live here; offsets until the batch is done */
+	uint64_t *hashes;
+	size_t nh, caph;
+	uint32_t *tokens;
+	size_t nt, capt;
+	struct kv_raw_hash *raw;
+	size_t nraw, capraw;
+	size_t *off;            /* per event: hashes, tokens, raw offsets */
+	size_t capoff;
+	uint64_t *seen;         /* scratch set for merging pool hashes */
+	size_t capseen;
+	/* results besides the events */
+	unsigned nissues;       /* event and hash problems in this payload (all of them) */
+	char issues[KV_WIRE_MAX_ISSUES][160];
+	unsigned ignored;       /* events of types this decoder does not know */
+	char error[160];        /* why the payload failed, when it did */
+};
+
+void kv_wire_init(struct kv_wire *w, const struct kv_wire_opts *opts);
+void kv_wire_free(struct kv_wire *w);
+/* Decodes one payload into w->ev[0..nev).  false: the whole payload failed
+ * (w->error).  Events and issues are valid until the next call. */
+bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint8_t *p, size_t n);
+
+/* Whether a payload has the Mooncake master's shape, [ts_ms as an integer,
+ * [...], ...] (vLLM stamps its batches in float seconds); cheap, without
+ * decoding, for kvsub's statistics. */
+bool kv_wire_is_mooncake_batch(const uint8_t *p, size_t n);
+
+#endif

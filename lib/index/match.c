@@ -1,0 +1,1313 @@
+#include "index/match.h"
+#include "index/blockhash.h"
+#include "base/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const state_names[KV_NSTATES] = {
+	"received", "parsed", "queued", "offload_cached", "matched", "confirmed", "applied", "dropped",
+	"pending_expired",
+};
+static const char *const reason_names[KV_NREASONS] = {
+	"", "non_full_attention", "block_size_mismatch", "no_hashes", "parent_not_found",
+	"unknown_backend", "unknown_hash", "duplicate", "decode_error", "max_pending", "source_limit",
+	"worker_limit", "partition_limit", "holder_limit", "bad_block_size", "hashes_beyond_tokens",
+};
+
+const char *kv_state_name(enum kv_state s) { return s < KV_NSTATES ? state_names[s] : "?"; }
+const char *kv_reason_name(enum kv_reason r) { return r < KV_NREASONS ? reason_names[r] : "?"; }
+
+bool kv_state_mask_parse(const char *s, unsigned *mask)
+{
+	if (strcmp(s, "all") == 0) {
+		*mask = (1u << KV_NSTATES) - 1;
+		return true;
+	}
+	*mask = 0;
+	if (strcmp(s, "none") == 0)
+		return true;
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		int found = -1;
+		for (int i = 0; i < KV_NSTATES; i++)
+			if (strlen(state_names[i]) == n && strncmp(s, state_names[i], n) == 0)
+				found = i;
+		if (found < 0)
+			return false;
+		*mask |= 1u << found;
+		s += n;
+		if (*s == ',')
+			s++;
+	}
+	return true;
+}
+
+void kv_match_init(struct kv_match *m, struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o)
+{
+	memset(m, 0, sizeof *m);
+	m->ix = ix;
+	m->ws = ws;
+	m->o = *o;
+	kv_srcstats_init(&m->sources);
+}
+
+static void pmatch_free(struct kv_pmatch *pm)
+{
+	kv_offloads_free(&pm->offload);
+	kv_contents_free(&pm->content);
+	kv_pend_heads_free(&pm->heads);
+}
+
+void kv_match_free(struct kv_match *m)
+{
+	for (size_t i = 0; i < m->npm; i++)
+		pmatch_free(&m->pm[i]);
+	free(m->pm);
+	free(m->pending.ring);
+	kv_srcstats_free(&m->sources);
+	free(m->local);
+	free(m->chain);
+	free(m->scratch);
+	free(m->targets);
+	free(m->srcbuf);
+	free(m->expired_by_worker);
+	memset(m, 0, sizeof *m);
+}
+
+struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part)
+{
+	if (part >= m->npm) {
+		size_t cap = m->npm;
+		m->pm = kv_xgrow(m->pm, &cap, part + 1, sizeof *m->pm);
+		memset(m->pm + m->npm, 0, (cap - m->npm) * sizeof *m->pm);
+		m->npm = cap;
+	}
+	return &m->pm[part];
+}
+
+/* ---- evidence per source (--diagnose, --metrics) ------------------------- */
+
+_Static_assert(KV_NREASONS <= KV_SRCDIAG_REASONS, "kv_srcdiag.drops is too small");
+
+static struct kv_srcdiag *cur_diag(struct kv_match *m)
+{
+	return m->cur ? &m->sources.v[m->cur - 1].d : &m->nodiag;
+}
+
+static void count_expired(struct kv_match *m, const uint32_t *workers, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (workers[i] >= m->capexpired) {
+			size_t old = m->capexpired;
+			m->expired_by_worker = kv_xgrow(m->expired_by_worker, &m->capexpired, workers[i] + 1,
+							sizeof *m->expired_by_worker);
+			memset(m->expired_by_worker + old, 0, (m->capexpired - old) * sizeof *m->expired_by_worker);
+		}
+		m->expired_by_worker[workers[i]]++;
+	}
+}
+
+uint64_t kv_match_expired_for(const struct kv_match *m, uint32_t w)
+{
+	return w < m->capexpired ? m->expired_by_worker[w] : 0;
+}
+
+/* What a source's stores say about it: their hash forms and a sample. */
+static void note_hashes(struct kv_srcdiag *d, const struct kv_event *e)
+{
+	d->hash_forms |= e->hash_forms;
+	if (!d->has_sample && e->nhashes) {
+		d->sample_hash = e->hashes[0];
+		d->has_sample = true;
+	}
+}
+
+static void note_lag(struct kv_srcdiag *d, const struct kv_event *e)
+{
+	double ts = e->ts_kind == KV_TS_SECONDS ? e->ts : e->ts_kind == KV_TS_MS ? (double)e->ts_ms / 1e3 : 0;
+	if (e->ts_kind == KV_TS_NONE || ts <= 0)
+		return;
+	double lag = (double)e->recv_ns / 1e9 - ts;
+	d->lag_sum += lag;
+	d->lag_last = lag;
+	if (d->lag_n++ == 0 || lag > d->lag_max)
+		d->lag_max = lag;
+}
+
+static void note_backend(struct kv_srcdiag *d, const struct kv_event *e)
+{
+	char id[48];
+	if (e->has & KV_HAS_BACKEND_ID)
+		snprintf(id, sizeof id, "%.*s", (int)(e->backend_id.n < 47 ? e->backend_id.n : 47), e->backend_id.p);
+	else
+		id[0] = 0;
+	for (unsigned i = 0; i < d->nbackend_ids; i++)
+		if (strcmp(d->backend_ids[i], id) == 0)
+			return;
+	if (d->nbackend_ids < KV_SRCDIAG_BACKENDS)
+		memcpy(d->backend_ids[d->nbackend_ids++], id, sizeof id);
+}
+
+/* ---- reporting ----------------------------------------------------------- */
+
+struct rep {
+	const struct kv_wire_ctx *ctx;
+	uint32_t part;
+};
+
+static void report(struct kv_match *m, const struct rep *r, enum kv_state state, enum kv_reason reason,
+		   const uint64_t *hash, int medium, const uint32_t *workers, size_t nworkers, uint64_t count)
+{
+	m->st.states[state]++;
+	if (state == KV_ST_DROPPED) {
+		m->st.reasons[reason]++;
+		cur_diag(m)->drops[reason]++;
+	} else if (state == KV_ST_PENDING_EXPIRED) {
+		count_expired(m, workers, nworkers);
+		if (reason == KV_R_MAX_PENDING)
+			m->st.max_pending_expired += count;
+	}
+	if (!(m->o.log_mask & (1u << state)) || !m->o.report)
+		return;
+	struct kv_report rp = {
+		.state = state, .reason = reason, .ctx = r->ctx, .now = m->now,
+		.has_hash = hash != NULL, .hash = hash ? *hash : 0,
+		.has_medium = medium >= 0, .medium = medium >= 0 ? (enum kv_medium)medium : KV_UNKNOWN,
+		.workers = workers, .nworkers = nworkers, .count = count, .partition = r->part,
+	};
+	m->o.report(m->o.report_arg, &rp);
+}
+
+static void drop_hashes(struct kv_match *m, const struct rep *r, const struct kv_event *e, enum kv_reason why,
+			const uint32_t *w, size_t nw)
+{
+	if (e->nhashes == 0) {
+		report(m, r, KV_ST_DROPPED, why, NULL, (int)e->medium, w, nw, 0);
+		return;
+	}
+	for (size_t i = 0; i < e->nhashes; i++)
+		report(m, r, KV_ST_DROPPED, why, &e->hashes[i], (int)e->medium, w, nw, 0);
+}
+
+/* Holders the index refused since `before` (their block had KV_MAX_HOLDERS
+ * already): one dropped line for the hash, counting them; false if none. */
+static bool note_refused(struct kv_match *m, const struct rep *r, uint64_t before, uint64_t hash, int medium)
+{
+	uint64_t n = m->ix->refused - before;
+	if (n)
+		report(m, r, KV_ST_DROPPED, KV_R_HOLDER_LIMIT, &hash, medium, NULL, 0, n);
+	return n > 0;
+}
+
+/* ---- content: what an engine hash names ----------------------------------- */
+
+struct content {
+	uint64_t chain, parent, local;
+};
+
+static void content_keep(struct kv_match *m, uint32_t part, uint64_t chain, uint64_t parent, uint64_t local)
+{
+	bool added;
+	struct kv_content *c = kv_contents_upsert(&kv_match_partition(m, part)->content, chain, &added);
+	c->parent = parent;
+	c->local = local;
+	c->t = m->now;
+}
+
+static void on_freed(void *arg, uint32_t part, const struct kv_block *b)
+{
+	content_keep(arg, part, b->key, b->parent, b->local);
+}
+
+/* Whether something stamped t is younger than ttl at event time now.
+ * Said without t + ttl, which wraps for a t near 2^64 (a recv_ns of
+ * 2^64-1 would expire at once). */
+static bool live(uint64_t t, uint64_t ttl, uint64_t now)
+{
+	return now < t || now - t < ttl;
+}
+
+/* The content of chain: from the block that holds it, or the content cache. */
+static bool chain_content(struct kv_match *m, uint32_t part, uint64_t chain, struct content *c)
+{
+	struct kv_block *b = kv_blocks_find(&m->ix->p[part].blocks, chain);
+	if (b) {
+		*c = (struct content){ chain, b->parent, b->local };
+		return true;
+	}
+	struct kv_content *k = kv_contents_find(&kv_match_partition(m, part)->content, chain);
+	if (k && live(k->t, m->o.content_ttl_ns, m->now)) {
+		*c = (struct content){ chain, k->parent, k->local };
+		return true;
+	}
+	return false;
+}
+
+/* What ehash names, from the engine-hash map (block or cached content). */
+static bool known_content(struct kv_match *m, uint32_t part, uint64_t ehash, struct content *c)
+{
+	struct kv_ehash *e = kv_ehashes_find(&m->ix->p[part].ehashes, ehash);
+	return e && chain_content(m, part, e->chain, c);
+}
+
+/* The chain an engine hash names, for resolving a parent: the mapping of a
+ * hash to its chain never changes, so a stale entry still answers. */
+static bool chain_of(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t *chain)
+{
+	struct kv_ehash *e = kv_ehashes_find(&m->ix->p[part].ehashes, ehash);
+	if (e) {
+		*chain = e->chain;
+		return true;
+	}
+	struct kv_offload *o = kv_offloads_find(&kv_match_partition(m, part)->offload, ehash);
+	if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
+		*chain = o->chain;
+		return true;
+	}
+	return false;
+}
+
+static void learn(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t chain)
+{
+	bool added;
+	kv_ehashes_upsert(&m->ix->p[part].ehashes, ehash, &added)->chain = chain;
+}
+
+/* ---- pending pool -------------------------------------------------------- */
+
+#define NO_SEQ UINT64_MAX
+
+static struct kv_pending *slot(struct kv_pendpool *pp, uint64_t seq)
+{
+	return &pp->ring[seq & (pp->cap - 1)];
+}
+
+static void ring_resize(struct kv_pendpool *pp, size_t cap)
+{
+	struct kv_pending *old = pp->ring;
+	size_t oldcap = pp->cap;
+	pp->ring = kv_xcalloc(cap, sizeof *pp->ring);
+	pp->cap = cap;
+	for (uint64_t s = pp->head; s < pp->tail; s++)
+		*slot(pp, s) = old[s & (oldcap - 1)];
+	free(old);
+}
+
+static void pending_push(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker, enum kv_medium medium,
+			 uint64_t t)
+{
+	struct kv_pendpool *pp = &m->pending;
+	bool added;
+	struct kv_pend_head *h = kv_pend_heads_upsert(&kv_match_partition(m, part)->heads, ehash, &added);
+	if (!added)
+		for (uint64_t s = h->first; s != NO_SEQ; s = slot(pp, s)->next)
+			if (slot(pp, s)->worker == worker && slot(pp, s)->medium == medium)
+				return; /* already waiting: keep the first arrival's time */
+	if (pp->tail - pp->head == pp->cap)
+		ring_resize(pp, pp->cap ? 2 * pp->cap : 64);
+	uint64_t seq = pp->tail++;
+	*slot(pp, seq) = (struct kv_pending){ ehash, t, NO_SEQ, worker, (uint16_t)part, (uint8_t)medium, true };
+	if (added)
+		h->first = seq;
+	else
+		slot(pp, h->last)->next = seq;
+	h->last = seq;
+	h->count++;
+	pp->alive++;
+}
+
+/* Unlinks the entries of ehash in partition part that gone() picks;
+ * returns how many went. */
+static size_t pending_unlink(struct kv_match *m, uint32_t part, uint64_t ehash,
+			     bool (*gone)(const struct kv_pending *p, const void *arg), const void *arg,
+			     uint32_t *workers, uint8_t *media, size_t max)
+{
+	struct kv_pendpool *pp = &m->pending;
+	struct kv_pend_heads *heads = &kv_match_partition(m, part)->heads;
+	struct kv_pend_head *h = kv_pend_heads_find(heads, ehash);
+	if (!h)
+		return 0;
+	size_t n = 0;
+	uint64_t prev = NO_SEQ;
+	for (uint64_t s = h->first; s != NO_SEQ;) {
+		struct kv_pending *p = slot(pp, s);
+		uint64_t next = p->next;
+		if (gone(p, arg)) {
+			if (n < max) {
+				workers[n] = p->worker;
+				media[n] = p->medium;
+			}
+			n++;
+			p->alive = false;
+			pp->alive--;
+			h->count--;
+			if (prev == NO_SEQ)
+				h->first = next;
+			else
+				slot(pp, prev)->next = next;
+			if (h->last == s)
+				h->last = prev;
+		} else {
+			prev = s;
+		}
+		s = next;
+	}
+	if (h->count == 0)
+		kv_pend_heads_remove(heads, ehash);
+	return n;
+}
+
+static bool any_entry(const struct kv_pending *p, const void *arg)
+{
+	(void)p, (void)arg;
+	return true;
+}
+
+struct who {
+	uint32_t worker;
+	unsigned medium;
+	uint64_t cutoff;       /* entries stamped at or before this expire */
+};
+
+static bool entry_of(const struct kv_pending *p, const void *arg)
+{
+	const struct who *w = arg;
+	return p->worker == w->worker && p->medium == w->medium;
+}
+
+static bool expired_entry(const struct kv_pending *p, const void *arg)
+{
+	const struct who *w = arg;
+	return p->t <= w->cutoff;
+}
+
+static void ring_trim(struct kv_pendpool *pp)
+{
+	while (pp->head < pp->tail && !slot(pp, pp->head)->alive)
+		pp->head++;
+	if (pp->cap > 1024 && 8 * (pp->tail - pp->head) < pp->cap)
+		ring_resize(pp, pp->cap / 2);
+}
+
+/* Reports the entries of one hash leaving the pool, grouped by medium. */
+static void report_entries(struct kv_match *m, const struct rep *r, enum kv_state state, enum kv_reason why,
+			   uint64_t ehash, const uint32_t *workers, const uint8_t *media, size_t n)
+{
+	uint32_t *group = kv_xgrow(m->targets, &m->captargets, n ? n : 1, sizeof *m->targets);
+	m->targets = group;
+	for (unsigned med = 0; med < KV_NMEDIA + 1; med++) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (media[i] == med)
+				group[k++] = workers[i];
+		if (k)
+			report(m, r, state, why, &ehash, (int)med, group, k, k);
+	}
+}
+
+/* Expires the oldest pending entries of all partitions: those past the
+ * TTL, and as many as it takes to get back under --max-pending. */
+static void pending_expire(struct kv_match *m)
+{
+	struct kv_pendpool *pp = &m->pending;
+	for (;;) {
+		ring_trim(pp);
+		if (pp->head == pp->tail)
+			return;
+		struct kv_pending *p = slot(pp, pp->head);
+		bool by_ttl = !live(p->t, m->o.pending_ttl_ns, m->now);
+		if (!by_ttl && pp->alive <= m->o.max_pending)
+			return;
+		uint64_t ehash = p->ehash;
+		uint32_t part = p->part;
+		struct rep r = { NULL, part };
+		/* by TTL: all as old (now - ttl does not wrap: p->t is that old);
+		 * by --max-pending: this entry and those of its hash before it */
+		struct who w = { .cutoff = by_ttl ? m->now - m->o.pending_ttl_ns : p->t };
+		struct kv_pend_head *h = kv_pend_heads_find(&kv_match_partition(m, part)->heads, ehash);
+		size_t cnt = h ? h->count : 1;
+		uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
+		uint8_t *media = kv_xmalloc(cnt);
+		size_t n = pending_unlink(m, part, ehash, expired_entry, &w, workers, media, cnt);
+		report_entries(m, &r, KV_ST_PENDING_EXPIRED, by_ttl ? KV_R_NONE : KV_R_MAX_PENDING, ehash, workers, media, n);
+		free(workers);
+		free(media);
+	}
+}
+
+/* ---- sweeps of cached content and stale engine hashes --------------------- */
+
+/* Removes the offloads not confirmed within --offload-ttl; returns how many. */
+static size_t expire_offloads(struct kv_match *m, struct kv_pmatch *pm)
+{
+	size_t n = 0;
+	/* Collect first: removing shifts entries within the table. */
+	for (size_t i = 0; i < pm->offload.cap; i++)
+		if (pm->offload.slots[i].key && !live(pm->offload.slots[i].t, m->o.offload_ttl_ns, m->now)) {
+			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
+			m->scratch[n++] = pm->offload.slots[i].key;
+		}
+	for (size_t i = 0; i < n; i++)
+		kv_offloads_remove(&pm->offload, m->scratch[i]);
+	if (pm->offload.has_zero && !live(pm->offload.zero.t, m->o.offload_ttl_ns, m->now)) {
+		kv_offloads_remove(&pm->offload, 0);
+		n++;
+	}
+	return n;
+}
+
+/* Removes the content kept longer than --content-ttl; returns how many. */
+static size_t expire_contents(struct kv_match *m, struct kv_pmatch *pm)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < pm->content.cap; i++)
+		if (pm->content.slots[i].key && !live(pm->content.slots[i].t, m->o.content_ttl_ns, m->now)) {
+			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
+			m->scratch[n++] = pm->content.slots[i].key;
+		}
+	for (size_t i = 0; i < n; i++)
+		kv_contents_remove(&pm->content, m->scratch[i]);
+	if (pm->content.has_zero && !live(pm->content.zero.t, m->o.content_ttl_ns, m->now)) {
+		kv_contents_remove(&pm->content, 0);
+		n++;
+	}
+	return n;
+}
+
+/* Whether an engine hash still names something: a block, content kept for
+ * a later store, or an offload still waiting for its pool. */
+static bool names_something(struct kv_match *m, uint32_t part, const struct kv_ehash *e)
+{
+	struct content c;
+	if (chain_content(m, part, e->chain, &c))
+		return true;
+	struct kv_offload *o = kv_offloads_find(&m->pm[part].offload, e->key);
+	return o && live(o->t, m->o.offload_ttl_ns, m->now);
+}
+
+/* Forgets the engine hashes that name nothing any more. */
+static void forget_stale_names(struct kv_match *m, uint32_t part)
+{
+	struct kv_partition *p = &m->ix->p[part];
+	size_t n = 0;
+	for (size_t i = 0; i <= p->ehashes.cap; i++) {
+		struct kv_ehash *e = i < p->ehashes.cap ? &p->ehashes.slots[i] : p->ehashes.has_zero ? &p->ehashes.zero : NULL;
+		if (!e || (i < p->ehashes.cap && e->key == 0))
+			continue;
+		if (!names_something(m, part, e)) {
+			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
+			m->scratch[n++] = e->key;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		kv_ehashes_remove(&p->ehashes, m->scratch[i]);
+}
+
+static void sweep_partition(struct kv_match *m, uint32_t part)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
+	/* Every name is learned from a store: one whose offload expired
+	 * unconfirmed, or whose released content expired, may name nothing now. */
+	size_t gone = expire_offloads(m, pm);
+	gone += expire_contents(m, pm);
+	p->stale_possible |= gone > 0;
+	/* Look for such names each time the map has doubled since the last look
+	 * (which keeps the cost linear), and only when something expired since:
+	 * before that, every name names.  So the map holds at most twice the
+	 * names in use plus 1024, whether blocks are released (content) or
+	 * offloads never confirmed. */
+	if (!p->stale_possible || kv_ehashes_count(&p->ehashes) <= 2 * p->ehash_mark + 1024)
+		return;
+	forget_stale_names(m, part);
+	p->ehash_mark = kv_ehashes_count(&p->ehashes);
+	p->stale_possible = false;
+}
+
+void kv_match_advance(struct kv_match *m, uint64_t t)
+{
+	if (t <= m->now)
+		return;
+	m->now = t;
+	pending_expire(m);
+	if (m->now >= m->next_sweep) {
+		for (uint32_t part = 0; part < m->ix->n; part++)
+			sweep_partition(m, part);
+		uint64_t sweeps = m->now / KV_SWEEP_INTERVAL_NS + 1;
+		m->next_sweep = sweeps > UINT64_MAX / KV_SWEEP_INTERVAL_NS ? UINT64_MAX : sweeps * KV_SWEEP_INTERVAL_NS;
+	}
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+/* A replayed batch (with a seq) at or below what its source already
+ * delivered live. */
+static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_ctx *ctx)
+{
+	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
+}
+
+/* How far beyond the event time reached a record may be stamped before it
+ * is suspect: the longest TTL.  A jump beyond it expires everything kvmatch
+ * keeps, so it is taken only when the next record confirms it. */
+static uint64_t time_jump_limit(const struct kv_match *m)
+{
+	uint64_t l = m->o.pending_ttl_ns;
+	l = m->o.offload_ttl_ns > l ? m->o.offload_ttl_ns : l;
+	return m->o.content_ttl_ns > l ? m->o.content_ttl_ns : l;
+}
+
+/* The event time a record is taken at (kvmatch(1), Time): its recv_ns,
+ * unless that lies beyond the event time reached by more than the longest
+ * TTL.  Such a record is suspect (one flipped bit of recv_ns would expire
+ * everything pending for good) and is taken at the event time reached,
+ * unless the record before it was suspect too and stamped within that
+ * limit of it at another time: then all sources moved on (a capture
+ * resumed hours later) and event time follows, from the second record. */
+static bool not_far_after(uint64_t t, uint64_t ref, uint64_t limit)
+{
+	return t <= ref || t - ref <= limit;
+}
+
+uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect)
+{
+	uint64_t limit = time_jump_limit(m), last = m->jump_ns;
+	*suspect = false;
+	if (m->now == 0 || not_far_after(recv_ns, m->now, limit))
+		return recv_ns;
+	if (last && recv_ns != last && not_far_after(recv_ns, last, limit) && not_far_after(last, recv_ns, limit))
+		return recv_ns;
+	*suspect = true;
+	return m->now;
+}
+
+/* kv_match_record_time, remembering a suspect record for the next one. */
+static uint64_t record_time(struct kv_match *m, uint64_t recv_ns, bool *suspect)
+{
+	uint64_t t = kv_match_record_time(m, recv_ns, suspect);
+	m->jump_ns = *suspect ? recv_ns : 0;
+	return t;
+}
+
+/* Whether this line is one more of the record just seen: event lines (and
+ * kvdecode -e's error lines) carry one event or problem each, and those of
+ * one record share its source, seq and receive time.  A capture record
+ * arrives whole, so this holds only for its further problems and events. */
+static bool continues_record(const struct kv_srcstat *src, const struct kv_wire_ctx *ctx, uint64_t t)
+{
+	return ctx->has_seq && src->rec != KV_REC_NONE && ctx->seq == src->rec_seq && t == src->last_recv_ns;
+}
+
+/* A new record arrived from src: its seq is accounted for (gap, restart),
+ * unless it is a replayed batch applied live already. */
+static void record_arrives(struct kv_srcstat *src, const struct kv_wire_ctx *ctx, uint64_t t, enum kv_rec_state state)
+{
+	src->last_recv_ns = t;
+	src->rec_seq = ctx->seq;
+	src->rec = ctx->has_seq ? state : KV_REC_NONE;
+	if (!ctx->has_seq)
+		return;
+	if (delivered_before(src, ctx))
+		src->rec = KV_REC_DUPLICATE;
+	else
+		kv_seq_observe(&src->seq, ctx->seq);
+}
+
+/* The record decoded: one batch, counted once however many lines it has. */
+static void count_batch(struct kv_match *m, struct kv_srcstat *src, const struct rep *r, size_t nevents)
+{
+	m->st.records++;
+	src->rec = r->ctx->has_seq ? KV_REC_BATCH : KV_REC_NONE;
+	src->batches++;
+	src->replayed += r->ctx->replayed;
+	report(m, r, KV_ST_RECEIVED, KV_R_NONE, NULL, -1, NULL, 0, nevents);
+}
+
+/* The source of a record, and the current source for the evidence of its
+ * events; NULL for a source beyond KV_MAX_SOURCES (or none named). */
+static struct kv_srcstat *record_source(struct kv_match *m, const struct kv_wire_ctx *ctx, uint64_t t)
+{
+	struct kv_srcstat *src = kv_srcstats_get(&m->sources, ctx->src.p, ctx->src.n);
+	m->cur = src ? (size_t)(src - m->sources.v) + 1 : 0;
+	if (src && !src->batches && !src->d.first_ns)
+		src->d.first_ns = t;
+	return src;
+}
+
+/* The record's event time, expiry run up to it. */
+static uint64_t take_time(struct kv_match *m, const struct kv_wire_ctx *ctx, bool *suspect)
+{
+	uint64_t t = record_time(m, ctx->recv_ns, suspect);
+	kv_match_advance(m, t);
+	return t;
+}
+
+/* A line of a record from src: a new record is accounted for, its suspect
+ * time counted once however many lines it has. */
+static void arrive(struct kv_match *m, struct kv_srcstat *src, const struct kv_wire_ctx *ctx, uint64_t t, bool suspect)
+{
+	if (continues_record(src, ctx, t))
+		return;
+	record_arrives(src, ctx, t, KV_REC_BAD);
+	src->d.time_jumps += suspect;
+	m->st.time_jumps += suspect;
+}
+
+/* A record from a JetStream stream at or before the position reached:
+ * a consumer restarted after its last acknowledgement delivers it again,
+ * and it was applied (or refused) already.  Positions only grow within a
+ * stream, which is why one kvmatch reads one stream.  Otherwise the
+ * position goes with the record, applied or not, so that a resume after it
+ * (kvnats -C --after) starts at the next one. */
+bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
+{
+	if (!ctx->has_position)
+		return false;
+	if (m->has_position && ctx->position <= m->position) {
+		struct rep r = { ctx, 0 };
+		m->cur = 0;
+		report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
+		return true;
+	}
+	m->has_position = true;
+	m->position = ctx->position;
+	return false;
+}
+
+bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
+{
+	struct rep r = { ctx, 0 };
+	bool suspect;
+	uint64_t t = take_time(m, ctx, &suspect);
+	struct kv_srcstat *src = record_source(m, ctx, t);
+	if (!src) {
+		/* A source beyond KV_MAX_SOURCES: its batches are not applied. */
+		m->st.records++;
+		report(m, &r, KV_ST_DROPPED, KV_R_SOURCE_LIMIT, NULL, -1, NULL, 0, nevents);
+		return false;
+	}
+	arrive(m, src, ctx, t, suspect);
+	switch (src->rec) {
+	case KV_REC_DUPLICATE:
+		report(m, &r, KV_ST_DROPPED, KV_R_DUPLICATE, NULL, -1, NULL, 0, nevents);
+		return false;
+	case KV_REC_BATCH:
+		return true;
+	default: /* new, or its first lines were problems */
+		count_batch(m, src, &r, nevents);
+		return true;
+	}
+}
+
+void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
+{
+	bool suspect;
+	uint64_t t = take_time(m, ctx, &suspect);
+	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx, t) : NULL;
+	if (src)
+		arrive(m, src, ctx, t, suspect);
+}
+
+void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
+{
+	struct rep r = { ctx, 0 };
+	bool suspect;
+	uint64_t t = take_time(m, ctx, &suspect);
+	m->cur = 0; /* record_source names it when there is one */
+	struct kv_srcstat *src = ctx->src.n ? record_source(m, ctx, t) : NULL;
+	if (src) {
+		src->errors++;
+		/* The record still arrived: its seq counts, or the next batch would
+		 * look like a gap (a replayed one already seen changes nothing). */
+		arrive(m, src, ctx, t, suspect);
+	}
+	report(m, &r, KV_ST_DROPPED, KV_R_DECODE_ERROR, NULL, -1, NULL, 0, 0);
+}
+
+/* ---- engine events ------------------------------------------------------- */
+
+/* Whether a KV cache group's kind caches full prefixes.  The list of SPEC
+ * 6.3, and sliding_window_mla beyond it, deliberately (kvmatch(1), Engine
+ * events): a sliding-window layer caches its window only, MLA or not. */
+static bool main_attention(struct kv_str kind)
+{
+	static const char *const skipped[] = { "slidingwindow", "slidingwindowmla", "chunkedlocalattention", "mamba",
+					       "crossattention", "encoderonlyattention" };
+	char norm[64];
+	size_t n = 0;
+	for (size_t i = 0; i < kind.n && n < sizeof norm - 1; i++)
+		if (kind.p[i] != '_')
+			norm[n++] = (char)(kind.p[i] | ((kind.p[i] >= 'A' && kind.p[i] <= 'Z') ? 0x20 : 0));
+	norm[n] = 0;
+	for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++)
+		if (strcmp(norm, skipped[i]) == 0)
+			return false;
+	return true;
+}
+
+static const char *or_default(const char *s)
+{
+	return s ? s : "default";
+}
+
+/* The partition of a LoRA adapter's blocks: named by the adapter, and by
+ * the salt of the registration (RFC #1403: both are its identity). */
+static uint32_t salted_partition(struct kv_match *m, struct kv_str name, const char *salt, const char *tenant,
+				 size_t tlen)
+{
+	if (!salt)
+		return kv_index_partition_bounded(m->ix, name.p, name.n, tenant, tlen);
+	char *full = kv_partition_name(name.p, name.n, salt, strlen(salt));
+	uint32_t part = kv_index_partition_bounded(m->ix, full, strlen(full), tenant, tlen);
+	free(full);
+	return part;
+}
+
+static uint32_t engine_partition(struct kv_match *m, uint32_t w, const struct kv_event *e)
+{
+	const struct kv_worker *wk = &m->ws->v[w];
+	const char *tenant = or_default(wk->tenant);
+	if (e->has & KV_HAS_LORA_NAME)
+		return salted_partition(m, e->lora_name, wk->salt, tenant, strlen(tenant));
+	const char *model = or_default(wk->model);
+	return kv_index_partition_bounded(m->ix, model, strlen(model), tenant, strlen(tenant));
+}
+
+static void grow_blocks(struct kv_match *m, size_t n)
+{
+	if (n <= m->capblocks)
+		return;
+	size_t cap = m->capblocks;
+	m->local = kv_xgrow(m->local, &cap, n, sizeof *m->local);
+	cap = m->capblocks;
+	m->chain = kv_xgrow(m->chain, &cap, n, sizeof *m->chain);
+	m->capblocks = cap;
+}
+
+/* How many blocks a store's tokens fill, a trailing partial one included. */
+static size_t token_blocks(const struct kv_event *e, size_t bs)
+{
+	return e->ntokens / bs + (e->ntokens % bs != 0);
+}
+
+/* Chains of a store that carries tokens; false when its parent is unknown. */
+static bool chains_from_tokens(struct kv_match *m, uint32_t part, const struct kv_event *e, size_t bs,
+			       size_t *nblocks, uint64_t *parent)
+{
+	*parent = KV_CHAIN_ROOT;
+	if (!e->parent_null && (e->has & KV_HAS_PARENT) && !chain_of(m, part, e->parent, parent))
+		return false;
+	size_t want = token_blocks(e, bs);
+	if (want > e->nhashes)
+		want = e->nhashes;
+	grow_blocks(m, want);
+	*nblocks = kv_block_hashes(e->tokens, e->ntokens, bs, *parent, m->local, m->chain, want);
+	return true;
+}
+
+static size_t expected_block_size(struct kv_match *m, uint32_t w, uint32_t part, const struct kv_event *e,
+				  bool *mismatch)
+{
+	uint32_t reg = m->ws->v[w].block_size;
+	struct kv_partition *p = &m->ix->p[part];
+	uint32_t expect = reg ? reg : p->block_size;
+	*mismatch = false;
+	if ((e->has & KV_HAS_BLOCK_SIZE) && e->block_size == 0)
+		return 0; /* with tokens: no size at all, whatever is registered */
+	if (!(e->has & KV_HAS_BLOCK_SIZE)) {
+		if (expect)
+			return expect;
+		return e->nhashes && e->ntokens % e->nhashes == 0 ? e->ntokens / e->nhashes : 0;
+	}
+	if (expect && (uint64_t)e->block_size != expect) {
+		*mismatch = true;
+		return 0;
+	}
+	if (!p->block_size && e->block_size <= UINT32_MAX)
+		p->block_size = (uint32_t)e->block_size;
+	return (size_t)e->block_size;
+}
+
+/* Applies pending pool entries waiting for ehash, now that its content is known. */
+static bool match_pending(struct kv_match *m, const struct rep *r, uint32_t part, uint64_t ehash,
+			  const struct content *c)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_pend_head *h = kv_pend_heads_find(&pm->heads, ehash);
+	if (!h)
+		return false;
+	size_t cnt = h->count;
+	uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
+	uint8_t *media = kv_xmalloc(cnt);
+	size_t n = pending_unlink(m, part, ehash, any_entry, NULL, workers, media, cnt);
+	uint64_t refused = m->ix->refused;
+	for (size_t i = 0; i < n; i++)
+		kv_index_hold(m->ix, part, c->chain, c->parent, c->local, workers[i], media[i]);
+	learn(m, part, ehash, c->chain);
+	report_entries(m, r, KV_ST_MATCHED, KV_R_NONE, ehash, workers, media, n);
+	note_refused(m, r, refused, ehash, -1);
+	free(workers);
+	free(media);
+	cur_diag(m)->offload_met += n > 0;
+	return n > 0;
+}
+
+/* An engine offload (cpu/disk) block: matched with a waiting pool event, or cached. */
+static void engine_offload_block(struct kv_match *m, const struct rep *r, uint32_t part, uint64_t ehash,
+				 const struct content *c, enum kv_medium medium)
+{
+	if (match_pending(m, r, part, ehash, c))
+		return;
+	bool added;
+	struct kv_offload *o = kv_offloads_upsert(&kv_match_partition(m, part)->offload, ehash, &added);
+	*o = (struct kv_offload){ ehash, c->chain, c->parent, c->local, m->now, (uint32_t)m->cur };
+	report(m, r, KV_ST_OFFLOAD_CACHED, KV_R_NONE, &ehash, (int)medium, NULL, 0, 0);
+}
+
+/* The start of a source's stream, where missing parents are expected. */
+#define KV_EARLY_NS (10ull * 1000000000ull)
+
+/* How far ahead the loops over an event's blocks fetch table slots. */
+#define PREFETCH 8
+
+static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
+{
+	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_XPU : e->medium;
+	bool offload = medium != KV_XPU;
+	struct kv_srcdiag *d = cur_diag(m);
+	note_hashes(d, e);
+	*(offload ? &d->offload_blocks : &d->xpu_blocks) += e->nhashes;
+	if (e->ntokens > 0) {
+		bool mismatch;
+		size_t bs = expected_block_size(m, w, part, e, &mismatch), nblocks;
+		uint64_t parent;
+		if (mismatch) {
+			d->bs_got = e->block_size;
+			d->bs_want = m->ws->v[w].block_size ? m->ws->v[w].block_size : m->ix->p[part].block_size;
+			drop_hashes(m, r, e, KV_R_BLOCK_SIZE_MISMATCH, &w, 1);
+			return;
+		}
+		/* Tokens cut into blocks of 0 tokens, or of a size nothing says:
+		 * no block can be named. */
+		if (!bs) {
+			drop_hashes(m, r, e, KV_R_BAD_BLOCK_SIZE, &w, 1);
+			return;
+		}
+		if (!chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
+			/* Parents stored before a capture began are never seen: tell those apart. */
+			if (live(d->first_ns, KV_EARLY_NS, e->recv_ns))
+				d->pnf_early += e->nhashes ? e->nhashes : 1;
+			drop_hashes(m, r, e, KV_R_PARENT_NOT_FOUND, &w, 1);
+			return;
+		}
+		struct kv_partition *p = &m->ix->p[part];
+		for (size_t i = 0; i < nblocks; i++) {
+			/* Blocks of an event land all over the tables: fetch ahead. */
+			if (i + PREFETCH < nblocks) {
+				kv_blocks_prefetch(&p->blocks, m->chain[i + PREFETCH]);
+				kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
+			}
+			struct content c = { m->chain[i], i ? m->chain[i - 1] : parent, m->local[i] };
+			if (offload) {
+				learn(m, part, e->hashes[i], c.chain);
+				engine_offload_block(m, r, part, e->hashes[i], &c, medium);
+				continue;
+			}
+			uint64_t refused = m->ix->refused;
+			kv_index_hold(m->ix, part, c.chain, c.parent, c.local, w, KV_XPU);
+			learn(m, part, e->hashes[i], c.chain);
+			if (!note_refused(m, r, refused, e->hashes[i], KV_XPU))
+				report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
+		}
+		/* Hashes beyond the blocks the tokens fill name no content. */
+		for (size_t i = nblocks; i < e->nhashes; i++)
+			report(m, r, KV_ST_DROPPED, KV_R_HASHES_BEYOND_TOKENS, &e->hashes[i], (int)medium, &w, 1, 0);
+		return;
+	}
+	/* No tokens (an offload placeholder): the hashes must name known content. */
+	for (size_t i = 0; i < e->nhashes; i++) {
+		struct content c;
+		if (!known_content(m, part, e->hashes[i], &c)) {
+			struct kv_offload *o = kv_offloads_find(&kv_match_partition(m, part)->offload, e->hashes[i]);
+			if (!o || !live(o->t, m->o.offload_ttl_ns, m->now)) {
+				report(m, r, KV_ST_DROPPED, KV_R_UNKNOWN_HASH, &e->hashes[i], (int)medium, &w, 1, 0);
+				continue;
+			}
+			c = (struct content){ o->chain, o->parent, o->local };
+		}
+		if (offload) {
+			engine_offload_block(m, r, part, e->hashes[i], &c, medium);
+			continue;
+		}
+		uint64_t refused = m->ix->refused;
+		kv_index_hold(m->ix, part, c.chain, c.parent, c.local, w, KV_XPU);
+		if (!note_refused(m, r, refused, e->hashes[i], KV_XPU))
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], KV_XPU, &w, 1, 0);
+	}
+}
+
+/* w stops holding chain in medium; a freed block leaves its content behind. */
+static bool release_chain(struct kv_match *m, uint32_t part, uint64_t chain, uint32_t w, enum kv_medium medium)
+{
+	uint64_t parent, local;
+	bool freed;
+	if (!kv_index_release(m->ix, part, chain, w, medium, &freed, &parent, &local))
+		return false;
+	if (freed)
+		content_keep(m, part, chain, parent, local);
+	return true;
+}
+
+
+static void engine_removed(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
+{
+	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_XPU : e->medium;
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
+	/* Two passes, each fetching ahead: names to chains, then the blocks.
+	 * The scratch local[] says what the first pass found for each hash. */
+	enum { OFFLOAD_GONE, NAMED, UNKNOWN };
+	grow_blocks(m, e->nhashes);
+	for (size_t i = 0; i < e->nhashes; i++) {
+		if (i + PREFETCH < e->nhashes)
+			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
+		uint64_t h = e->hashes[i];
+		struct kv_ehash *eh;
+		/* An offload the engine dropped before any pool confirmed it never reached a tier. */
+		if (medium != KV_XPU && kv_offloads_remove(&pm->offload, h))
+			m->local[i] = OFFLOAD_GONE;
+		else if ((eh = kv_ehashes_find(&p->ehashes, h)))
+			m->chain[i] = eh->chain, m->local[i] = NAMED;
+		else
+			m->local[i] = UNKNOWN;
+	}
+	for (size_t i = 0; i < e->nhashes; i++) {
+		if (i + PREFETCH < e->nhashes && m->local[i + PREFETCH] == NAMED)
+			kv_blocks_prefetch(&p->blocks, m->chain[i + PREFETCH]);
+		if (m->local[i] == OFFLOAD_GONE)
+			continue;
+		if (m->local[i] == NAMED && release_chain(m, part, m->chain[i], w, medium))
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], (int)medium, &w, 1, 0);
+		else
+			m->st.unknown_removals++;
+	}
+}
+
+static void engine_cleared(struct kv_match *m, const struct rep *r, uint32_t w)
+{
+	uint64_t dropped = 0;
+	for (uint32_t part = 0; part < m->ix->n; part++)
+		dropped += kv_index_release_all(m->ix, part, w, KV_MEDIUM_BIT(KV_XPU), on_freed, m);
+	report(m, r, KV_ST_APPLIED, KV_R_NONE, NULL, KV_XPU, &w, 1, dropped);
+}
+
+/* Events of a batch share their source: remember the last lookup. */
+static uint32_t worker_of(struct kv_match *m, const struct kv_event *e)
+{
+	int64_t dp = e->has_dp ? e->dp_rank : -1;
+	if (m->last_src.p && e->src.n == m->last_src.n && dp == m->last_dp &&
+	    (e->src.p == m->last_src.p || memcmp(e->src.p, m->last_src.p, e->src.n) == 0))
+		return m->last_worker;
+	m->last_worker = kv_workers_of_source(m->ws, e->src, e->has_dp, e->dp_rank);
+	m->srcbuf = kv_xgrow(m->srcbuf, &m->capsrcbuf, e->src.n + 1, 1);
+	memcpy(m->srcbuf, e->src.p, e->src.n);
+	m->last_src = (struct kv_str){ m->srcbuf, e->src.n };
+	m->last_dp = dp;
+	return m->last_worker;
+}
+
+static void engine_event(struct kv_match *m, const struct kv_event *e)
+{
+	uint32_t w = worker_of(m, e);
+	struct kv_wire_ctx ctx = kv_wire_ctx_of(e);
+	cur_diag(m)->engine = true;
+	if (w == KV_NO_WORKER) {
+		/* No worker could be inferred for it (KV_MAX_INFERRED_WORKERS). */
+		struct rep r = { &ctx, KV_NO_PARTITION };
+		drop_hashes(m, &r, e, KV_R_WORKER_LIMIT, NULL, 0);
+		return;
+	}
+	if (e->type == KV_EV_CLEARED) {
+		struct rep r = { &ctx, 0 };
+		engine_cleared(m, &r, w);
+		return;
+	}
+	uint32_t part = engine_partition(m, w, e);
+	struct rep r = { &ctx, part };
+	if (part == KV_NO_PARTITION) {
+		drop_hashes(m, &r, e, KV_R_PARTITION_LIMIT, &w, 1);
+		return;
+	}
+	struct kv_srcdiag *d = cur_diag(m);
+	d->engine = true;
+	d->worker = w;
+	if ((e->has & KV_HAS_SPEC_KIND) && !main_attention(e->spec_kind)) {
+		if (!d->spec_kind[0])
+			snprintf(d->spec_kind, sizeof d->spec_kind, "%.*s", (int)(e->spec_kind.n < 31 ? e->spec_kind.n : 31),
+				 e->spec_kind.p);
+		drop_hashes(m, &r, e, KV_R_NON_FULL_ATTENTION, &w, 1);
+		return;
+	}
+	if (e->nhashes == 0) {
+		report(m, &r, KV_ST_DROPPED, KV_R_NO_HASHES, NULL, (int)e->medium, &w, 1, 0);
+		return;
+	}
+	if (e->type == KV_EV_STORED)
+		engine_stored(m, &r, w, part, e);
+	else
+		engine_removed(m, &r, w, part, e);
+}
+
+/* ---- pool events --------------------------------------------------------- */
+
+static uint32_t pool_partition(struct kv_match *m, const struct kv_event *e, const struct kv_pool_sub *sub)
+{
+	const char *tenant = sub && sub->tenant ? sub->tenant : "default";
+	size_t tlen = strlen(tenant);
+	if (e->has & KV_HAS_TENANT_ID) {
+		tenant = e->tenant_id.p;
+		tlen = e->tenant_id.n;
+	}
+	if (e->has & KV_HAS_LORA_NAME)
+		return salted_partition(m, e->lora_name, sub ? sub->salt : NULL, tenant, tlen);
+	/* Without registrations every engine is in model "default": pools must meet them there. */
+	const char *model = m->ws->registered && sub && sub->model ? sub->model : "default";
+	size_t mlen = strlen(model);
+	if (m->ws->registered && (e->has & KV_HAS_MODEL_NAME))
+		return salted_partition(m, e->model_name, sub ? sub->salt : NULL, tenant, tlen);
+	return kv_index_partition_bounded(m->ix, model, mlen, tenant, tlen);
+}
+
+/* The workers a pool event is about; 0 when there are none. */
+static size_t pool_targets(struct kv_match *m, const struct kv_event *e, const struct kv_pool_sub *sub)
+{
+	if (m->o.match_none || (sub && sub->backend == KV_BACKEND_YUANRONG)) {
+		uint32_t w;
+		if (!kv_workers_pool_worker(m->ws, sub, &w))
+			return 0;
+		m->targets = kv_xgrow(m->targets, &m->captargets, 1, sizeof *m->targets);
+		m->targets[0] = w;
+		return 1;
+	}
+	if (!(e->has & KV_HAS_BACKEND_ID))
+		return 0;
+	size_t n;
+	for (;;) {
+		n = kv_workers_on_host(m->ws, e->backend_id, m->targets, m->captargets);
+		if (n < m->captargets || m->captargets >= m->ws->n)
+			break;
+		m->targets = kv_xgrow(m->targets, &m->captargets, m->ws->n + 1, sizeof *m->targets);
+	}
+	return n;
+}
+
+/* A pool whose backend_id names no worker (a decoupled Mooncake daemon,
+ * "mooncake-daemon-0") holds the blocks itself: its pool holder is the one
+ * target, in the event's partition (SPEC 6.4).  0 without a backend_id. */
+static size_t pool_holder_target(struct kv_match *m, const struct kv_event *e)
+{
+	if (!(e->has & KV_HAS_BACKEND_ID) || e->backend_id.n == 0)
+		return 0;
+	uint32_t w = kv_workers_pool_holder(m->ws, e->backend_id);
+	if (w == KV_NO_WORKER)
+		return 0;
+	m->targets = kv_xgrow(m->targets, &m->captargets, 1, sizeof *m->targets);
+	m->targets[0] = w;
+	return 1;
+}
+
+static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, const struct kv_event *e,
+			const uint32_t *t, size_t nt, enum kv_medium medium)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
+	for (size_t i = 0; i < e->nhashes; i++) {
+		uint64_t h = e->hashes[i];
+		if (i + PREFETCH < e->nhashes) {
+			kv_offloads_prefetch(&pm->offload, e->hashes[i + PREFETCH]);
+			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
+		}
+		struct content c;
+		struct kv_offload *o = kv_offloads_find(&pm->offload, h);
+		bool known = false, named = false;
+		if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
+			c = (struct content){ o->chain, o->parent, o->local };
+			if (o->src && o->src <= m->sources.n)
+				m->sources.v[o->src - 1].d.offload_met++;
+			kv_offloads_remove(&pm->offload, h);
+			known = true;
+		} else {
+			known = named = known_content(m, part, h, &c);
+		}
+		if (!known) {
+			for (size_t k = 0; k < nt; k++)
+				pending_push(m, part, h, t[k], medium, m->now);
+			report(m, r, KV_ST_QUEUED, KV_R_NONE, &h, (int)medium, t, nt, 0);
+			continue;
+		}
+		uint64_t refused = m->ix->refused;
+		kv_index_hold_many(m->ix, part, c.chain, c.parent, c.local, t, nt, medium);
+		if (!named)
+			learn(m, part, h, c.chain);
+		report(m, r, KV_ST_CONFIRMED, KV_R_NONE, &h, (int)medium, t, nt, 0);
+		note_refused(m, r, refused, h, (int)medium);
+	}
+	pending_expire(m);
+}
+
+static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part, const struct kv_event *e,
+			 const uint32_t *t, size_t nt, enum kv_medium medium)
+{
+	struct kv_pmatch *pm = kv_match_partition(m, part);
+	struct kv_partition *p = &m->ix->p[part];
+	for (size_t i = 0; i < e->nhashes; i++) {
+		uint64_t h = e->hashes[i];
+		if (i + PREFETCH < e->nhashes)
+			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
+		/* the block of a hash half as far on: its name has arrived */
+		const struct kv_ehash *ahead = i + PREFETCH / 2 < e->nhashes ?
+			kv_ehashes_find(&p->ehashes, e->hashes[i + PREFETCH / 2]) : NULL;
+		if (ahead)
+			kv_blocks_prefetch(&p->blocks, ahead->chain);
+		kv_offloads_remove(&pm->offload, h);
+		bool any = false;
+		if (kv_pend_heads_find(&pm->heads, h))
+			for (size_t k = 0; k < nt; k++) {
+				struct who w = { .worker = t[k], .medium = medium };
+				uint32_t wk;
+				uint8_t md;
+				any |= pending_unlink(m, part, h, entry_of, &w, &wk, &md, 1) > 0;
+			}
+		struct kv_ehash *eh = kv_ehashes_find(&p->ehashes, h);
+		if (eh) {
+			bool freed;
+			uint64_t parent, local;
+			if (kv_index_release_many(m->ix, part, eh->chain, t, nt, medium, &freed, &parent, &local))
+				any = true;
+			if (freed)
+				content_keep(m, part, eh->chain, parent, local);
+		}
+		if (any)
+			report(m, r, KV_ST_APPLIED, KV_R_NONE, &h, (int)medium, t, nt, 0);
+		else
+			m->st.unknown_removals++;
+	}
+}
+
+static bool is_target(uint32_t w, const uint32_t *t, size_t nt)
+{
+	for (size_t k = 0; k < nt; k++)
+		if (t[k] == w)
+			return true;
+	return false;
+}
+
+static void pool_cleared(struct kv_match *m, const struct rep *r, uint32_t part, const uint32_t *t, size_t nt,
+			 enum kv_medium medium)
+{
+	struct kv_pendpool *pp = &m->pending;
+	uint64_t dropped = 0;
+	for (size_t k = 0; k < nt; k++)
+		dropped += kv_index_release_all(m->ix, part, t[k], KV_MEDIUM_BIT(medium), on_freed, m);
+	/* The pool holds every partition's entries: one pass for all targets. */
+	for (uint64_t s = pp->head; s < pp->tail; s++) {
+		struct kv_pending *p = slot(pp, s);
+		if (!p->alive || p->part != part || p->medium != medium || !is_target(p->worker, t, nt))
+			continue;
+		struct who w = { .worker = p->worker, .medium = medium };
+		uint32_t wk;
+		uint8_t md;
+		dropped += pending_unlink(m, part, p->ehash, entry_of, &w, &wk, &md, 1);
+	}
+	report(m, r, KV_ST_APPLIED, KV_R_NONE, NULL, (int)medium, t, nt, dropped);
+}
+
+static void pool_event(struct kv_match *m, const struct kv_event *e)
+{
+	const struct kv_pool_sub *sub = kv_workers_pool(m->ws, e->src);
+	uint32_t part = pool_partition(m, e, sub);
+	struct kv_wire_ctx ctx = kv_wire_ctx_of(e);
+	struct rep r = { &ctx, part };
+	if (part == KV_NO_PARTITION) {
+		cur_diag(m)->pool = true;
+		drop_hashes(m, &r, e, KV_R_PARTITION_LIMIT, NULL, 0);
+		return;
+	}
+	/* Pools hold their replicas in host memory unless they say otherwise. */
+	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_CPU : e->medium;
+	size_t nt = pool_targets(m, e, sub);
+	struct kv_srcdiag *d = cur_diag(m);
+	if (nt == 0 && (nt = pool_holder_target(m, e))) {
+		/* kept, but the evidence of a backend_id that names no worker stays */
+		note_backend(d, e);
+		d->pool_held += e->nhashes;
+	}
+	d->pool = true;
+	if (e->type == KV_EV_STORED) {
+		note_hashes(d, e);
+		d->pool_blocks += e->nhashes;
+	}
+	if (nt == 0) {
+		note_backend(d, e);
+		drop_hashes(m, &r, e, KV_R_UNKNOWN_BACKEND, NULL, 0);
+		return;
+	}
+	/* The targets array is scratch that the calls below reuse: keep a copy. */
+	uint32_t *t = kv_xmalloc(nt * sizeof *t);
+	memcpy(t, m->targets, nt * sizeof *t);
+	if (e->type == KV_EV_CLEARED)
+		pool_cleared(m, &r, part, t, nt, medium);
+	else if (e->nhashes == 0)
+		report(m, &r, KV_ST_DROPPED, KV_R_NO_HASHES, NULL, (int)medium, t, nt, 0);
+	else if (e->type == KV_EV_STORED)
+		pool_stored(m, &r, part, e, t, nt, medium);
+	else
+		pool_removed(m, &r, part, e, t, nt, medium);
+	free(t);
+}
+
+void kv_match_event(struct kv_match *m, const struct kv_event *e)
+{
+	m->st.events++;
+	note_lag(cur_diag(m), e);
+	if (m->o.log_mask & (1u << KV_ST_PARSED)) {
+		struct kv_wire_ctx ctx = kv_wire_ctx_of(e);
+		struct rep r = { &ctx, 0 };
+		report(m, &r, KV_ST_PARSED, KV_R_NONE, NULL, (int)e->medium, NULL, 0, e->nhashes);
+	} else {
+		m->st.states[KV_ST_PARSED]++;
+	}
+	if (e->format == KV_FMT_VLLM)
+		engine_event(m, e);
+	else
+		pool_event(m, e);
+	cur_diag(m)->mooncake |= e->format == KV_FMT_MOONCAKE;
+}
+
+uint64_t kv_match_pending(const struct kv_match *m)
+{
+	return m->pending.alive;
+}
+
+uint64_t kv_match_offloads(const struct kv_match *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->npm; i++)
+		n += kv_offloads_count(&m->pm[i].offload);
+	return n;
+}
+
+uint64_t kv_match_contents(const struct kv_match *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < m->npm; i++)
+		n += kv_contents_count(&m->pm[i].content);
+	return n;
+}
+
+void kv_match_restore_pending(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker,
+			      enum kv_medium medium, uint64_t t)
+{
+	pending_push(m, part, ehash, worker, medium, t);
+}

@@ -1,0 +1,192 @@
+/* match: two-phase matching (SPEC sec. 6.3-6.5, kv-conductor's memcache
+ * KvEvent support).  Engine events apply xpu stores and removals to the
+ * index and cache engine offload (cpu/disk) events; pool events confirm
+ * blocks whose content is known, or wait in the pending pool until the
+ * engine's offload event arrives (matched).  All times are event time
+ * (recv_ns), so the same input gives the same result, live or replayed.
+ * Every state change is reported through a callback. */
+#ifndef KV_MATCH_H
+#define KV_MATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode/event.h"
+#include "index/index.h"
+#include "decode/srcstats.h"
+#include "base/table.h"
+#include "decode/wire.h"
+#include "index/workers.h"
+
+enum kv_state {
+	KV_ST_RECEIVED, KV_ST_PARSED, KV_ST_QUEUED, KV_ST_OFFLOAD_CACHED, KV_ST_MATCHED,
+	KV_ST_CONFIRMED, KV_ST_APPLIED, KV_ST_DROPPED, KV_ST_PENDING_EXPIRED, KV_NSTATES
+};
+
+enum kv_reason {
+	KV_R_NONE, KV_R_NON_FULL_ATTENTION, KV_R_BLOCK_SIZE_MISMATCH, KV_R_NO_HASHES,
+	KV_R_PARENT_NOT_FOUND, KV_R_UNKNOWN_BACKEND, KV_R_UNKNOWN_HASH, KV_R_DUPLICATE,
+	KV_R_DECODE_ERROR, KV_R_MAX_PENDING, KV_R_SOURCE_LIMIT, KV_R_WORKER_LIMIT, KV_R_PARTITION_LIMIT,
+	KV_R_HOLDER_LIMIT, KV_R_BAD_BLOCK_SIZE, KV_R_HASHES_BEYOND_TOKENS, KV_NREASONS
+};
+
+const char *kv_state_name(enum kv_state s);
+const char *kv_reason_name(enum kv_reason r);
+/* "matched,dropped" or "all" or "none" into a mask of states; false on an unknown name. */
+bool kv_state_mask_parse(const char *s, unsigned *mask);
+#define KV_LOG_DEFAULT (1u << KV_ST_MATCHED | 1u << KV_ST_CONFIRMED | 1u << KV_ST_DROPPED | 1u << KV_ST_PENDING_EXPIRED)
+
+/* One state change, as reported. */
+struct kv_report {
+	enum kv_state state;
+	enum kv_reason reason;
+	const struct kv_wire_ctx *ctx;   /* the record it came from; NULL for expiry */
+	uint64_t now;                    /* event time */
+	bool has_hash;
+	uint64_t hash;
+	bool has_medium;
+	enum kv_medium medium;
+	const uint32_t *workers;         /* worker ids */
+	size_t nworkers;
+	uint64_t count;                  /* pending_expired: entries; received: events; applied on clear: holdings */
+	uint32_t partition;
+};
+
+struct kv_match_opts {
+	uint64_t pending_ttl_ns, offload_ttl_ns, content_ttl_ns;
+	uint64_t max_pending;
+	bool match_none;                 /* pool events target the pool subscriber's own worker */
+	unsigned log_mask;               /* states worth reporting */
+	void (*report)(void *arg, const struct kv_report *r);
+	void *report_arg;
+};
+
+#define KV_PENDING_TTL_DEFAULT (60ull * 1000000000ull)
+#define KV_OFFLOAD_TTL_DEFAULT (600ull * 1000000000ull)
+#define KV_CONTENT_TTL_DEFAULT (300ull * 1000000000ull)
+#define KV_MAX_PENDING_DEFAULT 1000000u
+/* Cached content and stale engine hashes are swept at this event-time interval. */
+#define KV_SWEEP_INTERVAL_NS (30ull * 1000000000ull)
+
+/* Engine offloads waiting for a pool confirmation (ehash -> content). */
+struct kv_offload {
+	uint64_t key;
+	uint64_t chain, parent, local, t;
+	uint32_t src;                    /* the engine source that offloaded it: index + 1, 0 if unknown */
+};
+KV_TABLE_DEFINE(kv_offloads, struct kv_offload)
+
+/* Content of blocks no longer held, for a later store (chain -> content). */
+struct kv_content {
+	uint64_t key;
+	uint64_t parent, local, t;
+};
+KV_TABLE_DEFINE(kv_contents, struct kv_content)
+
+/* Pending pool: the entries of every partition in one ring, in arrival
+ * order, so that expiry and --max-pending take the oldest of them all;
+ * chained per hash within their partition. */
+struct kv_pending {
+	uint64_t ehash, t;
+	uint64_t next;                   /* sequence number of the next entry of this hash, or UINT64_MAX */
+	uint32_t worker;
+	uint16_t part;                   /* its partition */
+	uint8_t medium;
+	bool alive;
+};
+_Static_assert(KV_MAX_PARTITIONS - 1 <= UINT16_MAX, "kv_pending.part holds every partition id");
+
+struct kv_pendpool {
+	struct kv_pending *ring;
+	size_t cap;
+	uint64_t head, tail;             /* sequence numbers: [head, tail) are in the ring */
+	uint64_t alive;
+};
+
+struct kv_pend_head {
+	uint64_t key;                    /* engine hash */
+	uint64_t first, last;            /* sequence numbers */
+	uint32_t count;
+};
+KV_TABLE_DEFINE(kv_pend_heads, struct kv_pend_head)
+
+struct kv_pmatch {                       /* matching state of one partition */
+	struct kv_offloads offload;
+	struct kv_contents content;
+	struct kv_pend_heads heads;      /* its pending entries, by engine hash */
+};
+
+struct kv_match_stats {
+	uint64_t states[KV_NSTATES];
+	uint64_t reasons[KV_NREASONS];
+	uint64_t events, records, unknown_removals;
+	uint64_t max_pending_expired;    /* pending entries expired by --max-pending, not by their TTL */
+	uint64_t time_jumps;             /* records stamped far beyond event time, taken at it */
+};
+
+struct kv_match {
+	struct kv_index *ix;
+	struct kv_workers *ws;
+	struct kv_match_opts o;
+	struct kv_pmatch *pm;            /* parallel to ix->p */
+	size_t npm;
+	struct kv_pendpool pending;
+	uint64_t now;                    /* event time: the largest recv_ns taken (see record_time) */
+	bool has_position;               /* input came from a JetStream stream (kvnats -C): ... */
+	uint64_t position;               /* ... the sequence of its last record there */
+	uint64_t next_sweep;
+	uint64_t jump_ns;                /* recv_ns of the last record if it was suspect, else 0 */
+	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */
+	size_t cur;                      /* the source of the record being applied: index + 1, 0 if none */
+	struct kv_srcdiag nodiag;        /* where evidence of no known source goes */
+	uint64_t *expired_by_worker;     /* pending entries expired, per target worker */
+	size_t capexpired;
+	struct kv_match_stats st;
+	/* scratch */
+	uint64_t *local, *chain, *scratch;
+	size_t capblocks, capscratch;
+	uint32_t *targets;
+	size_t captargets;
+	struct kv_str last_src;          /* the source of the last engine event, and its worker */
+	int64_t last_dp;
+	uint32_t last_worker;
+	char *srcbuf;
+	size_t capsrcbuf;
+};
+
+void kv_match_init(struct kv_match *m, struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o);
+void kv_match_free(struct kv_match *m);
+/* A record arrives: advances event time, tracks its source's seq; false when
+ * it is a replayed duplicate of a batch already applied (reported dropped). */
+bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);
+/* Whether a record read from a JetStream stream (kvnats -C) lies at or
+ * before the stream position reached: delivered again, it is reported
+ * dropped (duplicate) and none of its lines may be applied.  Called once per
+ * record, before its lines; false for a record without a position. */
+bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);
+void kv_match_event(struct kv_match *m, const struct kv_event *e);
+/* A record, or one event of it, that could not be decoded (reported
+ * dropped: decode_error); further problems and events of the same record
+ * (kvdecode -e lines) belong to it. */
+void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
+/* A record that arrived but gave nothing to apply or to count as a problem
+ * (kvdecode's no_events line for an undecodable record): its seq counts. */
+void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
+/* The event time a record stamped recv_ns would be taken at, without
+ * taking it: recv_ns, or the event time reached when recv_ns is a suspect
+ * jump (*suspect set; kvmatch(1), Time). */
+uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect);
+/* Runs expiry up to event time t (no-op when t is not later than now). */
+void kv_match_advance(struct kv_match *m, uint64_t t);
+struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part);
+uint64_t kv_match_pending(const struct kv_match *m);
+uint64_t kv_match_offloads(const struct kv_match *m);
+uint64_t kv_match_contents(const struct kv_match *m);
+/* Pending entries for worker w that expired. */
+uint64_t kv_match_expired_for(const struct kv_match *m, uint32_t w);
+/* Adds a pending entry as it was (snapshot loading, in arrival order). */
+void kv_match_restore_pending(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker,
+			      enum kv_medium medium, uint64_t t);
+
+#endif

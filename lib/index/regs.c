@@ -1,0 +1,495 @@
+#include "index/regs.h"
+#include "net/endpoint.h"
+#include "decode/kvcap.h"
+#include "base/lines.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+bool kv_backend_parse(const char *s, enum kv_backend *b)
+{
+	static const struct { const char *name; enum kv_backend b; } names[] = {
+		{ "mooncake", KV_BACKEND_MOONCAKE },
+		{ "memcache", KV_BACKEND_MEMCACHE },
+		{ "yuanrong", KV_BACKEND_YUANRONG },
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcasecmp(s, names[i].name) == 0) {
+			*b = names[i].b;
+			return true;
+		}
+	return false;
+}
+
+const char *kv_backend_name(enum kv_backend b)
+{
+	switch (b) {
+	case KV_BACKEND_MOONCAKE: return "Mooncake";
+	case KV_BACKEND_MEMCACHE: return "Memcache";
+	case KV_BACKEND_YUANRONG: return "YuanRong";
+	default: return "none";
+	}
+}
+
+static void reg_free(struct kv_reg *r)
+{
+	free(r->instance_id);
+	for (int m = 0; m < KV_NMEDIA; m++)
+		free(r->medium_ep[m]);
+	free(r->endpoint);
+	free(r->replay_endpoint);
+	free(r->model);
+	free(r->tenant);
+	free(r->node_id);
+	free(r->type);
+	free(r->lora);
+	free(r->salt);
+}
+
+void kv_regs_free(struct kv_regs *regs)
+{
+	for (size_t i = 0; i < regs->n; i++)
+		reg_free(&regs->v[i]);
+	free(regs->v);
+	memset(regs, 0, sizeof *regs);
+}
+
+/* Optional string member; false (with *why set) when present with another type. */
+static bool opt_string(json_t *obj, const char *key, char **out, const char **why)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_string(v) || json_string_length(v) == 0) {
+		*why = "expected a non-empty string";
+		return false;
+	}
+	*out = kv_xstrdup(json_string_value(v));
+	return true;
+}
+
+static bool opt_int(json_t *obj, const char *key, int64_t min, int64_t max, int64_t *out, const char **why)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+		*why = "expected an integer in range";
+		return false;
+	}
+	*out = json_integer_value(v);
+	return true;
+}
+
+static const char KV_REGS_MISSING[] = "missing";
+
+/* kv-conductor's RegisterRequest has no default for these (nor has RFC
+ * #1403): serde refuses a body without one, and the HTTP answer is 422. */
+static const char *missing_required(json_t *o)
+{
+	static const char *const required[] = { "instance_id", "type", "modelname", "block_size", "dp_rank" };
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (!json_object_get(o, required[i]))
+			return required[i];
+	return NULL;
+}
+
+/* An endpoint kvsub could never read from (the rule kvsub applies to its
+ * own arguments), or one too long to name a capture record's source. */
+static bool check_endpoint(const char *url, const char **why)
+{
+	if (strlen(url) > KV_CAP_MAX_SRC) {
+		*why = "endpoint longer than 1024 bytes";
+		return false;
+	}
+	const char *problem = kv_endpoint_connect_problem(url);
+	if (problem && !kv_endpoint_is_wildcard(url)) {
+		*why = problem;
+		return false;
+	}
+	/* what ZMQ would refuse at connect, found here with its line */
+	static const char *const transports[] = { "tcp://", "ipc://", "inproc://", "pgm://", "epgm://", "tipc://",
+						  "vmci://", "udp://", "ws://", "wss://" };
+	for (size_t i = 0; i < sizeof transports / sizeof transports[0]; i++)
+		if (strncmp(url, transports[i], strlen(transports[i])) == 0)
+			return true;
+	*why = "not a ZMQ transport (tcp://, ipc://, inproc://, ...)";
+	return false;
+}
+
+static const char *take_medium_endpoints(json_t *o, struct kv_reg *r, const char **why)
+{
+	json_t *eps = json_object_get(o, "medium_endpoints");
+	if (!eps || json_is_null(eps))
+		return NULL;
+	const char *key;
+	json_t *v;
+	if (!json_is_object(eps)) {
+		*why = "expected an object of medium: endpoint";
+		return "medium_endpoints";
+	}
+	json_object_foreach(eps, key, v) {
+		enum kv_medium m = kv_medium_parse(key, strlen(key));
+		if (m == KV_UNKNOWN) {
+			*why = "unknown medium name";
+			return "medium_endpoints";
+		}
+		if (!json_is_string(v) || json_string_length(v) == 0) {
+			*why = "expected endpoint strings";
+			return "medium_endpoints";
+		}
+		if (!check_endpoint(json_string_value(v), why))
+			return "medium_endpoints";
+		free(r->medium_ep[m]);
+		r->medium_ep[m] = kv_xstrdup(json_string_value(v));
+	}
+	return NULL;
+}
+
+/* Fills r from one parsed line; returns the offending key, or NULL. */
+static const char *take_reg(json_t *o, struct kv_reg *r, const char **why)
+{
+	static const struct { const char *key; size_t off; } strings[] = {
+		{ "instance_id", offsetof(struct kv_reg, instance_id) },
+		{ "type", offsetof(struct kv_reg, type) },
+		{ "endpoint", offsetof(struct kv_reg, endpoint) },
+		{ "replay_endpoint", offsetof(struct kv_reg, replay_endpoint) },
+		{ "modelname", offsetof(struct kv_reg, model) },
+		{ "tenant_id", offsetof(struct kv_reg, tenant) },
+		{ "node_id", offsetof(struct kv_reg, node_id) },
+	};
+	const char *key;
+	/* serde's order: a field of the wrong type first, then a missing one */
+	for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+		if (!opt_string(o, strings[i].key, (char **)((char *)r + strings[i].off), why))
+			return strings[i].key;
+	/* RFC #1403: empty or null means the base model, and no salt */
+	json_t *v = json_object_get(o, "lora_name");
+	if (v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0) &&
+	    !opt_string(o, "lora_name", &r->lora, why))
+		return "lora_name";
+	v = json_object_get(o, "additionalsalt");
+	if (v && !json_is_null(v) && !(json_is_string(v) && json_string_length(v) == 0) &&
+	    !opt_string(o, "additionalsalt", &r->salt, why))
+		return "additionalsalt";
+	if (!opt_int(o, "block_size", 1, 1 << 20, &r->block_size, why))
+		return "block_size";
+	if (!opt_int(o, "dp_rank", 0, 65535, &r->dp_rank, why))
+		return "dp_rank";
+	if ((key = missing_required(o))) {
+		*why = KV_REGS_MISSING;
+		return key;
+	}
+	r->backend = KV_BACKEND_MOONCAKE; /* kv-conductor's default */
+	json_t *b = json_object_get(o, "store_backend");
+	if (b && !json_is_null(b) && (!json_is_string(b) || !kv_backend_parse(json_string_value(b), &r->backend))) {
+		*why = "expected Mooncake, Memcache or YuanRong";
+		return "store_backend";
+	}
+	if ((key = take_medium_endpoints(o, r, why)))
+		return key;
+	if (r->replay_endpoint && !check_endpoint(r->replay_endpoint, why))
+		return "replay_endpoint";
+	bool engine = r->medium_ep[KV_XPU] || r->medium_ep[KV_CPU] || r->medium_ep[KV_DISK];
+	if (!engine && !r->endpoint) {
+		*why = "a registration needs medium_endpoints or endpoint";
+		return "medium_endpoints";
+	}
+	/* beside medium_endpoints, endpoint is the engine's HTTP address: unused */
+	if (!engine && !check_endpoint(r->endpoint, why))
+		return "endpoint";
+	enum kv_backend pool_type;
+	r->is_pool = !engine && kv_backend_parse(r->type, &pool_type);
+	/* RFC #1403: an engine's endpoint is its event publisher, for every medium */
+	if (!engine && !r->is_pool)
+		r->medium_ep[KV_XPU] = kv_xstrdup(r->endpoint);
+	if (!r->tenant)
+		r->tenant = kv_xstrdup("default");
+	return NULL;
+}
+
+static bool blank(const char *s)
+{
+	return s[strspn(s, " \t\r\n")] == 0;
+}
+
+char *kv_partition_name(const char *name, size_t n, const char *salt, size_t saltlen)
+{
+	if (!salt || !saltlen)
+		return kv_xstrndup(name, n);
+	char *s = kv_xmalloc(n + saltlen + 2);
+	memcpy(s, name, n);
+	s[n] = '#';
+	memcpy(s + n + 1, salt, saltlen);
+	s[n + 1 + saltlen] = 0;
+	return s;
+}
+
+char *kv_reg_partition(const struct kv_reg *r)
+{
+	const char *name = r->lora ? r->lora : r->model;
+	return name ? kv_partition_name(name, strlen(name), r->salt, r->salt ? strlen(r->salt) : 0) : NULL;
+}
+
+/* ---- registrations that contradict each other ---------------------------- */
+
+static int cmp_opt(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+/* The field in which two registrations of one worker differ, or NULL. */
+static const char *differing_field(const struct kv_reg *a, const struct kv_reg *b)
+{
+	if (cmp_opt(a->instance_id, b->instance_id) || a->dp_rank != b->dp_rank)
+		return "instance_id";
+	if (a->block_size != b->block_size)
+		return "block_size";
+	for (int m = 0; m < KV_NMEDIA; m++)
+		if (cmp_opt(a->medium_ep[m], b->medium_ep[m]))
+			return "medium_endpoints";
+	if (cmp_opt(a->endpoint, b->endpoint))
+		return "endpoint";
+	if (cmp_opt(a->replay_endpoint, b->replay_endpoint))
+		return "replay_endpoint";
+	if (cmp_opt(a->model, b->model) || cmp_opt(a->lora, b->lora) || cmp_opt(a->salt, b->salt))
+		return "modelname";
+	if (cmp_opt(a->tenant, b->tenant))
+		return "tenant_id";
+	if (a->backend != b->backend || a->is_pool != b->is_pool)
+		return "store_backend";
+	return NULL;
+}
+
+/* One key per (registration, what it claims): sorted by key, then line. */
+struct claim {
+	const char *key;     /* worker: instance_id; endpoint: the url; partition: its name */
+	const char *key2;    /* partition: the tenant */
+	int64_t num;         /* worker: dp_rank */
+	size_t reg;
+};
+
+static int by_claim(const void *x, const void *y)
+{
+	const struct claim *a = x, *b = y;
+	int c = strcmp(a->key, b->key);
+	if (!c)
+		c = cmp_opt(a->key2, b->key2);
+	if (!c)
+		c = (a->num > b->num) - (a->num < b->num);
+	return c ? c : (a->reg > b->reg) - (a->reg < b->reg);
+}
+
+static bool same_claim(const struct claim *a, const struct claim *b)
+{
+	return strcmp(a->key, b->key) == 0 && cmp_opt(a->key2, b->key2) == 0 && a->num == b->num;
+}
+
+struct verdicts {
+	char **why;          /* per registration: why it is left out, or NULL */
+	bool *dup;           /* per registration: a repeat of an earlier line, left out quietly */
+};
+
+static bool out(const struct verdicts *v, size_t i)
+{
+	return v->why[i] || v->dup[i];
+}
+
+static void worker_claims(const struct kv_regs *regs, const struct verdicts *v, struct claim *c, size_t *n)
+{
+	for (size_t i = 0; i < regs->n; i++)
+		if (!regs->v[i].is_pool && !out(v, i))
+			c[(*n)++] = (struct claim){ regs->v[i].instance_id, NULL, regs->v[i].dp_rank, i };
+}
+
+static void endpoint_claims(const struct kv_regs *regs, const struct verdicts *v, struct claim *c, size_t *n)
+{
+	for (size_t i = 0; i < regs->n; i++) {
+		const struct kv_reg *r = &regs->v[i];
+		if (out(v, i))
+			continue;
+		if (r->is_pool) {
+			c[(*n)++] = (struct claim){ r->endpoint, NULL, 0, i };
+			continue;
+		}
+		for (int m = 0; m < KV_NMEDIA; m++) {
+			bool seen = false; /* media of one worker may share a url */
+			for (int k = 0; k < m; k++)
+				seen |= r->medium_ep[k] && r->medium_ep[m] && strcmp(r->medium_ep[k], r->medium_ep[m]) == 0;
+			if (r->medium_ep[m] && !seen)
+				c[(*n)++] = (struct claim){ r->medium_ep[m], NULL, 0, i };
+		}
+	}
+}
+
+static void partition_claims(const struct kv_regs *regs, const struct verdicts *v, struct claim *c, size_t *n,
+			     char **names)
+{
+	for (size_t i = 0; i < regs->n; i++) {
+		const struct kv_reg *r = &regs->v[i];
+		if (out(v, i))
+			continue;
+		names[i] = kv_reg_partition(r);
+		c[(*n)++] = (struct claim){ names[i], r->tenant, 0, i };
+	}
+}
+
+static char *describe(const struct kv_reg *r)
+{
+	char buf[600];
+	if (r->is_pool)
+		snprintf(buf, sizeof buf, "the pool subscriber");
+	else
+		snprintf(buf, sizeof buf, "instance_id %.256s dp_rank %lld", r->instance_id, (long long)r->dp_rank);
+	return kv_xstrdup(buf);
+}
+
+/* Marks every claim that contradicts the first of its group (in line order). */
+static void judge(const struct kv_regs *regs, struct verdicts *v, struct claim *c, size_t n, int kind)
+{
+	qsort(c, n, sizeof *c, by_claim);
+	size_t first = 0; /* the group's first claim, the earliest line */
+	for (size_t i = 1; i < n; i++) {
+		if (!same_claim(&c[i], &c[first])) {
+			first = i;
+			continue;
+		}
+		const struct kv_reg *a = &regs->v[c[first].reg], *b = &regs->v[c[i].reg];
+		if (out(v, c[i].reg) || c[i].reg == c[first].reg)
+			continue;
+		const char *field = differing_field(a, b);
+		char msg[1400];
+		if (!field) {
+			v->dup[c[i].reg] = true;
+			continue;
+		}
+		if (kind == 0)
+			snprintf(msg, sizeof msg, "instance_id %.256s dp_rank %lld registered again with another %s (line %u wins)",
+				 b->instance_id, (long long)b->dp_rank, field, a->line);
+		else if (kind == 1) {
+			char *who = describe(a);
+			snprintf(msg, sizeof msg, "endpoint %.256s is already %s's at line %u (line %u wins)", c[i].key, who,
+				 a->line, a->line);
+			free(who);
+		} else if (a->block_size != b->block_size)
+			snprintf(msg, sizeof msg, "block_size %lld in partition %.256s/%.256s, where line %u has %lld (line %u wins)",
+				 (long long)b->block_size, c[i].key, c[i].key2, a->line, (long long)a->block_size, a->line);
+		else
+			continue;
+		v->why[c[i].reg] = kv_xstrdup(msg);
+	}
+}
+
+/* Reports and removes the registrations that contradict earlier ones;
+ * returns how many were reported. */
+static unsigned drop_conflicts(const char *path, struct kv_regs *regs)
+{
+	size_t n = regs->n;
+	struct verdicts v = { kv_xcalloc(n + 1, sizeof *v.why), kv_xcalloc(n + 1, sizeof *v.dup) };
+	struct claim *c = kv_xmalloc((n * KV_NMEDIA + 1) * sizeof *c);
+	char **names = kv_xcalloc(n + 1, sizeof *names);
+	size_t k = 0;
+	worker_claims(regs, &v, c, &k);
+	judge(regs, &v, c, k, 0);
+	k = 0;
+	endpoint_claims(regs, &v, c, &k);
+	judge(regs, &v, c, k, 1);
+	k = 0;
+	partition_claims(regs, &v, c, &k, names);
+	judge(regs, &v, c, k, 2);
+	unsigned reported = 0;
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v.why[i]) {
+			kv_warn("%s: line %u: %s", path, regs->v[i].line, v.why[i]);
+			reported++;
+		}
+		if (out(&v, i))
+			reg_free(&regs->v[i]);
+		else
+			regs->v[kept++] = regs->v[i];
+		free(v.why[i]);
+		free(names[i]);
+	}
+	regs->n = kept;
+	free(v.why);
+	free(v.dup);
+	free(c);
+	free(names);
+	return reported;
+}
+
+int kv_regs_load(const char *path, struct kv_regs *regs)
+{
+	memset(regs, 0, sizeof *regs);
+	bool std = strcmp(path, "-") == 0;
+	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		kv_warn_errno("%s", path);
+		return KV_EX_NOINPUT;
+	}
+	/* Bounded reading: a line past the limit is skipped as it streams by,
+	 * never held whole (getline would grow with it). */
+	struct kv_lines l;
+	kv_lines_init(&l, fd, KV_REGS_MAX_LINE, NULL, 0);
+	char *line;
+	size_t len;
+	unsigned bad = 0;
+	enum kv_lines_status st;
+	while ((st = kv_lines_next(&l, &line, &len)) == KV_LINE || st == KV_LINE_TOO_LONG) {
+		unsigned lineno = (unsigned)l.lineno;
+		if (st == KV_LINE_TOO_LONG) {
+			kv_warn("%s: line %u: longer than %u bytes", path, lineno, KV_REGS_MAX_LINE);
+			bad++;
+			continue;
+		}
+		if (blank(line))
+			continue;
+		if (regs->n >= KV_REGS_MAX) {
+			kv_warn("%s: line %u: more than %u registrations", path, lineno, KV_REGS_MAX);
+			bad++;
+			break;
+		}
+		json_error_t jerr;
+		json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+		if (!o || !json_is_object(o)) {
+			kv_warn("%s: line %u: %s", path, lineno, o ? "expected a JSON object" : jerr.text);
+			json_decref(o);
+			bad++;
+			continue;
+		}
+		struct kv_reg r = { .line = lineno };
+		const char *why = NULL, *key = take_reg(o, &r, &why);
+		json_decref(o);
+		if (key && why == KV_REGS_MISSING)
+			kv_warn("%s: line %u: missing field `%s` (kv-conductor answers 422)", path, lineno, key);
+		else if (key)
+			kv_warn("%s: line %u: %s: %s", path, lineno, key, why);
+		if (key) {
+			reg_free(&r);
+			bad++;
+			continue;
+		}
+		regs->v = kv_xgrow(regs->v, &regs->cap, regs->n + 1, sizeof *regs->v);
+		regs->v[regs->n++] = r;
+	}
+	int read_err = st == KV_LINES_ERROR ? l.err : 0;
+	bad += drop_conflicts(path, regs);
+	kv_lines_free(&l);
+	if (!std)
+		close(fd);
+	if (read_err) {
+		errno = read_err;
+		kv_warn_errno("%s", path);
+		return KV_EX_IOERR;
+	}
+	/* Stopped by a signal: the program notices the flag and ends. */
+	return bad ? KV_EX_DATAERR : KV_EX_OK;
+}

@@ -1,0 +1,67 @@
+/* regs: the registrations file (SPEC sec. 6.1), one /register body per
+ * line, in kv-conductor's shape (medium_endpoints, store_backend, node_id) or
+ * Mooncake RFC #1403's (endpoint, lora_name, additionalsalt).  Both require
+ * instance_id, type, modelname, block_size and dp_rank, and so does this
+ * reader: a line kv-conductor would answer 422 is refused, with its reason.
+ * Engine workers (medium_endpoints, or an endpoint of an engine type) and
+ * pool subscribers (an endpoint of type Mooncake, Memcache or YuanRong).
+ * The one place that reports registrations that contradict each other
+ * (kv_regs_load): every program that reads them says the same. */
+#ifndef KV_REGS_H
+#define KV_REGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode/medium.h"
+
+enum kv_backend { KV_BACKEND_NONE = 0, KV_BACKEND_MOONCAKE, KV_BACKEND_MEMCACHE, KV_BACKEND_YUANRONG };
+
+#define KV_REGS_MAX 65536
+#define KV_REGS_MAX_LINE (1u << 20)
+
+struct kv_reg {
+	char *instance_id;
+	char *medium_ep[KV_NMEDIA];  /* engine event endpoints by medium, or NULL */
+	char *endpoint;              /* a pool subscriber's endpoint */
+	char *replay_endpoint;
+	char *model;                 /* "modelname"; NULL when absent */
+	char *tenant;                /* "tenant_id", default "default" */
+	char *node_id;
+	char *type;                  /* "type": vLLM, SGLang, Mooncake, ... */
+	char *lora;                  /* "lora_name" (RFC #1403), NULL for the base model */
+	char *salt;                  /* "additionalsalt" (RFC #1403), NULL when empty */
+	int64_t block_size;
+	int64_t dp_rank;
+	enum kv_backend backend;
+	unsigned line;
+	bool is_pool;
+};
+
+struct kv_regs {
+	struct kv_reg *v;
+	size_t n, cap;
+};
+
+/* Reads the file; on failure the messages are printed and the exit status
+ * (66 cannot open, 65 bad lines) is returned, else 0.  A bad line, or one
+ * that contradicts an earlier line (the same worker with another block
+ * size, endpoint, model or tenant; an endpoint of another worker; another
+ * block size in the same partition), is reported as FILE: line N and left
+ * out: the first line wins.  The good lines are kept either way. */
+int kv_regs_load(const char *path, struct kv_regs *regs);
+void kv_regs_free(struct kv_regs *regs);
+/* "Mooncake", "memcache", ... case-insensitive; false if none of the three. */
+bool kv_backend_parse(const char *s, enum kv_backend *b);
+const char *kv_backend_name(enum kv_backend b);
+/* The name of a partition: the LoRA adapter's name, else the model's, and
+ * "#SALT" after it when there is a salt (RFC #1403's additionalsalt and
+ * cache_salt): LoRA and salt are part of a partition's identity.  A new
+ * string; name is n bytes, salt may be NULL or empty. */
+char *kv_partition_name(const char *name, size_t n, const char *salt, size_t saltlen);
+/* The partition a registration's events go to by default: kv_partition_name
+ * of its adapter or model and its salt; NULL without a model. */
+char *kv_reg_partition(const struct kv_reg *r);
+
+#endif

@@ -1,0 +1,1622 @@
+#define _GNU_SOURCE /* qsort_r */
+#include "index/snap.h"
+#include "index/blockhash.h"
+#include "base/jsonw.h"
+#include "base/sort.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define HEADER_SIZE 32
+#define TABLE_ENTRY 24
+#define MAX_SECTIONS 64
+
+static const uint32_t record_sizes[KV_SEC_MAX] = {
+	[KV_SEC_META] = sizeof(struct kv_snap_meta),
+	[KV_SEC_STRINGS] = 1,
+	[KV_SEC_PARTITIONS] = sizeof(struct kv_snap_partition),
+	[KV_SEC_WORKERS] = sizeof(struct kv_snap_worker),
+	[KV_SEC_BLOCKS] = sizeof(struct kv_snap_block),
+	[KV_SEC_RUNS] = 1,
+	[KV_SEC_ORPHANS] = sizeof(struct kv_snap_orphan),
+	[KV_SEC_SETS] = sizeof(struct kv_snap_set),
+	[KV_SEC_HOLDERS] = sizeof(uint32_t),
+	[KV_SEC_EHASHES] = sizeof(uint64_t),
+	[KV_SEC_EHASH_BLOCKS] = sizeof(uint32_t),
+	[KV_SEC_STALE] = sizeof(struct kv_snap_stale),
+	[KV_SEC_CONTENT] = sizeof(struct kv_snap_content),
+	[KV_SEC_OFFLOAD] = sizeof(struct kv_snap_offload),
+	[KV_SEC_PENDING] = sizeof(struct kv_snap_pending),
+	[KV_SEC_SOURCES] = sizeof(struct kv_snap_source),
+	[KV_SEC_STREAM] = sizeof(struct kv_snap_stream),
+};
+
+/* The section of each kind of per-partition range. */
+static const enum kv_snap_section range_section[KV_RANGE_MAX] = {
+	[KV_RANGE_BLOCKS] = KV_SEC_BLOCKS, [KV_RANGE_ORPHANS] = KV_SEC_ORPHANS, [KV_RANGE_SETS] = KV_SEC_SETS,
+	[KV_RANGE_EHASHES] = KV_SEC_EHASHES, [KV_RANGE_STALE] = KV_SEC_STALE, [KV_RANGE_CONTENT] = KV_SEC_CONTENT,
+};
+
+_Static_assert(sizeof(struct kv_snap_meta) == 64, "meta record");
+_Static_assert(sizeof(struct kv_snap_partition) == 128, "partition record");
+_Static_assert(sizeof(struct kv_snap_worker) == 32, "worker record");
+_Static_assert(sizeof(struct kv_snap_block) == 24, "block record");
+_Static_assert(sizeof(struct kv_snap_orphan) == 16, "orphan record");
+_Static_assert(sizeof(struct kv_snap_set) == 8, "set record");
+_Static_assert(sizeof(struct kv_snap_stale) == 16, "stale engine hash record");
+_Static_assert(sizeof(struct kv_snap_content) == 32, "content record");
+_Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
+_Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
+_Static_assert(sizeof(struct kv_snap_source) == 64, "source record");
+
+/* ---- building ------------------------------------------------------------ */
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static size_t buf_add(struct buf *b, const void *p, size_t n)
+{
+	size_t at = b->len;
+	b->p = kv_xgrow(b->p, &b->cap, b->len + n, 1);
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return at;
+}
+
+struct snap_build {
+	struct buf sec[KV_SEC_MAX];
+	uint32_t *wmap;   /* live worker id -> snapshot index */
+	uint32_t *porder; /* snapshot index -> live partition id */
+};
+
+/* Records in a section so far. */
+static uint64_t records(const struct snap_build *b, enum kv_snap_section sec)
+{
+	return b->sec[sec].len / record_sizes[sec];
+}
+
+static void range_begin(const struct snap_build *b, struct kv_snap_partition *rp, enum kv_snap_range_kind k)
+{
+	rp->r[k].first = records(b, range_section[k]);
+}
+
+static void range_end(const struct snap_build *b, struct kv_snap_partition *rp, enum kv_snap_range_kind k)
+{
+	rp->r[k].count = records(b, range_section[k]) - rp->r[k].first;
+}
+
+static struct kv_snap_str add_string(struct buf *strings, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	return (struct kv_snap_str){ (uint32_t)buf_add(strings, s ? s : "", n), (uint32_t)n };
+}
+
+static int by_partition_name(const void *x, const void *y, void *ctx)
+{
+	const struct kv_index *ix = ctx;
+	const struct kv_partition *a = &ix->p[*(const uint32_t *)x], *b = &ix->p[*(const uint32_t *)y];
+	int c = strcmp(a->model, b->model);
+	return c ? c : strcmp(a->tenant, b->tenant);
+}
+
+static int by_source_name(const void *x, const void *y, void *ctx)
+{
+	const struct kv_srcstats *s = ctx;
+	return strcmp(s->v[*(const uint32_t *)x].src, s->v[*(const uint32_t *)y].src);
+}
+
+static int by_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* A table's entries in key order: keys and slot indexes (ZERO_SLOT for the
+ * entry of key 0, which lives beside the slots). */
+#define ZERO_SLOT UINT32_MAX
+#define SORTED_ENTRIES(tbl, keys, idx, n)                                               \
+	do {                                                                            \
+		(n) = 0;                                                                \
+		(keys) = kv_xmalloc(((tbl)->n + 2) * sizeof *(keys));                   \
+		(idx) = kv_xmalloc(((tbl)->n + 2) * sizeof *(idx));                     \
+		for (size_t i_ = 0; i_ < (tbl)->cap; i_++)                              \
+			if ((tbl)->slots[i_].key) {                                     \
+				(keys)[n] = (tbl)->slots[i_].key;                       \
+				(idx)[(n)++] = (uint32_t)i_;                            \
+			}                                                               \
+		if ((tbl)->has_zero) {                                                  \
+			(keys)[n] = 0;                                                  \
+			(idx)[(n)++] = ZERO_SLOT;                                       \
+		}                                                                       \
+		kv_sort_keys(keys, idx, n);                                             \
+	} while (0)
+#define ENTRY(tbl, i) ((i) == ZERO_SLOT ? &(tbl)->zero : &(tbl)->slots[i])
+
+static void build_workers(struct snap_build *b, const struct kv_workers *ws)
+{
+	uint32_t *order = kv_xmalloc((ws->n + 1) * sizeof *order);
+	for (uint32_t i = 0; i < ws->n; i++)
+		order[i] = i;
+	kv_workers_sort(ws, order, ws->n);
+	b->wmap = kv_xmalloc((ws->n + 1) * sizeof *b->wmap);
+	for (uint32_t k = 0; k < ws->n; k++) {
+		const struct kv_worker *w = &ws->v[order[k]];
+		b->wmap[order[k]] = k;
+		struct kv_snap_worker r = {
+			add_string(&b->sec[KV_SEC_STRINGS], w->instance_id), add_string(&b->sec[KV_SEC_STRINGS], w->host),
+			w->pool ? 0u : (uint32_t)w->dp_rank, (w->inferred ? 1u : 0u) | (w->pool ? 2u : 0u), w->block_size, 0,
+		};
+		buf_add(&b->sec[KV_SEC_WORKERS], &r, sizeof r);
+	}
+	free(order);
+}
+
+#define BUILD_AHEAD 16
+
+/* A partition's holder sets, interned: blocks of one prefix mostly share
+ * their holders, so each distinct set is written once.  Keyed by the set's
+ * XXH3-64 (a collision moves on to the next key: ids are compared by
+ * content). */
+struct set_entry {
+	uint64_t key;
+	uint32_t id;
+};
+KV_TABLE_DEFINE(set_table, struct set_entry)
+
+static bool same_set(const struct snap_build *b, uint32_t id, const uint32_t *hs, size_t n)
+{
+	const struct kv_snap_set *st = (const struct kv_snap_set *)b->sec[KV_SEC_SETS].p + id;
+	const uint32_t *h = (const uint32_t *)b->sec[KV_SEC_HOLDERS].p + st->holders_first;
+	return st->nholders == n && memcmp(h, hs, n * sizeof *hs) == 0;
+}
+
+/* The set's id, added in the order sets are first met (canonical). */
+static uint32_t intern_set(struct snap_build *b, struct set_table *t, const uint32_t *hs, size_t n)
+{
+	uint64_t key = XXH3_64bits(hs, n * sizeof *hs);
+	for (;; key = kv_mix64(key + 1)) {
+		bool added;
+		struct set_entry *e = set_table_upsert(t, key, &added);
+		if (added) {
+			size_t id = b->sec[KV_SEC_SETS].len / sizeof(struct kv_snap_set);
+			struct kv_snap_set st = { (uint32_t)(b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t)), (uint32_t)n };
+			if (id >= UINT32_MAX || b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t) + n > UINT32_MAX)
+				kv_die(KV_EX_SOFTWARE, "snapshot: holder sets beyond 2^32 entries");
+			e->id = (uint32_t)id;
+			buf_add(&b->sec[KV_SEC_SETS], &st, sizeof st);
+			buf_add(&b->sec[KV_SEC_HOLDERS], hs, n * sizeof *hs);
+			return e->id;
+		}
+		if (same_set(b, e->id, hs, n))
+			return e->id;
+	}
+}
+
+/* A block's holders as snapshot workers, sorted (the snapshot's worker
+ * order is not the live one). */
+static const uint32_t *snapshot_holders(const struct snap_build *b, const struct kv_index *ix,
+					 const struct kv_block *blk, uint32_t **hs, size_t *hcap, size_t *n)
+{
+	const uint32_t *h = kv_block_holders(ix, blk);
+	size_t nh = kv_block_nholders(ix, blk);
+	if (nh > *hcap) {
+		*hcap = nh;
+		*hs = kv_xrealloc(*hs, *hcap * sizeof **hs);
+	}
+	uint32_t *o = *hs;
+	for (size_t k = 0; k < nh; k++)
+		o[k] = KV_HOLDER(b->wmap[KV_HOLDER_WORKER(h[k])], KV_HOLDER_MEDIA(h[k]));
+	if (nh > 16)
+		qsort(o, nh, sizeof *o, by_u32);
+	else /* few holders, mostly in order already */
+		for (size_t k = 1; k < nh; k++)
+			for (size_t j = k; j > 0 && o[j - 1] > o[j]; j--) {
+				uint32_t t = o[j];
+				o[j] = o[j - 1];
+				o[j - 1] = t;
+			}
+	*n = nh;
+	return o;
+}
+
+#define NO_POS UINT32_MAX
+#define RUN_UNKNOWN UINT32_MAX
+/* Walkers mark the blocks they walk with their number, below RUN_UNKNOWN. */
+#define WALKERS 16
+#define RUN_WALKED_BY(c) (RUN_UNKNOWN - 1 - (uint32_t)(c))
+#define RUN_KNOWN(r) ((r) < RUN_WALKED_BY(WALKERS - 1))
+
+/* What working out runs needs of a block, in one place: following a chain
+ * of parents costs one cache miss a block, not three. */
+struct run_node {
+	uint32_t parent;  /* its position in chain order, NO_POS when not held */
+	uint32_t set;
+	uint32_t run;
+};
+
+/* Where each of n chains is among the sorted keys (NO_POS: not there): the
+ * chains sorted, then merged with the keys. */
+static uint32_t *positions_of(const uint64_t *chains, size_t n, const uint64_t *keys, size_t nkeys)
+{
+	uint64_t *c = kv_xmalloc((n + 1) * sizeof *c);
+	uint32_t *who = kv_xmalloc((n + 1) * sizeof *who), *pos = kv_xmalloc((n + 1) * sizeof *pos);
+	memcpy(c, chains, n * sizeof *c);
+	for (size_t i = 0; i < n; i++)
+		who[i] = (uint32_t)i;
+	kv_sort_keys(c, who, n);
+	size_t at = 0;
+	for (size_t j = 0; j < n; j++) {
+		while (at < nkeys && keys[at] < c[j])
+			at++;
+		pos[who[j]] = at < nkeys && keys[at] == c[j] ? (uint32_t)at : NO_POS;
+	}
+	free(c);
+	free(who);
+	return pos;
+}
+
+/* Each block's parent among the partition's blocks in chain order (NO_POS
+ * when nobody holds it), by positions_of.  Looking each parent up in the
+ * live table instead was two random reads a block: about 290 ms of CPU for
+ * the bench's 4 million blocks, against 160. */
+static void find_parents(const uint64_t *chains, const uint64_t *parents, size_t n, struct run_node *node)
+{
+	uint32_t *pos = positions_of(parents, n, chains, n);
+	for (size_t i = 0; i < n; i++)
+		node[i].parent = pos[i];
+	free(pos);
+}
+
+/* A block's run from its parent's: one more when the parent is held with
+ * the same set (a parent still being walked closes a cycle of chains,
+ * which only a hash collision could make: the cycle is cut there). */
+static uint32_t run_after(const struct run_node *node, uint32_t b)
+{
+	uint32_t up = node[b].parent;
+	if (up == NO_POS || node[up].set != node[b].set || !RUN_KNOWN(node[up].run))
+		return 0;
+	return node[up].run + 1;
+}
+
+/* One walk up a chain of parents with the same set, to a block whose run
+ * is known (or to where the set changes); on the way back down each block
+ * walked gets its run. */
+struct walker {
+	uint32_t *stack;
+	size_t depth, cap;
+	uint32_t at;      /* the block to look at next (fetched meanwhile) */
+	uint32_t set;
+	bool busy;
+};
+
+static void walker_push(struct walker *w, uint32_t b)
+{
+	w->stack = kv_xgrow(w->stack, &w->cap, w->depth + 1, sizeof *w->stack);
+	w->stack[w->depth++] = b;
+}
+
+static void walker_finish(struct walker *w, struct run_node *node)
+{
+	while (w->depth) {
+		uint32_t b = w->stack[--w->depth];
+		node[b].run = run_after(node, b);
+	}
+	w->busy = false;
+}
+
+/* One step of walker c: false when it waits for another walker to finish
+ * the block it reached. */
+static bool walker_step(struct walker *w, uint32_t c, struct run_node *node)
+{
+	uint32_t x = w->at, r = node[x].run;
+	if (w->depth && (node[x].set != w->set || RUN_KNOWN(r) || r == RUN_WALKED_BY(c))) {
+		walker_finish(w, node); /* another set, a run known, or a cycle */
+		return true;
+	}
+	if (r != RUN_UNKNOWN)
+		return false;
+	node[x].run = RUN_WALKED_BY(c);
+	walker_push(w, x);
+	if (node[x].parent == NO_POS) {
+		walker_finish(w, node);
+		return true;
+	}
+	w->at = node[x].parent;
+	__builtin_prefetch(&node[w->at]);
+	return true;
+}
+
+/* Each block's run (kvsnap(5)): how many ancestors just before it are
+ * held with its set.  Parents come anywhere in chain order, so a block's
+ * ancestors not yet known are walked first, each block once.  Following
+ * parents is a cache miss a step: WALKERS walks go on at once, each
+ * fetching its next block while the others step, so that the misses
+ * overlap.  Runs do not depend on the order blocks are walked in (a
+ * cycle, which a hash collision alone could make, is cut where the walks
+ * meet it, the same way on every run). */
+static void block_runs(struct run_node *node, size_t n)
+{
+	if (n >= RUN_WALKED_BY(WALKERS))
+		kv_die(KV_EX_SOFTWARE, "snapshot: %zu blocks in one partition", n);
+	struct walker w[WALKERS] = { 0 };
+	for (size_t i = 0; i < n; i++)
+		node[i].run = RUN_UNKNOWN;
+	size_t next = 0;
+	for (;;) {
+		bool any = false, moved = false;
+		for (uint32_t c = 0; c < WALKERS; c++) {
+			while (!w[c].busy && next < n)
+				if (node[next++].run == RUN_UNKNOWN) {
+					w[c] = (struct walker){ w[c].stack, 0, w[c].cap, (uint32_t)(next - 1),
+								node[next - 1].set, true };
+					__builtin_prefetch(&node[w[c].at]);
+				}
+			if (!w[c].busy)
+				continue;
+			any = true;
+			moved |= walker_step(&w[c], c, node);
+		}
+		if (!any)
+			break;
+		/* every walker waits for another: they met on a cycle of chains */
+		for (uint32_t c = 0; !moved && c < WALKERS; c++)
+			if (w[c].busy) {
+				walker_finish(&w[c], node);
+				moved = true;
+			}
+	}
+	for (uint32_t c = 0; c < WALKERS; c++)
+		free(w[c].stack);
+}
+
+/* A block's parent as the file says it: its position, or where to find
+ * its chain (kvsnap(5)). */
+static uint32_t parent_field(struct snap_build *b, uint32_t pos, uint32_t self, uint64_t parent)
+{
+	if (pos != NO_POS)
+		return pos;
+	if (parent == KV_CHAIN_ROOT)
+		return KV_SNAP_PARENT_ROOT;
+	struct kv_snap_orphan o = { self, 0, parent };
+	buf_add(&b->sec[KV_SEC_ORPHANS], &o, sizeof o);
+	return KV_SNAP_PARENT_ORPHAN;
+}
+
+/* A partition's blocks, their runs, orphans and holder sets; returns their
+ * chains in order (n of them), which the engine hashes are placed by. */
+static uint64_t *build_blocks(struct snap_build *b, const struct kv_index *ix, uint32_t live,
+			      struct kv_snap_partition *rp, size_t *nkeys)
+{
+	const struct kv_partition *p = &ix->p[live];
+	uint64_t *keys;
+	uint32_t *idx;
+	size_t n;
+	SORTED_ENTRIES(&p->blocks, keys, idx, n);
+	range_begin(b, rp, KV_RANGE_BLOCKS);
+	range_begin(b, rp, KV_RANGE_ORPHANS);
+	range_begin(b, rp, KV_RANGE_SETS);
+	struct set_table sets = { 0 };
+	struct run_node *node = kv_xmalloc((n + 1) * sizeof *node);
+	uint64_t *parents = kv_xmalloc((n + 1) * sizeof *parents);
+	uint32_t *hs = NULL;
+	size_t hcap = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* In chain order the table's slots are random: fetch ahead, the
+		 * slot BUILD_AHEAD blocks on, its holders half as far. */
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
+		if (i + BUILD_AHEAD / 2 < n)
+			__builtin_prefetch(kv_block_holders(ix, ENTRY(&p->blocks, idx[i + BUILD_AHEAD / 2])));
+		size_t nh;
+		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
+		const uint32_t *h = snapshot_holders(b, ix, blk, &hs, &hcap, &nh);
+		node[i].set = intern_set(b, &sets, h, nh);
+		parents[i] = blk->parent;
+	}
+	free(hs);
+	set_table_free(&sets);
+	range_end(b, rp, KV_RANGE_SETS);
+	find_parents(keys, parents, n, node);
+	free(parents);
+	block_runs(node, n);
+	struct kv_snap_block *out = kv_xmalloc((n + 1) * sizeof *out);
+	uint8_t *runs = kv_xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
+		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
+		out[i] = (struct kv_snap_block){ blk->key, blk->local, parent_field(b, node[i].parent, (uint32_t)i, blk->parent),
+						 node[i].set };
+		runs[i] = (uint8_t)(node[i].run < KV_SNAP_RUN_MAX ? node[i].run : KV_SNAP_RUN_MAX);
+	}
+	buf_add(&b->sec[KV_SEC_BLOCKS], out, n * sizeof *out);
+	buf_add(&b->sec[KV_SEC_RUNS], runs, n);
+	range_end(b, rp, KV_RANGE_BLOCKS);
+	range_end(b, rp, KV_RANGE_ORPHANS);
+	free(runs);
+	free(out);
+	free(node);
+	free(idx);
+	*nkeys = n;
+	return keys;
+}
+
+/* The engine hashes of a partition in engine-hash order: those naming a
+ * block held by the block's position, the others (stale, kept until the
+ * next sweep) with their chain. */
+static void build_ehashes(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp,
+			  const uint64_t *blocks, size_t nblocks)
+{
+	const struct kv_partition *p = &ix->p[live];
+	uint64_t *keys;
+	uint32_t *idx;
+	size_t n;
+	SORTED_ENTRIES(&p->ehashes, keys, idx, n);
+	uint64_t *chains = kv_xmalloc((n + 1) * sizeof *chains);
+	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&p->ehashes, idx[i + BUILD_AHEAD]));
+		chains[i] = ENTRY(&p->ehashes, idx[i])->chain;
+	}
+	uint32_t *pos = positions_of(chains, n, blocks, nblocks);
+	range_begin(b, rp, KV_RANGE_EHASHES);
+	range_begin(b, rp, KV_RANGE_STALE);
+	for (size_t i = 0; i < n; i++) {
+		if (pos[i] != NO_POS) {
+			buf_add(&b->sec[KV_SEC_EHASHES], &keys[i], sizeof keys[i]);
+			buf_add(&b->sec[KV_SEC_EHASH_BLOCKS], &pos[i], sizeof pos[i]);
+		} else {
+			struct kv_snap_stale st = { keys[i], chains[i] };
+			buf_add(&b->sec[KV_SEC_STALE], &st, sizeof st);
+		}
+	}
+	range_end(b, rp, KV_RANGE_EHASHES);
+	range_end(b, rp, KV_RANGE_STALE);
+	free(pos);
+	free(chains);
+	free(keys);
+	free(idx);
+}
+
+/* Content released and kept for a later store, in the partition's range. */
+static void build_content(struct snap_build *b, const struct kv_match *m, uint32_t live, struct kv_snap_partition *rp)
+{
+	range_begin(b, rp, KV_RANGE_CONTENT);
+	if (live < m->npm) {
+		uint64_t *keys;
+		uint32_t *idx;
+		size_t n;
+		const struct kv_pmatch *pm = &m->pm[live];
+		SORTED_ENTRIES(&pm->content, keys, idx, n);
+		for (size_t i = 0; i < n; i++) {
+			if (i + BUILD_AHEAD < n)
+				__builtin_prefetch(ENTRY(&pm->content, idx[i + BUILD_AHEAD]));
+			const struct kv_content *c = ENTRY(&pm->content, idx[i]);
+			struct kv_snap_content r = { keys[i], c->parent, c->local, c->t };
+			buf_add(&b->sec[KV_SEC_CONTENT], &r, sizeof r);
+		}
+		free(keys);
+		free(idx);
+	}
+	range_end(b, rp, KV_RANGE_CONTENT);
+}
+
+/* Engine offloads waiting for a pool, over all partitions. */
+static void build_offload(struct snap_build *b, const struct kv_match *m, uint32_t live, uint32_t k)
+{
+	if (live >= m->npm)
+		return;
+	uint64_t *keys;
+	uint32_t *idx;
+	size_t n;
+	const struct kv_pmatch *pm = &m->pm[live];
+	SORTED_ENTRIES(&pm->offload, keys, idx, n);
+	for (size_t i = 0; i < n; i++) {
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(ENTRY(&pm->offload, idx[i + BUILD_AHEAD]));
+		const struct kv_offload *o = ENTRY(&pm->offload, idx[i]);
+		struct kv_snap_offload r = { k, 0, keys[i], o->chain, o->parent, o->local, o->t };
+		buf_add(&b->sec[KV_SEC_OFFLOAD], &r, sizeof r);
+	}
+	free(keys);
+	free(idx);
+}
+
+/* The pending pool in arrival order, over all partitions: the order its
+ * entries expire in, which a resumed run must keep. */
+static void build_pending(struct snap_build *b, const struct kv_index *ix, const struct kv_match *m)
+{
+	uint32_t *pmap = kv_xmalloc((ix->n + 1) * sizeof *pmap);
+	for (uint32_t k = 0; k < ix->n; k++)
+		pmap[b->porder[k]] = k;
+	const struct kv_pendpool *pp = &m->pending;
+	for (uint64_t s = pp->head; s < pp->tail; s++) {
+		const struct kv_pending *e = &pp->ring[s & (pp->cap - 1)];
+		if (!e->alive)
+			continue;
+		struct kv_snap_pending r = { pmap[e->part], b->wmap[e->worker], e->ehash, e->t, e->medium, 0 };
+		buf_add(&b->sec[KV_SEC_PENDING], &r, sizeof r);
+	}
+	free(pmap);
+}
+
+static void build_sources(struct snap_build *b, const struct kv_match *m)
+{
+	size_t n = m->sources.n;
+	uint32_t *order = kv_xmalloc((n + 1) * sizeof *order);
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	/* sorted by endpoint: up to 65,536 of them (KV_MAX_SOURCES), arriving in
+	 * any order, so not by insertion, which took 41 s for them reversed */
+	qsort_r(order, n, sizeof *order, by_source_name, (void *)&m->sources);
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_srcstat *st = &m->sources.v[order[i]];
+		/* the record its next event lines may continue (kv_match_record) */
+		uint32_t last_record = st->rec == KV_REC_BATCH ? 1 : st->rec == KV_REC_BAD ? 2 : 0;
+		struct kv_snap_source r = { add_string(&b->sec[KV_SEC_STRINGS], st->src), st->seq.seen, last_record,
+					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches,
+					    st->last_recv_ns };
+		buf_add(&b->sec[KV_SEC_SOURCES], &r, sizeof r);
+	}
+	free(order);
+}
+
+static void build(struct snap_build *b, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
+{
+	memset(b, 0, sizeof *b);
+	struct kv_snap_meta meta = { m->now, m->next_sweep, m->o.pending_ttl_ns, m->o.offload_ttl_ns,
+				     m->o.content_ttl_ns, { 0, 0, 0 } };
+	buf_add(&b->sec[KV_SEC_META], &meta, sizeof meta);
+	build_workers(b, ws);
+	b->porder = kv_xmalloc((ix->n + 1) * sizeof *b->porder);
+	for (uint32_t i = 0; i < ix->n; i++)
+		b->porder[i] = i;
+	qsort_r(b->porder, ix->n, sizeof *b->porder, by_partition_name, (void *)ix);
+	for (uint32_t k = 0; k < ix->n; k++) {
+		uint32_t live = b->porder[k];
+		struct kv_snap_partition rp = { add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].model),
+						add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].tenant),
+						ix->p[live].block_size, ix->p[live].stale_possible ? 1u : 0u,
+						ix->p[live].ehash_mark, { { 0, 0 } } };
+		size_t nkeys;
+		uint64_t *keys = build_blocks(b, ix, live, &rp, &nkeys);
+		build_ehashes(b, ix, live, &rp, keys, nkeys);
+		free(keys);
+		build_content(b, m, live, &rp);
+		buf_add(&b->sec[KV_SEC_PARTITIONS], &rp, sizeof rp);
+		build_offload(b, m, live, k);
+	}
+	build_pending(b, ix, m);
+	build_sources(b, m);
+	if (m->has_position) {
+		struct kv_snap_stream st = { m->position, 0 };
+		buf_add(&b->sec[KV_SEC_STREAM], &st, sizeof st);
+	}
+}
+
+#define WRITE_CHUNK ((size_t)4 << 20)
+
+static bool write_all(int fd, const void *p, size_t n, XXH3_state_t *h)
+{
+	const char *c = p;
+	if (h)
+		XXH3_64bits_update(h, p, n);
+	while (n) {
+		/* in pieces: one write of a section of hundreds of MiB copied into
+		 * the page cache a third slower here than pieces of 4 MiB */
+		ssize_t w = write(fd, c, n < WRITE_CHUNK ? n : WRITE_CHUNK);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			return false;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static bool write_file(int fd, struct snap_build *b)
+{
+	/* the stream section only when there is a position: a snapshot of
+	 * files is byte for byte what kvtools wrote before it existed */
+	uint32_t nsec = b->sec[KV_SEC_STREAM].len ? KV_SEC_STREAM : KV_SEC_STREAM - 1;
+	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
+	uint8_t table[MAX_SECTIONS * TABLE_ENTRY];
+	static const uint8_t zeros[8];
+	for (uint32_t id = 1; id <= nsec; id++) {
+		off = (off + 7) & ~(uint64_t)7;
+		uint8_t *t = table + (id - 1) * TABLE_ENTRY;
+		uint32_t rs = record_sizes[id];
+		uint64_t count = b->sec[id].len / rs;
+		memcpy(t, &id, 4);
+		memcpy(t + 4, &rs, 4);
+		memcpy(t + 8, &off, 8);
+		memcpy(t + 16, &count, 8);
+		off += b->sec[id].len;
+	}
+	off = (off + 7) & ~(uint64_t)7;
+	uint64_t size = off + 8;
+	uint8_t header[HEADER_SIZE] = { 'K', 'V', 'S', 'N', 'A', 'P' };
+	uint16_t version = KV_SNAP_VERSION;
+	memcpy(header + 6, &version, 2);
+	memcpy(header + 8, &nsec, 4);
+	memcpy(header + 16, &size, 8);
+	XXH3_state_t *h = XXH3_createState();
+	XXH3_64bits_reset(h);
+	bool ok = write_all(fd, header, sizeof header, h) && write_all(fd, table, nsec * TABLE_ENTRY, h);
+	uint64_t at = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
+	for (uint32_t id = 1; ok && id <= nsec; id++) {
+		size_t pad = (size_t)(((at + 7) & ~(uint64_t)7) - at);
+		ok = write_all(fd, zeros, pad, h) && write_all(fd, b->sec[id].p, b->sec[id].len, h);
+		at += pad + b->sec[id].len;
+	}
+	size_t pad = (size_t)(((at + 7) & ~(uint64_t)7) - at);
+	ok = ok && write_all(fd, zeros, pad, h);
+	uint64_t sum = XXH3_64bits_digest(h);
+	XXH3_freeState(h);
+	return ok && write_all(fd, &sum, 8, NULL);
+}
+
+bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
+{
+	struct snap_build b;
+	build(&b, ix, ws, m);
+	size_t n = strlen(path);
+	char *tmp = kv_xmalloc(n + 16);
+	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	bool ok = fd >= 0;
+	int err = 0;
+	if (ok) {
+		mode_t mask = umask(0);
+		umask(mask);
+		ok = fchmod(fd, 0666 & ~mask) == 0 && write_file(fd, &b) && fsync(fd) == 0;
+		if (!ok)
+			err = errno;
+		if (close(fd) != 0 && ok) {
+			ok = false;
+			err = errno;
+		}
+		if (ok && rename(tmp, path) != 0) {
+			ok = false;
+			err = errno;
+		}
+		if (!ok)
+			unlink(tmp);
+	} else {
+		err = errno;
+	}
+	free(tmp);
+	for (int i = 0; i < KV_SEC_MAX; i++)
+		free(b.sec[i].p);
+	free(b.wmap);
+	free(b.porder);
+	errno = err;
+	return ok;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+static void release_data(void *d, size_t mapped)
+{
+	if (mapped)
+		munmap(d, mapped);
+	else
+		free(d);
+}
+
+static bool fail(char *err, size_t errlen, const char *fmt, ...) KV_PRINTF(3, 4);
+static bool fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static bool str_ok(const struct kv_snap *s, struct kv_snap_str r)
+{
+	return r.off <= s->nstrings && r.len <= s->nstrings - r.off;
+}
+
+static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, char *err, size_t errlen)
+{
+	uint32_t nsec;
+	memcpy(&nsec, d + 8, 4);
+	if (nsec == 0 || nsec > MAX_SECTIONS || HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY > size - 8)
+		return fail(err, errlen, "bad section count %u", nsec);
+	const void *ptr[KV_SEC_MAX] = { 0 };
+	uint64_t count[KV_SEC_MAX] = { 0 };
+	uint64_t prev_end = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
+	uint32_t prev_id = 0;
+	for (uint32_t i = 0; i < nsec; i++) {
+		const uint8_t *t = d + HEADER_SIZE + i * TABLE_ENTRY;
+		uint32_t id, rs;
+		uint64_t off, cnt;
+		memcpy(&id, t, 4);
+		memcpy(&rs, t + 4, 4);
+		memcpy(&off, t + 8, 8);
+		memcpy(&cnt, t + 16, 8);
+		if (id <= prev_id)
+			return fail(err, errlen, "section table out of order at entry %u", i);
+		prev_id = id;
+		if (rs == 0 || off % 8 || off < prev_end || off > size - 8 || cnt > (size - 8 - off) / rs)
+			return fail(err, errlen, "section %u out of bounds", id);
+		prev_end = off + cnt * rs;
+		if (id >= KV_SEC_MAX)
+			continue; /* a later version's section: skipped */
+		if (rs != record_sizes[id])
+			return fail(err, errlen, "section %u has records of %u bytes, expected %u", id, rs, record_sizes[id]);
+		ptr[id] = d + off;
+		count[id] = cnt;
+	}
+	for (uint32_t id = KV_SEC_META; id <= KV_SEC_HOLDERS; id++)
+		if (!ptr[id])
+			return fail(err, errlen, "section %u missing", id);
+	if (count[KV_SEC_META] != 1)
+		return fail(err, errlen, "meta section holds %llu records", (unsigned long long)count[KV_SEC_META]);
+	s->meta = ptr[KV_SEC_META];
+	s->strings = ptr[KV_SEC_STRINGS];
+	s->nstrings = count[KV_SEC_STRINGS];
+	s->partitions = ptr[KV_SEC_PARTITIONS];
+	s->npartitions = count[KV_SEC_PARTITIONS];
+	s->workers = ptr[KV_SEC_WORKERS];
+	s->nworkers = count[KV_SEC_WORKERS];
+	s->blocks = ptr[KV_SEC_BLOCKS];
+	s->nblocks = count[KV_SEC_BLOCKS];
+	s->runs = ptr[KV_SEC_RUNS];
+	s->orphans = ptr[KV_SEC_ORPHANS];
+	s->norphans = count[KV_SEC_ORPHANS];
+	s->sets = ptr[KV_SEC_SETS];
+	s->nsets = count[KV_SEC_SETS];
+	s->holders = ptr[KV_SEC_HOLDERS];
+	s->nholders = count[KV_SEC_HOLDERS];
+	s->ehashes = ptr[KV_SEC_EHASHES];
+	s->ehash_blocks = ptr[KV_SEC_EHASH_BLOCKS];
+	s->nehashes = count[KV_SEC_EHASHES];
+	s->stale = ptr[KV_SEC_STALE];
+	s->nstale = count[KV_SEC_STALE];
+	s->content = ptr[KV_SEC_CONTENT];
+	s->ncontent = count[KV_SEC_CONTENT];
+	/* the sections that go with another have one record each of its */
+	if (count[KV_SEC_RUNS] != s->nblocks || count[KV_SEC_EHASH_BLOCKS] != s->nehashes)
+		return fail(err, errlen, "runs or engine-hash blocks do not match blocks or engine hashes");
+	s->offload = ptr[KV_SEC_OFFLOAD];
+	s->noffload = count[KV_SEC_OFFLOAD];
+	s->pending = ptr[KV_SEC_PENDING];
+	s->npending = count[KV_SEC_PENDING];
+	s->sources = ptr[KV_SEC_SOURCES];
+	s->nsources = count[KV_SEC_SOURCES];
+	if (count[KV_SEC_STREAM] > 1)
+		return fail(err, errlen, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
+	s->stream = count[KV_SEC_STREAM] ? ptr[KV_SEC_STREAM] : NULL;
+	return true;
+}
+
+static const char *const range_name[KV_RANGE_MAX] = { "block", "orphan", "set", "engine hash", "stale engine hash",
+							"content" };
+
+static uint64_t section_count(const struct kv_snap *s, enum kv_snap_range_kind k)
+{
+	const size_t n[KV_RANGE_MAX] = { s->nblocks, s->norphans, s->nsets, s->nehashes, s->nstale, s->ncontent };
+	return n[k];
+}
+
+/* Each kind of range follows the previous partition's without a gap, and
+ * the partitions' ranges cover their section. */
+static bool check_ranges(const struct kv_snap *s, char *err, size_t errlen)
+{
+	for (int k = 0; k < KV_RANGE_MAX; k++) {
+		uint64_t next = 0, total = section_count(s, (enum kv_snap_range_kind)k);
+		for (size_t p = 0; p < s->npartitions; p++) {
+			const struct kv_snap_range *r = &s->partitions[p].r[k];
+			if (r->first != next || r->count > total - next)
+				return fail(err, errlen, "partition %zu: %s range out of bounds", p, range_name[k]);
+			next += r->count;
+		}
+		if (next != total)
+			return fail(err, errlen, "%ss not covered by partitions", range_name[k]);
+	}
+	return true;
+}
+
+/* A partition's sets: each of 1 to KV_MAX_HOLDERS holders, each a worker of
+ * the file with media, sorted by worker, the holder ranges one after the
+ * other from *holders (which becomes where they end). */
+static bool check_sets(const struct kv_snap *s, const struct kv_snap_range *r, uint64_t *holders, char *err,
+		       size_t errlen)
+{
+	for (uint64_t i = r->first; i < r->first + r->count; i++) {
+		const struct kv_snap_set *st = &s->sets[i];
+		if (st->nholders == 0 || st->holders_first != *holders || st->nholders > s->nholders - *holders)
+			return fail(err, errlen, "set %llu: holders out of bounds", (unsigned long long)i);
+		if (st->nholders > KV_MAX_HOLDERS)
+			return fail(err, errlen, "set %llu: more than %u holders", (unsigned long long)i, KV_MAX_HOLDERS);
+		const uint32_t *h = s->holders + *holders;
+		for (uint32_t k = 0; k < st->nholders; k++) {
+			if (KV_HOLDER_WORKER(h[k]) >= s->nworkers || KV_HOLDER_MEDIA(h[k]) == 0)
+				return fail(err, errlen, "set %llu: bad holder", (unsigned long long)i);
+			if (k > 0 && KV_HOLDER_WORKER(h[k]) <= KV_HOLDER_WORKER(h[k - 1]))
+				return fail(err, errlen, "set %llu: holders out of order", (unsigned long long)i);
+		}
+		*holders += st->nholders;
+	}
+	return true;
+}
+
+/* A partition's blocks: sorted by chain, each with a set of its partition
+ * and a parent that is one of its blocks or a marker; *orphans counts the
+ * blocks marked as orphans. */
+static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *orphans, char *err,
+			 size_t errlen)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS], *sets = &rp->r[KV_RANGE_SETS];
+	const struct kv_snap_block *b = s->blocks + r->first;
+	uint64_t marked = 0;
+	for (uint64_t i = 0; i < r->count; i++) {
+		if (i > 0 && b[i].chain <= b[i - 1].chain)
+			return fail(err, errlen, "block %llu: blocks out of order", ((unsigned long long)r->first + i));
+		if (b[i].set < sets->first || b[i].set - sets->first >= sets->count)
+			return fail(err, errlen, "block %llu: set out of its partition's", ((unsigned long long)r->first + i));
+		if (b[i].parent >= r->count && b[i].parent < KV_SNAP_PARENT_ROOT)
+			return fail(err, errlen, "block %llu: parent out of bounds", ((unsigned long long)r->first + i));
+		marked += b[i].parent == KV_SNAP_PARENT_ORPHAN;
+	}
+	*orphans = marked;
+	return true;
+}
+
+/* A partition's orphans: one for each block marked so, in block order. */
+static bool check_orphans(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t marked, char *err,
+			  size_t errlen)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_ORPHANS], *blocks = &rp->r[KV_RANGE_BLOCKS];
+	const struct kv_snap_orphan *o = s->orphans + r->first;
+	if (r->count != marked)
+		return fail(err, errlen, "%llu orphans for %llu blocks whose parent is not held",
+			    (unsigned long long)r->count, (unsigned long long)marked);
+	for (uint64_t i = 0; i < r->count; i++)
+		if ((i > 0 && o[i].block <= o[i - 1].block) || o[i].block >= blocks->count ||
+		    s->blocks[blocks->first + o[i].block].parent != KV_SNAP_PARENT_ORPHAN)
+			return fail(err, errlen, "orphan %llu: not a block whose parent is not held, or out of order",
+				    ((unsigned long long)r->first + i));
+	return true;
+}
+
+/* A partition's engine hashes: those naming blocks and the stale ones each
+ * sorted, none in both, every block named one of the partition's. */
+static bool check_ehashes(const struct kv_snap *s, const struct kv_snap_partition *rp, char *err, size_t errlen)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
+	const uint64_t *e = s->ehashes + r->first;
+	const struct kv_snap_stale *x = s->stale + st->first;
+	for (uint64_t i = 0; i < r->count; i++)
+		if ((i > 0 && e[i] <= e[i - 1]) || s->ehash_blocks[r->first + i] >= rp->r[KV_RANGE_BLOCKS].count)
+			return fail(err, errlen, "engine hash %llu: out of order or naming no block",
+				    ((unsigned long long)r->first + i));
+	for (uint64_t i = 1; i < st->count; i++)
+		if (x[i].ehash <= x[i - 1].ehash)
+			return fail(err, errlen, "stale engine hash %llu: out of order", ((unsigned long long)st->first + i));
+	for (uint64_t i = 0, j = 0; i < r->count && j < st->count;) {
+		if (e[i] == x[j].ehash)
+			return fail(err, errlen, "engine hash %llu: also stale", ((unsigned long long)r->first + i));
+		if (e[i] < x[j].ehash)
+			i++;
+		else
+			j++;
+	}
+	return true;
+}
+
+static bool check_content(const struct kv_snap *s, const struct kv_snap_partition *rp, char *err, size_t errlen)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_CONTENT];
+	for (uint64_t i = r->first + 1; i < r->first + r->count; i++)
+		if (s->content[i].chain <= s->content[i - 1].chain)
+			return fail(err, errlen, "content %llu: out of order", (unsigned long long)i);
+	return true;
+}
+
+static bool partitions_in_order(const struct kv_snap *s, size_t p)
+{
+	const struct kv_snap_partition *q = &s->partitions[p - 1], *rp = &s->partitions[p];
+	size_t a, b, c, d;
+	const char *ma = kv_snap_string(s, q->model, &a), *mb = kv_snap_string(s, rp->model, &b);
+	const char *ta = kv_snap_string(s, q->tenant, &c), *tb = kv_snap_string(s, rp->tenant, &d);
+	int cm = memcmp(ma, mb, a < b ? a : b);
+	cm = cm ? cm : (a > b) - (a < b);
+	int ct = memcmp(ta, tb, c < d ? c : d);
+	ct = ct ? ct : (c > d) - (c < d);
+	return cm < 0 || (cm == 0 && ct < 0);
+}
+
+static bool check_partitions(const struct kv_snap *s, char *err, size_t errlen)
+{
+	if (!check_ranges(s, err, errlen))
+		return false;
+	uint64_t holders = 0;
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		if (!str_ok(s, rp->model) || !str_ok(s, rp->tenant))
+			return fail(err, errlen, "partition %zu: string out of bounds", p);
+		if (rp->flags > 1)
+			return fail(err, errlen, "partition %zu: unknown flags", p);
+		if (p > 0 && !partitions_in_order(s, p))
+			return fail(err, errlen, "partition %zu: partitions out of order", p);
+		uint64_t orphans = 0;
+		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, err, errlen) ||
+		    !check_blocks(s, rp, &orphans, err, errlen) || !check_orphans(s, rp, orphans, err, errlen) ||
+		    !check_ehashes(s, rp, err, errlen) || !check_content(s, rp, err, errlen))
+			return false;
+	}
+	if (holders != s->nholders)
+		return fail(err, errlen, "holders not covered by sets");
+	return true;
+}
+
+/* Records that carry (partition, key) must be in range and sorted by both. */
+#define CHECK_KEYED(name, arr, n, keyfield)                                                            \
+	for (size_t i = 0; i < (n); i++) {                                                             \
+		if ((arr)[i].partition >= s->npartitions)                                            \
+			return fail(err, errlen, name " %zu: partition out of range", i);           \
+		if (i > 0 && ((arr)[i].partition < (arr)[i - 1].partition ||                       \
+			      ((arr)[i].partition == (arr)[i - 1].partition &&                     \
+			       (arr)[i].keyfield <= (arr)[i - 1].keyfield)))                       \
+			return fail(err, errlen, name " %zu: out of order", i);                      \
+	}
+
+/* No more than an index can hold, so that resuming cannot go beyond it
+ * (restoring finds each partition by name among those before it: past
+ * the bound that would take quadratic time). */
+static bool check_limits(const struct kv_snap *s, char *err, size_t errlen)
+{
+	if (s->npartitions > KV_MAX_PARTITIONS)
+		return fail(err, errlen, "more than %u partitions", KV_MAX_PARTITIONS);
+	if (s->nworkers > KV_MAX_WORKERS)
+		return fail(err, errlen, "more than %u workers", KV_MAX_WORKERS);
+	return true;
+}
+
+/* A worker's rank in the writer's order: a pool holder (dp_rank 0 in the
+ * file) before the ranks of an instance of its name, as kv_workers_compare
+ * sorts them. */
+static int64_t order_rank(const struct kv_snap_worker *w)
+{
+	return w->flags & 2 ? KV_POOL_HOLDER_DP : (int64_t)w->dp_rank;
+}
+
+/* Worker i after worker i-1 in the writer's order (instance_id, then
+ * rank), so no worker is there twice: two of one name would be one
+ * worker once restored, and answers would name it twice.  An instance_id
+ * with a NUL would be cut there when restored, so it is refused too. */
+static bool worker_in_order(const struct kv_snap *s, size_t i)
+{
+	size_t a, b;
+	const char *x = kv_snap_string(s, s->workers[i].instance_id, &a);
+	if (memchr(x, 0, a))
+		return false;
+	if (i == 0)
+		return true;
+	const char *y = kv_snap_string(s, s->workers[i - 1].instance_id, &b);
+	int c = memcmp(y, x, a < b ? a : b);
+	c = c ? c : (b > a) - (b < a);
+	return c < 0 || (c == 0 && order_rank(&s->workers[i - 1]) < order_rank(&s->workers[i]));
+}
+
+static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < s->nworkers; i++) {
+		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
+			return fail(err, errlen, "worker %zu: string out of bounds", i);
+		if (s->workers[i].flags > 2 || (s->workers[i].flags & 2 && s->workers[i].dp_rank))
+			return fail(err, errlen, "worker %zu: unknown flags", i);
+		if (!worker_in_order(s, i))
+			return fail(err, errlen, "worker %zu: out of order or repeated", i);
+	}
+	CHECK_KEYED("offload", s->offload, s->noffload, ehash)
+	for (size_t i = 0; i < s->npending; i++) {
+		const struct kv_snap_pending *p = &s->pending[i];
+		if (p->partition >= s->npartitions || p->worker >= s->nworkers || p->medium >= KV_NMEDIA)
+			return fail(err, errlen, "pending %zu: out of range", i);
+		/* arrival order: an entry's time is the event time it arrived at */
+		if (i > 0 && p->t < s->pending[i - 1].t)
+			return fail(err, errlen, "pending %zu: out of order", i);
+	}
+	/* a source's last batch arrived at or before the event time reached */
+	for (size_t i = 0; i < s->nsources; i++)
+		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns ||
+		    s->sources[i].last_record > 2 || (s->sources[i].last_record && !s->sources[i].seen))
+			return fail(err, errlen, "source %zu: bad record", i);
+	return true;
+}
+
+/* Runs are not checked against the parents: that is a lookup per block,
+ * which doubled the load (kvsnap(5)). */
+bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen)
+{
+	const uint8_t *d = data;
+	memset(s, 0, sizeof *s);
+	if (size < HEADER_SIZE + 8 || memcmp(d, "KVSNAP", 6) != 0)
+		return fail(err, errlen, "not a kvsnap snapshot");
+	uint16_t version;
+	uint64_t declared, sum;
+	memcpy(&version, d + 6, 2);
+	memcpy(&declared, d + 16, 8);
+	if (version < KV_SNAP_VERSION)
+		return fail(err, errlen,
+			    "snapshot version %u is an older format (this kvtools reads version %u): build it again "
+			    "with kvmatch from the captures",
+			    version, KV_SNAP_VERSION);
+	if (version != KV_SNAP_VERSION)
+		return fail(err, errlen, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
+	if (declared != size)
+		return fail(err, errlen, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
+	memcpy(&sum, d + size - 8, 8);
+	if (XXH3_64bits(d, size - 8) != sum)
+		return fail(err, errlen, "checksum mismatch (corrupt file)");
+	return check_sections(d, size, s, err, errlen) && check_limits(s, err, errlen) && check_partitions(s, err, errlen) &&
+	       check_rest(s, err, errlen);
+}
+
+/* Chains are uniformly distributed, and sorted within a partition: an
+ * index by their top bits (about one slot per block) finds any of them in
+ * one or two probes.  A binary search would take 22 cache misses at 4M. */
+static void build_directories(struct kv_snap *s)
+{
+	s->dir = kv_xcalloc(s->npartitions + 1, sizeof *s->dir);
+	s->dirbits = kv_xcalloc(s->npartitions + 1, sizeof *s->dirbits);
+	for (size_t p = 0; p < s->npartitions; p++) {
+		uint64_t n = s->partitions[p].r[KV_RANGE_BLOCKS].count;
+		if (n < 64)
+			continue;
+		unsigned bits = 0;
+		while (bits < 30 && (2ull << bits) <= n)
+			bits++;
+		size_t nb = (size_t)1 << bits;
+		/* blocks per slot, then where each slot starts: two straight
+		 * passes (merging slots and blocks mispredicted a branch a
+		 * step: 80 ms of a 10-million-block load) */
+		uint32_t *d = kv_xcalloc(nb + 1, sizeof *d);
+		const struct kv_snap_block *b = s->blocks + s->partitions[p].r[KV_RANGE_BLOCKS].first;
+		for (size_t i = 0; i < n; i++)
+			d[(b[i].chain >> (64 - bits)) + 1]++;
+		for (size_t k = 1; k <= nb; k++)
+			d[k] += d[k - 1];
+		s->dir[p] = d;
+		s->dirbits[p] = bits;
+	}
+}
+
+/* The whole file in memory of our own.  Not a mapping: a snapshot being
+ * answered from must stay valid whatever happens to its path, and a mapped
+ * file truncated or rewritten in place (`: >`, cp, rsync --inplace) is
+ * SIGBUS or different bytes under checks already passed.  Reading also
+ * takes what has no size to map: a pipe, /dev/stdin.  A regular file of
+ * READ_MAPPED and more is read into anonymous memory faulted in at once
+ * (MAP_POPULATE): page faults one at a time were a third of loading the
+ * bench's 241 MB snapshot.  *mapped is that memory's size (0: malloc'ed).
+ * NULL with errno set on a read error. */
+#define READ_MAPPED ((size_t)1 << 20)
+
+static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *mapped)
+{
+	size_t cap = S_ISREG(st->st_mode) && st->st_size > 0 ? (size_t)st->st_size + 1 : 1 << 16, len = 0;
+	char *d = NULL;
+	*mapped = 0;
+	if (cap >= READ_MAPPED) {
+		d = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		*mapped = d == MAP_FAILED ? 0 : cap;
+	}
+	if (!*mapped)
+		d = kv_xmalloc(cap);
+	for (;;) {
+		if (len == cap) { /* it grew while being read: on in memory that can grow */
+			char *g = kv_xmalloc(2 * cap);
+			memcpy(g, d, len);
+			release_data(d, *mapped);
+			d = g;
+			cap *= 2;
+			*mapped = 0;
+		}
+		ssize_t r = read(fd, d + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			release_data(d, *mapped);
+			errno = e;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	*size = len;
+	return d;
+}
+
+/* Fails for an open failure or a directory with errno set (exit 66), for
+ * bad contents with errno 0 (exit 65). */
+static bool fail_errno(char *err, size_t errlen, int e)
+{
+	fail(err, errlen, "%s", strerror(e));
+	errno = e;
+	return false;
+}
+
+bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail_errno(err, errlen, errno);
+	struct stat st;
+	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+		int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+		close(fd);
+		return fail_errno(err, errlen, e);
+	}
+	size_t size = 0, mapped;
+	void *data = read_whole(fd, &st, &size, &mapped);
+	int e = errno;
+	close(fd);
+	if (!data)
+		return fail_errno(err, errlen, e);
+	if (size == 0 || !kv_snap_check(data, size, s, err, errlen)) {
+		if (size == 0)
+			fail(err, errlen, "empty file");
+		release_data(data, mapped);
+		memset(s, 0, sizeof *s);
+		errno = 0;
+		return false;
+	}
+	s->data = data;
+	s->size = size;
+	s->mapped = mapped;
+	build_directories(s);
+	return true;
+}
+
+void kv_snap_unload(struct kv_snap *s)
+{
+	release_data(s->data, s->mapped);
+	for (size_t p = 0; s->dir && p < s->npartitions; p++)
+		free(s->dir[p]);
+	free(s->dir);
+	free(s->dirbits);
+	memset(s, 0, sizeof *s);
+}
+
+/* ---- using --------------------------------------------------------------- */
+
+const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
+{
+	const struct kv_snap_partition *p = &s->partitions[part];
+	const struct kv_snap_block *b = s->blocks + p->r[KV_RANGE_BLOCKS].first;
+	size_t n = p->r[KV_RANGE_BLOCKS].count, lo = 0, hi = n;
+	if (s->dir && s->dir[part]) {
+		uint64_t k = chain >> (64 - s->dirbits[part]);
+		lo = s->dir[part][k];
+		hi = s->dir[part][k + 1];
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (b[mid].chain < chain)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && b[lo].chain == chain ? &b[lo] : NULL;
+}
+
+/* The first of n sorted u64 keys, stride bytes apart, not less than key. */
+static size_t lower_bound(const void *base, size_t stride, size_t n, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+		memcpy(&k, (const char *)base + mid * stride, sizeof k);
+		if (k < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The chain of the block that engine hash i (of EHASHES) names. */
+static uint64_t named_chain(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t i)
+{
+	return s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain;
+}
+
+bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain)
+{
+	const struct kv_snap_partition *rp = &s->partitions[part];
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
+	size_t i = lower_bound(s->ehashes + r->first, sizeof *s->ehashes, r->count, ehash); /* sorted: checked */
+	if (i < r->count && s->ehashes[r->first + i] == ehash) {
+		*chain = named_chain(s, rp, r->first + i);
+		return true;
+	}
+	i = lower_bound(s->stale + st->first, sizeof *s->stale, st->count, ehash);
+	if (i < st->count && s->stale[st->first + i].ehash == ehash) {
+		*chain = s->stale[st->first + i].chain;
+		return true;
+	}
+	return false;
+}
+
+uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, const struct kv_snap_block *b)
+{
+	const struct kv_snap_partition *rp = &s->partitions[part];
+	if (b->parent == KV_SNAP_PARENT_ROOT)
+		return KV_CHAIN_ROOT;
+	if (b->parent != KV_SNAP_PARENT_ORPHAN)
+		return s->blocks[rp->r[KV_RANGE_BLOCKS].first + b->parent].chain;
+	/* one orphan record for each block so marked: checked at load */
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_ORPHANS];
+	uint32_t self = (uint32_t)(b - (s->blocks + rp->r[KV_RANGE_BLOCKS].first));
+	size_t lo = 0, hi = r->count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->orphans[r->first + mid].block < self)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return s->orphans[r->first + lo].parent;
+}
+
+void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage)
+{
+	if (!s->dir || !s->dir[part])
+		return;
+	const uint32_t *d = s->dir[part] + (chain >> (64 - s->dirbits[part]));
+	if (stage == 0) {
+		__builtin_prefetch(d);
+		return;
+	}
+	/* the records of the slot (one or two on average, two lines at most)
+	 * and their runs */
+	uint64_t first = s->partitions[part].r[KV_RANGE_BLOCKS].first;
+	const struct kv_snap_block *b = s->blocks + first;
+	__builtin_prefetch(&b[d[0]]);
+	__builtin_prefetch(&s->runs[first + d[0]]);
+	if (d[1] > d[0] + 1)
+		__builtin_prefetch(&b[d[1] - 1]);
+}
+
+int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen)
+{
+	for (size_t i = 0; i < s->npartitions; i++) {
+		size_t a, b;
+		const char *m = kv_snap_string(s, s->partitions[i].model, &a);
+		const char *t = kv_snap_string(s, s->partitions[i].tenant, &b);
+		if (a == mlen && b == tlen && memcmp(m, model, a) == 0 && memcmp(t, tenant, b) == 0)
+			return (int64_t)i;
+	}
+	return -1;
+}
+
+/* A partition's engine hashes and released content into live tables. */
+static void restore_maps(const struct kv_snap *s, uint32_t p, uint32_t live, struct kv_index *ix, struct kv_match *m)
+{
+	const struct kv_snap_partition *rp = &s->partitions[p];
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
+	const struct kv_snap_range *c = &rp->r[KV_RANGE_CONTENT];
+	bool added;
+	for (uint64_t i = r->first; i < r->first + r->count; i++)
+		kv_ehashes_upsert(&ix->p[live].ehashes, s->ehashes[i], &added)->chain = named_chain(s, rp, i);
+	for (uint64_t i = st->first; i < st->first + st->count; i++)
+		kv_ehashes_upsert(&ix->p[live].ehashes, s->stale[i].ehash, &added)->chain = s->stale[i].chain;
+	for (uint64_t i = c->first; i < c->first + c->count; i++) {
+		struct kv_content *k = kv_contents_upsert(&kv_match_partition(m, live)->content, s->content[i].chain, &added);
+		k->parent = s->content[i].parent;
+		k->local = s->content[i].local;
+		k->t = s->content[i].t;
+	}
+}
+
+void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m)
+{
+	uint32_t *wid = kv_xmalloc((s->nworkers + 1) * sizeof *wid), *pid = kv_xmalloc((s->npartitions + 1) * sizeof *pid);
+	for (size_t i = 0; i < s->nworkers; i++) {
+		size_t n, hn;
+		const char *inst = kv_snap_string(s, s->workers[i].instance_id, &n);
+		const char *host = kv_snap_string(s, s->workers[i].host, &hn);
+		char *id = kv_xstrndup(inst, n), *h = hn ? kv_xstrndup(host, hn) : NULL;
+		if (s->workers[i].flags & 2) {
+			wid[i] = kv_workers_pool_holder(ws, (struct kv_str){ id, n });
+		} else {
+			wid[i] = kv_workers_add(ws, id, s->workers[i].dp_rank, h, s->workers[i].flags & 1);
+		}
+		/* Registered and restored workers together beyond KV_MAX_WORKERS:
+		 * what the extra ones held is left out (checked below). */
+		if (wid[i] != KV_NO_WORKER && !ws->v[wid[i]].block_size)
+			ws->v[wid[i]].block_size = s->workers[i].block_size;
+		free(id);
+		free(h);
+	}
+	for (size_t p = 0; p < s->npartitions; p++) {
+		size_t mn, tn;
+		const char *model = kv_snap_string(s, s->partitions[p].model, &mn);
+		const char *tenant = kv_snap_string(s, s->partitions[p].tenant, &tn);
+		pid[p] = kv_index_partition(ix, model, mn, tenant, tn);
+		if (!ix->p[pid[p]].block_size)
+			ix->p[pid[p]].block_size = s->partitions[p].block_size;
+		ix->p[pid[p]].ehash_mark = s->partitions[p].ehash_mark;
+		ix->p[pid[p]].stale_possible = s->partitions[p].flags & 1;
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
+		for (uint64_t i = r->first; i < r->first + r->count; i++) {
+			const struct kv_snap_block *b = &s->blocks[i];
+			uint64_t parent = kv_snap_parent(s, (uint32_t)p, b);
+			size_t nh;
+			const uint32_t *hs = kv_snap_holders(s, b, &nh);
+			for (size_t k = 0; k < nh; k++) {
+				uint32_t h = hs[k];
+				for (int med = 0; med < KV_NMEDIA && wid[KV_HOLDER_WORKER(h)] != KV_NO_WORKER; med++)
+					if (KV_HOLDER_MEDIA(h) & KV_MEDIUM_BIT(med))
+						kv_index_hold(ix, pid[p], b->chain, parent, b->local,
+							      wid[KV_HOLDER_WORKER(h)], (enum kv_medium)med);
+			}
+		}
+	}
+	for (size_t p = 0; p < s->npartitions; p++)
+		restore_maps(s, (uint32_t)p, pid[p], ix, m);
+	for (size_t i = 0; i < s->noffload; i++) {
+		const struct kv_snap_offload *o = &s->offload[i];
+		bool added;
+		struct kv_offload *k = kv_offloads_upsert(&kv_match_partition(m, pid[o->partition])->offload, o->ehash, &added);
+		*k = (struct kv_offload){ o->ehash, o->chain, o->parent, o->local, o->t, 0 };
+	}
+	for (size_t i = 0; i < s->npending; i++) {
+		const struct kv_snap_pending *p = &s->pending[i];
+		if (wid[p->worker] != KV_NO_WORKER)
+			kv_match_restore_pending(m, pid[p->partition], p->ehash, wid[p->worker], (enum kv_medium)p->medium,
+						 p->t);
+	}
+	for (size_t i = 0; i < s->nsources; i++) {
+		size_t n;
+		const char *src = kv_snap_string(s, s->sources[i].src, &n);
+		struct kv_srcstat *st = kv_srcstats_get(&m->sources, src, n);
+		if (!st)
+			break; /* more than KV_MAX_SOURCES (a crafted file): the rest are not kept */
+		st->seq.seen = s->sources[i].seen;
+		st->seq.last = s->sources[i].last_seq;
+		st->seq.gaps = s->sources[i].gaps;
+		st->seq.missing = s->sources[i].missing;
+		st->seq.restarts = s->sources[i].restarts;
+		st->batches = s->sources[i].batches;
+		st->last_recv_ns = s->sources[i].last_recv_ns;
+		st->rec_seq = st->seq.last;
+		st->rec = s->sources[i].last_record == 1 ? KV_REC_BATCH : s->sources[i].last_record == 2 ? KV_REC_BAD : KV_REC_NONE;
+	}
+	if (s->stream) {
+		m->has_position = true;
+		m->position = s->stream->last_seq;
+	}
+	if (s->meta->now_ns > m->now) {
+		m->now = s->meta->now_ns;
+		m->next_sweep = s->meta->next_sweep_ns;
+	}
+	free(wid);
+	free(pid);
+}
+
+/* ---- dump ---------------------------------------------------------------- */
+
+static char *lit(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static char *snap_str(char *p, const struct kv_snap *s, struct kv_snap_str r)
+{
+	size_t n;
+	const char *str = kv_snap_string(s, r, &n);
+	return jw_str(p, str, n);
+}
+
+/* Who holds or waits: "instance_id" and "dp_rank", or for a pool holder
+ * "pool" and its backend_id, as state lines name it. */
+static char *dump_who(char *p, const struct kv_snap *s, const struct kv_snap_worker *w)
+{
+	if (w->flags & 2)
+		return snap_str(lit(p, "\"pool\":"), s, w->instance_id);
+	p = snap_str(lit(p, "\"instance_id\":"), s, w->instance_id);
+	return jw_u64(lit(p, ",\"dp_rank\":"), w->dp_rank);
+}
+
+static size_t str_room(struct kv_snap_str r)
+{
+	return JW_STR_MAX(r.len);
+}
+
+static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
+{
+	static const char *const media[] = { "xpu", "cpu", "disk" };
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
+		for (uint64_t i = r->first; i < r->first + r->count; i++) {
+			const struct kv_snap_block *b = &s->blocks[i];
+			char *q = jw_reserve(o, 160 + str_room(rp->model) + str_room(rp->tenant));
+			q = lit(q, "{\"kind\":\"block\",\"model\":");
+			q = snap_str(q, s, rp->model);
+			q = lit(q, ",\"tenant\":");
+			q = snap_str(q, s, rp->tenant);
+			q = jw_hash(lit(q, ",\"chain\":"), b->chain);
+			q = jw_hash(lit(q, ",\"parent\":"), kv_snap_parent(s, (uint32_t)p, b));
+			q = jw_hash(lit(q, ",\"local\":"), b->local);
+			q = lit(q, ",\"holders\":[");
+			jw_done(o, q);
+			size_t nh;
+			const uint32_t *hs = kv_snap_holders(s, b, &nh);
+			for (size_t k = 0; k < nh; k++) {
+				uint32_t h = hs[k];
+				const struct kv_snap_worker *w = &s->workers[KV_HOLDER_WORKER(h)];
+				q = jw_reserve(o, 96 + str_room(w->instance_id));
+				q = dump_who(lit(q, k ? ",{" : "{"), s, w);
+				q = lit(q, ",\"media\":[");
+				const char *sep = "";
+				for (int med = 0; med < KV_NMEDIA; med++)
+					if (KV_HOLDER_MEDIA(h) & (1u << med)) {
+						q = lit(lit(lit(lit(q, sep), "\""), media[med]), "\"");
+						sep = ",";
+					}
+				q = lit(q, "]}");
+				jw_done(o, q);
+			}
+			kv_out_puts(o, "]}\n");
+			kv_out_flush_if_full(o);
+		}
+	}
+}
+
+uint64_t kv_snap_holdings(const struct kv_snap *s)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < s->nblocks; i++)
+		n += s->sets[s->blocks[i].set].nholders;
+	return n;
+}
+
+static void dump_ehash(struct kv_out *o, uint32_t p, uint64_t ehash, uint64_t chain)
+{
+	char *q = jw_reserve(o, 128);
+	q = jw_u64(lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), p);
+	q = jw_hash(lit(q, ",\"hash\":"), ehash);
+	q = jw_hash(lit(q, ",\"chain\":"), chain);
+	jw_done(o, lit(q, "}\n"));
+	kv_out_flush_if_full(o);
+}
+
+/* A partition's engine hashes in engine-hash order, those naming blocks and
+ * the stale ones merged. */
+static void dump_ehashes(const struct kv_snap *s, uint32_t p, struct kv_out *o)
+{
+	const struct kv_snap_partition *rp = &s->partitions[p];
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
+	uint64_t i = r->first, j = st->first;
+	while (i < r->first + r->count || j < st->first + st->count) {
+		if (j == st->first + st->count || (i < r->first + r->count && s->ehashes[i] < s->stale[j].ehash)) {
+			dump_ehash(o, p, s->ehashes[i], named_chain(s, rp, i));
+			i++;
+		} else {
+			dump_ehash(o, p, s->stale[j].ehash, s->stale[j].chain);
+			j++;
+		}
+	}
+}
+
+static void dump_content(const struct kv_snap *s, uint32_t p, struct kv_out *o)
+{
+	const struct kv_snap_range *r = &s->partitions[p].r[KV_RANGE_CONTENT];
+	for (uint64_t i = r->first; i < r->first + r->count; i++) {
+		const struct kv_snap_content *c = &s->content[i];
+		char *q = jw_reserve(o, 160);
+		q = jw_u64(lit(q, "{\"kind\":\"content\",\"partition\":"), p);
+		q = jw_hash(lit(q, ",\"chain\":"), c->chain);
+		q = jw_hash(lit(q, ",\"parent\":"), c->parent);
+		q = jw_hash(lit(q, ",\"local\":"), c->local);
+		q = jw_u64(lit(q, ",\"t\":"), c->t);
+		jw_done(o, lit(q, "}\n"));
+	}
+}
+
+void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
+{
+	char *q = jw_reserve(o, 256);
+	q = lit(q, "{\"kind\":\"meta\",\"version\":");
+	q = jw_u64(q, KV_SNAP_VERSION);
+	q = jw_u64(lit(q, ",\"now_ns\":"), s->meta->now_ns);
+	q = jw_u64(lit(q, ",\"partitions\":"), s->npartitions);
+	q = jw_u64(lit(q, ",\"workers\":"), s->nworkers);
+	q = jw_u64(lit(q, ",\"blocks\":"), s->nblocks);
+	q = jw_u64(lit(q, ",\"holdings\":"), kv_snap_holdings(s));
+	q = jw_u64(lit(q, ",\"engine_hashes\":"), s->nehashes + s->nstale);
+	q = jw_u64(lit(q, ",\"pending\":"), s->npending);
+	q = lit(q, "}\n");
+	jw_done(o, q);
+	for (size_t p = 0; p < s->npartitions; p++) {
+		const struct kv_snap_partition *rp = &s->partitions[p];
+		q = jw_reserve(o, 128 + str_room(rp->model) + str_room(rp->tenant));
+		q = snap_str(lit(q, "{\"kind\":\"partition\",\"model\":"), s, rp->model);
+		q = snap_str(lit(q, ",\"tenant\":"), s, rp->tenant);
+		q = jw_u64(lit(q, ",\"block_size\":"), rp->block_size);
+		q = jw_u64(lit(q, ",\"blocks\":"), rp->r[KV_RANGE_BLOCKS].count);
+		jw_done(o, lit(q, "}\n"));
+	}
+	for (size_t i = 0; i < s->nworkers; i++) {
+		const struct kv_snap_worker *w = &s->workers[i];
+		q = jw_reserve(o, 128 + str_room(w->instance_id) + str_room(w->host));
+		q = snap_str(lit(q, "{\"kind\":\"worker\",\"instance_id\":"), s, w->instance_id);
+		q = w->flags & 2 ? lit(q, ",\"pool\":true,\"dp_rank\":null") : jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
+		q = snap_str(lit(q, ",\"host\":"), s, w->host);
+		q = lit(q, w->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
+		jw_done(o, q);
+	}
+	dump_blocks(s, o);
+	for (size_t p = 0; p < s->npartitions; p++)
+		dump_ehashes(s, (uint32_t)p, o);
+	for (size_t p = 0; p < s->npartitions; p++)
+		dump_content(s, (uint32_t)p, o);
+	for (size_t i = 0; i < s->noffload; i++) {
+		const struct kv_snap_offload *f = &s->offload[i];
+		q = jw_reserve(o, 192);
+		q = jw_u64(lit(q, "{\"kind\":\"offload\",\"partition\":"), f->partition);
+		q = jw_hash(lit(q, ",\"hash\":"), f->ehash);
+		q = jw_hash(lit(q, ",\"chain\":"), f->chain);
+		q = jw_u64(lit(q, ",\"t\":"), f->t);
+		jw_done(o, lit(q, "}\n"));
+	}
+	for (size_t i = 0; i < s->npending; i++) {
+		const struct kv_snap_pending *p = &s->pending[i];
+		const struct kv_snap_worker *w = &s->workers[p->worker];
+		q = jw_reserve(o, 192 + str_room(w->instance_id));
+		q = jw_u64(lit(q, "{\"kind\":\"pending\",\"partition\":"), p->partition);
+		q = jw_hash(lit(q, ",\"hash\":"), p->ehash);
+		q = dump_who(lit(q, ","), s, w);
+		q = lit(lit(lit(q, ",\"medium\":\""), kv_medium_name((enum kv_medium)p->medium)), "\"");
+		q = jw_u64(lit(q, ",\"t\":"), p->t);
+		jw_done(o, lit(q, "}\n"));
+	}
+	for (size_t i = 0; i < s->nsources; i++) {
+		const struct kv_snap_source *r = &s->sources[i];
+		q = jw_reserve(o, 128 + str_room(r->src));
+		q = snap_str(lit(q, "{\"kind\":\"source\",\"src\":"), s, r->src);
+		q = lit(q, ",\"last_seq\":");
+		q = r->seen ? jw_u64(q, r->last_seq) : lit(q, "null");
+		q = jw_u64(lit(q, ",\"batches\":"), r->batches);
+		q = jw_u64(lit(q, ",\"last_recv_ns\":"), r->last_recv_ns);
+		q = jw_u64(lit(q, ",\"gaps\":"), r->gaps);
+		q = jw_u64(lit(q, ",\"restarts\":"), r->restarts);
+		jw_done(o, lit(q, "}\n"));
+	}
+	if (s->stream) {
+		q = jw_reserve(o, 64);
+		q = jw_u64(lit(q, "{\"kind\":\"stream\",\"last_seq\":"), s->stream->last_seq);
+		jw_done(o, lit(q, "}\n"));
+	}
+}

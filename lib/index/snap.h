@@ -1,0 +1,179 @@
+/* snap: the kvsnap snapshot file (SPEC sec. 7, kvsnap(5)), both directions.
+ * Little-endian, versioned: a header with magic "KVSNAP", a section table,
+ * fixed-size records, and an XXH3-64 checksum over everything before it.
+ * Writing is canonical (workers, partitions, blocks and maps sorted; no
+ * pointers, no time of writing), so equal state gives equal bytes, and
+ * atomic (temporary file, fsync, rename).  Loading reads the whole file
+ * into memory of its own (never a mapping: whatever later happens to the
+ * path cannot change or cut the bytes in use; a pipe loads too) and checks
+ * every count, offset and index before anything uses them; queries then run
+ * on those records directly (blocks are sorted by chain within their
+ * partition: a lookup reads the slot of the chain's top bits in a directory
+ * built at load, then binary-searches the few blocks of that slot). */
+#ifndef KV_SNAP_H
+#define KV_SNAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "index/index.h"
+#include "index/match.h"
+#include "base/out.h"
+#include "index/workers.h"
+
+/* 3: pool holders (worker flags bit 1), a source's last record state
+ * 4: holder sets stored once per partition (SETS), a block names its set
+ *    and the run of ancestors it shares that set with; engine hashes in
+ *    per-partition ranges */
+#define KV_SNAP_VERSION 4
+
+enum kv_snap_section {
+	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_RUNS, KV_SEC_ORPHANS,
+	KV_SEC_SETS, KV_SEC_HOLDERS, KV_SEC_EHASHES, KV_SEC_EHASH_BLOCKS, KV_SEC_STALE, KV_SEC_CONTENT, KV_SEC_OFFLOAD,
+	KV_SEC_PENDING, KV_SEC_SOURCES,
+	KV_SEC_STREAM,   /* written only when the input came from kvnats -C: readers before it skip it */
+	KV_SEC_MAX
+};
+
+/* What a partition has of the sections kept per partition: a range of
+ * records each (BLOCKS' range is RUNS' too, EHASHES' is EHASH_BLOCKS'). */
+enum kv_snap_range_kind { KV_RANGE_BLOCKS, KV_RANGE_ORPHANS, KV_RANGE_SETS, KV_RANGE_EHASHES, KV_RANGE_STALE,
+			  KV_RANGE_CONTENT, KV_RANGE_MAX };
+struct kv_snap_range { uint64_t first, count; };
+
+/* On-disk records (little-endian, naturally aligned, no padding holes). */
+struct kv_snap_meta {
+	uint64_t now_ns, next_sweep_ns;
+	uint64_t pending_ttl_ns, offload_ttl_ns, content_ttl_ns;
+	uint64_t reserved[3];
+};
+struct kv_snap_str { uint32_t off, len; };
+struct kv_snap_partition {
+	struct kv_snap_str model, tenant;
+	uint32_t block_size, flags;      /* flags bit 0: content expired since the last stale sweep */
+	uint64_t ehash_mark;             /* engine hashes after the last stale sweep */
+	struct kv_snap_range r[KV_RANGE_MAX];
+};
+struct kv_snap_worker {
+	struct kv_snap_str instance_id, host;
+	uint32_t dp_rank, flags;         /* flags bit 0: inferred from a source; bit 1: a pool holder (dp_rank 0) */
+	uint32_t block_size, reserved;
+};
+/* parent: the position of the parent block among the partition's, or one
+ * of these (with the parent's chain in ORPHANS when nobody holds it). */
+#define KV_SNAP_PARENT_ROOT 0xfffffffeu    /* the first block of a prefix: parent chain 1337 */
+#define KV_SNAP_PARENT_ORPHAN 0xffffffffu  /* the parent is not held */
+struct kv_snap_block {
+	uint64_t chain, local;
+	uint32_t parent;
+	uint32_t set;                    /* its holders: an index into SETS */
+};
+/* RUNS: a byte a block, how many ancestors just before it are held with its
+ * set (the parent held with it: its run + 1, else 0), at most KV_SNAP_RUN_MAX. */
+#define KV_SNAP_RUN_MAX 255u
+struct kv_snap_orphan { uint32_t block, reserved; uint64_t parent; };  /* sorted by block */
+/* A set of holders (worker << 3 | media), sorted by worker. */
+struct kv_snap_set { uint32_t holders_first, nholders; };
+/* EHASHES (u64, sorted in its partition's range) name the blocks at the same
+ * place of EHASH_BLOCKS (u32 positions); STALE ones name chains nobody holds. */
+struct kv_snap_stale { uint64_t ehash, chain; };
+struct kv_snap_content { uint64_t chain, parent, local, t; };
+struct kv_snap_offload { uint32_t partition, reserved; uint64_t ehash, chain, parent, local, t; };
+struct kv_snap_pending { uint32_t partition, worker; uint64_t ehash, t; uint32_t medium, reserved; };
+struct kv_snap_source {
+	struct kv_snap_str src;
+	uint32_t seen, last_record;      /* last_record: 0 none (or a replayed duplicate), 1 decoded, 2 not decoded */
+	uint64_t last_seq, gaps, missing, restarts, batches;
+	uint64_t last_recv_ns;           /* of its last batch: event lines that continue it are no new batch */
+};
+
+/* Where the input stopped in the JetStream stream it was consumed from. */
+struct kv_snap_stream { uint64_t last_seq, reserved; };
+
+/* A loaded, validated snapshot: views into the file's bytes, read into memory. */
+struct kv_snap {
+	void *data;
+	size_t size;
+	size_t mapped;      /* data is anonymous memory of this size (0: malloc'ed) */
+	const struct kv_snap_meta *meta;
+	const char *strings;
+	size_t nstrings;
+	const struct kv_snap_partition *partitions;
+	size_t npartitions;
+	const struct kv_snap_worker *workers;
+	size_t nworkers;
+	const struct kv_snap_block *blocks;
+	size_t nblocks;
+	const uint8_t *runs;
+	const struct kv_snap_orphan *orphans;
+	size_t norphans;
+	const struct kv_snap_set *sets;
+	size_t nsets;
+	const uint32_t *holders;
+	size_t nholders;
+	const uint64_t *ehashes;
+	const uint32_t *ehash_blocks;
+	size_t nehashes;
+	const struct kv_snap_stale *stale;
+	size_t nstale;
+	const struct kv_snap_content *content;
+	size_t ncontent;
+	const struct kv_snap_offload *offload;
+	size_t noffload;
+	const struct kv_snap_pending *pending;
+	size_t npending;
+	const struct kv_snap_source *sources;
+	size_t nsources;
+	const struct kv_snap_stream *stream;   /* NULL: no stream position */
+	/* per partition, a directory of where each top-bits prefix of the
+	 * chains starts (built by kv_snap_load, so that a lookup reads one
+	 * directory slot and a block or two); NULL: binary search */
+	uint32_t **dir;
+	unsigned *dirbits;
+};
+
+/* Writes the state atomically to path; false with errno set on failure. */
+bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
+		   const struct kv_match *m);
+/* Reads (a regular file, a pipe, a device) and validates; false with a message (what is wrong) in err, and
+ * errno the reason the file could not be opened or read (a directory is
+ * EISDIR), or 0 when it could but is not a valid snapshot (exit 66 against
+ * 65). */
+bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen);
+/* Validates bytes already in memory (the snapshot takes no ownership, and
+ * has no directory: lookups fall back to binary search). */
+bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen);
+void kv_snap_unload(struct kv_snap *s);
+/* Loads the state into live structures, for resuming (kvmatch -i). */
+void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m);
+/* A string of the snapshot (validated: always in bounds). */
+static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap_str r, size_t *len)
+{
+	*len = r.len;
+	return s->strings + r.off;
+}
+/* The holders of a block (validated: always in bounds), and their number. */
+static inline const uint32_t *kv_snap_holders(const struct kv_snap *s, const struct kv_snap_block *b, size_t *n)
+{
+	*n = s->sets[b->set].nholders;
+	return s->holders + s->sets[b->set].holders_first;
+}
+/* The chain of a block's parent (KV_CHAIN_ROOT for a first block). */
+uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, const struct kv_snap_block *b);
+/* The block of partition part with this chain, or NULL. */
+const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
+/* The chain an engine hash names in a partition (the map kvmatch learned
+ * from stored events); false when the snapshot does not know it. */
+bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain);
+/* Lookups ahead: stage 0 fetches the directory slot of chain, stage 1 its
+ * block record (which needs the slot to have arrived). */
+void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage);
+/* -1 when no partition has this model and tenant. */
+int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen);
+/* (block, worker) pairs held: each block's set counted. */
+uint64_t kv_snap_holdings(const struct kv_snap *s);
+/* Every record as a JSON line, for people and tests (kvmatch --dump). */
+void kv_snap_dump(const struct kv_snap *s, struct kv_out *o);
+
+#endif

@@ -1,0 +1,60 @@
+/* capture: live capture from ZMQ publishers into a kvcap stream (SPEC sec. 4).
+ * One SUB socket per endpoint, all polled together; per-endpoint seq
+ * accounting; on a gap, the message that revealed it is held while the missing
+ * batches are replayed from the publisher's replay socket, so that each
+ * endpoint's records stay in seq order without duplicates. */
+#ifndef KV_CAPTURE_H
+#define KV_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/out.h"
+
+/* Bytes of records that may wait for a slow reader of a pipe or socket
+ * output (kv_out_nonblocking); a message beyond is dropped and counted. */
+#define KV_CAPTURE_MAX_HELD (64u << 20)
+
+struct kv_capture_opts {
+	const char *const *topics;   /* subscription prefixes; none means all */
+	size_t ntopics;
+	bool bind;
+	int hwm;                     /* ZMQ_RCVHWM per socket */
+	uint64_t replay_timeout_ns;
+	bool replay_from_set;
+	uint64_t replay_from;
+	uint64_t max_records;        /* 0: no limit */
+};
+
+struct kv_capture;
+
+struct kv_capture *kv_capture_new(struct kv_out *out, const struct kv_capture_opts *opts);
+/* Adds an endpoint (deduplicated).  Returns 0, or 64 (ZMQ rejects the
+ * endpoint) or 69 (bind failed) with the message in err. */
+int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *replay_endpoint,
+		   char *err, size_t errlen);
+/* Sets the replay endpoint of an added src; false when src is unknown or
+ * the replay endpoint is rejected. */
+bool kv_capture_set_replay(struct kv_capture *c, const char *src, const char *replay_endpoint,
+			   char *err, size_t errlen);
+size_t kv_capture_count(const struct kv_capture *c);
+/* Sends the --replay-from requests. */
+void kv_capture_start(struct kv_capture *c);
+/* Waits up to timeout_ms for messages and handles all that are ready;
+ * flushes the output when nothing more is ready.  False once the capture is
+ * done (record limit reached or output failed). */
+bool kv_capture_step(struct kv_capture *c, int timeout_ms);
+/* Writes what pending replays brought and every held message (no more replays). */
+void kv_capture_finish(struct kv_capture *c);
+uint64_t kv_capture_records(const struct kv_capture *c);
+void kv_capture_print_stats(const struct kv_capture *c, FILE *f);
+/* One line for a terminal: totals so far. */
+void kv_capture_print_progress(const struct kv_capture *c, FILE *f);
+void kv_capture_free(struct kv_capture *c);
+struct kv_metrics;
+/* Writes the per-endpoint counters as kvtools_sub_* metrics (kvsub(1)). */
+bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m);
+
+#endif

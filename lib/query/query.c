@@ -1,0 +1,761 @@
+#define _GNU_SOURCE /* qsort_r */
+#include "query/query.h"
+#include "index/blockhash.h"
+#include "base/jsonw.h"
+#include "base/table.h"
+#include "base/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- sources ------------------------------------------------------------- */
+
+void kv_qsource_snap(struct kv_qsource *s, const struct kv_snap *snap)
+{
+	memset(s, 0, sizeof *s);
+	s->snap = snap;
+	s->nworkers = snap->nworkers;
+	s->npartitions = snap->npartitions;
+}
+
+void kv_qsource_index(struct kv_qsource *s, const struct kv_index *ix, const struct kv_workers *ws)
+{
+	memset(s, 0, sizeof *s);
+	s->ix = ix;
+	s->ws = ws;
+	s->nworkers = ws->n;
+}
+
+void kv_qsource_free(struct kv_qsource *s)
+{
+	for (size_t i = 0; i < s->npartitions; i++)
+		free(s->pworkers ? s->pworkers[i] : NULL);
+	free(s->pworkers);
+	free(s->npworkers);
+	memset(s, 0, sizeof *s);
+}
+
+bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain, struct kv_qblock *qb)
+{
+	if (s->snap) {
+		const struct kv_snap_block *b = kv_snap_find(s->snap, part, chain);
+		if (!b)
+			return false;
+		qb->h = kv_snap_holders(s->snap, b, &qb->n);
+		qb->set = b->set;
+		qb->run = s->snap->runs[b - s->snap->blocks];
+		return true;
+	}
+	const struct kv_block *b = kv_blocks_find((struct kv_blocks *)&s->ix->p[part].blocks, chain);
+	if (!b)
+		return false;
+	qb->n = kv_block_nholders(s->ix, b);
+	qb->h = kv_block_holders(s->ix, b);
+	qb->set = (uintptr_t)qb->h; /* one holder lives in its block: no two blocks share it */
+	qb->run = 0;
+	return true;
+}
+
+void kv_qsource_prefetch(const struct kv_qsource *s, uint32_t part, uint64_t chain, int stage)
+{
+	if (s->snap)
+		kv_snap_prefetch(s->snap, part, chain, stage);
+	else if (stage == 0)
+		kv_blocks_prefetch(&s->ix->p[part].blocks, chain);
+}
+
+const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *len, int64_t *dp)
+{
+	if (s->snap) {
+		*dp = s->snap->workers[w].dp_rank;
+		return kv_snap_string(s->snap, s->snap->workers[w].instance_id, len);
+	}
+	*dp = s->ws->v[w].dp_rank;
+	*len = strlen(s->ws->v[w].instance_id);
+	return s->ws->v[w].instance_id;
+}
+
+bool kv_qsource_is_pool(const struct kv_qsource *s, uint32_t w)
+{
+	return s->snap ? (s->snap->workers[w].flags & 2) != 0 : s->ws->v[w].pool;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Distinct workers of a holder stream, sorted, without pool holders. */
+static uint32_t *collect_workers(const struct kv_qsource *s, const uint32_t *h, size_t n, size_t *out)
+{
+	uint32_t *w = kv_xmalloc((n + 1) * sizeof *w);
+	for (size_t i = 0; i < n; i++)
+		w[i] = KV_HOLDER_WORKER(h[i]);
+	qsort(w, n, sizeof *w, cmp_u32);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((k == 0 || w[k - 1] != w[i]) && !kv_qsource_is_pool(s, w[i]))
+			w[k++] = w[i];
+	*out = k;
+	return w;
+}
+
+const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part, size_t *n)
+{
+	size_t np = s->snap ? s->snap->npartitions : s->ix->n;
+	if (!s->snap) {
+		/* A live index changes between queries: recompute each time. */
+		if (s->npartitions) {
+			for (size_t i = 0; i < s->npartitions; i++)
+				free(s->pworkers[i]);
+			free(s->pworkers);
+			free(s->npworkers);
+			s->pworkers = NULL;
+			s->npworkers = NULL;
+			s->npartitions = 0;
+		}
+	}
+	if (!s->pworkers) {
+		s->pworkers = kv_xcalloc(np + 1, sizeof *s->pworkers);
+		s->npworkers = kv_xcalloc(np + 1, sizeof *s->npworkers);
+		s->npartitions = np;
+	}
+	if (!s->pworkers[part]) {
+		if (s->snap) {
+			const struct kv_snap_partition *p = &s->snap->partitions[part];
+			size_t first = 0, count = 0;
+			const struct kv_snap_range *r = &p->r[KV_RANGE_SETS];
+			if (r->count) {
+				const struct kv_snap_set *b = &s->snap->sets[r->first];
+				const struct kv_snap_set *e = b + r->count - 1;
+				first = b->holders_first;
+				count = e->holders_first + e->nholders - first;
+			}
+			s->pworkers[part] = collect_workers(s, s->snap->holders + first, count, &s->npworkers[part]);
+		} else {
+			const struct kv_blocks *t = &s->ix->p[part].blocks;
+			size_t cap = 0, n2 = 0;
+			uint32_t *all = NULL;
+			for (size_t i = 0; i <= t->cap; i++) {
+				const struct kv_block *b = i < t->cap ? &t->slots[i] : t->has_zero ? &t->zero : NULL;
+				if (!b || (i < t->cap && b->key == 0))
+					continue;
+				const uint32_t *h = kv_block_holders(s->ix, b);
+				size_t nh = kv_block_nholders(s->ix, b);
+				all = kv_xgrow(all, &cap, n2 + nh, sizeof *all);
+				memcpy(all + n2, h, nh * sizeof *h);
+				n2 += nh;
+			}
+			s->pworkers[part] = collect_workers(s, all, n2, &s->npworkers[part]);
+			free(all);
+		}
+	}
+	*n = s->npworkers[part];
+	return s->pworkers[part];
+}
+
+const char *kv_stop_name(enum kv_stop s)
+{
+	static const char *const names[] = { "end_of_query", "not_in_index", "held_elsewhere", "other_medium",
+					     "held_by_pool_only" };
+	return names[s <= KV_STOP_POOL_ONLY ? s : 0];
+}
+
+/* ---- walking ------------------------------------------------------------- */
+
+/* A worker's walks during one query.  Every run is contiguous from its start;
+ * once a run misses a block it has ended for good. */
+struct wstate {
+	uint32_t epoch;
+	uint32_t npu_end, cpu0_end, cpu1_end, disk0_end, disk1_end;
+	uint32_t cpu_own;               /* counted cpu blocks the worker holds itself */
+	bool npu, cpu0, cpu1, disk0, disk1;  /* alive */
+	bool cpu1_started, disk1_started;
+	bool done;
+	uint32_t stop_at;
+	enum kv_stop why;
+};
+
+/* Looking up a block costs dependent cache misses (a directory or table
+ * slot, then the block record): lookups known ahead are started early.
+ * From a live index the walk goes block by block, each looked up
+ * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps
+ * KV_QUERY_JUMP blocks at a time, all the jumps started at once. */
+enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64 };
+
+struct kv_querier {
+	uint64_t *local, *chain;
+	size_t cap;
+	struct wstate *w;
+	size_t capw;
+	uint32_t epoch;
+	uint32_t *active, *next;
+	size_t capactive;
+	struct kv_hit *hits;
+	size_t caphits;
+	uint64_t first_local;
+	const struct kv_qsource *src;
+};
+
+struct kv_querier *kv_querier_new(void)
+{
+	return kv_xcalloc(1, sizeof(struct kv_querier));
+}
+
+void kv_querier_free(struct kv_querier *q)
+{
+	if (!q)
+		return;
+	free(q->local);
+	free(q->chain);
+	free(q->w);
+	free(q->active);
+	free(q->next);
+	free(q->hits);
+	free(q);
+}
+
+static void start_worker(struct wstate *s, uint32_t epoch)
+{
+	memset(s, 0, sizeof *s);
+	s->epoch = epoch;
+	s->npu = s->cpu0 = s->disk0 = true;
+}
+
+/* Block i, in whose media (bits) the worker has it; own: its own holding
+ * (differs from bits with a shared pool).  Returns false once every run ended. */
+static inline __attribute__((always_inline)) bool step(struct wstate *s, uint32_t i, unsigned bits, unsigned own)
+{
+	bool cpu_here = bits & KV_MEDIUM_BIT(KV_CPU), disk_here = bits & KV_MEDIUM_BIT(KV_DISK);
+	if (s->npu) {
+		if (bits & KV_MEDIUM_BIT(KV_XPU))
+			s->npu_end = i + 1;
+		else {
+			s->npu = false;
+			s->cpu1 = s->cpu1_started = true;
+			s->cpu1_end = i;
+		}
+	}
+	bool counted_cpu = false;
+	if (s->cpu0) {
+		if (cpu_here) {
+			s->cpu0_end = i + 1;
+			counted_cpu = !s->npu;
+		} else {
+			s->cpu0 = false;
+		}
+	}
+	if (s->cpu1) {
+		if (cpu_here) {
+			s->cpu1_end = i + 1;
+			counted_cpu = true;
+		} else {
+			s->cpu1 = false;
+		}
+	}
+	if (counted_cpu && (own & KV_MEDIUM_BIT(KV_CPU)))
+		s->cpu_own++;
+	if (s->disk0) {
+		if (disk_here)
+			s->disk0_end = i + 1;
+		else
+			s->disk0 = false;
+	}
+	if (!s->disk1_started && !s->npu && !s->cpu0 && !s->cpu1) {
+		s->disk1 = s->disk1_started = true;
+		s->disk1_end = i;
+	}
+	if (s->disk1) {
+		if (disk_here)
+			s->disk1_end = i + 1;
+		else
+			s->disk1 = false;
+	}
+	return s->npu || s->cpu0 || s->cpu1 || s->disk0 || s->disk1;
+}
+
+static void finish(struct wstate *s, uint32_t i, enum kv_stop why)
+{
+	s->done = true;
+	s->stop_at = i;
+	s->why = why;
+}
+
+static struct kv_hit to_hit(const struct wstate *s, uint32_t w)
+{
+	struct kv_hit h = { .worker = w };
+	uint32_t cpu1_end = s->cpu1_started ? s->cpu1_end : s->npu_end;
+	h.npu_end = s->npu_end;
+	h.cpu_end = s->cpu0_end > cpu1_end ? s->cpu0_end : cpu1_end;
+	uint32_t from = h.npu_end > h.cpu_end ? h.npu_end : h.cpu_end;
+	uint32_t disk1_end = s->disk1_started ? s->disk1_end : from;
+	h.disk_end = s->disk0_end > disk1_end ? s->disk0_end : disk1_end;
+	h.npu = h.npu_end;
+	h.cpu = h.cpu_end > h.npu_end ? h.cpu_end - h.npu_end : 0;
+	h.disk = h.disk_end > from ? h.disk_end - from : 0;
+	h.cpu_local = s->cpu_own < h.cpu ? s->cpu_own : h.cpu;
+	h.cpu_remote = h.cpu - h.cpu_local;
+	h.stop_at = s->stop_at;
+	h.why = s->why;
+	return h;
+}
+
+static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
+{
+	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0)
+		   : r->chains ? r->nchains : r->nlocals;
+	if (n > q->cap) {
+		q->local = kv_xrealloc(q->local, n * sizeof *q->local);
+		q->chain = kv_xrealloc(q->chain, n * sizeof *q->chain);
+		q->cap = n;
+	}
+	if (r->tokens)
+		return kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chain, n);
+	if (r->chains) {
+		if (n) { /* q->chain is NULL before the first block of any query */
+			memcpy(q->chain, r->chains, n * sizeof *q->chain);
+			memset(q->local, 0, n * sizeof *q->local);
+		}
+		return n;
+	}
+	if (n) {
+		memcpy(q->local, r->locals, n * sizeof *q->local);
+		kv_chain_hashes(KV_CHAIN_ROOT, q->local, q->chain, n);
+	}
+	return n;
+}
+
+/* Block i, in whose media (bits) the worker has it, and the len - 1
+ * blocks after it with the same holders.  Once the first of them is
+ * stepped, every walk still alive has its medium in bits and none can
+ * start: the others only lengthen the live walks, and count the same own
+ * cpu blocks as the first. */
+static inline bool step_run(struct wstate *s, uint32_t i, uint32_t len, unsigned bits, unsigned own)
+{
+	uint32_t own_before = s->cpu_own;
+	if (!step(s, i, bits, own))
+		return false;
+	if (len > 1) {
+		uint32_t end = i + len;
+		s->npu_end = s->npu ? end : s->npu_end;
+		s->cpu0_end = s->cpu0 ? end : s->cpu0_end;
+		s->cpu1_end = s->cpu1 ? end : s->cpu1_end;
+		s->disk0_end = s->disk0 ? end : s->disk0_end;
+		s->disk1_end = s->disk1 ? end : s->disk1_end;
+		s->cpu_own += (s->cpu_own - own_before) * (len - 1);
+	}
+	return true;
+}
+
+/* Where a run goes on: the block after it, held or not. */
+struct run_end {
+	struct kv_qblock next;
+	bool held;
+};
+
+/* Live index: blocks one by one while they have block i's holders. */
+static size_t live_run(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
+		       const struct kv_qblock *cur, struct run_end *end)
+{
+	size_t j = i + 1;
+	for (; j < n; j++) {
+		if (j + LIVE_AHEAD < n)
+			kv_qsource_prefetch(src, part, q->chain[j + LIVE_AHEAD], 0);
+		end->held = kv_qsource_block(src, part, q->chain[j], &end->next);
+		if (!end->held || end->next.set != cur->set)
+			break;
+	}
+	return j - i;
+}
+
+/* The blocks a walk will look at next, fetched together: all their
+ * directory slots, then all their records, so that the misses overlap.
+ * From block lo on: the block lo (when its own run begins there), the
+ * blocks a run from lo jumps to, and the last. */
+static void fetch_ahead(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t before, size_t lo,
+			size_t n)
+{
+	for (int stage = 0; stage < 2; stage++) {
+		if (before < lo)
+			kv_qsource_prefetch(src, part, q->chain[before], stage);
+		for (size_t j = lo; j < n; j += KV_QUERY_JUMP)
+			kv_qsource_prefetch(src, part, q->chain[j], stage);
+		if (lo + 1 < n)
+			kv_qsource_prefetch(src, part, q->chain[n - 1], stage);
+	}
+}
+
+/* Whether block j is held with set, its ancestors back to block lo (held
+ * with set) too, by its run; *hi becomes lower when block j tells that the
+ * run ends before it: blocks j - run .. j are held with block j's set, so
+ * with another set none of them is in lo's run, and with the same set the
+ * block before them breaks it. */
+static bool continues(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t lo, size_t j,
+		      uintptr_t set, size_t *hi)
+{
+	struct kv_qblock b;
+	if (!kv_qsource_block(src, part, q->chain[j], &b))
+		return false;
+	if (b.set == set && b.run >= j - lo)
+		return true;
+	size_t first = j - (b.run < j - lo ? b.run : j - lo);   /* the first of block j's run past lo */
+	size_t end = b.set == set ? first - 1 : first;
+	*hi = end < *hi ? end : *hi;
+	return false;
+}
+
+/* Snapshot: block i's holders go on through block lo while a block
+ * KV_QUERY_JUMP further is held with them and its run reaches back to lo;
+ * where that fails, the run's last block is searched between, where the
+ * failed block said the run ends first (a block is in the run exactly when
+ * its run reaches back to lo). */
+static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
+		       const struct kv_qblock *cur, struct run_end *end)
+{
+	size_t lo = i, hi = n;
+	if (i == 0)
+		fetch_ahead(q, src, part, n, 0, n);
+	while (lo + 1 < hi) {
+		size_t j = lo + KV_QUERY_JUMP < n ? lo + KV_QUERY_JUMP : n - 1;
+		size_t h = j;
+		if (!continues(q, src, part, lo, j, cur->set, &h)) {
+			hi = h;
+			break;
+		}
+		lo = j;
+	}
+	/* Most often the run ends just before where the failed block's began,
+	 * and the next run begins there. */
+	if (hi < n)
+		fetch_ahead(q, src, part, hi - 1, hi, n);
+	if (lo + 1 < hi) {
+		size_t h = hi - 1;
+		if (continues(q, src, part, lo, hi - 1, cur->set, &h))
+			lo = hi - 1;
+		else
+			hi = h;
+	}
+	while (lo + 1 < hi) {
+		size_t mid = lo + (hi - lo) / 2, h = mid;
+		if (continues(q, src, part, lo, mid, cur->set, &h))
+			lo = mid;
+		else
+			hi = h;
+	}
+	if (lo + 1 < n)
+		end->held = kv_qsource_block(src, part, q->chain[lo + 1], &end->next);
+	return lo + 1 - i;
+}
+
+static int by_worker_name(const void *a, const void *b, void *ctx)
+{
+	const struct kv_qsource *s = ctx;
+	const struct kv_hit *x = a, *y = b;
+	return kv_workers_compare(&s->ws->v[x->worker], &s->ws->v[y->worker]);
+}
+
+/* Whether every holder of a block is a pool holder. */
+static bool pools_only(const struct kv_qsource *src, const uint32_t *h, size_t nh)
+{
+	for (size_t k = 0; k < nh; k++)
+		if (!kv_qsource_is_pool(src, KV_HOLDER_WORKER(h[k])))
+			return false;
+	return nh > 0;
+}
+
+const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,
+				  const struct kv_query_opts *o, size_t *nhits, size_t *nblocks)
+{
+	size_t n = hash_query(q, req);
+	*nblocks = n;
+	q->src = src;
+	q->first_local = n ? q->local[0] : 0;
+	if (src->nworkers > q->capw) {
+		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
+		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);
+		q->capw = src->nworkers;
+		q->active = kv_xrealloc(q->active, (q->capw + 1) * sizeof *q->active);
+		q->next = kv_xrealloc(q->next, (q->capw + 1) * sizeof *q->next);
+	}
+	if (++q->epoch == 0) {
+		memset(q->w, 0, q->capw * sizeof *q->w);
+		q->epoch = 1;
+	}
+	uint32_t epoch = q->epoch;
+	size_t nactive = 0, ncand = 0;
+	const uint32_t *cand = NULL;
+	if (o->candidates) {
+		cand = o->candidates;
+		ncand = o->ncandidates;
+	} else if (o->shared_pool || o->all_workers) {
+		cand = kv_qsource_partition_workers(src, req->part, &ncand);
+	}
+	if (o->shared_pool) {
+		for (size_t k = 0; k < ncand; k++) {
+			start_worker(&q->w[cand[k]], epoch);
+			q->active[nactive++] = cand[k];
+		}
+	}
+	uint32_t i = 0;
+	enum kv_stop end_why = KV_STOP_END;
+	struct run_end at = { .held = false };
+	if (n)
+		at.held = kv_qsource_block(src, req->part, q->chain[0], &at.next);
+	const struct run_end block0 = at;
+	while (i < n && (nactive > 0 || i == 0)) {
+		if (!at.held) {
+			end_why = KV_STOP_NOT_IN_INDEX;
+			break;
+		}
+		struct kv_qblock cur = at.next;
+		at.held = false;
+		size_t len = src->snap ? snap_run(q, src, req->part, i, n, &cur, &at) : live_run(q, src, req->part, i, n, &cur, &at);
+		size_t nh = cur.n;
+		const uint32_t *h = cur.h;
+		unsigned pool = 0;
+		if (o->shared_pool)
+			for (size_t k = 0; k < nh; k++)
+				pool |= KV_HOLDER_MEDIA(h[k]) & (KV_MEDIUM_BIT(KV_CPU) | KV_MEDIUM_BIT(KV_DISK));
+		if (i == 0 && !o->shared_pool)
+			for (size_t k = 0; k < nh; k++) {
+				start_worker(&q->w[KV_HOLDER_WORKER(h[k])], epoch);
+				q->active[nactive++] = KV_HOLDER_WORKER(h[k]);
+			}
+		/* Active workers and holders are both sorted by worker: walk them together. */
+		size_t keep = 0, k = 0;
+		for (size_t a = 0; a < nactive; a++) {
+			uint32_t w = q->active[a];
+			while (k < nh && KV_HOLDER_WORKER(h[k]) < w)
+				k++;
+			unsigned own = k < nh && KV_HOLDER_WORKER(h[k]) == w ? KV_HOLDER_MEDIA(h[k]) : 0;
+			unsigned bits = o->shared_pool ? (own & KV_MEDIUM_BIT(KV_XPU)) | pool : own;
+			if (step_run(&q->w[w], i, (uint32_t)len, bits, own))
+				q->next[keep++] = w;
+			else
+				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : pools_only(src, h, nh) ? KV_STOP_POOL_ONLY
+											 : KV_STOP_ELSEWHERE);
+		}
+		uint32_t *t = q->active;
+		q->active = q->next;
+		q->next = t;
+		nactive = keep;
+		i += (uint32_t)len;
+	}
+	for (size_t a = 0; a < nactive; a++) {
+		struct wstate *s = &q->w[q->active[a]];
+		step(s, i, 0, 0);
+		finish(s, i, end_why);
+	}
+	/* The hits, or every candidate. */
+	size_t nh = 0, want = cand ? ncand : src->nworkers;
+	if (want > q->caphits) {
+		q->hits = kv_xrealloc(q->hits, want * sizeof *q->hits);
+		q->caphits = want;
+	}
+	if (cand) {
+		for (size_t k = 0; k < ncand; k++) {
+			struct wstate *s = &q->w[cand[k]];
+			if (s->epoch != epoch) {
+				start_worker(s, epoch);
+				s->npu = s->cpu0 = s->disk0 = false;
+				finish(s, 0, n == 0 ? KV_STOP_END : i == 0 && end_why == KV_STOP_NOT_IN_INDEX ? KV_STOP_NOT_IN_INDEX
+													    : KV_STOP_ELSEWHERE);
+			}
+			struct kv_hit hit = to_hit(s, cand[k]);
+			if (o->all_workers || hit.npu + hit.cpu + hit.disk)
+				q->hits[nh++] = hit;
+		}
+	} else {
+		/* Without candidates the workers met are those holding block 0. */
+		for (size_t k = 0; block0.held && k < block0.next.n; k++) {
+			uint32_t w = KV_HOLDER_WORKER(block0.next.h[k]);
+			struct kv_hit hit = to_hit(&q->w[w], w);
+			if (hit.npu + hit.cpu + hit.disk && !kv_qsource_is_pool(src, w))
+				q->hits[nh++] = hit;
+		}
+	}
+	/* snapshot workers are numbered in name order, and the hits came in
+	 * worker order (block 0's holders, or the sorted candidates) */
+	if (!src->snap)
+		qsort_r(q->hits, nh, sizeof *q->hits, by_worker_name, src);
+	*nhits = nh;
+	return q->hits;
+}
+
+/* ---- routing ------------------------------------------------------------- */
+
+double kv_hit_score(const struct kv_hit *h, const struct kv_weights *w)
+{
+	return w->npu * h->npu + w->cpu * h->cpu + w->disk * h->disk;
+}
+
+const struct kv_hit *kv_query_route(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
+				    const struct kv_querier *q)
+{
+	return kv_query_route_penalized(hits, n, w, q, NULL);
+}
+
+const struct kv_hit *kv_query_route_penalized(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
+					      const struct kv_querier *q, const double *penalty)
+{
+	const struct kv_hit *best = NULL;
+	double best_score = 0;
+	uint64_t best_tie = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_hit *h = &hits[i];
+		double sc = kv_hit_score(h, w) - (penalty ? penalty[h->worker] : 0);
+		uint64_t tie = kv_mix64(((uint64_t)h->worker + 1) * 0x9e3779b97f4a7c15ull ^ q->first_local);
+		bool better = !best || sc > best_score ||
+			      (sc == best_score && (h->npu > best->npu ||
+						    (h->npu == best->npu && (h->cpu > best->cpu ||
+									     (h->cpu == best->cpu && tie > best_tie)))));
+		if (better) {
+			best = h;
+			best_score = sc;
+			best_tie = tie;
+		}
+	}
+	return best;
+}
+
+/* ---- answers ------------------------------------------------------------- */
+
+static char *lit(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* The end of the instance whose hits start at i: hits are sorted by name. */
+static size_t instance_end(const struct kv_qsource *src, const struct kv_hit *hits, size_t i, size_t n)
+{
+	size_t len, l2;
+	int64_t dp, d2;
+	const char *inst = kv_qsource_worker(src, hits[i].worker, &len, &dp);
+	size_t j = i + 1;
+	while (j < n) {
+		const char *other = kv_qsource_worker(src, hits[j].worker, &l2, &d2);
+		if (l2 != len || memcmp(other, inst, len) != 0)
+			break;
+		j++;
+	}
+	return j;
+}
+
+struct rank_key {
+	char text[24]; /* the rank as serde writes a map key: its decimal digits */
+	size_t hit;
+};
+
+static int by_rank_text(const void *x, const void *y)
+{
+	return strcmp(((const struct rank_key *)x)->text, ((const struct rank_key *)y)->text);
+}
+
+/* The hits [i, j) of one instance in the order of their "DP" keys: sorted
+ * as strings ("10" before "2"), as serde_json's map sorts them. */
+static struct rank_key *ranks_in_key_order(const struct kv_qsource *src, const struct kv_hit *hits, size_t i,
+					   size_t j)
+{
+	struct rank_key *k = kv_xmalloc((j - i) * sizeof *k);
+	for (size_t x = i; x < j; x++) {
+		size_t len;
+		int64_t dp;
+		kv_qsource_worker(src, hits[x].worker, &len, &dp);
+		snprintf(k[x - i].text, sizeof k[x - i].text, "%lld", (long long)dp);
+		k[x - i].hit = x;
+	}
+	qsort(k, j - i, sizeof *k, by_rank_text);
+	return k;
+}
+
+static uint64_t hit_tokens(const struct kv_hit *h, size_t block_size)
+{
+	return (uint64_t)(h->npu + h->cpu + h->disk) * block_size;
+}
+
+/* {"<tenant>":{ ... }} around the instances. */
+static void open_tenant(struct kv_out *o, const char *tenant, size_t tlen)
+{
+	char *p = jw_reserve(o, JW_STR_MAX(tlen) + 8);
+	p = jw_str(lit(p, "{"), tenant, tlen);
+	jw_done(o, lit(p, ":{"));
+}
+
+static void open_instance(struct kv_out *o, const struct kv_qsource *src, const struct kv_hit *h, bool first,
+			  const char *fields)
+{
+	size_t len;
+	int64_t dp;
+	const char *inst = kv_qsource_worker(src, h->worker, &len, &dp);
+	char *p = jw_reserve(o, JW_STR_MAX(len) + 64);
+	p = jw_str(lit(p, first ? "" : ","), inst, len);
+	jw_done(o, lit(lit(p, ":{"), fields));
+}
+
+void kv_query_write_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
+			   const struct kv_hit *hits, size_t n, size_t block_size, bool shared_pool)
+{
+	open_tenant(o, tenant, tlen);
+	for (size_t i = 0, j; i < n; i = j) {
+		j = instance_end(src, hits, i, n);
+		open_instance(o, src, &hits[i], i == 0, "\"DP\":{");
+		uint64_t longest = 0;
+		struct rank_key *k = ranks_in_key_order(src, hits, i, j);
+		for (size_t x = 0; x < j - i; x++) {
+			const struct kv_hit *h = &hits[k[x].hit];
+			uint64_t t = hit_tokens(h, block_size);
+			longest = t > longest ? t : longest;
+			char *p = jw_reserve(o, 256);
+			p = lit(lit(lit(p, x ? ",\"" : "\""), k[x].text), "\":{\"cpu_blocks\":");
+			p = jw_u64(p, h->cpu);
+			p = jw_u64(lit(p, ",\"cpu_local_blocks\":"), shared_pool ? h->cpu_local : h->cpu);
+			p = jw_u64(lit(p, ",\"cpu_remote_blocks\":"), shared_pool ? h->cpu_remote : 0);
+			p = jw_u64(lit(p, ",\"disk_blocks\":"), h->disk);
+			p = jw_u64(lit(p, ",\"matched_tokens\":"), t);
+			p = jw_u64(lit(p, ",\"npu_blocks\":"), h->npu);
+			jw_done(o, lit(p, "}"));
+		}
+		free(k);
+		char *p = jw_reserve(o, 64);
+		p = jw_u64(lit(p, "},\"longest_matched\":"), longest);
+		jw_done(o, lit(p, "}"));
+	}
+	kv_out_puts(o, "}}\n");
+}
+
+void kv_query_write_rfc_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
+			       const struct kv_hit *hits, size_t n, size_t block_size)
+{
+	open_tenant(o, tenant, tlen);
+	for (size_t i = 0, j; i < n; i = j) {
+		j = instance_end(src, hits, i, n);
+		uint64_t gpu = 0, cpu = 0, disk = 0;
+		for (size_t x = i; x < j; x++) {
+			uint64_t g = (uint64_t)hits[x].npu * block_size, c = g + (uint64_t)hits[x].cpu * block_size;
+			uint64_t d = c + (uint64_t)hits[x].disk * block_size;
+			gpu = g > gpu ? g : gpu;
+			cpu = c > cpu ? c : cpu;
+			disk = d > disk ? d : disk;
+		}
+		open_instance(o, src, &hits[i], i == 0, "\"CPU\":");
+		char *p = jw_reserve(o, 64);
+		p = jw_u64(p, cpu);
+		p = jw_u64(lit(p, ",\"DISK\":"), disk);
+		jw_done(o, lit(p, ",\"DP\":{"));
+		struct rank_key *k = ranks_in_key_order(src, hits, i, j);
+		for (size_t x = 0; x < j - i; x++) {
+			p = jw_reserve(o, 64);
+			p = lit(lit(lit(p, x ? ",\"" : "\""), k[x].text), "\":");
+			jw_done(o, jw_u64(p, hit_tokens(&hits[k[x].hit], block_size)));
+		}
+		free(k);
+		p = jw_reserve(o, 96);
+		p = jw_u64(lit(p, "},\"GPU\":"), gpu);
+		p = jw_u64(lit(p, ",\"longest_matched\":"), disk > cpu ? disk : cpu > gpu ? cpu : gpu);
+		jw_done(o, lit(p, "}"));
+	}
+	kv_out_puts(o, "}}\n");
+}
