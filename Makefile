@@ -10,7 +10,7 @@ ZSHDIR    ?= $(PREFIX)/share/zsh/site-functions
 # bash-completion's completionsdir from pkg-config, but under PREFIX; when
 # pkg-config knows no bash-completion, $(PREFIX)/share/bash-completion/completions.
 # Deliberately not /usr/share/bash-completion/completions whatever PREFIX is
-# (issue 8's fallback): `make install PREFIX=/usr/local` must write nothing
+# (an earlier fallback): `make install PREFIX=/usr/local` must write nothing
 # under /usr/share, which belongs to the package manager, and bash-completion
 # also looks in /usr/local/share ($XDG_DATA_DIRS).  With PREFIX=/usr both are
 # /usr/share/bash-completion/completions.  BASHCOMPDIR=... overrides.

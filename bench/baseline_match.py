@@ -6,7 +6,7 @@ Reads a kvcap capture of vLLM array events and memcache pool events (what
 python3-xxhash (XXH3-64, seed 1337, local hash and prefix chain), and keeps
 the index in dicts: engine hash -> chain, chain -> {worker: media}, the
 offload cache and the pending pool (IpOnly targets from backend_id).
-The rules are SPEC sec. 6 as lib/index/match.c applies them, without the TTLs: in
+The rules are kvmatch(1) "Engine events", "Pool events" as lib/index/match.c applies them, without the TTLs: in
 kvgen's traffic the pool's events come 1 ms after the engine's, so nothing
 waits long enough to expire.  Prints the block operations it applied (for
 the benchmark's rate), then the blocks and (block, worker) pairs of the
@@ -98,7 +98,7 @@ def main(capture, regs):
                             if c is None:
                                 continue
                             # matched with the pool entries waiting for it, else cached
-                            # until the pool's event comes (SPEC 6.3)
+                            # until the pool's event comes (kvmatch(1) "Engine events")
                             waiting = pending.pop(h, None)
                             if waiting:
                                 for (tw, tm) in waiting:

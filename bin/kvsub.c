@@ -134,7 +134,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->cap.ntopics = o->ntopics;
 }
 
-/* A connect endpoint whose host is "*" means the KV master service (SPEC sec. 4.1);
+/* A connect endpoint whose host is "*" means the KV master service (kvsub(1) "ENVIRONMENT");
  * NULL when it cannot be resolved (the caller skips it). */
 static char *resolve_endpoint(const char *url, bool bind, bool quiet)
 {
@@ -176,7 +176,7 @@ static void add_registered(struct kv_capture *cap, const struct options *o)
 		for (int m = 0; m < KV_NMEDIA; m++)
 			if (r->medium_ep[m])
 				add_endpoint(cap, o, r->medium_ep[m], m == KV_XPU ? r->replay_endpoint : NULL);
-		/* An engine's "endpoint" is its HTTP address, not a publisher (SPEC 4.1). */
+		/* An engine's "endpoint" is its HTTP address, not a publisher (kvsub(1) "DESCRIPTION"). */
 		if (r->is_pool && r->endpoint)
 			add_endpoint(cap, o, r->endpoint, NULL);
 	}

@@ -1,4 +1,4 @@
-/* libFuzzer harness: event JSON lines (SPEC sec. 5.7) through the yajl
+/* libFuzzer harness: event JSON lines (kvdecode(1) "JSON FIELDS") through the yajl
  * reader kvmatch uses, one reader for all the lines of an input, as
  * kvmatch keeps one for a file.  Each line is parsed from a buffer of its
  * own size, so that a read past its end is caught.  Checked beyond "no

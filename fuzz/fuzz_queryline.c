@@ -1,4 +1,4 @@
-/* libFuzzer harness: kvquery's input lines (SPEC sec. 8.1: /query and
+/* libFuzzer harness: kvquery's input lines (kvquery(1) "Queries": /query and
  * /query_by_hash bodies, bare token lists) through the streaming query
  * parser, one parser and one query for all the lines of an input, as
  * kvquery keeps them.  Each accepted query is then answered, routed and

@@ -1,4 +1,4 @@
-/* libFuzzer harness: a registrations file (SPEC sec. 6.1, kv-conductor
+/* libFuzzer harness: a registrations file (kvmatch(1) "Workers", kv-conductor
  * /register bodies, one per line) through kv_regs_load, as kvsub -r and
  * kvmatch -r read it, then used as they use it: the workers and pool
  * subscribers registered, every endpoint's host and port, wildcard

@@ -1,4 +1,4 @@
-/* libFuzzer harness: kvsnap snapshots (SPEC sec. 7, kvsnap(5)) through
+/* libFuzzer harness: kvsnap snapshots (kvsnap(5)) through
  * kv_snap_load and its checks, then through every reader of a snapshot
  * that passed them, so that no such snapshot can crash one: kvmatch --dump,
  * kvquery's lookups, answers and routes (per partition, a walk along the

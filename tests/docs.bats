@@ -18,9 +18,9 @@ mantree() {
 	assert_equal "$(grep -v 'mandoc.db' <<<"$output" || true)" ""
 }
 
-# The sections of issue 8.  The format pages (kvcap.5, kvsnap.5) and the
+# The sections every page has.  The format pages (kvcap.5, kvsnap.5) and the
 # overview (kvtools.7) have no OPTIONS and no EXIT STATUS: they describe no
-# command (decided with issue 8; the README says so where it lists the pages).
+# command (the README says so where it lists the pages).
 # FILES is required where a program creates or reads files beyond its arguments and
 # -o (temporaries renamed into place, snapshots, registrations, metrics) and
 # in the overview (installed paths).
@@ -231,4 +231,51 @@ complete_words() {
 	assert_equal "$want" 64
 	got=$(grep -o 'dp_rank: 0, block_size: [0-9]*' "$ROOT/README.md" | grep -o '[0-9]*$')
 	assert_equal "$got" "$want"
+}
+
+# The contract the code cites lives in the repository: PAGE(N) "Section".
+@test "every citation in the code, tests, Makefile and README resolves to a man page section" {
+	run "$ROOT/tests/citations" "$ROOT"
+	assert_success
+	assert_output "citations: every citation resolves"
+}
+
+@test "a citation of a missing section, a missing page or a text outside the repository is refused" {
+	# built from pieces, so that this file holds no such citation itself
+	m=kvmatch f=kvfoo s=SPEC i=issue
+	mkdir -p "$T/tree/lib/base" "$T/tree/man"
+	cp "$ROOT/man/kvmatch.1" "$T/tree/man/"
+	printf '%s\n' "/* ok: $m(1) \"Pool events\", \"State lines\" */" \
+	    "/* $m(1) \"Pool events\", \"No such thing\" */" "/* $f(1) */" \
+	    "/* as $s sec. 6.3 says */" "/* see $i 16 */" >"$T/tree/lib/base/a.h"
+	: >"$T/tree/Makefile"; : >"$T/tree/README.md"
+	run "$ROOT/tests/citations" "$T/tree"
+	assert_failure 1
+	assert_output - <<-OUT
+	lib/base/a.h:4: "$s sec. 6.3" cites a text outside the repository (cite a man page section)
+	lib/base/a.h:5: "$i 16" cites a text outside the repository (cite a man page section)
+	lib/base/a.h:2: $m(1) "No such thing": no such section in man/kvmatch.1
+	lib/base/a.h:3: $f(1): no man/kvfoo.1
+	citations: 4 citation(s) that do not resolve
+	OUT
+}
+
+# lib/ by stage: includes run down only (README, Layout); make lint runs it.
+@test "the include layers of lib/ hold, and an upward or sibling include is refused" {
+	run "$ROOT/tests/layers" "$ROOT"
+	assert_success
+	assert_output "layers: lib/ includes run downward only"
+	mkdir -p "$T/tree/lib/base" "$T/tree/lib/index" "$T/tree/lib/prom"
+	printf '#include "index/match.h"\n' >"$T/tree/lib/base/a.c"
+	printf '#include "base/util.h"\n#include "decode/event.h"\n#include "query/query.h"\n' >"$T/tree/lib/index/b.c"
+	printf '#include "decode/kvcap.h"\n#include "util.h"\n' >"$T/tree/lib/prom/c.h"
+	run "$ROOT/tests/layers" "$T/tree"
+	assert_failure 1
+	assert_output - <<-'OUT'
+	lib/base/a.c:1: "index/match.h": lib/base/ may include only base
+	lib/index/b.c:3: "query/query.h": lib/index/ may include only base decode net index
+	lib/prom/c.h:1: "decode/kvcap.h": lib/prom/ may include only base prom
+	lib/prom/c.h:2: "util.h" names no folder (write "prom/util.h" or the folder it lives in)
+	layers: 4 include(s) against the layer order
+	OUT
 }

@@ -196,7 +196,7 @@ dropped unknown_backend 0x000000000000000b cpu "
 	  store $E0 7 0 xpu '"0x7"' null 1,2,4,1 4 ',"kv_cache_spec_kind":"cross_attention"'
 	  store $E0 8 0 xpu '"0x8"' null 1,2,4,2 4 ',"kv_cache_spec_kind":"EncoderOnlyAttention"'
 	  store $E0 9 0 xpu '"0x9"' null 1,2,4,3 4 ',"kv_cache_spec_kind":"sink_full_attention"'
-	  # beyond SPEC 6.3's list, deliberately (kvmatch(1), Engine events)
+	  # in kvmatch(1) "Engine events"'s list: a sliding window, MLA or not
 	  store $E0 10 0 xpu '"0x10"' null 1,2,4,4 4 ',"kv_cache_spec_kind":"sliding_window_mla"'
 	  store $E0 11 0 cpu '"0x11"' null 1,2,4,5 4 ',"kv_cache_spec_kind":"SlidingWindowMLA"'; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl --log dropped,applied,offload_cached ev.jsonl
@@ -985,7 +985,7 @@ b 1 held_by_pool_only"
 kvmatch: r.jsonl: line 2: missing field \`block_size\` (kv-conductor answers 422)"
 }
 
-# The conflicts of issue 18: each reported with its line, the first line wins, exit 65.
+# Conflicting registrations: each reported with its line, the first line wins, exit 65.
 conflicts() {
 	reg() { printf '{"instance_id": "%s", "type": "vLLM", "dp_rank": %s, "block_size": %s, "modelname": "%s", "medium_endpoints": {"npu": "%s"}}\n' "$@"; }
 	{

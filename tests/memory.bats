@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Memory bounds (kvmatch(1) "Time, expiry and memory", kvsub(1) "Memory"):
+# Memory bounds (kvmatch(1) "Time, expiry and memory", kvsub(1) "LIMITS"):
 # peak resident memory does not grow with the length of the input.  Peaks
 # are compared between a short and a long run of the same traffic, with
 # generous margins, since the machine may be shared; inputs come from

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# What every program says about a bad option (SPEC sec. 2): `PROG: message`,
+# What every program says about a bad option (kvtools(7) "Conventions"): `PROG: message`,
 # then `Try 'PROG --help'.`, exit 64.  Each program is run by its path, as
 # $BIN/PROG: run through PATH, argv[0] would already be the bare name and
 # getopt's messages would start with it whether or not the program fixes it.

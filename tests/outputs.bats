@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# What every program does to the files it writes (issue 18, data loss): an
+# What every program does to the files it writes (kvtools(7) "Conventions"): an
 # output naming an input is refused, a set-up error leaves an existing output
 # as it was, and a reader leaving standard output does not cut a file
 # product short.

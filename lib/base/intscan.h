@@ -1,7 +1,7 @@
 /* intscan: the fast path for the long JSON arrays of integers that query
  * lines carry (kvquery(1): token_ids, block_hashes, seq_hashes), whose
  * elements yajl's callbacks took most of a /query line's time to read
- * (issue 16).  It owns one function, kv_intscan_array, which reads the
+ * (make bench).  It owns one function, kv_intscan_array, which reads the
  * elements of such an array straight from the line's bytes when they are
  * in the plain form clients write, and declines anything else: the caller
  * then lets its full parser read the array, which accepts or refuses it,

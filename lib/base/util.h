@@ -15,7 +15,7 @@
 #define KV_VERSION "0.0.0"
 #endif
 
-/* Exit statuses, SPEC sec. 2 (sysexits names, plus "nothing found"). */
+/* Exit statuses, kvtools(7) "Conventions" (sysexits names, plus "nothing found"). */
 enum {
 	KV_EX_OK = 0,
 	KV_EX_NOTFOUND = 1,
@@ -38,7 +38,7 @@ extern volatile sig_atomic_t kv_user_signal;
 
 /* Sets kv_prog to argv[0] without its directories, and points argv[0] at
  * that name too: getopt starts its own messages about a bad option with
- * argv[0], and they must read `PROG: ...` like every other (SPEC sec. 2).
+ * argv[0], and they must read `PROG: ...` like every other (kvtools(7) "Conventions").
  * Call it first in main, before getopt_long. */
 void kv_set_prog(char **argv);
 

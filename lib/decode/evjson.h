@@ -1,4 +1,4 @@
-/* evjson: the event JSON line (SPEC sec. 5.7), both directions.
+/* evjson: the event JSON line (kvdecode(1) "JSON FIELDS"), both directions.
  * Writing: one object per event on one line, batch fields on every line,
  * hashes as "0x" + 16 hex digits; the record's own fields (src, recv_ns, seq,
  * topic, replayed) are rendered once per record and copied per event.

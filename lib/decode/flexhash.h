@@ -1,5 +1,5 @@
 /* flexhash: every rule that turns a wire value into a u64 block hash
- * (SPEC sec. 5.5, kv-conductor's FlexHash).  Unsigned ints as they are,
+ * (kvdecode(1) "Hashes", kv-conductor's FlexHash).  Unsigned ints as they are,
  * negative ints as their two's complement (Mooncake packs int64), bin of up
  * to 8 bytes big-endian, longer bin by its last 8 bytes (vLLM's sha256 in
  * bytes mode = its int mode = memcache's BlockHashHexToU64), strings as hex
@@ -34,7 +34,7 @@ void kv_hash_forms_text(unsigned forms, char *buf, size_t n);
 const char *kv_flexhash(const msgpack_object *o, const struct kv_hash_opts *opts, uint64_t *h);
 /* The string rules alone (also used for hashes that arrive in JSON). */
 const char *kv_flexhash_str(const char *s, size_t n, bool decimal, uint64_t *h);
-/* The hash an object key names (SPEC 5.4): decimal or 0x hex whose value
+/* The hash an object key names (kvdecode(1) "Hashes"): decimal or 0x hex whose value
  * fits in 64 bits, or, with after_at (memcache keys), the hex after the
  * last '@' (its low 64 bits).  false when the key names none: never a
  * truncated value that another key already means. */

@@ -1,4 +1,4 @@
-/* kvcap: the capture stream of SPEC sec. 3, both directions.
+/* kvcap: the capture stream of kvcap(5), both directions.
  * A stream is MessagePack objects back to back: header maps
  * {"kvcap": 1, "tool": .., "start_ns": ..} (first, and again wherever captures
  * were concatenated) and records [recv_ns, src, flags, [frame, ...], ...].
@@ -46,7 +46,7 @@ struct kv_record {
 	uint64_t number;      /* 1-based record number in this input */
 };
 
-/* The parts of a publisher message: [topic, seq, payload] (SPEC sec. 5.2). */
+/* The parts of a publisher message: [topic, seq, payload] (kvdecode(1) "Publishers"). */
 struct kv_msg_parts {
 	struct kv_frame topic, payload;
 	bool seq_frame;       /* the message has a seq position: 3 frames or more */

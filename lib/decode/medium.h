@@ -1,4 +1,4 @@
-/* medium: storage medium names and their normal form (SPEC sec. 5.6).
+/* medium: storage medium names and their normal form (kvdecode(1) "Media").
  * The one place that knows that "NPU", "hbm" and "GPU" are all xpu. */
 #ifndef KV_MEDIUM_H
 #define KV_MEDIUM_H

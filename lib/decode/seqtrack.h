@@ -1,4 +1,4 @@
-/* seqtrack: per-publisher sequence accounting (SPEC sec. 4.2).
+/* seqtrack: per-publisher sequence accounting (kvsub(1) "Sequence numbers").
  * seq advances by one per batch; a jump forward is a gap with missing
  * batches, a step back (or a repeat) is a publisher restart.  Shared by
  * kvsub (live), kvdecode --stats and kvmatch (from captures). */

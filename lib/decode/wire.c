@@ -558,7 +558,7 @@ static bool pool_hashes(struct kv_wire *w, struct kv_event *e, size_t k, const m
 	dedup_hashes(w, from);
 	/* The key names the block only when the publisher sent no hash list:
 	 * the Mooncake master sends an empty seq_hashes for a key its parser
-	 * cannot read, and that event has no hash (SPEC 5.4).  A key that is no
+	 * cannot read, and that event has no hash (kvdecode(1) "Hashes").  A key that is no
 	 * hash is no error either: the event is kept without hashes. */
 	uint64_t h;
 	if (!present(seq) && !present(blk) && (e->has & KV_HAS_OBJECT_KEY) && e->type != KV_EV_CLEARED &&
@@ -628,7 +628,7 @@ static void events_of(struct kv_wire *w, const struct kv_event *base, const msgp
 		b.format = vllm ? KV_FMT_VLLM : map_batch ? KV_FMT_MEMCACHE : KV_FMT_MOONCAKE;
 		/* vLLM stamps batches in float seconds, array or map; the Mooncake
 		 * master's array batches carry integer milliseconds.  A map batch
-		 * with a ts is vLLM's shape (SPEC sec. 5.2), so its ts is seconds
+		 * with a ts is vLLM's shape (kvdecode(1) "Publishers"), so its ts is seconds
 		 * whatever events it holds. */
 		if (batch_ts && is_number(batch_ts)) {
 			if (b.format == KV_FMT_MOONCAKE && get_i64(batch_ts, &b.ts_ms)) {

@@ -1,4 +1,5 @@
-/* wire: publisher payloads (MessagePack) to events, SPEC sec. 5.2-5.6.
+/* wire: publisher payloads (MessagePack) to events (kvdecode(1)
+ * "Publishers", "Hashes", "Media").
  * vLLM batches ([ts, events], [ts, events, dp], [ts, dp, events], or a map
  * with "ts") with array events (tag first) or map events ("type"), memcache
  * MetaService batches {"events": [...]}, Mooncake master batches

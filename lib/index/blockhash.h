@@ -1,5 +1,5 @@
-/* blockhash: the index identity of a block (SPEC sec. 6.2), the rule of
- * kv-conductor and Dynamo.  Local hash: XXH3-64, seed 1337, over the block's
+/* blockhash: the index identity of a block, the rule of kv-conductor and
+ * Dynamo (kvmatch(1) "Partitions and block identity").  Local hash: XXH3-64, seed 1337, over the block's
  * token ids as u32 little-endian.  Prefix chain: chain(-1) = 1337,
  * chain(i) = XXH3-64 of local(i) as 8 little-endian bytes, seeded with
  * chain(i-1): "this block after exactly this prefix", the key of the index. */

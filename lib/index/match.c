@@ -727,9 +727,9 @@ void kv_match_bad_record(struct kv_match *m, const struct kv_wire_ctx *ctx)
 
 /* ---- engine events ------------------------------------------------------- */
 
-/* Whether a KV cache group's kind caches full prefixes.  The list of SPEC
- * 6.3, and sliding_window_mla beyond it, deliberately (kvmatch(1), Engine
- * events): a sliding-window layer caches its window only, MLA or not. */
+/* Whether a KV cache group's kind caches full prefixes.  The list of
+ * kvmatch(1) "Engine events", sliding_window_mla included: a sliding-window
+ * layer caches its window only, MLA or not. */
 static bool main_attention(struct kv_str kind)
 {
 	static const char *const skipped[] = { "slidingwindow", "slidingwindowmla", "chunkedlocalattention", "mamba",
@@ -1104,7 +1104,7 @@ static size_t pool_targets(struct kv_match *m, const struct kv_event *e, const s
 
 /* A pool whose backend_id names no worker (a decoupled Mooncake daemon,
  * "mooncake-daemon-0") holds the blocks itself: its pool holder is the one
- * target, in the event's partition (SPEC 6.4).  0 without a backend_id. */
+ * target, in the event's partition (kvmatch(1) "Pool events").  0 without a backend_id. */
 static size_t pool_holder_target(struct kv_match *m, const struct kv_event *e)
 {
 	if (!(e->has & KV_HAS_BACKEND_ID) || e->backend_id.n == 0)

@@ -1,6 +1,7 @@
-/* match: two-phase matching (SPEC sec. 6.3-6.5, kv-conductor's memcache
- * KvEvent support).  Engine events apply xpu stores and removals to the
- * index and cache engine offload (cpu/disk) events; pool events confirm
+/* match: two-phase matching (kv-conductor's memcache KvEvent support;
+ * kvmatch(1) "Engine events", "Pool events", "Time, expiry and memory").
+ * Engine events apply xpu stores and removals to the index and cache
+ * engine offload (cpu/disk) events; pool events confirm
  * blocks whose content is known, or wait in the pending pool until the
  * engine's offload event arrives (matched).  All times are event time
  * (recv_ns), so the same input gives the same result, live or replayed.

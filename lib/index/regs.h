@@ -1,4 +1,4 @@
-/* regs: the registrations file (SPEC sec. 6.1), one /register body per
+/* regs: the registrations file (kvmatch(1) "Workers"), one /register body per
  * line, in kv-conductor's shape (medium_endpoints, store_backend, node_id) or
  * Mooncake RFC #1403's (endpoint, lora_name, additionalsalt).  Both require
  * instance_id, type, modelname, block_size and dp_rank, and so does this

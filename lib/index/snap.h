@@ -1,4 +1,4 @@
-/* snap: the kvsnap snapshot file (SPEC sec. 7, kvsnap(5)), both directions.
+/* snap: the kvsnap snapshot file (kvsnap(5)), both directions.
  * Little-endian, versioned: a header with magic "KVSNAP", a section table,
  * fixed-size records, and an XXH3-64 checksum over everything before it.
  * Writing is canonical (workers, partitions, blocks and maps sorted; no

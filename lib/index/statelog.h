@@ -1,4 +1,4 @@
-/* statelog: kvmatch's state lines (SPEC sec. 6.6), the JSON form of a
+/* statelog: kvmatch's state lines (kvmatch(1) "State lines"), the JSON form of a
  * matching report, and the final statistics. */
 #ifndef KV_STATELOG_H
 #define KV_STATELOG_H

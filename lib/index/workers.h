@@ -1,6 +1,6 @@
 /* workers: who the events are about.  A worker is one (instance_id,
  * dp_rank).  Workers come from registrations (kv-conductor /register bodies)
- * or are inferred from an engine event's source (SPEC sec. 6.1); this module
+ * or are inferred from an engine event's source (kvmatch(1) "Workers"); this module
  * maps an engine event's source to its worker, a pool event's backend_id to
  * the workers on that host (kv-conductor's hbm_ip_index, IpOnly matching),
  * and a pool source to its own registered worker (YuanRong). */
@@ -103,7 +103,7 @@ bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub
  * pool events from BACKEND_ID target those instances' workers, every DP
  * rank.  false when the text has no '=', or an empty name. */
 bool kv_workers_add_serves(struct kv_workers *ws, const char *spec);
-/* The pool holder named backend_id (SPEC 6.4): the pool itself holds the
+/* The pool holder named backend_id (kvmatch(1) "Pool events"): the pool itself holds the
  * blocks of its events when backend_id names no worker (a decoupled cache
  * daemon).  A worker with dp_rank -1, so that it never is an engine's.
  * KV_NO_WORKER past KV_MAX_WORKERS. */

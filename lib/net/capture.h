@@ -1,4 +1,4 @@
-/* capture: live capture from ZMQ publishers into a kvcap stream (SPEC sec. 4).
+/* capture: live capture from ZMQ publishers into a kvcap stream (kvsub(1)).
  * One SUB socket per endpoint, all polled together; per-endpoint seq
  * accounting; on a gap, the message that revealed it is held while the missing
  * batches are replayed from the publisher's replay socket, so that each

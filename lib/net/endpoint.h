@@ -1,6 +1,6 @@
 /* endpoint: ZMQ endpoint strings (tcp://host:port, tcp://[v6]:port, ipc://,
  * inproc://): their host and port, and the wildcard rule of kv-conductor's
- * Coordinator (a "*" host means the KV master service, SPEC sec. 4.1). */
+ * Coordinator (a "*" host means the KV master service, kvsub(1) "ENVIRONMENT"). */
 #ifndef KV_ENDPOINT_H
 #define KV_ENDPOINT_H
 

@@ -3,7 +3,7 @@
  * ports counted up from a base in order of first appearance, or one socket
  * for every source), the PUB sockets, and for each socket a bounded buffer
  * of the batches it published with a vLLM replay server on a ROUTER socket
- * (SPEC sec. 4.3) that answers from it, in either reply shape.  Also owns
+ * (kvsub(1) "Replay") that answers from it, in either reply shape.  Also owns
  * waiting, for a record's time or for more input, during which the replay
  * servers keep answering and the stop flag is noticed within 100 ms.
  * The capture format stays in kvcap, the protocol frames in replay. */

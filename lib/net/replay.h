@@ -1,4 +1,4 @@
-/* replay: vLLM's replay protocol (SPEC sec. 4.3), both ends.
+/* replay: vLLM's replay protocol (kvsub(1) "Replay"), both ends.
  * A subscriber sends ["", start_seq] to the publisher's ROUTER; the publisher
  * answers one message per buffered batch with seq >= start_seq, shaped
  * ["", seq, payload] (vLLM up to 0.25) or ["", topic, seq, payload] (0.26+),

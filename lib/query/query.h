@@ -1,4 +1,4 @@
-/* query: prefix lookups against an index (SPEC sec. 8): per worker the
+/* query: prefix lookups against an index (kvquery(1)): per worker the
  * three walks (xpu from block 0; cpu from 0 and from the xpu end; disk from
  * 0 and from the farther of those ends), the exclusive block counts,
  * kv-conductor's /query answer, routing scores and explanations.  The same
@@ -51,8 +51,8 @@ bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain,
 /* A hint that chain is about to be looked up (stages: see kv_snap_prefetch). */
 void kv_qsource_prefetch(const struct kv_qsource *s, uint32_t part, uint64_t chain, int stage);
 const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *len, int64_t *dp);
-/* The workers holding anything in a partition, sorted; pool holders (SPEC
- * 6.4) are no workers to answer for and are left out. */
+/* The workers holding anything in a partition, sorted; pool holders (kvmatch(1)
+ * "Pool events") are no workers to answer for and are left out. */
 const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part, size_t *n);
 /* Whether w is a pool holder: its blocks count for others under --shared-pool only. */
 bool kv_qsource_is_pool(const struct kv_qsource *s, uint32_t w);

@@ -1,4 +1,4 @@
-/* queryline: one query per line (SPEC sec. 8.1): a kv-conductor /query body
+/* queryline: one query per line (kvquery(1) "Queries"): a kv-conductor /query body
  * {"model", "block_size", "token_ids", "tenant_id"}, a /query_by_hash body
  * with "block_hashes" (local hashes: JSON numbers read exactly as u64, or hex
  * strings), RFC #1403's fields (lora_name, cache_salt, instance_id, and
