@@ -1,11 +1,11 @@
 /* wire: publisher payloads (MessagePack) to events (kvdecode(1)
- * "Publishers", "Hashes", "Media").
- * vLLM batches ([ts, events], [ts, events, dp], [ts, dp, events], or a map
- * with "ts") with array events (tag first) or map events ("type"), memcache
- * MetaService batches {"events": [...]}, Mooncake master batches
- * [ts_ms, [maps], dp].  A payload that cannot be decoded fails as a whole;
- * a bad event is skipped and a bad hash dropped, each noted as an issue, and
- * the rest of the batch survives. */
+ * "Publishers", "Hashes", "Media"): the batch shapes, and which dialect
+ * each event of a batch is.  vLLM batches ([ts, events], [ts, events, dp],
+ * [ts, dp, events], or a map with "ts") carry vLLM's events (decode/vllm.c);
+ * memcache MetaService batches {"events": [...]} and Mooncake master
+ * batches [ts_ms, [maps], dp] carry pool events (decode/pool.c).  A payload
+ * that cannot be decoded fails as a whole; a bad event is skipped and a bad
+ * hash dropped, each noted as an issue, and the rest of the batch survives. */
 #ifndef KV_WIRE_H
 #define KV_WIRE_H
 
