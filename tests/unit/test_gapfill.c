@@ -151,21 +151,17 @@ struct rmsg {
 };
 
 struct model {
-	bool may_ask;
 	size_t max_held, max_bytes;
-	bool seen;
 	uint64_t last, gaps, missing, restarts, replayed, duplicates;
-	bool replaying;
-	uint64_t lo, hi;
+	uint64_t lo, hi;                   /* the replay running */
 	struct rmsg rep[MAXQ], held[MAXQ];
 	size_t nrep, nheld;
-	bool asked_at_set;
-	uint64_t asked_at;
-	bool dedup;
+	uint64_t asked_at;                 /* the gap ending here was asked for */
 	uint64_t dedup_lo, dedup_upto;
-	uint8_t topic[MAXB];
 	size_t topic_len;
 	struct log out;
+	bool may_ask, seen, replaying, asked_at_set, dedup;
+	uint8_t topic[MAXB];
 };
 
 static size_t msg_bytes(const struct msg *m)
@@ -198,7 +194,7 @@ static struct rmsg rmsg_of(uint64_t recv_ns, const struct kv_frame *f, size_t n)
 
 static void m_write(struct model *md, const struct rmsg *r, uint64_t flags)
 {
-	struct kv_frame f[MAXF];
+	struct kv_frame f[MAXF] = { { NULL, 0 } };
 	struct kv_msg_parts parts;
 	kv_msg_split(frames(&r->m, f), r->m.n, &parts);
 	log_write(&md->out, r->recv_ns, flags, f, r->m.n, &parts);
@@ -378,7 +374,7 @@ static bool pair_agrees(const struct pair *p)
 
 static void live(struct pair *p, uint64_t recv_ns, const struct msg *m)
 {
-	struct kv_frame f[MAXF];
+	struct kv_frame f[MAXF] = { { NULL, 0 } };
 	kv_gapfill_live(&p->g, &p->io, recv_ns, frames(m, f), m->n);
 	m_live(&p->md, recv_ns, f, m->n);
 }
