@@ -1,5 +1,6 @@
 #include "net/capture.h"
 #include "net/endpoint.h"
+#include "decode/gapfill.h"
 #include "decode/kvcap.h"
 #include "base/metrics.h"
 #include "net/replay.h"
@@ -13,16 +14,6 @@
 #include <string.h>
 #include <zmq.h>
 
-/* A message kept in memory: held behind a replay, or brought by one. */
-struct stored {
-	uint64_t recv_ns;
-	uint64_t seq;
-	bool has_seq;
-	size_t nframes;
-	struct kv_frame frames[KV_CAP_MAX_FRAMES];
-	uint8_t *bytes;
-};
-
 /* Bounds on what one endpoint keeps in memory while a replay runs; past
  * them the replay is cut short and the held messages are written. */
 #define MAX_HELD 100000
@@ -30,28 +21,17 @@ struct stored {
 #define MAX_DRAIN 1024
 
 struct endpoint {
+	struct kv_capture *c;
 	char *src;
 	void *sub;
 	char *replay_url;
-	struct kv_seqtrack seq;
+	struct kv_gapfill gf;        /* its seq order, replays and their accounting */
 	bool mooncake;          /* its last batch was a Mooncake master's: its seq counts events */
-	uint64_t messages, bytes, replayed, bad_seq, duplicates, oversize, replay_failures;
+	uint64_t messages, bytes, bad_seq, oversize, replay_failures;
 	uint64_t behind;             /* dropped: KV_CAPTURE_MAX_HELD bytes already wait for a slow reader */
-	/* replay in progress */
-	void *dealer;
-	bool replaying;
-	uint64_t lo, hi, deadline_ns;
-	struct stored *rep;
-	size_t nrep, caprep, rep_bytes;
-	/* messages held behind a replay, oldest first */
-	struct stored *held;
-	size_t head, nheld, capheld, held_bytes;
-	uint64_t no_replay_at;       /* a gap ending here was already replayed once */
-	bool dedup;                  /* seqs dedup_lo..dedup_upto came by replay: live copies are duplicates */
-	uint64_t dedup_lo, dedup_upto;
+	void *dealer;                /* the replay socket, while a replay runs */
+	uint64_t deadline_ns;
 	uint64_t last_ns;            /* wall time of its last message */
-	uint8_t *topic;              /* last live topic, for rebuilding replayed records */
-	size_t topic_len;
 };
 
 struct kv_capture {
@@ -64,7 +44,6 @@ struct kv_capture {
 	size_t capitems;
 	uint64_t held;               /* records written while the reader had not taken all */
 	uint64_t records;
-	bool stopping;
 };
 
 struct kv_capture *kv_capture_new(struct kv_out *out, const struct kv_capture_opts *opts)
@@ -158,8 +137,10 @@ int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *repla
 	c->eps = kv_xgrow(c->eps, &c->capeps, c->neps + 1, sizeof *c->eps);
 	struct endpoint *ep = &c->eps[c->neps++];
 	memset(ep, 0, sizeof *ep);
+	ep->c = c;
 	ep->src = kv_xstrdup(endpoint);
 	ep->sub = s;
+	kv_gapfill_init(&ep->gf, MAX_HELD, MAX_HELD_BYTES);
 	if (replay_endpoint && !kv_capture_set_replay(c, endpoint, replay_endpoint, err, errlen))
 		return KV_EX_USAGE;
 	return 0;
@@ -177,6 +158,7 @@ bool kv_capture_set_replay(struct kv_capture *c, const char *src, const char *re
 		return false;
 	free(ep->replay_url);
 	ep->replay_url = kv_xstrdup(replay_endpoint);
+	ep->gf.may_ask = true;
 	return true;
 }
 
@@ -235,43 +217,24 @@ static void write_record(struct kv_capture *c, struct endpoint *ep, uint64_t rec
 	c->records++;
 }
 
-static void store_copy(struct stored *s, uint64_t recv_ns, const struct kv_frame *frames, size_t n)
-{
-	size_t total = 0;
-	for (size_t i = 0; i < n; i++)
-		total += frames[i].n;
-	s->recv_ns = recv_ns;
-	s->nframes = n;
-	s->bytes = kv_xmalloc(total);
-	size_t off = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (frames[i].n)
-			memcpy(s->bytes + off, frames[i].p, frames[i].n);
-		s->frames[i].p = s->bytes + off;
-		s->frames[i].n = frames[i].n;
-		off += frames[i].n;
-	}
-	struct kv_msg_parts parts;
-	kv_msg_split(s->frames, n, &parts);
-	s->has_seq = parts.has_seq;
-	s->seq = parts.seq;
-}
+/* ---- what the endpoint's gapfill asks of it ---- */
 
-static void remember_topic(struct endpoint *ep, struct kv_frame topic)
+static void gf_write(void *ctx, uint64_t recv_ns, uint64_t flags, const struct kv_frame *frames, size_t n,
+		     const struct kv_msg_parts *parts)
 {
-	if (topic.n == ep->topic_len && (topic.n == 0 || memcmp(topic.p, ep->topic, topic.n) == 0))
-		return;
-	free(ep->topic);
-	ep->topic = kv_xmalloc(topic.n ? topic.n : 1);
-	if (topic.n)
-		memcpy(ep->topic, topic.p, topic.n);
-	ep->topic_len = topic.n;
+	struct endpoint *ep = ctx;
+	if (!parts->has_seq)
+		ep->bad_seq += parts->seq_frame;   /* [topic, payload] and bare payloads: nothing bad */
+	else if (!(flags & KV_CAP_FLAG_REPLAYED))
+		ep->mooncake = kv_wire_is_mooncake_batch(parts->payload.p, parts->payload.n);
+	write_record(ep->c, ep, recv_ns, flags, frames, n);
 }
 
 /* Asks for batches [lo, hi); false (nothing asked) when ZMQ refuses. */
-static bool start_replay(struct kv_capture *c, struct endpoint *ep, uint64_t lo, uint64_t hi)
+static bool gf_ask(void *ctx, uint64_t lo, uint64_t hi)
 {
-	ep->dealer = zmq_socket(c->zctx, ZMQ_DEALER);
+	struct endpoint *ep = ctx;
+	ep->dealer = zmq_socket(ep->c->zctx, ZMQ_DEALER);
 	if (!ep->dealer)
 		return false;
 	set_int(ep->dealer, ZMQ_LINGER, 0);
@@ -279,6 +242,7 @@ static bool start_replay(struct kv_capture *c, struct endpoint *ep, uint64_t lo,
 	uint8_t seqbuf[8];
 	struct kv_frame req[2];
 	kv_replay_request(lo, seqbuf, req);
+	(void)hi;   /* vLLM's replay socket sends all it has from lo on */
 	if (zmq_connect(ep->dealer, ep->replay_url) != 0 ||
 	    zmq_send(ep->dealer, req[0].p, 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
 	    zmq_send(ep->dealer, req[1].p, req[1].n, ZMQ_DONTWAIT) < 0) {
@@ -287,158 +251,35 @@ static bool start_replay(struct kv_capture *c, struct endpoint *ep, uint64_t lo,
 		ep->replay_failures++;
 		return false;
 	}
-	ep->replaying = true;
-	ep->lo = lo;
-	ep->hi = hi;
-	ep->deadline_ns = kv_monotonic_ns() + c->opts.replay_timeout_ns;
+	ep->deadline_ns = kv_monotonic_ns() + ep->c->opts.replay_timeout_ns;
 	return true;
 }
 
-/* Delivers one message in order; false when it must wait behind a replay
- * (the caller keeps it).  The live copy of a batch that a replay already
- * brought can arrive after the replay ended (two connections): until the
- * first live seq beyond the replayed range, such a seq is a duplicate, not
- * a publisher restart. */
-static bool deliver(struct kv_capture *c, struct endpoint *ep, uint64_t recv_ns,
-		    const struct kv_frame *frames, size_t n)
+static void gf_hang_up(void *ctx)
 {
-	if (ep->replaying)
-		return false;
-	struct kv_msg_parts parts;
-	kv_msg_split(frames, n, &parts);
-	remember_topic(ep, parts.topic);
-	if (!parts.has_seq) {
-		/* [topic, payload] and bare payloads carry no seq: nothing bad */
-		ep->bad_seq += parts.seq_frame;
-		write_record(c, ep, recv_ns, 0, frames, n);
-		return true;
-	}
-	if (ep->dedup) {
-		if (parts.seq >= ep->dedup_lo && parts.seq <= ep->dedup_upto) {
-			ep->duplicates++;
-			return true;
-		}
-		ep->dedup = false;
-	}
-	if (ep->replay_url && !c->stopping && ep->seq.seen && parts.seq > ep->seq.last + 1 &&
-	    parts.seq != ep->no_replay_at) {
-		ep->no_replay_at = parts.seq;
-		if (start_replay(c, ep, ep->seq.last + 1, parts.seq))
-			return false;
-	}
-	ep->mooncake = kv_wire_is_mooncake_batch(parts.payload.p, parts.payload.n);
-	kv_seq_observe(&ep->seq, parts.seq);
-	write_record(c, ep, recv_ns, 0, frames, n);
-	return true;
-}
-
-static void free_stored(struct stored *s)
-{
-	free(s->bytes);
-	s->bytes = NULL;
-}
-
-static void drain_held(struct kv_capture *c, struct endpoint *ep)
-{
-	while (ep->nheld > 0) {
-		struct stored *s = &ep->held[ep->head];
-		if (!deliver(c, ep, s->recv_ns, s->frames, s->nframes))
-			return;
-		for (size_t i = 0; i < s->nframes; i++)
-			ep->held_bytes -= s->frames[i].n;
-		free_stored(s);
-		ep->head++;
-		ep->nheld--;
-	}
-	ep->head = 0;
-}
-
-static void hold(struct endpoint *ep, uint64_t recv_ns, const struct kv_frame *frames, size_t n)
-{
-	if (ep->head > 0 && ep->head + ep->nheld == ep->capheld) {
-		memmove(ep->held, ep->held + ep->head, ep->nheld * sizeof *ep->held);
-		ep->head = 0;
-	}
-	ep->held = kv_xgrow(ep->held, &ep->capheld, ep->head + ep->nheld + 1, sizeof *ep->held);
-	store_copy(&ep->held[ep->head + ep->nheld], recv_ns, frames, n);
-	ep->nheld++;
-	for (size_t i = 0; i < n; i++)
-		ep->held_bytes += frames[i].n;
-}
-
-static int by_seq(const void *a, const void *b)
-{
-	const struct stored *x = a, *y = b;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* The seqs a replay is trusted for end before this one: the seq whose gap
- * it fills, or (--replay-from asks for no end) the first live seq that
- * waited behind it; what the live stream brings is never taken from a
- * replay, which could drop it later as a duplicate. */
-static uint64_t replay_end(const struct endpoint *ep)
-{
-	const struct stored *first = ep->nheld ? &ep->held[ep->head] : NULL;
-	return first && first->has_seq && first->seq < ep->hi ? first->seq : ep->hi;
-}
-
-/* Ends the replay: writes what it brought (in seq order, flagged), then
- * whatever waited behind it. */
-static void finish_replay(struct kv_capture *c, struct endpoint *ep)
-{
+	struct endpoint *ep = ctx;
 	zmq_close(ep->dealer);
 	ep->dealer = NULL;
-	ep->replaying = false;
-	if (ep->nrep) /* a replay nobody answered brought nothing, and rep may be NULL */
-		qsort(ep->rep, ep->nrep, sizeof *ep->rep, by_seq);
-	uint64_t end = replay_end(ep);
-	for (size_t i = 0; i < ep->nrep; i++) {
-		struct stored *s = &ep->rep[i];
-		if ((!ep->seq.seen || s->seq > ep->seq.last) && s->seq < end) {
-			kv_seq_observe(&ep->seq, s->seq);
-			ep->replayed++;
-			write_record(c, ep, s->recv_ns, KV_CAP_FLAG_REPLAYED, s->frames, s->nframes);
-			if (!ep->dedup)
-				ep->dedup_lo = s->seq;
-			ep->dedup = true;
-			ep->dedup_upto = s->seq;
-		}
-		free_stored(s);
-	}
-	ep->nrep = 0;
-	ep->rep_bytes = 0;
-	drain_held(c, ep);
 }
 
-static void take_replay_reply(struct endpoint *ep, const struct kv_frame *frames, size_t n,
-			      uint64_t recv_ns, bool *done)
+static struct kv_gapfill_io io_of(struct endpoint *ep)
+{
+	return (struct kv_gapfill_io){ ep, gf_write, gf_ask, gf_hang_up };
+}
+
+/* A reply on the replay socket; true when the replay is over. */
+static bool take_replay_reply(struct endpoint *ep, const struct kv_frame *frames, size_t n, uint64_t recv_ns)
 {
 	struct kv_replay_reply r;
+	struct kv_gapfill_io io = io_of(ep);
 	kv_replay_parse_reply(frames, n, &r);
 	if (r.kind == KV_REPLAY_END_MARK) {
-		*done = true;
-		return;
+		kv_gapfill_end_replay(&ep->gf, &io);
+		return true;
 	}
-	if (r.kind != KV_REPLAY_BATCH || r.seq < ep->lo || r.seq >= ep->hi)
-		return;
-	/* A replay buffer is consecutive batches: after the first reply (which
-	 * may start later than asked), one that is not the next seq is no
-	 * part of it. */
-	if (ep->nrep > 0 && r.seq != ep->rep[ep->nrep - 1].seq + 1)
-		return;
-	uint8_t seqbuf[8];
-	kv_seq_encode(r.seq, seqbuf);
-	struct kv_frame rebuilt[3] = {
-		r.has_topic ? r.topic : (struct kv_frame){ ep->topic, ep->topic_len },
-		{ seqbuf, 8 },
-		r.payload,
-	};
-	ep->rep = kv_xgrow(ep->rep, &ep->caprep, ep->nrep + 1, sizeof *ep->rep);
-	store_copy(&ep->rep[ep->nrep++], recv_ns, rebuilt, 3);
-	ep->rep_bytes += rebuilt[0].n + rebuilt[1].n + rebuilt[2].n;
-	/* What a replay brings is bounded like what waits behind it. */
-	if (ep->nrep >= MAX_HELD || ep->rep_bytes >= MAX_HELD_BYTES)
-		*done = true;
+	if (r.kind != KV_REPLAY_BATCH)
+		return false;
+	return kv_gapfill_replayed(&ep->gf, &io, recv_ns, r.seq, r.has_topic ? &r.topic : NULL, r.payload);
 }
 
 /* Receives one multipart message without waiting; returns its frame count,
@@ -476,21 +317,14 @@ static void frames_of(zmq_msg_t *msgs, size_t n, struct kv_frame *frames, uint64
 	}
 }
 
-static void on_live(struct kv_capture *c, struct endpoint *ep, const struct kv_frame *frames, size_t n,
-		    uint64_t bytes)
+static void on_live(struct endpoint *ep, const struct kv_frame *frames, size_t n, uint64_t bytes)
 {
 	uint64_t now = kv_realtime_ns();
 	ep->last_ns = now;
 	ep->messages++;
 	ep->bytes += bytes;
-	if (ep->replaying || ep->nheld > 0) {
-		hold(ep, now, frames, n);
-		if (ep->replaying && (ep->nheld >= MAX_HELD || ep->held_bytes >= MAX_HELD_BYTES))
-			finish_replay(c, ep);
-		return;
-	}
-	if (!deliver(c, ep, now, frames, n))
-		hold(ep, now, frames, n);
+	struct kv_gapfill_io io = io_of(ep);
+	kv_gapfill_live(&ep->gf, &io, now, frames, n);
 }
 
 /* Reads what a socket has ready, at most MAX_DRAIN messages (fairness). */
@@ -508,15 +342,13 @@ static void drain_socket(struct kv_capture *c, struct endpoint *ep, bool replay_
 		if (over)
 			ep->oversize++;
 		else if (replay_socket)
-			take_replay_reply(ep, frames, n, kv_realtime_ns(), &done);
+			done = take_replay_reply(ep, frames, n, kv_realtime_ns());
 		else
-			on_live(c, ep, frames, n, bytes);
+			on_live(ep, frames, n, bytes);
 		for (size_t i = 0; i < n; i++)
 			zmq_msg_close(&msgs[i]);
-		if (done) {
-			finish_replay(c, ep);
+		if (done)
 			return;
-		}
 	}
 }
 
@@ -524,17 +356,20 @@ void kv_capture_start(struct kv_capture *c)
 {
 	if (!c->opts.replay_from_set)
 		return;
-	for (size_t i = 0; i < c->neps; i++)
-		if (c->eps[i].replay_url)
-			start_replay(c, &c->eps[i], c->opts.replay_from, UINT64_MAX);
+	for (size_t i = 0; i < c->neps; i++) {
+		struct kv_gapfill_io io = io_of(&c->eps[i]);
+		kv_gapfill_ask(&c->eps[i].gf, &io, c->opts.replay_from, UINT64_MAX);
+	}
 }
 
 static void expire_replays(struct kv_capture *c)
 {
 	uint64_t now = kv_monotonic_ns();
 	for (size_t i = 0; i < c->neps; i++)
-		if (c->eps[i].replaying && now >= c->eps[i].deadline_ns)
-			finish_replay(c, &c->eps[i]);
+		if (kv_gapfill_replaying(&c->eps[i].gf) && now >= c->eps[i].deadline_ns) {
+			struct kv_gapfill_io io = io_of(&c->eps[i]);
+			kv_gapfill_end_replay(&c->eps[i].gf, &io);
+		}
 }
 
 static size_t build_pollset(struct kv_capture *c)
@@ -588,12 +423,9 @@ bool kv_capture_step(struct kv_capture *c, int timeout_ms)
 
 void kv_capture_finish(struct kv_capture *c)
 {
-	c->stopping = true;
 	for (size_t i = 0; i < c->neps; i++) {
-		struct endpoint *ep = &c->eps[i];
-		if (ep->replaying)
-			finish_replay(c, ep);
-		drain_held(c, ep);
+		struct kv_gapfill_io io = io_of(&c->eps[i]);
+		kv_gapfill_finish(&c->eps[i].gf, &io);
 	}
 	kv_out_flush(c->out);
 }
@@ -607,12 +439,12 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f)
 		fprintf(f, "%s: %s: %llu messages, %llu bytes, %llu gaps, %llu %s, %llu replayed, "
 			   "%llu restarts, %llu bad seq",
 			kv_prog, name, (unsigned long long)ep->messages, (unsigned long long)ep->bytes,
-			(unsigned long long)ep->seq.gaps, (unsigned long long)ep->seq.missing,
+			(unsigned long long)ep->gf.seq.gaps, (unsigned long long)ep->gf.seq.missing,
 			kv_seq_missing_words(ep->mooncake),
-			(unsigned long long)ep->replayed, (unsigned long long)ep->seq.restarts,
+			(unsigned long long)ep->gf.replayed, (unsigned long long)ep->gf.seq.restarts,
 			(unsigned long long)ep->bad_seq);
-		if (ep->duplicates)
-			fprintf(f, ", %llu duplicates", (unsigned long long)ep->duplicates);
+		if (ep->gf.duplicates)
+			fprintf(f, ", %llu duplicates", (unsigned long long)ep->gf.duplicates);
 		if (ep->oversize)
 			fprintf(f, ", %llu oversized", (unsigned long long)ep->oversize);
 		if (ep->replay_failures)
@@ -629,7 +461,7 @@ void kv_capture_print_progress(const struct kv_capture *c, FILE *f)
 	for (size_t i = 0; i < c->neps; i++) {
 		msgs += c->eps[i].messages;
 		bytes += c->eps[i].bytes;
-		missing += c->eps[i].seq.missing;
+		missing += c->eps[i].gf.seq.missing;
 	}
 	fprintf(f, "\r%s: %llu records, %llu messages, %llu bytes, %llu missing ", kv_prog,
 		(unsigned long long)c->records, (unsigned long long)msgs, (unsigned long long)bytes,
@@ -643,15 +475,9 @@ void kv_capture_free(struct kv_capture *c)
 		zmq_close(ep->sub);
 		if (ep->dealer)
 			zmq_close(ep->dealer);
-		for (size_t j = 0; j < ep->nheld; j++)
-			free_stored(&ep->held[ep->head + j]);
-		for (size_t j = 0; j < ep->nrep; j++)
-			free_stored(&ep->rep[j]);
-		free(ep->held);
-		free(ep->rep);
+		kv_gapfill_free(&ep->gf);
 		free(ep->src);
 		free(ep->replay_url);
-		free(ep->topic);
 	}
 	free(c->eps);
 	free(c->items);
@@ -667,11 +493,11 @@ bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m)
 	} counters[] = {
 		{ "kvtools_sub_messages_total", "Messages received.", offsetof(struct endpoint, messages) },
 		{ "kvtools_sub_bytes_total", "Bytes received, all frames.", offsetof(struct endpoint, bytes) },
-		{ "kvtools_sub_gaps_total", "Jumps forward in seq.", offsetof(struct endpoint, seq.gaps) },
+		{ "kvtools_sub_gaps_total", "Jumps forward in seq.", offsetof(struct endpoint, gf.seq.gaps) },
 		{ "kvtools_sub_missing_batches_total", "Batches skipped in seq and not recovered by replay.",
-		  offsetof(struct endpoint, seq.missing) },
-		{ "kvtools_sub_replayed_total", "Batches recovered from the replay socket.", offsetof(struct endpoint, replayed) },
-		{ "kvtools_sub_restarts_total", "Steps back in seq: publisher restarts.", offsetof(struct endpoint, seq.restarts) },
+		  offsetof(struct endpoint, gf.seq.missing) },
+		{ "kvtools_sub_replayed_total", "Batches recovered from the replay socket.", offsetof(struct endpoint, gf.replayed) },
+		{ "kvtools_sub_restarts_total", "Steps back in seq: publisher restarts.", offsetof(struct endpoint, gf.seq.restarts) },
 		{ "kvtools_sub_bad_seq_total", "Messages of 3 frames or more whose seq frame is not 8 bytes.", offsetof(struct endpoint, bad_seq) },
 	};
 	if (!kv_metrics_begin(m))

@@ -1,8 +1,9 @@
 /* capture: live capture from ZMQ publishers into a kvcap stream (kvsub(1)).
- * One SUB socket per endpoint, all polled together; per-endpoint seq
- * accounting; on a gap, the message that revealed it is held while the missing
- * batches are replayed from the publisher's replay socket, so that each
- * endpoint's records stay in seq order without duplicates. */
+ * One SUB socket per endpoint, all polled together, and while a gap is
+ * replayed a DEALER socket to the publisher's replay socket; the output,
+ * held for a slow reader within bounds; per-endpoint statistics.  Which
+ * message is written when (seq order without duplicates, the messages held
+ * behind a replay) is each endpoint's gapfill (decode/gapfill). */
 #ifndef KV_CAPTURE_H
 #define KV_CAPTURE_H
 

@@ -1,4 +1,5 @@
 #include "net/publish.h"
+#include "net/replaybuf.h"
 #include "base/jsonw.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -11,23 +12,12 @@
 #include <time.h>
 #include <zmq.h>
 
-/* One published batch kept for replay: topic and payload in one allocation. */
-struct kept {
-	uint64_t seq;
-	uint8_t *bytes;
-	size_t topic_n, payload_n;
-};
-
 struct sock {
 	char *endpoint;              /* as shown: given, or ZMQ's for a wildcard port */
 	void *pub;
 	char *replay_ep;
 	void *router;
-	/* replay buffer: a ring of n entries from head, in kept[alloc] */
-	struct kept *kept;
-	size_t alloc, head, n, bytes;
-	bool seen_seq;
-	uint64_t last_seq;
+	struct kv_replaybuf buf;
 	uint64_t messages, sent_bytes, dropped, requests, replayed, bad_requests;
 	uint64_t refused;            /* replay requests refused: too much queued already */
 };
@@ -244,6 +234,7 @@ static int pub_socket(struct kv_pub *p, const char *endpoint, long *index, char 
 	memset(k, 0, sizeof *k);
 	k->pub = s;
 	k->endpoint = shown;
+	kv_replaybuf_init(&k->buf, p->o.buffer_steps, p->o.buffer_bytes);
 	*index = (long)p->nsocks++;
 	return 0;
 }
@@ -379,61 +370,6 @@ static bool send_frame(void *s, const void *data, size_t n, int flags)
 	}
 }
 
-static void forget_oldest(struct sock *k)
-{
-	struct kept *e = &k->kept[k->head];
-	k->bytes -= e->topic_n + e->payload_n;
-	free(e->bytes);
-	k->head = (k->head + 1) % k->alloc;
-	k->n--;
-}
-
-static void forget_all(struct sock *k)
-{
-	while (k->n)
-		forget_oldest(k);
-	k->head = 0;
-}
-
-static void keep(struct kv_pub *p, struct sock *k, uint64_t seq, struct kv_frame topic, struct kv_frame payload)
-{
-	if (k->seen_seq && seq <= k->last_seq)
-		forget_all(k);
-	k->seen_seq = true;
-	k->last_seq = seq;
-	size_t steps = p->o.buffer_steps;
-	if (steps == 0 || topic.n + payload.n > p->o.buffer_bytes)
-		return;
-	if (k->n == steps)
-		forget_oldest(k);
-	while (k->n && k->bytes + topic.n + payload.n > p->o.buffer_bytes)
-		forget_oldest(k);
-	if (k->n == k->alloc) {
-		/* Grow (only while below steps): lay the ring out from 0 again. */
-		size_t na = k->alloc ? k->alloc * 2 : 64;
-		if (na > steps)
-			na = steps;
-		struct kept *nk = kv_xcalloc(na, sizeof *nk);
-		for (size_t j = 0; j < k->n; j++)
-			nk[j] = k->kept[(k->head + j) % k->alloc];
-		free(k->kept);
-		k->kept = nk;
-		k->alloc = na;
-		k->head = 0;
-	}
-	struct kept *e = &k->kept[(k->head + k->n) % k->alloc];
-	e->seq = seq;
-	e->topic_n = topic.n;
-	e->payload_n = payload.n;
-	e->bytes = kv_xmalloc(topic.n + payload.n);
-	if (topic.n)
-		memcpy(e->bytes, topic.p, topic.n);
-	if (payload.n)
-		memcpy(e->bytes + topic.n, payload.p, payload.n);
-	k->bytes += topic.n + payload.n;
-	k->n++;
-}
-
 bool kv_pub_send(struct kv_pub *p, const struct kv_pub_src *s, const struct kv_record *rec, bool drop,
 		 char *err, size_t errlen)
 {
@@ -458,7 +394,7 @@ bool kv_pub_send(struct kv_pub *p, const struct kv_pub_src *s, const struct kv_r
 	struct kv_msg_parts m;
 	kv_msg_split(rec->frames, rec->nframes, &m);
 	if (m.has_seq)
-		keep(p, k, m.seq, m.topic, m.payload);
+		kv_replaybuf_keep(&k->buf, m.seq, m.topic, m.payload);
 	return true;
 }
 
@@ -549,8 +485,8 @@ static struct peer *peer_of(struct kv_pub *p, zmq_msg_t *identity)
 static size_t reply_size(const struct sock *k, uint64_t start)
 {
 	size_t bytes = REPLY_OVERHEAD;
-	for (size_t j = 0; j < k->n; j++) {
-		const struct kept *e = &k->kept[(k->head + j) % k->alloc];
+	for (size_t j = 0; j < kv_replaybuf_count(&k->buf); j++) {
+		const struct kv_replaybuf_entry *e = kv_replaybuf_at(&k->buf, j);
 		if (e->seq >= start)
 			bytes += e->topic_n + e->payload_n + REPLY_OVERHEAD;
 	}
@@ -605,12 +541,11 @@ static bool serve_one(struct kv_pub *p, struct sock *k)
 	} else {
 		static const uint8_t none;
 		bool ok = true;
-		for (size_t j = 0; ok && j < k->n; j++) {
-			const struct kept *e = &k->kept[(k->head + j) % k->alloc];
+		for (size_t j = 0; ok && j < kv_replaybuf_count(&k->buf); j++) {
+			const struct kv_replaybuf_entry *e = kv_replaybuf_at(&k->buf, j);
 			if (e->seq < start)
 				continue;
-			ok = send_reply(k, peer, p->o.shape, (struct kv_frame){ e->bytes, e->topic_n }, e->seq,
-					(struct kv_frame){ e->bytes + e->topic_n, e->payload_n });
+			ok = send_reply(k, peer, p->o.shape, kv_replaybuf_topic(e), e->seq, kv_replaybuf_payload(e));
 			k->replayed += ok;
 		}
 		if (ok)
@@ -779,8 +714,7 @@ void kv_pub_free(struct kv_pub *p, bool flush)
 		zmq_close(k->pub);
 		if (k->router)
 			zmq_close(k->router);
-		forget_all(k);
-		free(k->kept);
+		kv_replaybuf_free(&k->buf);
 		free(k->endpoint);
 		free(k->replay_ep);
 	}

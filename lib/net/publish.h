@@ -1,12 +1,13 @@
 /* publish: republishing captured messages on ZMQ PUB sockets (kvpub).
  * Owns which socket publishes which source (explicit SRC=ENDPOINT maps,
  * ports counted up from a base in order of first appearance, or one socket
- * for every source), the PUB sockets, and for each socket a bounded buffer
- * of the batches it published with a vLLM replay server on a ROUTER socket
- * (kvsub(1) "Replay") that answers from it, in either reply shape.  Also owns
- * waiting, for a record's time or for more input, during which the replay
- * servers keep answering and the stop flag is noticed within 100 ms.
- * The capture format stays in kvcap, the protocol frames in replay. */
+ * for every source), the PUB sockets, and for each socket a vLLM replay
+ * server on a ROUTER socket (kvsub(1) "Replay") that answers from the batches
+ * the socket published, in either reply shape.  Also owns waiting, for a
+ * record's time or for more input, during which the replay servers keep
+ * answering and the stop flag is noticed within 100 ms.  The capture format
+ * stays in kvcap, the protocol frames in replay, the kept batches in
+ * replaybuf. */
 #ifndef KV_PUBLISH_H
 #define KV_PUBLISH_H
 

@@ -1,8 +1,8 @@
 #include "sim/sim.h"
+#include "sim/lru.h"
 #include "index/blockhash.h"
 #include "decode/kvcap.h"
 #include "index/snap.h"
-#include "base/table.h"
 #include "base/util.h"
 
 #include <jansson.h>
@@ -10,112 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-
-#define NIL UINT32_MAX
-
-/* ---- LRU caches ---------------------------------------------------------- */
-
-struct lru_ent {
-	uint64_t key;
-	uint32_t idx;
-};
-KV_TABLE_DEFINE(kv_lru_map, struct lru_ent)
-
-struct lru_node {
-	uint64_t chain, ehash, parent, local;
-	uint32_t prev, next;
-};
-
-struct lru {
-	struct kv_lru_map map;
-	struct lru_node *nodes;
-	size_t capnodes, used;
-	uint32_t free_head, head, tail, count, capacity;
-};
-
-static void lru_init(struct lru *l, uint32_t capacity)
-{
-	memset(l, 0, sizeof *l);
-	l->free_head = l->head = l->tail = NIL;
-	l->capacity = capacity;
-}
-
-static void lru_free(struct lru *l)
-{
-	kv_lru_map_free(&l->map);
-	free(l->nodes);
-}
-
-static void unlink_node(struct lru *l, uint32_t i)
-{
-	struct lru_node *n = &l->nodes[i];
-	if (n->prev != NIL)
-		l->nodes[n->prev].next = n->next;
-	else
-		l->head = n->next;
-	if (n->next != NIL)
-		l->nodes[n->next].prev = n->prev;
-	else
-		l->tail = n->prev;
-}
-
-static void push_front(struct lru *l, uint32_t i)
-{
-	struct lru_node *n = &l->nodes[i];
-	n->prev = NIL;
-	n->next = l->head;
-	if (l->head != NIL)
-		l->nodes[l->head].prev = i;
-	l->head = i;
-	if (l->tail == NIL)
-		l->tail = i;
-}
-
-static uint32_t lru_find(struct lru *l, uint64_t chain)
-{
-	struct lru_ent *e = kv_lru_map_find(&l->map, chain);
-	return e ? e->idx : NIL;
-}
-
-static void lru_touch(struct lru *l, uint32_t i)
-{
-	if (l->head == i)
-		return;
-	unlink_node(l, i);
-	push_front(l, i);
-}
-
-static void lru_insert(struct lru *l, uint64_t chain, uint64_t ehash, uint64_t parent, uint64_t local)
-{
-	uint32_t i;
-	if (l->free_head != NIL) {
-		i = l->free_head;
-		l->free_head = l->nodes[i].next;
-	} else {
-		l->nodes = kv_xgrow(l->nodes, &l->capnodes, l->used + 1, sizeof *l->nodes);
-		i = (uint32_t)l->used++;
-	}
-	l->nodes[i] = (struct lru_node){ chain, ehash, parent, local, NIL, NIL };
-	push_front(l, i);
-	bool added;
-	kv_lru_map_upsert(&l->map, chain, &added)->idx = i;
-	l->count++;
-}
-
-/* Takes the least recently used entry out; false when empty. */
-static bool lru_pop(struct lru *l, struct lru_node *out)
-{
-	if (l->tail == NIL)
-		return false;
-	uint32_t i = l->tail;
-	*out = l->nodes[i];
-	unlink_node(l, i);
-	kv_lru_map_remove(&l->map, out->chain);
-	l->nodes[i].next = l->free_head;
-	l->free_head = i;
-	l->count--;
-	return true;
-}
 
 /* ---- the cluster --------------------------------------------------------- */
 
@@ -126,7 +20,7 @@ struct taken {
 };
 
 struct rank {
-	struct lru xpu;
+	struct kv_lru xpu;
 	char *src;
 	uint64_t seq, requests;
 	struct taken *recent;      /* requests taken within the load window, a ring */
@@ -135,7 +29,7 @@ struct rank {
 };
 
 struct node {
-	struct lru cpu, disk;
+	struct kv_lru cpu, disk;
 	char ip[32];
 };
 
@@ -261,15 +155,15 @@ struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture)
 	for (uint32_t i = 0; i < o->instances; i++) {
 		struct node *nd = &s->nodes[i];
 		node_ip(nd->ip, sizeof nd->ip, i);
-		lru_init(&nd->cpu, o->pool_capacity);
-		lru_init(&nd->disk, o->disk_capacity);
+		kv_lru_init(&nd->cpu, o->pool_capacity);
+		kv_lru_init(&nd->disk, o->disk_capacity);
 		for (uint32_t d = 0; d < o->dp; d++) {
 			struct rank *r = &s->ranks[i * o->dp + d];
 			char id[32], src[64];
 			snprintf(id, sizeof id, "node%u", i);
 			snprintf(src, sizeof src, "tcp://%s:%u", nd->ip, 5557 + d);
 			r->src = kv_xstrdup(src);
-			lru_init(&r->xpu, o->capacity);
+			kv_lru_init(&r->xpu, o->capacity);
 			uint32_t w = kv_workers_add(&s->ws, id, d, nd->ip, false);
 			s->ws.v[w].block_size = o->block_size;
 			s->candidates[i * o->dp + d] = w;
@@ -287,14 +181,14 @@ struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture)
 void kv_sim_free(struct kv_sim *s)
 {
 	for (size_t i = 0; i < s->nranks; i++) {
-		lru_free(&s->ranks[i].xpu);
+		kv_lru_free(&s->ranks[i].xpu);
 		free(s->ranks[i].src);
 		free(s->ranks[i].recent);
 	}
 	free(s->penalty);
 	for (uint32_t i = 0; i < s->o.instances; i++) {
-		lru_free(&s->nodes[i].cpu);
-		lru_free(&s->nodes[i].disk);
+		kv_lru_free(&s->nodes[i].cpu);
+		kv_lru_free(&s->nodes[i].disk);
 	}
 	for (size_t i = 0; i < s->qn; i++)
 		free(s->queue[(s->qhead + i) % s->capq].payload);
@@ -440,7 +334,7 @@ static uint64_t next_random(struct kv_sim *s)
 	return s->rng;
 }
 
-static void hold_node(struct kv_sim *s, uint32_t inst, const struct lru_node *n, enum kv_medium m, bool hold)
+static void hold_node(struct kv_sim *s, uint32_t inst, const struct kv_lru_block *n, enum kv_medium m, bool hold)
 {
 	for (uint32_t d = 0; d < s->o.dp; d++) {
 		uint32_t w = s->candidates[inst * s->o.dp + d];
@@ -462,9 +356,7 @@ static void serve_xpu(struct kv_sim *s, uint32_t rank, size_t nfull, const uint3
 	uint32_t w = s->candidates[rank];
 	struct kv_emit_event *run = NULL;
 	for (size_t i = 0; i < nfull; i++) {
-		uint32_t idx = lru_find(&r->xpu, s->chain[i]);
-		if (idx != NIL) {
-			lru_touch(&r->xpu, idx);
+		if (kv_lru_touch(&r->xpu, s->chain[i])) {
 			run = NULL;
 			continue;
 		}
@@ -478,15 +370,15 @@ static void serve_xpu(struct kv_sim *s, uint32_t rank, size_t nfull, const uint3
 		run->ntokens += s->o.block_size;
 		add_hash(&s->b, s->ehash[i]);
 		uint64_t parent = i ? s->chain[i - 1] : KV_CHAIN_ROOT;
-		lru_insert(&r->xpu, s->chain[i], s->ehash[i], parent, s->local[i]);
+		kv_lru_insert(&r->xpu, &(struct kv_lru_block){ s->chain[i], s->ehash[i], parent, s->local[i] });
 		kv_index_hold(&s->ix, s->part, s->chain[i], parent, s->local[i], w, KV_XPU);
 		s->stored_blocks++;
 	}
-	if (r->xpu.count <= r->xpu.capacity)
+	if (!kv_lru_over(&r->xpu))
 		return;
 	add_event(&s->b, KV_EV_REMOVED, KV_XPU);
-	struct lru_node n;
-	while (r->xpu.count > r->xpu.capacity && lru_pop(&r->xpu, &n)) {
+	struct kv_lru_block n;
+	while (kv_lru_over(&r->xpu) && kv_lru_pop(&r->xpu, &n)) {
 		add_hash(&s->b, n.ehash);
 		bool freed;
 		uint64_t p, l;
@@ -504,15 +396,10 @@ static void serve_pool(struct kv_sim *s, uint32_t rank, size_t nfull)
 	struct node *nd = &s->nodes[inst];
 	struct kv_emit_event *offload = NULL;
 	for (size_t i = 0; i < nfull; i++) {
-		uint32_t idx = lru_find(&nd->cpu, s->chain[i]);
-		if (idx != NIL) {
-			lru_touch(&nd->cpu, idx);
+		if (kv_lru_touch(&nd->cpu, s->chain[i]))
 			continue;
-		}
-		if (nd->disk.capacity && (idx = lru_find(&nd->disk, s->chain[i])) != NIL) {
-			lru_touch(&nd->disk, idx);
+		if (nd->disk.capacity && kv_lru_touch(&nd->disk, s->chain[i]))
 			continue;
-		}
 		if (!offload) {
 			/* vLLM's offload event: a placeholder without tokens */
 			offload = add_event(&s->b, KV_EV_STORED, KV_CPU);
@@ -520,21 +407,21 @@ static void serve_pool(struct kv_sim *s, uint32_t rank, size_t nfull)
 		}
 		add_hash(&s->b, s->ehash[i]);
 		add_pool_hash(&s->b, s->ehash[i]);
-		struct lru_node n = { s->chain[i], s->ehash[i], i ? s->chain[i - 1] : KV_CHAIN_ROOT, s->local[i], 0, 0 };
-		lru_insert(&nd->cpu, n.chain, n.ehash, n.parent, n.local);
+		struct kv_lru_block n = { s->chain[i], s->ehash[i], i ? s->chain[i - 1] : KV_CHAIN_ROOT, s->local[i] };
+		kv_lru_insert(&nd->cpu, &n);
 		hold_node(s, inst, &n, KV_CPU, true);
 	}
-	struct lru_node n;
+	struct kv_lru_block n;
 	size_t first = s->b.nph;
 	bool removed = false, disk_removed = false;
-	while (nd->cpu.count > nd->cpu.capacity && lru_pop(&nd->cpu, &n)) {
+	while (kv_lru_over(&nd->cpu) && kv_lru_pop(&nd->cpu, &n)) {
 		hold_node(s, inst, &n, KV_CPU, false);
 		if (!removed)
 			add_pool_event(&s->b, KV_EV_REMOVED, KV_CPU);
 		removed = true;
 		add_pool_hash(&s->b, n.ehash);
 		if (nd->disk.capacity) {
-			lru_insert(&nd->disk, n.chain, n.ehash, n.parent, n.local);
+			kv_lru_insert(&nd->disk, &n);
 			hold_node(s, inst, &n, KV_DISK, true);
 		}
 	}
@@ -545,7 +432,7 @@ static void serve_pool(struct kv_sim *s, uint32_t rank, size_t nfull)
 		for (size_t k = 0; k < count; k++)
 			add_pool_hash(&s->b, s->b.phashes[first + k]);
 	}
-	while (nd->disk.capacity && nd->disk.count > nd->disk.capacity && lru_pop(&nd->disk, &n)) {
+	while (nd->disk.capacity && kv_lru_over(&nd->disk) && kv_lru_pop(&nd->disk, &n)) {
 		hold_node(s, inst, &n, KV_DISK, false);
 		if (!disk_removed)
 			add_pool_event(&s->b, KV_EV_REMOVED, KV_DISK);
