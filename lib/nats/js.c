@@ -14,6 +14,8 @@
 /* An async publish not acknowledged within this is handed back for a retry. */
 #define ACK_WAIT_MS 5000
 #define API_WAIT_MS 5000
+/* How long the connection may take to drain before the library is torn down. */
+#define DRAIN_WAIT_MS 5000
 /* What one fetch may bring at most, whatever its count: memory stays bounded
  * with records of up to a server's max_payload each. */
 #define FETCH_MAX_BYTES (64 << 20)
@@ -96,10 +98,34 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 	pthread_mutex_unlock(&k->mu);
 }
 
+/* Set by libnats's closed callback, which runs on a thread of its own and
+ * may come late: static, so that it never outlives what it writes to (one
+ * connection per process). */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool closed;
+} conn_closed = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void on_closed(natsConnection *nc, void *closure)
+{
+	(void)nc;
+	(void)closure;
+	pthread_mutex_lock(&conn_closed.mu);
+	conn_closed.closed = true;
+	pthread_cond_broadcast(&conn_closed.cv);
+	pthread_mutex_unlock(&conn_closed.mu);
+}
+
 int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t errlen)
 {
 	struct kv_js *k = kv_xcalloc(1, sizeof *k);
 	pthread_mutex_init(&k->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&conn_closed.cv, &ca);
+	pthread_condattr_destroy(&ca);
 	k->servers = kv_xstrdup(servers);
 	k->retry_ns = KV_JS_RETRY_NS;
 	*out = k;
@@ -122,6 +148,8 @@ int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t err
 	if (s == NATS_OK)
 		s = natsOptions_SetReconnectWait(k->no, 250);
 	if (s == NATS_OK)
+		s = natsOptions_SetClosedCB(k->no, on_closed, NULL);
+	if (s == NATS_OK)
 		s = natsConnection_Connect(&k->nc, k->no);
 	if (s != NATS_OK)
 		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: cannot connect: %s", servers,
@@ -139,10 +167,37 @@ int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t err
 	return 0;
 }
 
+/* Drains the connection and waits (bounded) until it is closed.  libnats
+ * 3.4 frees a received message through its garbage collector, and the
+ * collector is the first thing nats_CloseAndWait stops: a message that a
+ * subscription's thread frees after that is lost.  JetStream's reply
+ * subscription frees each publish acknowledgement after the acknowledgement
+ * handler returns, and js_PublishAsyncComplete returns as soon as the last
+ * handler did, so without this the last acknowledgement could be freed
+ * after the collector was gone (a leak that LeakSanitizer reports now and
+ * then).  A drain ends only once every subscription has delivered and freed
+ * what it received and removed itself, so nothing is freed after it. */
+static void drain(struct kv_js *k)
+{
+	/* no drain while reconnecting or once closed: closed as it is */
+	if (natsConnection_DrainTimeout(k->nc, DRAIN_WAIT_MS) != NATS_OK)
+		natsConnection_Close(k->nc);
+	/* the drain closes the connection itself, at its timeout at the latest */
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += DRAIN_WAIT_MS / 1000 + 2;
+	pthread_mutex_lock(&conn_closed.mu);
+	while (!conn_closed.closed && pthread_cond_timedwait(&conn_closed.cv, &conn_closed.mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&conn_closed.mu);
+}
+
 void kv_js_close(struct kv_js *k)
 {
 	if (!k)
 		return;
+	if (k->nc)
+		drain(k);
 	for (size_t i = 0; i < k->nretry; i++)
 		natsMsg_Destroy(k->retry[i]);
 	free(k->retry);
