@@ -93,6 +93,8 @@ static const struct option longopts[] = {
 };
 
 #define FETCH_WAIT_MS 1000
+/* Failed checks for the end in a row before kvnats -C gives up (exit 69). */
+#define DONE_TRIES 3
 
 struct options {
 	char mode;                   /* 'P', 'C' or 'L' */
@@ -482,20 +484,32 @@ static void write_message(struct consume *c, const struct kv_js_msg *m)
 		kv_cap_write_positioned(c->out, &rec, m->stream_seq);
 }
 
+/* Whether the end is reached, when a fetch brought nothing (see
+ * kv_js_done): 1 yes, 0 not yet, -1 when the servers could not tell
+ * DONE_TRIES times in a row (a cluster electing a leader takes a few
+ * seconds; each try comes after a fetch's wait). */
+static int at_end(struct kv_js_sub *sub, uint64_t end_seq, int *failures)
+{
+	char err[512];
+	bool done;
+	if (kv_js_done(sub, end_seq, &done, err, sizeof err)) {
+		*failures = 0;
+		return done;
+	}
+	if (++*failures < DONE_TRIES)
+		return 0;
+	kv_warn("%s", err);
+	return -1;
+}
+
 /* Fetches, writes, flushes and acknowledges until the end (the stream's
  * last message when kvnats started, unless -f) or a signal. */
 static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_seq)
 {
 	char err[512];
-	uint64_t pending = 0;
-	if (!c->o->follow) {
-		if (!kv_js_pending(sub, &pending, err, sizeof err)) {
-			kv_warn("%s", err);
-			return KV_EX_UNAVAILABLE;
-		}
-		if (pending == 0)
-			return 0;
-	}
+	int failures = 0, end = 0;
+	if (!c->o->follow && (end = at_end(sub, end_seq, &failures)) != 0)
+		return end < 0 ? KV_EX_UNAVAILABLE : 0;
 	for (;;) {
 		const struct kv_js_msg *msgs;
 		uint64_t left = c->o->count ? c->o->count - c->records : c->o->batch;
@@ -505,17 +519,16 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 			return KV_EX_UNAVAILABLE;
 		}
 		bool done = kv_stop_signal != 0;
-		if (n == 0 && !done && !c->o->follow) {
-			if (!kv_js_pending(sub, &pending, err, sizeof err)) {
-				kv_warn("%s", err);
-				return KV_EX_UNAVAILABLE;
-			}
-			done = pending == 0;
-		}
 		/* the end: the stream's last message when kvnats started, or, as
-		 * a filter may leave that out, a fetch that found nothing while
-		 * the consumer has nothing pending (the number a message carries
-		 * can be behind in a cluster catching up: not trusted for this) */
+		 * a filter may leave that out, a fetch that found nothing when
+		 * nothing up to it is left for the consumer (asked of the stream's
+		 * leader: the consumer's server may be a replica catching up, and
+		 * the number a message carries can be behind there too) */
+		if (n == 0 && !done && !c->o->follow) {
+			if ((end = at_end(sub, end_seq, &failures)) < 0)
+				return KV_EX_UNAVAILABLE;
+			done = end;
+		}
 		for (int i = 0; i < n; i++) {
 			write_message(c, &msgs[i]);
 			if (!c->o->follow && msgs[i].stream_seq >= end_seq)

@@ -1,6 +1,7 @@
 #include "js.h"
 #include "util.h"
 
+#include <jansson.h>
 #include <nats/nats.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -48,6 +49,7 @@ struct kv_js_sub {
 	 * request that expired on the way, a server that went away); the
 	 * consumer is then made again after the last message handed out. */
 	uint64_t last_cseq, last_sseq;
+	uint64_t start;            /* the consumer's last delivered stream sequence when bound */
 	bool restart;
 	uint64_t restarts;
 };
@@ -389,7 +391,7 @@ bool kv_js_publish_finish(struct kv_js *k, struct kv_js_pub_stats *st)
 /* ---- consuming ---- */
 
 static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o, const jsConsumerConfig *base,
-			   char **name, char *err, size_t errlen)
+			   char **name, uint64_t *delivered, char *err, size_t errlen)
 {
 	jsConsumerConfig cc;
 	if (base) {
@@ -414,6 +416,7 @@ static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o,
 		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: cannot create a consumer: %s", k->servers,
 			     o->stream, why(s));
 	*name = kv_xstrdup(ci->Name);
+	*delivered = ci->Delivered.Stream;
 	jsConsumerInfo_Destroy(ci);
 	return 0;
 }
@@ -422,7 +425,7 @@ static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o,
  * acknowledged message when some deliveries were never acknowledged
  * (JetStream would send those again after newer ones: out of order). */
 static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, jsConsumerInfo *ci, char **name,
-			 bool *recreated, uint64_t *ack_floor, char *err, size_t errlen)
+			 uint64_t *delivered, bool *recreated, uint64_t *ack_floor, char *err, size_t errlen)
 {
 	const char *filter = ci->Config->FilterSubject ? ci->Config->FilterSubject : "";
 	if (o->filter && strcmp(o->filter, filter) != 0)
@@ -430,6 +433,7 @@ static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, j
 			     o->durable, filter, o->filter);
 	if (ci->Delivered.Stream <= ci->AckFloor.Stream && ci->NumAckPending == 0) {
 		*name = kv_xstrdup(o->durable);
+		*delivered = ci->Delivered.Stream;
 		return 0;
 	}
 	jsConsumerConfig cc = *ci->Config;
@@ -445,7 +449,7 @@ static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, j
 	if (s != NATS_OK)
 		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
 			     o->durable, why(s));
-	return create_consumer(k, o, &cc, name, err, errlen);
+	return create_consumer(k, o, &cc, name, delivered, err, errlen);
 }
 
 static int bind(struct kv_js_sub *s, char *err, size_t errlen)
@@ -474,13 +478,14 @@ int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct
 	if (rc)
 		return rc;
 	char *name = NULL;
+	uint64_t delivered = 0;
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
 	natsStatus s = o->durable ? js_GetConsumerInfo(&ci, k->js, o->stream, o->durable, NULL, &jerr) : NATS_NOT_FOUND;
 	if (s == NATS_OK)
-		rc = reuse_durable(k, o, ci, &name, recreated, ack_floor, err, errlen);
+		rc = reuse_durable(k, o, ci, &name, &delivered, recreated, ack_floor, err, errlen);
 	else if (s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr)
-		rc = create_consumer(k, o, NULL, &name, err, errlen);
+		rc = create_consumer(k, o, NULL, &name, &delivered, err, errlen);
 	else
 		rc = failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
 			   o->durable, why(s));
@@ -497,6 +502,7 @@ int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct
 	sub->stream = kv_xstrdup(o->stream);
 	sub->filter = kv_xstrdup(o->filter ? o->filter : "");
 	sub->name = name;
+	sub->start = delivered;
 	rc = bind(sub, err, errlen);
 	if (rc) {
 		kv_js_unsubscribe(sub);
@@ -530,7 +536,8 @@ static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
 	js_DeleteConsumer(k->js, s->stream, s->name, NULL, NULL);
 	struct kv_js_consumer_opts o = { .stream = s->stream };
 	char *name = NULL;
-	int rc = create_consumer(k, &o, &cc, &name, err, errlen);
+	uint64_t delivered;
+	int rc = create_consumer(k, &o, &cc, &name, &delivered, err, errlen);
 	jsConsumerInfo_Destroy(ci);
 	if (rc)
 		return rc;
@@ -542,7 +549,39 @@ static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
 	return bind(s, err, errlen);
 }
 
-bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen)
+/* The sequence of the stream's first message after pos that the consumer
+ * takes (its filter), asked of the stream's leader; 0 if there is none. */
+static bool next_in_stream(struct kv_js_sub *s, uint64_t pos, uint64_t *seq, char *err, size_t errlen)
+{
+	char subject[300];
+	snprintf(subject, sizeof subject, "$JS.API.STREAM.MSG.GET.%s", s->stream);
+	json_t *req = json_pack("{s:I,s:s}", "seq", (json_int_t)(pos + 1), "next_by_subj", *s->filter ? s->filter : ">");
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!body)
+		kv_die(KV_EX_SOFTWARE, "out of memory");
+	natsMsg *resp = NULL;
+	natsStatus st = natsConnection_RequestString(&resp, s->k->nc, subject, body, API_WAIT_MS);
+	free(body);
+	if (st != NATS_OK) {
+		failf(err, errlen, 1, "%s: stream %s: %s", s->k->servers, s->stream, why(st));
+		return false;
+	}
+	json_t *root = json_loadb(natsMsg_GetData(resp), (size_t)natsMsg_GetDataLength(resp), 0, NULL);
+	natsMsg_Destroy(resp);
+	json_t *msg = json_object_get(root, "message"), *e = json_object_get(root, "error");
+	json_int_t n = json_integer_value(json_object_get(msg, "seq"));
+	const char *what = json_string_value(json_object_get(e, "description"));
+	bool ok = (msg && n > 0) || json_integer_value(json_object_get(e, "code")) == 404; /* 404: none */
+	if (ok)
+		*seq = msg ? (uint64_t)n : 0;
+	else
+		failf(err, errlen, 1, "%s: stream %s: %s", s->k->servers, s->stream, what ? what : "a reply that is no message");
+	json_decref(root);
+	return ok;
+}
+
+bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, char *err, size_t errlen)
 {
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
@@ -551,8 +590,21 @@ bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t err
 		failf(err, errlen, 1, "%s: consumer: %s", s->k->servers, why(st));
 		return false;
 	}
-	*pending = ci->NumPending;
+	uint64_t pending = ci->NumPending;
 	jsConsumerInfo_Destroy(ci);
+	*done = false;
+	if (pending > 0)
+		return true;
+	/* nothing pending where the consumer is: the end, unless its server is
+	 * still catching up with the stream (a replica back from a restart) */
+	uint64_t pos = s->last_sseq ? s->last_sseq : s->start, next = 0;
+	if (pos >= end_seq) {
+		*done = true;
+		return true;
+	}
+	if (!next_in_stream(s, pos, &next, err, errlen))
+		return false;
+	*done = next == 0 || next > end_seq;
 	return true;
 }
 

@@ -89,8 +89,13 @@ struct kv_js_sub;
  * 0 if none), so that the stream comes in order; *recreated says so. */
 int kv_js_subscribe(struct kv_js *js, const struct kv_js_consumer_opts *o, struct kv_js_sub **sub,
 		    bool *recreated, uint64_t *ack_floor, char *err, size_t errlen);
-/* The consumer's messages not yet delivered; false with err on failure. */
-bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen);
+/* Whether the consumer has handed out every message it takes up to the
+ * stream sequence end_seq: it has nothing pending, and the stream's leader
+ * holds none of them after the last one handed out.  The consumer's own
+ * count is not enough: its server may be a replica still catching up with
+ * the stream (back from a restart), with nothing pending while the leader
+ * holds more.  False with err on failure. */
+bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, char *err, size_t errlen);
 /* Up to max messages, waiting at most timeout_ms for the first; the
  * previous batch is released.  The count (0 on a timeout), or -1 with err.
  * Messages come in stream order, each once: a redelivery is left out, and
