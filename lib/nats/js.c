@@ -15,6 +15,8 @@
 /* An async publish not acknowledged within this is handed back for a retry. */
 #define ACK_WAIT_MS 5000
 #define API_WAIT_MS 5000
+/* How long a message the stream's leader is asked for is asked again. */
+#define MSG_GET_RETRY_MS 10000
 /* How long the connection may take to drain before the library is torn down. */
 #define DRAIN_WAIT_MS 5000
 /* What one fetch may bring at most, whatever its count: memory stays bounded
@@ -549,36 +551,63 @@ static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
 	return bind(s, err, errlen);
 }
 
-/* The sequence of the stream's first message after pos that the consumer
- * takes (its filter), asked of the stream's leader; 0 if there is none. */
-static bool next_in_stream(struct kv_js_sub *s, uint64_t pos, uint64_t *seq, char *err, size_t errlen)
+/* STREAM.MSG.GET: the stream sequence of the message that body asks for,
+ * 0 if there is none.  Only the stream's leader answers with a message; a
+ * member that knows of no leader (a cluster electing one, a server back from
+ * a restart) answers at once with an error, so errors are tried again for
+ * MSG_GET_RETRY_MS.  (The stream's info, by contrast, comes from such a member
+ * too, with what it holds: a replica catching up answers with less than the
+ * stream has.) */
+static bool msg_get_seq(struct kv_js *k, const char *stream, json_t *req, uint64_t *seq, char *err, size_t errlen)
 {
 	char subject[300];
-	snprintf(subject, sizeof subject, "$JS.API.STREAM.MSG.GET.%s", s->stream);
-	json_t *req = json_pack("{s:I,s:s}", "seq", (json_int_t)(pos + 1), "next_by_subj", *s->filter ? s->filter : ">");
+	snprintf(subject, sizeof subject, "$JS.API.STREAM.MSG.GET.%s", stream);
 	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (!body)
 		kv_die(KV_EX_SOFTWARE, "out of memory");
-	natsMsg *resp = NULL;
-	natsStatus st = natsConnection_RequestString(&resp, s->k->nc, subject, body, API_WAIT_MS);
-	free(body);
-	if (st != NATS_OK) {
-		failf(err, errlen, 1, "%s: stream %s: %s", s->k->servers, s->stream, why(st));
-		return false;
+	uint64_t deadline = kv_monotonic_ns() + MSG_GET_RETRY_MS * 1000000ull;
+	bool ok = false;
+	for (;;) {
+		natsMsg *resp = NULL;
+		natsStatus st = natsConnection_RequestString(&resp, k->nc, subject, body, API_WAIT_MS);
+		if (st != NATS_OK) {
+			failf(err, errlen, 1, "%s: stream %s: %s", k->servers, stream, why(st));
+		} else {
+			json_t *root = json_loadb(natsMsg_GetData(resp), (size_t)natsMsg_GetDataLength(resp), 0, NULL);
+			natsMsg_Destroy(resp);
+			json_t *msg = json_object_get(root, "message"), *e = json_object_get(root, "error");
+			json_int_t n = json_integer_value(json_object_get(msg, "seq"));
+			const char *what = json_string_value(json_object_get(e, "description"));
+			/* 404: no such message */
+			ok = (msg && n > 0) || json_integer_value(json_object_get(e, "code")) == 404;
+			if (ok)
+				*seq = msg ? (uint64_t)n : 0;
+			else
+				failf(err, errlen, 1, "%s: stream %s: %s", k->servers, stream,
+				      what ? what : "a reply that is no message");
+			json_decref(root);
+		}
+		if (ok || kv_monotonic_ns() > deadline)
+			break;
+		sleep_ms(250);
 	}
-	json_t *root = json_loadb(natsMsg_GetData(resp), (size_t)natsMsg_GetDataLength(resp), 0, NULL);
-	natsMsg_Destroy(resp);
-	json_t *msg = json_object_get(root, "message"), *e = json_object_get(root, "error");
-	json_int_t n = json_integer_value(json_object_get(msg, "seq"));
-	const char *what = json_string_value(json_object_get(e, "description"));
-	bool ok = (msg && n > 0) || json_integer_value(json_object_get(e, "code")) == 404; /* 404: none */
-	if (ok)
-		*seq = msg ? (uint64_t)n : 0;
-	else
-		failf(err, errlen, 1, "%s: stream %s: %s", s->k->servers, s->stream, what ? what : "a reply that is no message");
-	json_decref(root);
+	free(body);
 	return ok;
+}
+
+int kv_js_last_seq(struct kv_js *k, const char *stream, const char *filter, uint64_t *seq, char *err, size_t errlen)
+{
+	json_t *req = json_pack("{s:s}", "last_by_subj", filter && *filter ? filter : ">");
+	return msg_get_seq(k, stream, req, seq, err, errlen) ? 0 : KV_EX_UNAVAILABLE;
+}
+
+/* The sequence of the stream's first message after pos that the consumer
+ * takes (its filter), from the stream's leader; 0 if there is none. */
+static bool next_in_stream(struct kv_js_sub *s, uint64_t pos, uint64_t *seq, char *err, size_t errlen)
+{
+	json_t *req = json_pack("{s:I,s:s}", "seq", (json_int_t)(pos + 1), "next_by_subj", *s->filter ? s->filter : ">");
+	return msg_get_seq(s->k, s->stream, req, seq, err, errlen);
 }
 
 bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, char *err, size_t errlen)

@@ -40,8 +40,12 @@ struct kv_js_stream_opts {
 /* Creates the stream unless it exists; 0, or 69 with the reason in err. */
 int kv_js_ensure_stream(struct kv_js *js, const struct kv_js_stream_opts *o, bool *created, char *err, size_t errlen);
 /* The first and last sequence of an existing stream; 0, 66 (no such
- * stream) or 69, with the reason in err. */
+ * stream) or 69, with the reason in err.  In a cluster they may come from a
+ * replica that is behind (one that knows of no leader answers too). */
 int kv_js_stream_range(struct kv_js *js, const char *name, uint64_t *first, uint64_t *last, char *err, size_t errlen);
+/* The stream sequence of the stream's last message on filter (NULL: any),
+ * 0 if none, as the stream's leader knows it; 0, or 69 with err. */
+int kv_js_last_seq(struct kv_js *js, const char *stream, const char *filter, uint64_t *seq, char *err, size_t errlen);
 
 /* ---- publishing ---- */
 struct kv_js_pub_stats {
