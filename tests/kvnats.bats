@@ -71,10 +71,13 @@ nats_request() {
 # Messages in stream $2 of servers $1.
 messages() { kvnats -L -s "$1" --stream "$2" --format json | jq -s '.[0].messages'; }
 
-# Waits (at most $3 seconds) until stream $2 holds at least $4 messages.
+# Waits (at most $3 seconds) until stream $2 holds at least $4 messages
+# (none while the servers do not answer: a server killed, a leader elected).
 wait_messages() {
-	local i=0
-	until [ "$(messages "$1" "$2" 2> /dev/null || echo 0)" -ge "$4" ]; do
+	local i=0 n
+	for (( ; ; )); do
+		n=$(messages "$1" "$2" 2> /dev/null)
+		[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge "$4" ] && return 0
 		sleep 0.1
 		i=$((i + 1))
 		[ $i -lt $(($3 * 10)) ] || { echo "# stream $2: fewer than $4 messages after $3 s" >&3; return 1; }
