@@ -606,7 +606,7 @@ int kv_js_last_seq(struct kv_js *k, const char *stream, const char *filter, uint
  * takes (its filter), from the stream's leader; 0 if there is none. */
 static bool next_in_stream(struct kv_js_sub *s, uint64_t pos, uint64_t *seq, char *err, size_t errlen)
 {
-	json_t *req = json_pack("{s:I,s:s}", "seq", (json_int_t)(pos + 1), "next_by_subj", *s->filter ? s->filter : ">");
+	json_t *req = json_pack("{s:I,s:s}", "seq", (json_int_t)pos + 1, "next_by_subj", *s->filter ? s->filter : ">");
 	return msg_get_seq(s->k, s->stream, req, seq, err, errlen);
 }
 
