@@ -551,8 +551,8 @@ static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
 	return bind(s, err, errlen);
 }
 
-/* STREAM.MSG.GET: the stream sequence of the message that body asks for,
- * 0 if there is none.  Only the stream's leader answers with a message; a
+/* STREAM.MSG.GET: the stream sequence of the message that req (taken) asks
+ * for, 0 if there is none.  Only the stream's leader answers with a message; a
  * member that knows of no leader (a cluster electing one, a server back from
  * a restart) answers at once with an error, so errors are tried again for
  * MSG_GET_RETRY_MS.  (The stream's info, by contrast, comes from such a member
