@@ -482,20 +482,26 @@ static void write_message(struct consume *c, const struct kv_js_msg *m)
 		kv_cap_write_positioned(c->out, &rec, m->stream_seq);
 }
 
+/* Whether the end is reached, when a fetch brought nothing (see
+ * kv_js_done): 1 yes, 0 not yet, -1 when the servers could not tell. */
+static int at_end(struct kv_js_sub *sub, uint64_t end_seq)
+{
+	char err[512];
+	bool done;
+	if (kv_js_done(sub, end_seq, &done, err, sizeof err))
+		return done;
+	kv_warn("%s", err);
+	return -1;
+}
+
 /* Fetches, writes, flushes and acknowledges until the end (the stream's
- * last message when kvnats started, unless -f) or a signal. */
+ * last message for the consumer when kvnats started, unless -f) or a signal. */
 static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_seq)
 {
 	char err[512];
-	uint64_t pending = 0;
-	if (!c->o->follow) {
-		if (!kv_js_pending(sub, &pending, err, sizeof err)) {
-			kv_warn("%s", err);
-			return KV_EX_UNAVAILABLE;
-		}
-		if (pending == 0)
-			return 0;
-	}
+	int end = 0;
+	if (!c->o->follow && (end = at_end(sub, end_seq)) != 0)
+		return end < 0 ? KV_EX_UNAVAILABLE : 0;
 	for (;;) {
 		const struct kv_js_msg *msgs;
 		uint64_t left = c->o->count ? c->o->count - c->records : c->o->batch;
@@ -505,17 +511,15 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 			return KV_EX_UNAVAILABLE;
 		}
 		bool done = kv_stop_signal != 0;
+		/* the end: that last message, or a fetch that found nothing when
+		 * nothing up to it is left for the consumer (it was deleted): asked
+		 * of the stream's leader, as the consumer's server may be a replica
+		 * catching up, and the number a message carries can be behind there */
 		if (n == 0 && !done && !c->o->follow) {
-			if (!kv_js_pending(sub, &pending, err, sizeof err)) {
-				kv_warn("%s", err);
+			if ((end = at_end(sub, end_seq)) < 0)
 				return KV_EX_UNAVAILABLE;
-			}
-			done = pending == 0;
+			done = end;
 		}
-		/* the end: the stream's last message when kvnats started, or, as
-		 * a filter may leave that out, a fetch that found nothing while
-		 * the consumer has nothing pending (the number a message carries
-		 * can be behind in a cluster catching up: not trusted for this) */
 		for (int i = 0; i < n; i++) {
 			write_message(c, &msgs[i]);
 			if (!c->o->follow && msgs[i].stream_seq >= end_seq)
@@ -542,12 +546,17 @@ static int consume(struct options *o, struct kv_js *js)
 		o->consume.start_seq = position_after(o->after);
 	}
 	struct kv_js_sub *sub = NULL;
-	uint64_t first = 0, last = 0, floor = 0;
+	uint64_t first = 0, last = 0, end = 0, floor = 0;
 	bool recreated = false;
 	int rc = kv_js_stream_range(js, o->stream, &first, &last, err, sizeof err);
 	if (rc == 0 && o->after && first > o->consume.start_seq && !o->quiet)
 		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s misses them",
 			o->stream, o->consume.start_seq, first - 1, o->after);
+	/* the end: the stream's last message for the consumer, as its leader
+	 * knows it (the last sequence of the stream's info may come from a
+	 * replica that is behind) */
+	if (rc == 0 && !o->follow)
+		rc = kv_js_last_seq(js, o->stream, o->consume.filter, &end, err, sizeof err);
 	if (rc == 0)
 		rc = kv_js_subscribe(js, &o->consume, &sub, &recreated, &floor, err, sizeof err);
 	if (rc) {
@@ -567,7 +576,7 @@ static int consume(struct options *o, struct kv_js *js)
 	}
 	struct consume c = { .o = o, .out = &out };
 	msgpack_zone_init(&c.zone, 8192);
-	rc = consume_loop(&c, sub, last);
+	rc = consume_loop(&c, sub, end);
 	if (!c.header_done && !kv_out_failed(&out))
 		kv_cap_write_header(&out, "kvnats " KV_VERSION, kv_realtime_ns());
 	if (kv_js_restarts(sub) && !o->quiet)

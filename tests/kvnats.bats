@@ -71,13 +71,27 @@ nats_request() {
 # Messages in stream $2 of servers $1.
 messages() { kvnats -L -s "$1" --stream "$2" --format json | jq -s '.[0].messages'; }
 
-# Waits (at most $3 seconds) until stream $2 holds at least $4 messages.
+# Waits (at most $3 seconds) until stream $2 holds at least $4 messages
+# (none while the servers do not answer: a server killed, a leader elected).
 wait_messages() {
-	local i=0
-	until [ "$(messages "$1" "$2" 2> /dev/null || echo 0)" -ge "$4" ]; do
+	local i=0 n
+	for (( ; ; )); do
+		n=$(messages "$1" "$2" 2> /dev/null)
+		[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge "$4" ] && return 0
 		sleep 0.1
 		i=$((i + 1))
 		[ $i -lt $(($3 * 10)) ] || { echo "# stream $2: fewer than $4 messages after $3 s" >&3; return 1; }
+	done
+}
+
+# Stream R3, three replicas, on the cluster: JetStream needs its cluster's
+# leader, elected in a few seconds (tried for at most 100 times 0.2 s).
+r3_stream() {
+	local i=0
+	until kvnats -P -q -s "$URLS" --stream R3 --replicas 3 --max-bytes 67108864 < /dev/null 2> create.err; do
+		sleep 0.2
+		i=$((i + 1))
+		[ $i -lt 100 ] || { cat create.err >&3; return 1; }
 	done
 }
 
@@ -363,13 +377,8 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 @test "kvnats: an R3 stream on a three-server cluster keeps every record kvsub captured once, through a SIGKILL and a restart" {
 	nats_cluster
 	capture 100
-	# the stream first: JetStream needs its cluster's leader, elected in a few seconds
-	i=0
-	until kvnats -P -q -s "$URLS" --stream R3 --replicas 3 --max-bytes 67108864 < /dev/null 2> create.err; do
-		sleep 0.2
-		i=$((i + 1))
-		[ $i -lt 100 ] || { cat create.err >&3; false; }
-	done
+	# the stream first
+	r3_stream
 	zp=$(port)
 	n=$(capdump in.kvcap 2>/dev/null | wc -l)
 	mkfifo live
@@ -396,4 +405,45 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	kvnats -C -s "$URLS" --stream R3 --bare -o got.kvcap 2> con.err
 	echo "# consumer: $(paste -sd" " con.err)" >&3
 	assert_equal "$(capdump got.kvcap 2>/dev/null | sort)" "$(capdump cap.kvcap 2>/dev/null | sort)"
+}
+
+@test "kvnats -C: a consumer on a server still catching up with the stream reads it to the end" {
+	# kvnats -C ended when its consumer had nothing pending; a consumer counts
+	# what its own server holds, and one placed on a replica back from a
+	# restart ended with what that replica held (records lost, exit 0)
+	nats_cluster
+	capture 100
+	r3_stream
+	# s0 is down while the stream is written: it has none of it
+	kill -9 "$(cat "$T/s0.pid")"
+	others=${URLS#*,}
+	i=0
+	until kvnats -L -s "$others" --stream R3 > /dev/null 2>&1; do
+		sleep 0.2
+		i=$((i + 1))
+		[ $i -lt 150 ] || { echo "# stream R3 unavailable without s0" >&3; false; }
+	done
+	kvnats -P -q -s "$others" --stream R3 in.kvcap
+	# and back: at once, while it catches up, six consumers, each placed on
+	# any of the three servers; one placed on s0 before it is ready cannot be
+	# created (exit 69) and is started again
+	# shellcheck disable=SC2086
+	nats_server s0 "$PORT0" ${CLUSTER_ARGS[0]}
+	pids=()
+	for k in 1 2 3 4 5 6; do
+		(
+			for j in 1 2 3 4 5 6 7 8 9 10; do
+				r=0
+				timeout 60 kvnats -C -s "$others" --stream R3 --bare -o "got$k.kvcap" 2> "con$k.err" || r=$?
+				[ $r -eq 69 ] || exit $r
+				sleep 0.5
+			done
+			exit $r
+		) &
+		pids+=($!)
+	done
+	for k in 1 2 3 4 5 6; do
+		wait "${pids[k - 1]}" || { echo "# consumer $k: status $?: $(cat "con$k.err")" >&3; false; }
+		cmp "got$k.kvcap" in.kvcap || { echo "# consumer $k: $(cat "con$k.err")" >&3; false; }
+	done
 }

@@ -1,6 +1,7 @@
 #include "nats/js.h"
 #include "base/util.h"
 
+#include <jansson.h>
 #include <nats/nats.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,6 +15,10 @@
 /* An async publish not acknowledged within this is handed back for a retry. */
 #define ACK_WAIT_MS 5000
 #define API_WAIT_MS 5000
+/* How long a message the stream's leader is asked for is asked again. */
+#define MSG_GET_RETRY_MS 10000
+/* How long the connection may take to drain before the library is torn down. */
+#define DRAIN_WAIT_MS 5000
 /* What one fetch may bring at most, whatever its count: memory stays bounded
  * with records of up to a server's max_payload each. */
 #define FETCH_MAX_BYTES (64 << 20)
@@ -46,6 +51,7 @@ struct kv_js_sub {
 	 * request that expired on the way, a server that went away); the
 	 * consumer is then made again after the last message handed out. */
 	uint64_t last_cseq, last_sseq;
+	uint64_t start;            /* the consumer's last delivered stream sequence when bound */
 	bool restart;
 	uint64_t restarts;
 };
@@ -96,10 +102,34 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 	pthread_mutex_unlock(&k->mu);
 }
 
+/* Set by libnats's closed callback, which runs on a thread of its own and
+ * may come late: static, so that it never outlives what it writes to (one
+ * connection per process). */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool closed;
+} conn_closed = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void on_closed(natsConnection *nc, void *closure)
+{
+	(void)nc;
+	(void)closure;
+	pthread_mutex_lock(&conn_closed.mu);
+	conn_closed.closed = true;
+	pthread_cond_broadcast(&conn_closed.cv);
+	pthread_mutex_unlock(&conn_closed.mu);
+}
+
 int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t errlen)
 {
 	struct kv_js *k = kv_xcalloc(1, sizeof *k);
 	pthread_mutex_init(&k->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&conn_closed.cv, &ca);
+	pthread_condattr_destroy(&ca);
 	k->servers = kv_xstrdup(servers);
 	k->retry_ns = KV_JS_RETRY_NS;
 	*out = k;
@@ -122,6 +152,8 @@ int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t err
 	if (s == NATS_OK)
 		s = natsOptions_SetReconnectWait(k->no, 250);
 	if (s == NATS_OK)
+		s = natsOptions_SetClosedCB(k->no, on_closed, NULL);
+	if (s == NATS_OK)
 		s = natsConnection_Connect(&k->nc, k->no);
 	if (s != NATS_OK)
 		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: cannot connect: %s", servers,
@@ -139,10 +171,37 @@ int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t err
 	return 0;
 }
 
+/* Drains the connection and waits (bounded) until it is closed.  libnats
+ * 3.4 frees a received message through its garbage collector, and the
+ * collector is the first thing nats_CloseAndWait stops: a message that a
+ * subscription's thread frees after that is lost.  JetStream's reply
+ * subscription frees each publish acknowledgement after the acknowledgement
+ * handler returns, and js_PublishAsyncComplete returns as soon as the last
+ * handler did, so without this the last acknowledgement could be freed
+ * after the collector was gone (a leak that LeakSanitizer reports now and
+ * then).  A drain ends only once every subscription has delivered and freed
+ * what it received and removed itself, so nothing is freed after it. */
+static void drain(struct kv_js *k)
+{
+	/* no drain while reconnecting or once closed: closed as it is */
+	if (natsConnection_DrainTimeout(k->nc, DRAIN_WAIT_MS) != NATS_OK)
+		natsConnection_Close(k->nc);
+	/* the drain closes the connection itself, at its timeout at the latest */
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += DRAIN_WAIT_MS / 1000 + 2;
+	pthread_mutex_lock(&conn_closed.mu);
+	while (!conn_closed.closed && pthread_cond_timedwait(&conn_closed.cv, &conn_closed.mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&conn_closed.mu);
+}
+
 void kv_js_close(struct kv_js *k)
 {
 	if (!k)
 		return;
+	if (k->nc)
+		drain(k);
 	for (size_t i = 0; i < k->nretry; i++)
 		natsMsg_Destroy(k->retry[i]);
 	free(k->retry);
@@ -334,7 +393,7 @@ bool kv_js_publish_finish(struct kv_js *k, struct kv_js_pub_stats *st)
 /* ---- consuming ---- */
 
 static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o, const jsConsumerConfig *base,
-			   char **name, char *err, size_t errlen)
+			   char **name, uint64_t *delivered, char *err, size_t errlen)
 {
 	jsConsumerConfig cc;
 	if (base) {
@@ -359,6 +418,7 @@ static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o,
 		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: cannot create a consumer: %s", k->servers,
 			     o->stream, why(s));
 	*name = kv_xstrdup(ci->Name);
+	*delivered = ci->Delivered.Stream;
 	jsConsumerInfo_Destroy(ci);
 	return 0;
 }
@@ -367,7 +427,7 @@ static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o,
  * acknowledged message when some deliveries were never acknowledged
  * (JetStream would send those again after newer ones: out of order). */
 static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, jsConsumerInfo *ci, char **name,
-			 bool *recreated, uint64_t *ack_floor, char *err, size_t errlen)
+			 uint64_t *delivered, bool *recreated, uint64_t *ack_floor, char *err, size_t errlen)
 {
 	const char *filter = ci->Config->FilterSubject ? ci->Config->FilterSubject : "";
 	if (o->filter && strcmp(o->filter, filter) != 0)
@@ -375,6 +435,7 @@ static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, j
 			     o->durable, filter, o->filter);
 	if (ci->Delivered.Stream <= ci->AckFloor.Stream && ci->NumAckPending == 0) {
 		*name = kv_xstrdup(o->durable);
+		*delivered = ci->Delivered.Stream;
 		return 0;
 	}
 	jsConsumerConfig cc = *ci->Config;
@@ -390,7 +451,7 @@ static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, j
 	if (s != NATS_OK)
 		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
 			     o->durable, why(s));
-	return create_consumer(k, o, &cc, name, err, errlen);
+	return create_consumer(k, o, &cc, name, delivered, err, errlen);
 }
 
 static int bind(struct kv_js_sub *s, char *err, size_t errlen)
@@ -419,13 +480,14 @@ int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct
 	if (rc)
 		return rc;
 	char *name = NULL;
+	uint64_t delivered = 0;
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
 	natsStatus s = o->durable ? js_GetConsumerInfo(&ci, k->js, o->stream, o->durable, NULL, &jerr) : NATS_NOT_FOUND;
 	if (s == NATS_OK)
-		rc = reuse_durable(k, o, ci, &name, recreated, ack_floor, err, errlen);
+		rc = reuse_durable(k, o, ci, &name, &delivered, recreated, ack_floor, err, errlen);
 	else if (s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr)
-		rc = create_consumer(k, o, NULL, &name, err, errlen);
+		rc = create_consumer(k, o, NULL, &name, &delivered, err, errlen);
 	else
 		rc = failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
 			   o->durable, why(s));
@@ -442,6 +504,7 @@ int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct
 	sub->stream = kv_xstrdup(o->stream);
 	sub->filter = kv_xstrdup(o->filter ? o->filter : "");
 	sub->name = name;
+	sub->start = delivered;
 	rc = bind(sub, err, errlen);
 	if (rc) {
 		kv_js_unsubscribe(sub);
@@ -475,7 +538,8 @@ static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
 	js_DeleteConsumer(k->js, s->stream, s->name, NULL, NULL);
 	struct kv_js_consumer_opts o = { .stream = s->stream };
 	char *name = NULL;
-	int rc = create_consumer(k, &o, &cc, &name, err, errlen);
+	uint64_t delivered;
+	int rc = create_consumer(k, &o, &cc, &name, &delivered, err, errlen);
 	jsConsumerInfo_Destroy(ci);
 	if (rc)
 		return rc;
@@ -487,7 +551,66 @@ static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
 	return bind(s, err, errlen);
 }
 
-bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen)
+/* STREAM.MSG.GET: the stream sequence of the message that req (taken) asks
+ * for, 0 if there is none.  Only the stream's leader answers with a message; a
+ * member that knows of no leader (a cluster electing one, a server back from
+ * a restart) answers at once with an error, so errors are tried again for
+ * MSG_GET_RETRY_MS.  (The stream's info, by contrast, comes from such a member
+ * too, with what it holds: a replica catching up answers with less than the
+ * stream has.) */
+static bool msg_get_seq(struct kv_js *k, const char *stream, json_t *req, uint64_t *seq, char *err, size_t errlen)
+{
+	char subject[300];
+	snprintf(subject, sizeof subject, "$JS.API.STREAM.MSG.GET.%s", stream);
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!body)
+		kv_die(KV_EX_SOFTWARE, "out of memory");
+	uint64_t deadline = kv_monotonic_ns() + MSG_GET_RETRY_MS * 1000000ull;
+	bool ok = false;
+	for (;;) {
+		natsMsg *resp = NULL;
+		natsStatus st = natsConnection_RequestString(&resp, k->nc, subject, body, API_WAIT_MS);
+		if (st != NATS_OK) {
+			failf(err, errlen, 1, "%s: stream %s: %s", k->servers, stream, why(st));
+		} else {
+			json_t *root = json_loadb(natsMsg_GetData(resp), (size_t)natsMsg_GetDataLength(resp), 0, NULL);
+			natsMsg_Destroy(resp);
+			json_t *msg = json_object_get(root, "message"), *e = json_object_get(root, "error");
+			json_int_t n = json_integer_value(json_object_get(msg, "seq"));
+			const char *what = json_string_value(json_object_get(e, "description"));
+			/* 404: no such message */
+			ok = (msg && n > 0) || json_integer_value(json_object_get(e, "code")) == 404;
+			if (ok)
+				*seq = msg ? (uint64_t)n : 0;
+			else
+				failf(err, errlen, 1, "%s: stream %s: %s", k->servers, stream,
+				      what ? what : "a reply that is no message");
+			json_decref(root);
+		}
+		if (ok || kv_monotonic_ns() > deadline)
+			break;
+		sleep_ms(250);
+	}
+	free(body);
+	return ok;
+}
+
+int kv_js_last_seq(struct kv_js *k, const char *stream, const char *filter, uint64_t *seq, char *err, size_t errlen)
+{
+	json_t *req = json_pack("{s:s}", "last_by_subj", filter && *filter ? filter : ">");
+	return msg_get_seq(k, stream, req, seq, err, errlen) ? 0 : KV_EX_UNAVAILABLE;
+}
+
+/* The sequence of the stream's first message after pos that the consumer
+ * takes (its filter), from the stream's leader; 0 if there is none. */
+static bool next_in_stream(struct kv_js_sub *s, uint64_t pos, uint64_t *seq, char *err, size_t errlen)
+{
+	json_t *req = json_pack("{s:I,s:s}", "seq", (json_int_t)pos + 1, "next_by_subj", *s->filter ? s->filter : ">");
+	return msg_get_seq(s->k, s->stream, req, seq, err, errlen);
+}
+
+bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, char *err, size_t errlen)
 {
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
@@ -496,8 +619,21 @@ bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t err
 		failf(err, errlen, 1, "%s: consumer: %s", s->k->servers, why(st));
 		return false;
 	}
-	*pending = ci->NumPending;
+	uint64_t pending = ci->NumPending;
 	jsConsumerInfo_Destroy(ci);
+	*done = false;
+	if (pending > 0)
+		return true;
+	/* nothing pending where the consumer is: the end, unless its server is
+	 * still catching up with the stream (a replica back from a restart) */
+	uint64_t pos = s->last_sseq ? s->last_sseq : s->start, next = 0;
+	if (pos >= end_seq) {
+		*done = true;
+		return true;
+	}
+	if (!next_in_stream(s, pos, &next, err, errlen))
+		return false;
+	*done = next == 0 || next > end_seq;
 	return true;
 }
 

@@ -40,8 +40,12 @@ struct kv_js_stream_opts {
 /* Creates the stream unless it exists; 0, or 69 with the reason in err. */
 int kv_js_ensure_stream(struct kv_js *js, const struct kv_js_stream_opts *o, bool *created, char *err, size_t errlen);
 /* The first and last sequence of an existing stream; 0, 66 (no such
- * stream) or 69, with the reason in err. */
+ * stream) or 69, with the reason in err.  In a cluster they may come from a
+ * replica that is behind (one that knows of no leader answers too). */
 int kv_js_stream_range(struct kv_js *js, const char *name, uint64_t *first, uint64_t *last, char *err, size_t errlen);
+/* The stream sequence of the stream's last message on filter (NULL: any),
+ * 0 if none, as the stream's leader knows it; 0, or 69 with err. */
+int kv_js_last_seq(struct kv_js *js, const char *stream, const char *filter, uint64_t *seq, char *err, size_t errlen);
 
 /* ---- publishing ---- */
 struct kv_js_pub_stats {
@@ -89,8 +93,13 @@ struct kv_js_sub;
  * 0 if none), so that the stream comes in order; *recreated says so. */
 int kv_js_subscribe(struct kv_js *js, const struct kv_js_consumer_opts *o, struct kv_js_sub **sub,
 		    bool *recreated, uint64_t *ack_floor, char *err, size_t errlen);
-/* The consumer's messages not yet delivered; false with err on failure. */
-bool kv_js_pending(struct kv_js_sub *s, uint64_t *pending, char *err, size_t errlen);
+/* Whether the consumer has handed out every message it takes up to the
+ * stream sequence end_seq: it has nothing pending, and the stream's leader
+ * holds none of them after the last one handed out.  The consumer's own
+ * count is not enough: its server may be a replica still catching up with
+ * the stream (back from a restart), with nothing pending while the leader
+ * holds more.  False with err on failure. */
+bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, char *err, size_t errlen);
 /* Up to max messages, waiting at most timeout_ms for the first; the
  * previous batch is released.  The count (0 on a timeout), or -1 with err.
  * Messages come in stream order, each once: a redelivery is left out, and
