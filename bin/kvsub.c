@@ -269,6 +269,9 @@ int main(int argc, char **argv)
 		fputc('\n', stderr);
 	int status = kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 	if (o.metrics) {
+		/* a write that failed on the way counts, as in kvmatch */
+		if (metrics_failed)
+			status = kv_status_merge(status, KV_EX_IOERR);
 		if (!kv_capture_write_metrics(cap, &metrics)) {
 			kv_warn_errno("%s", o.metrics);
 			status = kv_status_merge(status, KV_EX_IOERR);
