@@ -20,10 +20,8 @@ bool kv_input_open(const char *path, int *fd, struct kv_err *e)
 		f = -1;
 		errno = EISDIR;
 	}
-	if (f < 0)
-		return kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 	*fd = f;
-	return true;
+	return f >= 0 || kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 }
 
 bool kv_inputs_check(char *const *paths, size_t n, struct kv_err *e)

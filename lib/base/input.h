@@ -11,7 +11,8 @@
 
 #include "base/err.h"
 
-/* Opens path for reading (close-on-exec) into *fd; false with e (66). */
+/* Opens path for reading (close-on-exec) into *fd; false with e (66) and
+ * *fd -1. */
 bool kv_input_open(const char *path, int *fd, struct kv_err *e);
 /* For a program whose input is all or nothing (kvmatch: a snapshot of part
  * of the input would replace the last good one): before anything is read
