@@ -407,7 +407,8 @@ int main(int argc, char **argv)
 		between_records(&r);
 	}
 	write_snapshot(&r);
-	int status = kv_out_close(&out, &e) ? r.status : kv_status_merge(r.status, kv_err_print(&e));
+	if (!kv_out_close(&out, &e))
+		r.status = kv_status_merge(r.status, kv_err_print(&e));
 	if (o.metrics) {
 		write_metrics(&r);
 		kv_metrics_free(&r.metrics);
@@ -418,6 +419,7 @@ int main(int argc, char **argv)
 		kv_statelog_memory(stderr, &r.m);
 	if (o.diagnose)
 		kv_diagnose(&r.m, o.diag_format, stderr);
+	int status = r.status;
 	if (r.bad && !kv_out_reader_gone(&out))
 		status = kv_status_merge(status, KV_EX_DATAERR);
 	kv_source_free(src);

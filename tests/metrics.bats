@@ -179,6 +179,20 @@ samples() { grep -v '^#' "$1"; }
 	promcheck late/m.prom
 }
 
+@test "kvmatch: metrics written well until the last write fails: exit 74" {
+	mkfifo in.fifo
+	mkdir gone
+	kvmatch -q --log none --metrics-interval 0.1 --metrics gone/m.prom in.fifo 2> err.txt & m=$!
+	exec 5> in.fifo
+	i=0
+	until [ -s gone/m.prom ]; do sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || false; done
+	rm -r gone
+	exec 5>&-
+	wait_for $m 10 || true  # its status is 74: keep bats from failing on it
+	assert_equal "$status" 74
+	assert_equal "$(cat err.txt)" "kvmatch: gone/m.prom: No such file or directory"
+}
+
 @test "promcheck rejects what Prometheus would reject" {
 	printf '# HELP kvtools_x A.\n# TYPE kvtools_x counter\nkvtools_x{a="1"} 1\nkvtools_x{a="1"} 2\n' > dup.prom
 	run promcheck dup.prom
