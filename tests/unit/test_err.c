@@ -1,5 +1,6 @@
 /* err and kv_status_merge: the one way lib/ reports a failure, and the one
- * order in which a program's failures make its exit status. */
+ * order in which a program's failures make its exit status; and input, the
+ * one rule for an input that cannot be opened. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/input.h"
+#include "base/out.h"
 #include "base/util.h"
 #include "unit.h"
 
@@ -170,6 +173,41 @@ static void printing(void)
 	ASSERT_EQ_U64(kv_err_print(&e), 0); /* nothing held: nothing said */
 }
 
+static void inputs(void)
+{
+	char dir[] = "/tmp/kvtools-unit-XXXXXX";
+	ASSERT(mkdtemp(dir) != NULL);
+	struct kv_err e = { 0 };
+	int fd = 5;
+	/* a directory opens, but is no input: refused as one that cannot be opened */
+	ASSERT(!kv_input_open(dir, &fd, &e));
+	ASSERT_EQ_U64(fd, (unsigned long long)-1);
+	ASSERT_EQ_U64(e.status, 66);
+	char want[64];
+	snprintf(want, sizeof want, "%s: Is a directory", dir);
+	ASSERT(strcmp(kv_err_msg(&e), want) == 0);
+	kv_err_clear(&e);
+	ASSERT(kv_input_open("-", &fd, &e) && fd == STDIN_FILENO && !kv_err_any(&e));
+	ASSERT(kv_input_open("/dev/null", &fd, &e) && fd > STDERR_FILENO);
+	close(fd);
+	/* every file that cannot be opened is named, in order */
+	char *paths[] = { "/dev/null", dir, "-", "/nonexistent/x" };
+	ASSERT(!kv_inputs_check(paths, 4, &e));
+	ASSERT_EQ_U64(e.status, 66);
+	ASSERT(strcmp(kv_err_msg(&e), want) == 0);
+	ASSERT(strcmp(e.text + strlen(e.text) + 1, "/nonexistent/x: No such file or directory") == 0);
+	ASSERT_EQ_U64(e.len, strlen(want) + 1 + strlen("/nonexistent/x: No such file or directory") + 1);
+	kv_err_clear(&e);
+	ASSERT(kv_inputs_check(paths, 1, &e) && !kv_err_any(&e));
+	/* an output that cannot be made there: a write error */
+	const char *outs[] = { NULL, "-", dir };
+	ASSERT(!kv_out_check_creatable(outs, 3, &e));
+	ASSERT_EQ_U64(e.status, 74);
+	ASSERT(strcmp(kv_err_msg(&e), want) == 0);
+	kv_err_clear(&e);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	RUN(merge_precedence);
@@ -178,5 +216,6 @@ int main(void)
 	RUN(set_and_read);
 	RUN(set_errno);
 	RUN(printing);
+	RUN(inputs);
 	return unit_done();
 }
