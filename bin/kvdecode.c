@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "decode/evjson.h"
+#include "base/err.h"
 #include "base/out.h"
 #include "decode/source.h"
 #include "decode/srcstats.h"
@@ -164,12 +165,12 @@ int main(int argc, char **argv)
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
 	size_t nfiles = (size_t)(argc - optind);
-	kv_out_refuse_inputs("-o", o.output, argv + optind, nfiles);
+	struct kv_err e = { 0 };
+	if (!kv_out_refuse_inputs("-o", o.output, argv + optind, nfiles, &e))
+		kv_err_exit(&e);
 	struct kv_out out;
-	if (!kv_out_open(&out, o.output)) {
-		kv_warn_errno("%s", o.output);
-		return KV_EX_IOERR;
-	}
+	if (!kv_out_open(&out, o.output, &e))
+		return kv_err_print(&e);
 	kv_install_signals(false);
 	o.src.idle = flush_output;
 	o.src.idle_arg = &out;
@@ -178,15 +179,20 @@ int main(int argc, char **argv)
 	kv_srcstats_init(&r.stats);
 	struct kv_source *src = kv_source_new(argv + optind, nfiles, &o.src);
 	struct kv_batch b;
-	while (!kv_out_failed(&out) && kv_source_next(src, &b) == KV_SOURCE_BATCH)
-		handle(&r, &b);
-	int status = kv_out_finish(&out, nfiles && kv_source_open_failures(src) == nfiles);
+	enum kv_source_status st;
+	int status = KV_EX_OK;
+	while (!kv_out_failed(&out) && (st = kv_source_next(src, &b, &e)) != KV_SOURCE_END && st != KV_SOURCE_STOPPED) {
+		if (st == KV_SOURCE_UNOPENED)
+			status = kv_status_merge(status, kv_err_print(&e));
+		else
+			handle(&r, &b);
+	}
+	if (!kv_out_finish(&out, nfiles && kv_source_open_failures(src) == nfiles, &e))
+		status = kv_status_merge(status, kv_err_print(&e));
 	if (o.stats)
 		kv_srcstats_print(&r.stats, stderr);
-	if (status == KV_EX_OK && kv_source_open_failures(src))
-		status = KV_EX_NOINPUT;
-	else if (status == KV_EX_OK && r.bad && !kv_out_reader_gone(&out))
-		status = KV_EX_DATAERR;
+	if (r.bad && !kv_out_reader_gone(&out))
+		status = kv_status_merge(status, KV_EX_DATAERR);
 	kv_source_free(src);
 	kv_evjson_free(&r.json);
 	kv_srcstats_free(&r.stats);

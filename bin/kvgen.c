@@ -1,12 +1,13 @@
 /* kvgen: a simulated cluster serving a request trace, publishing its KV events. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/err.h"
+#include "base/input.h"
 #include "decode/kvcap.h"
 #include "base/lines.h"
 #include "base/out.h"
@@ -229,11 +230,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (optind < argc - 1)
 		kv_usage_error("one trace at most");
 	const char *trace = optind < argc ? argv[optind] : "-";
-	kv_out_refuse_input("-o", o->output, trace);
-	kv_out_refuse_input("--registrations", o->regs, trace);
-	kv_out_refuse_input("--snapshot", o->snapshot, trace);
-	kv_out_refuse_input("--report", o->report, trace);
-	kv_out_refuse_input(o->queries_by_hash ? "--queries-by-hash" : "--queries", o->queries, trace);
+	struct kv_err e = { 0 };
+	if (!kv_out_refuse_input("-o", o->output, trace, &e) ||
+	    !kv_out_refuse_input("--registrations", o->regs, trace, &e) ||
+	    !kv_out_refuse_input("--snapshot", o->snapshot, trace, &e) ||
+	    !kv_out_refuse_input("--report", o->report, trace, &e) ||
+	    !kv_out_refuse_input(o->queries_by_hash ? "--queries-by-hash" : "--queries", o->queries, trace, &e))
+		kv_err_exit(&e);
 }
 
 /* Writes a side file with fn; false (message given) on failure. */
@@ -284,11 +287,9 @@ static int open_trace(const char *path, struct trace_in *t)
 	t->std = !path || strcmp(path, "-") == 0;
 	t->name = t->std ? "stdin" : path;
 	t->nhead = 0;
-	t->fd = t->std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-	if (t->fd < 0) {
-		kv_warn_errno("%s", path);
-		return KV_EX_NOINPUT;
-	}
+	struct kv_err e = { 0 };
+	if (!kv_input_open(t->std ? "-" : path, &t->fd, &e))
+		return kv_err_print(&e);
 	read_head(t);
 	if (t->nhead == 2 && t->head[0] == 0x1f && t->head[1] == 0x8b) {
 		kv_warn("%s: gzip-compressed; decompress it first: zcat %s | %s [OPTION]...", t->name,
@@ -306,7 +307,8 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	struct kv_lines l;
 	kv_lines_init(&l, t->fd, KV_TRACE_MAX_LINE, t->head, t->nhead);
 	struct kv_trace_req req = { 0 };
-	char *line, err[200];
+	struct kv_err e = { 0 };
+	char *line;
 	size_t n;
 	uint64_t served = 0, bad = 0, went_back = 0;
 	enum kv_lines_status st;
@@ -321,9 +323,10 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 		}
 		if (st == KV_LINE && line[strspn(line, " \t")] == 0)
 			continue;
-		if (st == KV_LINE_TOO_LONG || !kv_trace_parse(line, n, &req, err, sizeof err)) {
+		if (st == KV_LINE_TOO_LONG || !kv_trace_parse(line, n, &req, &e)) {
 			kv_warn("%s: line %llu: %s", name, (unsigned long long)l.lineno,
-				st == KV_LINE_TOO_LONG ? "longer than 1 MiB" : err);
+				st == KV_LINE_TOO_LONG ? "longer than 1 MiB" : kv_err_msg(&e));
+			kv_err_clear(&e);
 			bad++;
 			continue;
 		}
@@ -353,9 +356,9 @@ int main(int argc, char **argv)
 		kv_usage_error(TTY_REFUSAL);
 	/* what is written at the end must be writable before the simulation runs */
 	const char *products[] = { o.regs, o.report, o.snapshot, o.queries };
-	int unmakeable = kv_out_check_creatable(products, sizeof products / sizeof products[0]);
-	if (unmakeable)
-		return unmakeable;
+	struct kv_err e = { 0 };
+	if (!kv_out_check_creatable(products, sizeof products / sizeof products[0], &e))
+		return kv_err_print(&e);
 	struct trace_in trace;
 	int opened = open_trace(optind < argc ? argv[optind] : NULL, &trace);
 	if (opened)
@@ -363,10 +366,8 @@ int main(int argc, char **argv)
 	struct kv_out out;
 	bool capture = !o.no_capture;
 	if (capture) {
-		if (!kv_out_open(&out, o.output)) {
-			kv_warn_errno("%s", o.output);
-			return KV_EX_IOERR;
-		}
+		if (!kv_out_open(&out, o.output, &e))
+			return kv_err_print(&e);
 		if (out.tty)
 			kv_usage_error(TTY_REFUSAL);
 		kv_cap_write_header(&out, "kvgen " KV_VERSION, o.sim.base_ns);
@@ -383,18 +384,17 @@ int main(int argc, char **argv)
 	kv_sim_finish(sim);
 	if (queries && (ferror(queries) | fclose(queries))) {
 		kv_warn_errno("%s", o.queries);
-		status = KV_EX_IOERR;
+		status = kv_status_merge(status, KV_EX_IOERR);
 	}
-	int closed = capture ? kv_out_close(&out) : KV_EX_OK;
-	if (closed)
-		status = closed;
+	if (capture && !kv_out_close(&out, &e))
+		status = kv_status_merge(status, kv_err_print(&e));
 	if (o.regs && !write_file(o.regs, kv_sim_write_registrations, sim))
-		status = KV_EX_IOERR;
+		status = kv_status_merge(status, KV_EX_IOERR);
 	if (o.report && !write_file(o.report, kv_sim_report, sim))
-		status = KV_EX_IOERR;
+		status = kv_status_merge(status, KV_EX_IOERR);
 	if (o.snapshot && !kv_sim_write_snapshot(sim, o.snapshot)) {
 		kv_warn_errno("%s", o.snapshot);
-		status = KV_EX_IOERR;
+		status = kv_status_merge(status, KV_EX_IOERR);
 	}
 	if (!o.quiet)
 		kv_sim_summary(sim, stderr);

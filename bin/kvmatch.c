@@ -10,6 +10,8 @@
 #include "index/index.h"
 #include "index/match.h"
 #include "index/matchmetrics.h"
+#include "base/err.h"
+#include "base/input.h"
 #include "base/metrics.h"
 #include "base/out.h"
 #include "index/regs.h"
@@ -175,11 +177,13 @@ static void check_option_pairs(const struct options *o)
  * snapshot and writing it back), which is written by rename. */
 static void refuse_outputs_over_inputs(const struct options *o, char *const *files, size_t nfiles)
 {
-	kv_out_refuse_inputs("-o", o->snapshot, files, nfiles);
-	kv_out_refuse_input("-o", o->snapshot, o->regs);
-	kv_out_refuse_inputs("--metrics", o->metrics, files, nfiles);
-	kv_out_refuse_input("--metrics", o->metrics, o->regs);
-	kv_out_refuse_input("--metrics", o->metrics, o->resume);
+	struct kv_err e = { 0 };
+	if (!kv_out_refuse_inputs("-o", o->snapshot, files, nfiles, &e) ||
+	    !kv_out_refuse_input("-o", o->snapshot, o->regs, &e) ||
+	    !kv_out_refuse_inputs("--metrics", o->metrics, files, nfiles, &e) ||
+	    !kv_out_refuse_input("--metrics", o->metrics, o->regs, &e) ||
+	    !kv_out_refuse_input("--metrics", o->metrics, o->resume, &e))
+		kv_err_exit(&e);
 }
 
 struct run {
@@ -189,7 +193,7 @@ struct run {
 	struct kv_workers ws;
 	struct kv_match m;
 	uint64_t bad;
-	bool snapshot_failed;
+	int status;                   /* of the failures met so far (kv_status_merge) */
 	uint64_t next_snapshot;
 	struct kv_metrics metrics;
 	bool metrics_failed;
@@ -205,10 +209,13 @@ static void write_snapshot(struct run *r);
 
 static void write_metrics(struct run *r)
 {
-	if (!kv_match_write_metrics(&r->m, &r->metrics) && !r->metrics_failed) {
-		kv_warn_errno("%s", r->o->metrics);
-		r->metrics_failed = true;
-	}
+	struct kv_err e = { 0 };
+	if (kv_match_write_metrics(&r->m, &r->metrics, &e))
+		return;
+	if (!r->metrics_failed)
+		r->status = kv_status_merge(r->status, kv_err_print(&e));
+	kv_err_clear(&e);
+	r->metrics_failed = true;
 }
 
 /* SIGUSR1 writes the snapshot, SIGUSR2 a diagnosis; metrics are written on time. */
@@ -238,7 +245,7 @@ static void write_snapshot(struct run *r)
 	uint64_t t0 = kv_monotonic_ns();
 	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, &r->m)) {
 		kv_warn_errno("%s", r->o->snapshot);
-		r->snapshot_failed = true;
+		r->status = kv_status_merge(r->status, KV_EX_IOERR);
 	} else if (r->o->verbose && !r->o->quiet) {
 		kv_warn("%s: %" PRIu64 " blocks written in %.1f ms", r->o->snapshot, kv_index_blocks(&r->ix),
 			(double)(kv_monotonic_ns() - t0) / 1e6);
@@ -307,10 +314,11 @@ static int dump(const char *path)
 	if (!kv_snap_load(path, &s, err, sizeof err))
 		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", path, err);
 	struct kv_out out;
-	kv_out_open(&out, NULL);
+	kv_out_open_stdout(&out);
 	kv_snap_dump(&s, &out);
 	kv_snap_unload(&s);
-	return kv_out_close(&out);
+	struct kv_err e = { 0 };
+	return kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 }
 
 /* kv-conductor creates a partition's indexer when a worker registers: a
@@ -333,9 +341,9 @@ static void load_state(struct run *r)
 {
 	if (r->o->regs) {
 		struct kv_regs regs;
-		int rc = kv_regs_load(r->o->regs, &regs);
-		if (rc)
-			exit(rc);
+		struct kv_err e = { 0 };
+		if (!kv_regs_load(r->o->regs, &regs, &e))
+			exit(kv_err_print(&e));
 		kv_workers_register(&r->ws, &regs);
 		kv_regs_free(&regs);
 	}
@@ -368,15 +376,13 @@ int main(int argc, char **argv)
 	/* before anything is read or written: no snapshot of part of the input,
 	 * and no input read for a snapshot that cannot be made (the metrics are
 	 * a side output: the run goes on without them, kvmatch(1)) */
-	int unopened = kv_out_check_creatable(&o.snapshot, 1);
-	if (!unopened)
-		unopened = kv_source_check_files(argv + optind, (size_t)(argc - optind));
-	if (unopened) {
+	struct kv_err e = { 0 };
+	if (!kv_out_check_creatable(&o.snapshot, 1, &e) || !kv_inputs_check(argv + optind, (size_t)(argc - optind), &e)) {
 		kv_workers_free(&r.ws);
-		return unopened;
+		return kv_err_print(&e);
 	}
 	struct kv_out out;
-	kv_out_open(&out, NULL);
+	kv_out_open_stdout(&out);
 	r.out = &out;
 	o.match.report = on_report;
 	o.match.report_arg = &r;
@@ -389,13 +395,20 @@ int main(int argc, char **argv)
 	o.src.idle_arg = &r;
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
 	struct kv_batch b;
+	enum kv_source_status st;
 	/* a closed stdout ends the run unless a snapshot is to be written */
-	while (!kv_out_ends_work(&out, o.snapshot != NULL) && kv_source_next(src, &b) == KV_SOURCE_BATCH) {
+	while (!kv_out_ends_work(&out, o.snapshot != NULL) && (st = kv_source_next(src, &b, &e)) != KV_SOURCE_END &&
+	       st != KV_SOURCE_STOPPED) {
+		if (st == KV_SOURCE_UNOPENED) {
+			r.status = kv_status_merge(r.status, kv_err_print(&e));
+			continue;
+		}
 		handle(&r, &b);
 		between_records(&r);
 	}
 	write_snapshot(&r);
-	int status = kv_out_close(&out);
+	if (!kv_out_close(&out, &e))
+		r.status = kv_status_merge(r.status, kv_err_print(&e));
 	if (o.metrics) {
 		write_metrics(&r);
 		kv_metrics_free(&r.metrics);
@@ -406,12 +419,9 @@ int main(int argc, char **argv)
 		kv_statelog_memory(stderr, &r.m);
 	if (o.diagnose)
 		kv_diagnose(&r.m, o.diag_format, stderr);
-	if (status == KV_EX_OK && (r.snapshot_failed || r.metrics_failed))
-		status = KV_EX_IOERR;
-	if (status == KV_EX_OK && kv_source_open_failures(src))
-		status = KV_EX_NOINPUT;
-	if (status == KV_EX_OK && r.bad && !kv_out_reader_gone(&out))
-		status = KV_EX_DATAERR;
+	int status = r.status;
+	if (r.bad && !kv_out_reader_gone(&out))
+		status = kv_status_merge(status, KV_EX_DATAERR);
 	kv_source_free(src);
 	kv_match_free(&r.m);
 	kv_workers_free(&r.ws);

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <fcntl.h>
 
+#include "base/err.h"
+#include "base/input.h"
 #include "decode/jsmsg.h"
 #include "base/jsonw.h"
 #include "decode/kvcap.h"
@@ -350,15 +351,13 @@ static void publish_header(struct produce *p, const struct kv_record *rec)
 		p->lost = true;
 }
 
-/* One capture; false when it could not be opened. */
-static bool produce_file(struct produce *p, const char *path)
+/* One capture; false when it could not be opened (e). */
+static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 {
 	bool std = strcmp(path, "-") == 0;
-	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		kv_warn_errno("%s", path);
+	int fd;
+	if (!kv_input_open(path, &fd, e))
 		return false;
-	}
 	const char *name = std ? "stdin" : path;
 	struct kv_cap_reader r;
 	kv_cap_open(&r, fd, name);
@@ -386,13 +385,10 @@ static bool produce_file(struct produce *p, const char *path)
 static int produce(const struct options *o, struct kv_js *js, char **files, int nfiles)
 {
 	struct produce p = { .o = o, .js = js, .subj = { .o = o } };
-	char err[512];
+	struct kv_err e = { 0 };
 	kv_js_set_retry(js, o->retry_ns);
-	if (o->regs) {
-		int rc = kv_regs_load(o->regs, &p.subj.regs);
-		if (rc)
-			return rc;
-	}
+	if (o->regs && !kv_regs_load(o->regs, &p.subj.regs, &e))
+		return kv_err_print(&e);
 	p.subj.header = kv_js_header_subject(o->stream);
 	struct kv_js_stream_opts so = o->create;
 	char subjects[300];
@@ -400,20 +396,19 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 	so.name = o->stream;
 	so.subjects = subjects;
 	bool created;
-	int rc = kv_js_ensure_stream(js, &so, &created, err, sizeof err);
-	if (rc) {
-		kv_warn("%s", err);
+	if (!kv_js_ensure_stream(js, &so, &created, &e)) {
 		subjects_free(&p.subj);
-		return rc;
+		return kv_err_print(&e);
 	}
 	if (created && !o->quiet)
 		kv_warn("%s: created stream %s (%" PRId64 " replicas)", o->servers, o->stream, so.replicas);
 	kv_out_open_mem(&p.packed);
-	int unopened = 0;
-	if (nfiles == 0)
-		unopened += !produce_file(&p, "-");
+	int status = KV_EX_OK;
+	if (nfiles == 0 && !produce_file(&p, "-", &e))
+		status = kv_status_merge(status, kv_err_print(&e));
 	for (int i = 0; i < nfiles && !kv_stop_signal && !p.lost; i++)
-		unopened += !produce_file(&p, files[i]);
+		if (!produce_file(&p, files[i], &e))
+			status = kv_status_merge(status, kv_err_print(&e));
 	struct kv_js_pub_stats st;
 	if (!kv_js_publish_finish(js, &st))
 		p.lost = true;
@@ -425,7 +420,9 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 			o->servers, o->stream, st.lost, st.last_error);
 	kv_out_free_mem(&p.packed);
 	subjects_free(&p.subj);
-	return p.lost ? KV_EX_UNAVAILABLE : unopened ? KV_EX_NOINPUT : p.bad ? KV_EX_DATAERR : 0;
+	if (p.lost)
+		status = kv_status_merge(status, KV_EX_UNAVAILABLE);
+	return kv_status_merge(status, p.bad ? KV_EX_DATAERR : KV_EX_OK);
 }
 
 /* ---- consuming ---------------------------------------------------------- */
@@ -482,43 +479,33 @@ static void write_message(struct consume *c, const struct kv_js_msg *m)
 		kv_cap_write_positioned(c->out, &rec, m->stream_seq);
 }
 
-/* Whether the end is reached, when a fetch brought nothing (see
- * kv_js_done): 1 yes, 0 not yet, -1 when the servers could not tell. */
-static int at_end(struct kv_js_sub *sub, uint64_t end_seq)
-{
-	char err[512];
-	bool done;
-	if (kv_js_done(sub, end_seq, &done, err, sizeof err))
-		return done;
-	kv_warn("%s", err);
-	return -1;
-}
-
 /* Fetches, writes, flushes and acknowledges until the end (the stream's
  * last message for the consumer when kvnats started, unless -f) or a signal. */
 static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_seq)
 {
-	char err[512];
-	int end = 0;
-	if (!c->o->follow && (end = at_end(sub, end_seq)) != 0)
-		return end < 0 ? KV_EX_UNAVAILABLE : 0;
+	struct kv_err e = { 0 };
+	bool at_end = false;
+	if (!c->o->follow) {
+		if (!kv_js_done(sub, end_seq, &at_end, &e))
+			return kv_err_print(&e);
+		if (at_end)
+			return 0;
+	}
 	for (;;) {
 		const struct kv_js_msg *msgs;
 		uint64_t left = c->o->count ? c->o->count - c->records : c->o->batch;
-		int n = kv_js_fetch(sub, (int)(left < c->o->batch ? left : c->o->batch), FETCH_WAIT_MS, &msgs, err, sizeof err);
-		if (n < 0) {
-			kv_warn("%s", err);
-			return KV_EX_UNAVAILABLE;
-		}
+		int n;
+		if (!kv_js_fetch(sub, (int)(left < c->o->batch ? left : c->o->batch), FETCH_WAIT_MS, &msgs, &n, &e))
+			return kv_err_print(&e);
 		bool done = kv_stop_signal != 0;
 		/* the end: that last message, or a fetch that found nothing when
 		 * nothing up to it is left for the consumer (it was deleted): asked
 		 * of the stream's leader, as the consumer's server may be a replica
 		 * catching up, and the number a message carries can be behind there */
 		if (n == 0 && !done && !c->o->follow) {
-			if ((end = at_end(sub, end_seq)) < 0)
-				return KV_EX_UNAVAILABLE;
-			done = end;
+			if (!kv_js_done(sub, end_seq, &at_end, &e))
+				return kv_err_print(&e);
+			done = at_end;
 		}
 		for (int i = 0; i < n; i++) {
 			write_message(c, &msgs[i]);
@@ -529,10 +516,8 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 		/* only what is written and flushed is acknowledged */
 		if (!kv_out_flush(c->out))
 			return 0;
-		if (n > 0 && !kv_js_ack(sub, done, err, sizeof err)) {
-			kv_warn("%s", err);
-			return KV_EX_UNAVAILABLE;
-		}
+		if (n > 0 && !kv_js_ack(sub, done, &e))
+			return kv_err_print(&e);
 		if (done)
 			return 0;
 	}
@@ -540,43 +525,39 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 
 static int consume(struct options *o, struct kv_js *js)
 {
-	char err[512];
+	struct kv_err e = { 0 };
 	if (o->after) {
-		kv_out_refuse_input("-o", o->output, o->after);
+		if (!kv_out_refuse_input("-o", o->output, o->after, &e))
+			kv_err_exit(&e);
 		o->consume.start_seq = position_after(o->after);
 	}
 	struct kv_js_sub *sub = NULL;
 	uint64_t first = 0, last = 0, end = 0, floor = 0;
 	bool recreated = false;
-	int rc = kv_js_stream_range(js, o->stream, &first, &last, err, sizeof err);
-	if (rc == 0 && o->after && first > o->consume.start_seq && !o->quiet)
+	bool ok = kv_js_stream_range(js, o->stream, &first, &last, &e);
+	if (ok && o->after && first > o->consume.start_seq && !o->quiet)
 		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s misses them",
 			o->stream, o->consume.start_seq, first - 1, o->after);
 	/* the end: the stream's last message for the consumer, as its leader
 	 * knows it (the last sequence of the stream's info may come from a
 	 * replica that is behind) */
-	if (rc == 0 && !o->follow)
-		rc = kv_js_last_seq(js, o->stream, o->consume.filter, &end, err, sizeof err);
-	if (rc == 0)
-		rc = kv_js_subscribe(js, &o->consume, &sub, &recreated, &floor, err, sizeof err);
-	if (rc) {
-		kv_warn("%s", err);
-		return rc;
-	}
+	if (ok && !o->follow)
+		ok = kv_js_last_seq(js, o->stream, o->consume.filter, &end, &e);
+	if (!ok || !kv_js_subscribe(js, &o->consume, &sub, &recreated, &floor, &e))
+		return kv_err_print(&e);
 	if (recreated && !o->quiet && floor)
 		kv_warn("stream %s: durable %s resumes after message %" PRIu64 ", the last it acknowledged", o->stream,
 			o->consume.durable, floor);
 	else if (recreated && !o->quiet)
 		kv_warn("stream %s: durable %s starts again: it acknowledged nothing", o->stream, o->consume.durable);
 	struct kv_out out;
-	if (!kv_out_open(&out, o->output)) {
-		kv_warn_errno("%s", o->output);
+	if (!kv_out_open(&out, o->output, &e)) {
 		kv_js_unsubscribe(sub);
-		return KV_EX_IOERR;
+		return kv_err_print(&e);
 	}
 	struct consume c = { .o = o, .out = &out };
 	msgpack_zone_init(&c.zone, 8192);
-	rc = consume_loop(&c, sub, end);
+	int status = consume_loop(&c, sub, end);
 	if (!c.header_done && !kv_out_failed(&out))
 		kv_cap_write_header(&out, "kvnats " KV_VERSION, kv_realtime_ns());
 	if (kv_js_restarts(sub) && !o->quiet)
@@ -584,11 +565,12 @@ static int consume(struct options *o, struct kv_js *js)
 			kv_js_restarts(sub));
 	kv_js_unsubscribe(sub);
 	msgpack_zone_destroy(&c.zone);
-	int closed = kv_out_close(&out);
+	if (!kv_out_close(&out, &e))
+		status = kv_status_merge(status, kv_err_print(&e));
 	if (!o->quiet)
 		kv_warn("stream %s: %" PRIu64 " records written, %" PRIu64 " messages skipped", o->stream, c.records,
 			c.skipped);
-	return closed ? closed : rc ? rc : c.skipped ? KV_EX_DATAERR : 0;
+	return kv_status_merge(status, c.skipped ? KV_EX_DATAERR : KV_EX_OK);
 }
 
 /* ---- listing ------------------------------------------------------------ */
@@ -678,17 +660,16 @@ static void list_consumer(void *arg, const struct kv_js_consumer_row *r)
 static int list(const struct options *o, struct kv_js *js)
 {
 	struct kv_out out;
-	kv_out_open(&out, NULL);
+	kv_out_open_stdout(&out);
 	struct list l = { .out = &out, .json = o->json };
 	struct kv_js_lister lister = { list_stream, list_consumer, &l };
-	char err[512];
-	int rc = kv_js_list(js, o->stream_named ? o->stream : NULL, &lister, err, sizeof err);
-	if (rc)
-		kv_warn("%s", err);
+	struct kv_err e = { 0 };
+	int status = kv_js_list(js, o->stream_named ? o->stream : NULL, &lister, &e) ? KV_EX_OK : kv_err_print(&e);
 	for (int i = 0; i < 3; i++)
 		free(l.shown[i]);
-	int closed = kv_out_close(&out);
-	return closed ? closed : rc;
+	if (!kv_out_close(&out, &e))
+		status = kv_status_merge(status, kv_err_print(&e));
+	return status;
 }
 
 int main(int argc, char **argv)
@@ -698,10 +679,10 @@ int main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	kv_install_signals(false);
 	struct kv_js *js = NULL;
-	char err[512];
-	int rc = kv_js_connect(&js, o.servers, err, sizeof err);
-	if (rc)
-		kv_warn("%s", err);
+	struct kv_err e = { 0 };
+	int rc = KV_EX_OK;
+	if (!kv_js_connect(&js, o.servers, &e))
+		rc = kv_err_print(&e);
 	else if (o.mode == 'P')
 		rc = produce(&o, js, argv + optind, argc - optind);
 	else if (o.mode == 'C')

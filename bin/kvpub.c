@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/err.h"
+#include "base/input.h"
 #include "decode/kvcap.h"
 #include "base/out.h"
 #include "net/pace.h"
@@ -279,11 +281,9 @@ static void open_inputs(struct run *r, char **files, size_t n)
 		struct input *in = &r->in[i];
 		bool std = strcmp(files[i], "-") == 0;
 		in->name = std ? "stdin" : files[i];
-		in->fd = std ? STDIN_FILENO : open(files[i], O_RDONLY | O_CLOEXEC);
-		if (in->fd < 0) {
-			kv_warn_errno("%s", files[i]);
-			exit(KV_EX_NOINPUT);
-		}
+		struct kv_err e = { 0 };
+		if (!kv_input_open(files[i], &in->fd, &e))
+			exit(kv_err_print(&e));
 		struct stat st;
 		in->regular = fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode);
 		in->start = in->regular ? lseek(in->fd, 0, SEEK_CUR) : -1;
@@ -557,16 +557,16 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
-	kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind));
+	struct kv_err e = { 0 };
+	if (!kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind), &e))
+		kv_err_exit(&e);
 	kv_install_signals(false);
 
 	struct run r = { .o = &o, .idle_fd = -1 };
 	struct kv_out out;
 	if (o.output) {
-		if (!kv_out_open(&out, o.output)) {
-			kv_warn_errno("%s", o.output);
-			return KV_EX_IOERR;
-		}
+		if (!kv_out_open(&out, o.output, &e))
+			return kv_err_print(&e);
 		r.out = &out;
 	}
 	open_inputs(&r, argv + optind, (size_t)(argc - optind));
@@ -601,7 +601,9 @@ int main(int argc, char **argv)
 	if (!r.fatal && !kv_stop_signal)
 		kv_pub_wait_until(r.pub, kv_monotonic_ns() + o.linger_ns);
 
-	int status = r.out ? kv_out_close(r.out) : 0;
+	int status = r.fatal;
+	if (r.out && !kv_out_close(r.out, &e))
+		status = kv_status_merge(status, kv_err_print(&e));
 	if (!o.quiet) {
 		kv_pub_print_stats(r.pub, o.ndrops > 0, stderr);
 		if (r.unmapped)
@@ -622,9 +624,5 @@ int main(int argc, char **argv)
 	free(o.maps);
 	free(o.replay_maps);
 	free(o.drops);
-	if (r.fatal)
-		return r.fatal;
-	if (status)
-		return status;
-	return r.bad || r.unseen ? KV_EX_DATAERR : KV_EX_OK;
+	return kv_status_merge(status, r.bad || r.unseen ? KV_EX_DATAERR : KV_EX_OK);
 }

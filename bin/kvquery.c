@@ -1,6 +1,5 @@
 /* kvquery: prefix lookups, routing decisions and explanations from a snapshot. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/err.h"
+#include "base/input.h"
 #include "index/blockhash.h"
 #include "base/jsonw.h"
 #include "base/lines.h"
@@ -630,14 +631,16 @@ static void report_timing(struct run *r)
 		r->times[r->ntimes - 1] / 1e3);
 }
 
-/* Reads one input file (or stdin) line by line. */
-static int read_input(struct run *r, const char *path)
+/* Reads one input file (or stdin) line by line, merging what its failures
+ * call for into *status; false when it cannot be opened. */
+static bool read_input(struct run *r, const char *path, int *status)
 {
 	bool std = strcmp(path, "-") == 0;
-	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		kv_warn_errno("%s", path);
-		return KV_EX_NOINPUT;
+	struct kv_err e = { 0 };
+	int fd;
+	if (!kv_input_open(path, &fd, &e)) {
+		*status = kv_status_merge(*status, kv_err_print(&e));
+		return false;
 	}
 	const char *name = std ? "stdin" : path;
 	struct kv_lines l;
@@ -651,8 +654,11 @@ static int read_input(struct run *r, const char *path)
 		if (st == KV_LINES_STOPPED)
 			break;
 		if (st == KV_LINES_ERROR) {
+			/* the rest of it is lost: its queries go unanswered, as
+			 * kvdecode's records after a read error */
 			errno = l.err;
 			kv_warn_errno("%s", name);
+			*status = kv_status_merge(*status, KV_EX_DATAERR);
 			break;
 		}
 		for (size_t i = 0; r->o->watch && i < r->nshards; i++)
@@ -665,7 +671,7 @@ static int read_input(struct run *r, const char *path)
 	kv_lines_free(&l);
 	if (!std)
 		close(fd);
-	return 0;
+	return true;
 }
 
 static void free_shards(struct run *r)
@@ -683,9 +689,12 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
+	struct kv_err e = { 0 };
 	for (size_t i = 0; i < o.nsnapshots; i++)
-		kv_out_refuse_input("-o", o.output, o.snapshots[i]);
-	kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind));
+		if (!kv_out_refuse_input("-o", o.output, o.snapshots[i], &e))
+			kv_err_exit(&e);
+	if (!kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind), &e))
+		kv_err_exit(&e);
 	struct kv_out out;
 	struct run r = { .o = &o, .out = &out };
 	r.shards = kv_xcalloc(o.nsnapshots, sizeof *r.shards);
@@ -701,29 +710,25 @@ int main(int argc, char **argv)
 				sh->snap.nblocks, sh->snap.nworkers, sh->snap.npartitions,
 				(double)(kv_monotonic_ns() - t0) / 1e6);
 	}
-	if (!kv_out_open(&out, o.output)) {
-		kv_warn_errno("%s", o.output);
+	if (!kv_out_open(&out, o.output, &e)) {
 		free_shards(&r);
-		return KV_EX_IOERR;
+		return kv_err_print(&e);
 	}
 	r.q = kv_querier_new();
 	r.parser = kv_qparser_new();
 	kv_install_signals(false);
-	int status = 0, unopened = 0;
+	int status = KV_EX_OK, unopened = 0;
 	if (optind == argc)
-		status = read_input(&r, "-");
+		read_input(&r, "-", &status);
 	for (int i = optind; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
-		if (read_input(&r, argv[i]))
-			status = KV_EX_NOINPUT, unopened++;
-	int closed = kv_out_finish(&out, optind < argc && unopened == argc - optind);
+		if (!read_input(&r, argv[i], &status))
+			unopened++;
+	if (!kv_out_finish(&out, optind < argc && unopened == argc - optind, &e))
+		status = kv_status_merge(status, kv_err_print(&e));
 	if (o.timing)
 		report_timing(&r);
-	if (closed)
-		status = closed;
-	else if (status)
-		status = KV_EX_NOINPUT;
-	else if (r.bad)
-		status = KV_EX_DATAERR;
+	if (r.bad)
+		status = kv_status_merge(status, KV_EX_DATAERR);
 	kv_qparser_free(r.parser);
 	free(r.line.tokens);
 	free(r.line.hashes);

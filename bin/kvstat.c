@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "http/fetch.h"
+#include "base/err.h"
 #include "base/out.h"
 #include "prom/promtext.h"
 #include "prom/scrapeset.h"
@@ -126,11 +127,11 @@ static void compile_match(const char *re, regex_t *rx)
 
 static void add_endpoints(struct kv_scrapeset *set, char **args, int n)
 {
-	char err[300];
+	struct kv_err e = { 0 };
 	for (int i = 0; i < n; i++) {
-		char *url = kv_scrape_url(args[i], err, sizeof err);
-		if (!url)
-			kv_usage_error("%s", err);
+		char *url;
+		if (!kv_scrape_url(args[i], &url, &e))
+			kv_err_exit(&e);
 		kv_scrapeset_add(set, url);
 		free(url);
 	}
@@ -138,11 +139,12 @@ static void add_endpoints(struct kv_scrapeset *set, char **args, int n)
 
 static int dry_run(struct kv_out *out, const struct kv_scrapeset *set)
 {
+	struct kv_err e = { 0 };
 	for (size_t i = 0; i < set->n; i++) {
 		kv_out_puts(out, set->ep[i].url);
 		kv_out_putc(out, '\n');
 	}
-	return kv_out_close(out);
+	return kv_out_close(out, &e) ? KV_EX_OK : kv_err_print(&e);
 }
 
 /* Scrape rounds until a limit or a signal; true when -c or -W ended them. */
@@ -167,11 +169,13 @@ static bool run(const struct options *o, struct kv_scrapeset *set, struct kv_fet
 		uint64_t wait = until > now ? (until - now + 999999) / 1000000 : 0;
 		kv_fetch_wait(f, wait > 100 ? 100 : (int)wait);
 		struct kv_fetch_result r;
+		struct kv_err news = { 0 };
 		while (kv_fetch_next(f, &r)) {
 			if (r.ok)
-				kv_scrapeset_ok(set, r.i, r.body, r.len, kv_monotonic_ns(), kv_realtime_ns());
+				kv_scrapeset_ok(set, r.i, r.body, r.len, kv_monotonic_ns(), kv_realtime_ns(), &news);
 			else
-				kv_scrapeset_fail(set, r.i, r.error, r.kind);
+				kv_scrapeset_fail(set, r.i, r.error, r.kind, &news);
+			kv_err_print(&news);
 		}
 		if (active && kv_fetch_running(f) == 0) {
 			active = false;
@@ -194,10 +198,9 @@ int main(int argc, char **argv)
 	if (match)
 		compile_match(match, &rx);
 	struct kv_out out;
-	if (!kv_out_open(&out, o.output)) {
-		kv_warn_errno("%s", o.output);
-		return KV_EX_IOERR;
-	}
+	struct kv_err e = { 0 };
+	if (!kv_out_open(&out, o.output, &e))
+		return kv_err_print(&e);
 	bool table = o.format == FORMAT_TABLE || (o.format == FORMAT_AUTO && out.tty);
 	if (!match && table) {
 		match = "^kv_store_";
@@ -218,28 +221,28 @@ int main(int argc, char **argv)
 		return status;
 	}
 
-	char err[300];
 	struct kv_fetch_opts fo = {
 		.timeout_ns = o.timeout_ns,
 		.connect_timeout_ns = o.timeout_ns < MAX_CONNECT_NS ? o.timeout_ns : MAX_CONNECT_NS,
 		.max_body = MAX_BODY, .user_agent = "kvstat/" KV_VERSION,
 	};
-	struct kv_fetch *f = kv_fetch_new(&fo, err, sizeof err);
-	if (!f)
-		kv_die(KV_EX_SOFTWARE, "%s", err);
+	struct kv_fetch *f;
+	if (!kv_fetch_new(&f, &fo, &e))
+		kv_err_exit(&e);
 	for (size_t i = 0; i < set.n; i++)
-		kv_fetch_add(f, set.ep[i].url);
+		if (!kv_fetch_add(f, set.ep[i].url, &e))
+			kv_err_exit(&e);
 
 	kv_install_signals(false);
 	bool limited = run(&o, &set, f, &out);
 	kv_fetch_free(f);
-	int status = kv_out_close(&out);
+	int status = kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 	if (o.verbose && !o.quiet)
 		kv_scrapeset_print_stats(&set, stderr);
 	if (status == KV_EX_OK && limited && !kv_scrapeset_any_ok(&set)) {
 		if (!o.quiet)
 			kv_warn("no scrape succeeded");
-		status = KV_EX_UNAVAILABLE;
+		status = kv_status_merge(status, KV_EX_UNAVAILABLE);
 	}
 	kv_scrapeset_free(&set);
 	if (match)

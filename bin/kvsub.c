@@ -9,6 +9,7 @@
 #include "net/endpoint.h"
 #include "decode/kvcap.h"
 #include "base/metrics.h"
+#include "base/err.h"
 #include "base/out.h"
 #include "index/regs.h"
 #include "base/util.h"
@@ -154,9 +155,11 @@ static void add_endpoint(struct kv_capture *cap, const struct options *o, const 
 	char *ep = resolve_endpoint(url, o->cap.bind, o->quiet);
 	if (!ep)
 		return;
-	char why[200];
-	if (!o->cap.bind && !o->quiet && !kv_endpoint_resolves(ep, why, sizeof why))
-		kv_warn("%s: cannot resolve the host (%s); ZeroMQ keeps trying", ep, why);
+	struct kv_err e = { 0 };
+	if (!o->cap.bind && !o->quiet && !kv_endpoint_resolves(ep, &e)) {
+		kv_warn("%s; ZeroMQ keeps trying", kv_err_msg(&e));
+		kv_err_clear(&e);
+	}
 	int rc = kv_capture_add(cap, ep, replay, err, sizeof err);
 	free(ep);
 	if (rc == KV_EX_USAGE)
@@ -168,9 +171,9 @@ static void add_endpoint(struct kv_capture *cap, const struct options *o, const 
 static void add_registered(struct kv_capture *cap, const struct options *o)
 {
 	struct kv_regs regs;
-	int rc = kv_regs_load(o->regs_path, &regs);
-	if (rc)
-		exit(rc);
+	struct kv_err e = { 0 };
+	if (!kv_regs_load(o->regs_path, &regs, &e))
+		exit(kv_err_print(&e));
 	for (size_t i = 0; i < regs.n; i++) {
 		const struct kv_reg *r = &regs.v[i];
 		for (int m = 0; m < KV_NMEDIA; m++)
@@ -198,10 +201,9 @@ static void add_replays(struct kv_capture *cap, const struct options *o)
 /* Opens (and so truncates) the capture file; exits 74 or, for a terminal, 64. */
 static void open_output(struct kv_out *out, const char *path)
 {
-	if (!kv_out_open(out, path)) {
-		kv_warn_errno("%s", path);
-		exit(KV_EX_IOERR);
-	}
+	struct kv_err e = { 0 };
+	if (!kv_out_open(out, path, &e))
+		kv_err_exit(&e);
 	if (out->tty)
 		kv_usage_error("refusing to write a binary capture to a terminal (use -o FILE or a pipe)");
 }
@@ -211,8 +213,10 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	kv_set_prog(argv);
 	parse_options(argc, argv, &o);
-	kv_out_refuse_input("-o", o.output, o.regs_path);
-	kv_out_refuse_input("--metrics", o.metrics, o.regs_path);
+	struct kv_err e = { 0 };
+	if (!kv_out_refuse_input("-o", o.output, o.regs_path, &e) ||
+	    !kv_out_refuse_input("--metrics", o.metrics, o.regs_path, &e))
+		kv_err_exit(&e);
 	/* From the start: a stop during set-up still ends with a valid, empty capture. */
 	kv_install_signals(false);
 
@@ -263,11 +267,14 @@ int main(int argc, char **argv)
 	kv_capture_finish(cap);
 	if (progress)
 		fputc('\n', stderr);
-	int status = kv_out_close(&out);
+	int status = kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 	if (o.metrics) {
+		/* a write that failed on the way counts, as in kvmatch */
+		if (metrics_failed)
+			status = kv_status_merge(status, KV_EX_IOERR);
 		if (!kv_capture_write_metrics(cap, &metrics)) {
 			kv_warn_errno("%s", o.metrics);
-			status = status ? status : KV_EX_IOERR;
+			status = kv_status_merge(status, KV_EX_IOERR);
 		}
 		kv_metrics_free(&metrics);
 	}

@@ -112,7 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (match)
 		matcher_init(&mt, &o);
 	struct kv_batch b;
-	while (kv_source_next(src, &b) == KV_SOURCE_BATCH) {
+	struct kv_err e = { 0 };
+	while (kv_source_next(src, &b, &e) == KV_SOURCE_BATCH) {
 		if (match)
 			apply(&mt, &b);
 		else
@@ -126,5 +127,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kv_evjson_free(&j);
 	kv_out_free_mem(&o);
 	kv_source_free(src);
+	kv_err_clear(&e);
 	return 0;
 }

@@ -48,17 +48,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	static const struct kv_prom_limits small = { 200, 12, 24, 4, 32, 6 };
 	struct kv_prom_doc doc;
-	char err[256];
+	struct kv_err e = { 0 };
 	kv_prom_init(&doc);
-	if (kv_prom_parse(&doc, (const char *)data + 1, size - 1, data[0] & 1 ? &small : NULL, err, sizeof err)) {
+	if (kv_prom_parse(&doc, (const char *)data + 1, size - 1, data[0] & 1 ? &small : NULL, &e)) {
 		check(&doc);
 	} else {
-		if (strncmp(err, "line ", 5) != 0)
+		const char *err = kv_err_msg(&e);
+		if (strncmp(err, "line ", 5) != 0 || e.status != KV_EX_DATAERR)
 			__builtin_trap();
 		for (const char *c = err; *c; c++)
 			if (*c < 0x20 || *c > 0x7e)
 				__builtin_trap();
 	}
+	kv_err_clear(&e);
 	kv_prom_free(&doc);
 	return 0;
 }

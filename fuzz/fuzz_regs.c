@@ -46,9 +46,10 @@ static void use_endpoint(struct kv_workers *ws, const char *url)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct kv_regs regs;
-	int rc = kv_regs_load(fuzz_memfile(data, size), &regs);
-	if (rc != KV_EX_OK && rc != KV_EX_DATAERR)
+	struct kv_err e = { 0 };
+	if (!kv_regs_load(fuzz_memfile(data, size), &regs, &e) && e.status != KV_EX_DATAERR)
 		__builtin_trap();
+	kv_err_clear(&e);
 	for (size_t i = 0; i < regs.n; i++)
 		check_reg(&regs.v[i]);
 	struct kv_workers ws;

@@ -625,3 +625,81 @@ small_snapshot() {
 	assert_equal "${#lines[@]}" 15
 	assert_equal "${#stderr_lines[@]}" 11
 }
+
+# bad_input WHY FILE [unprivileged]: every program given FILE, in each
+# place a program reads a file, refuses it as an input that cannot be
+# opened: exit 66 and one line, `PROG: FILE: WHY`, and writes nothing
+# (outputs go to o/, which anyone may write).  kvnats: kvnats.bats.
+bad_input() {
+	local why=$1 f=$2 as=$3 cmd wrong=0
+	mkdir -m 777 o
+	while IFS= read -r cmd; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $as $cmd < /dev/null
+		[ "$status" = 66 ] && [ "$stderr" = "${cmd%% *}: $f: $why" ] && [ "$output" = "" ] ||
+			{ echo "# $cmd: exit $status, stderr '$stderr', stdout '$output'" >&3; wrong=1; }
+	done <<-EOT
+	kvdecode $f
+	kvdecode --payload $f
+	kvmatch $f
+	kvmatch -o o/out.kvsnap $f
+	kvmatch -r $f in.kvcap
+	kvmatch -i $f in.kvcap
+	kvmatch --dump $f
+	kvquery -s s.kvsnap $f
+	kvquery -s $f q.jsonl
+	kvgen -n $f
+	kvgen -o o/out.kvcap $f
+	kvpub --single ipc://$T/pub $f
+	kvsub -r $f
+	EOT
+	[ "$wrong" = 0 ] && [ -z "$(ls o)" ]
+}
+
+inputs() {
+	kvgen -q --workers 2 --dp 1 --block-size 64 --capacity 400 --limit 10 --registrations regs.jsonl \
+		--queries q.jsonl -o in.kvcap "$ROOT/share/traces/conversation-300.jsonl"
+	kvmatch -q --log none -r regs.jsonl -o s.kvsnap in.kvcap
+}
+
+@test "every program: an input that is a directory cannot be opened: exit 66, PROG: DIR: Is a directory" {
+	inputs
+	mkdir dir
+	bad_input "Is a directory" dir
+}
+
+@test "every program: an input that does not exist cannot be opened: exit 66, PROG: FILE: No such file or directory" {
+	inputs
+	bad_input "No such file or directory" missing
+}
+
+@test "every program: an input it may not read cannot be opened: exit 66, PROG: FILE: Permission denied" {
+	inputs
+	echo secret > closed
+	chmod 000 closed
+	bad_input "Permission denied" closed unprivileged
+}
+
+@test "every program: a read error in an input: 65 for a stream of records (the rest is lost), 66 for registrations and snapshots" {
+	inputs
+	# reading address 0 of a process fails (EIO) after the file opened
+	mem=/proc/self/mem
+	local cmd want wrong=0
+	while IFS='|' read -r cmd want; do
+		# shellcheck disable=SC2086
+		run --separate-stderr $cmd < /dev/null
+		[ "$status" = "${want%% *}" ] && [ "${stderr_lines[0]}" = "${cmd%% *}: $mem: ${want#* }" ] ||
+			{ echo "# $cmd: exit $status, stderr '$stderr'" >&3; wrong=1; }
+	done <<-EOT
+	kvdecode $mem|65 record 1: byte 0: Input/output error
+	kvmatch $mem|65 record 1: byte 0: Input/output error
+	kvquery -s s.kvsnap $mem|65 Input/output error
+	kvgen -n $mem|65 Input/output error
+	kvpub --single ipc://$T/pub $mem|65 byte 0: Input/output error
+	kvmatch -r $mem in.kvcap|66 Input/output error
+	kvsub -r $mem|66 Input/output error
+	kvmatch -i $mem in.kvcap|66 Input/output error
+	kvquery -s $mem q.jsonl|66 Input/output error
+	EOT
+	[ "$wrong" = 0 ]
+}

@@ -38,6 +38,19 @@ wait_for() {
 	status=$?
 }
 
+# Runs a command as a user who does not own the test's files, when the
+# tests run as root (who reads a file of mode 000 all the same): the test's
+# directory is opened to that user (give paths relative to it), its files
+# stay readable.
+unprivileged() {
+	if [ "$(id -u)" = 0 ]; then
+		chmod 711 "$T"
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+	else
+		"$@"
+	fi
+}
+
 # Stops a background job if it still runs, and reaps it.
 stop_bg() {
 	kill "$1" 2>/dev/null || true

@@ -324,6 +324,33 @@ beta true"
 kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 }
 
+@test "kvnats: an input that is a directory, missing or unreadable cannot be opened (66), as in every program" {
+	one_server
+	capture 5
+	mkdir dir
+	echo secret > closed
+	chmod 000 closed
+	local f why as
+	while IFS='|' read -r f why as; do
+		# the captures: the others are published
+		run --separate-stderr $as kvnats -P -q -s "$URL" "$f" in.kvcap
+		assert_equal "$status" 66
+		assert_equal "$stderr" "kvnats: $f: $why"
+		run --separate-stderr $as kvnats -P -q -s "$URL" -r "$f" in.kvcap
+		assert_equal "$status" 66
+		assert_equal "$stderr" "kvnats: $f: $why"
+		run --separate-stderr $as kvnats -C -q -s "$URL" --after "$f"
+		assert_equal "$status" 66
+		assert_equal "$stderr" "kvnats: $f: $why"
+		assert_equal "$output" ""
+	done <<-EOT
+	dir|Is a directory|
+	missing|No such file or directory|
+	closed|Permission denied|unprivileged
+	EOT
+	assert_equal "$(kvnats -C -q -s "$URL" --bare | capdump 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null)"
+}
+
 @test "kvnats: -f follows the stream as it grows; --start-seq starts where asked" {
 	one_server
 	capture 10

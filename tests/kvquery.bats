@@ -558,6 +558,23 @@ A='{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_b
 	assert_equal "$stderr" "kvquery: /dev/fd/63: truncated or padded: 100 bytes, header says $(stat -c %s s.kvsnap)"
 }
 
+@test "an input that is a directory cannot be opened (66), as in every program; the other inputs are answered" {
+	# it was read as an empty file with a message, and the exit status 0
+	echo "[$(seq -s, 1 384)]" > q.jsonl
+	mkdir d
+	run --separate-stderr kvquery --block-size 128 -s s.kvsnap q.jsonl d q.jsonl
+	assert_equal "$status" 66
+	assert_equal "$stderr" "kvquery: d: Is a directory"
+	assert_equal "${#lines[@]}" 2
+	assert_equal "${lines[0]}" "$A"
+	assert_equal "${lines[1]}" "$A"
+	# alone, it leaves -o as it was, as a missing input does (outputs.bats)
+	echo yesterday > out.jsonl
+	run --separate-stderr kvquery -s s.kvsnap -o out.jsonl d
+	assert_equal "$status" 66
+	assert_equal "$(cat out.jsonl)" yesterday
+}
+
 @test "--format table: a 700-byte instance id with terminal escapes is shown whole, its controls as '?'" {
 	# rows were formatted into 512 bytes and snprintf's would-be length
 	# written: stack bytes on stdout; and ESC, BEL reached the terminal

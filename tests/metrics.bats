@@ -152,6 +152,47 @@ samples() { grep -v '^#' "$1"; }
 	[ -s cap.kvcap ]
 }
 
+@test "a metrics write that failed on the way makes the exit status 74, in kvsub as in kvmatch, though the last one succeeds" {
+	# until_file FILE: waits (at most 10 s) until FILE is not empty
+	until_file() { local i=0; until [ -s "$1" ]; do sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || return 1; done; }
+	p=$(port)
+	kvsub -q -W 20 --metrics-interval 0.1 --metrics later/m.prom -o cap.kvcap "tcp://127.0.0.1:$p" 2> err.txt & sub=$!
+	until_file err.txt
+	mkdir later
+	until_file later/m.prom
+	kill -TERM $sub
+	wait_for $sub 10 || true  # its status is 74: keep bats from failing on it
+	assert_equal "$status" 74
+	assert_equal "$(cat err.txt)" "kvsub: later/m.prom: No such file or directory"
+	promcheck later/m.prom
+	# kvmatch, reading a pipe that stays open until the directory is there
+	mkfifo in.fifo
+	kvmatch -q --log none --metrics-interval 0.1 --metrics late/m.prom in.fifo 2> err2.txt & m=$!
+	exec 5> in.fifo
+	until_file err2.txt
+	mkdir late
+	until_file late/m.prom
+	exec 5>&-
+	wait_for $m 10 || true
+	assert_equal "$status" 74
+	assert_equal "$(cat err2.txt)" "kvmatch: late/m.prom: No such file or directory"
+	promcheck late/m.prom
+}
+
+@test "kvmatch: metrics written well until the last write fails: exit 74" {
+	mkfifo in.fifo
+	mkdir gone
+	kvmatch -q --log none --metrics-interval 0.1 --metrics gone/m.prom in.fifo 2> err.txt & m=$!
+	exec 5> in.fifo
+	i=0
+	until [ -s gone/m.prom ]; do sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || false; done
+	rm -r gone
+	exec 5>&-
+	wait_for $m 10 || true  # its status is 74: keep bats from failing on it
+	assert_equal "$status" 74
+	assert_equal "$(cat err.txt)" "kvmatch: gone/m.prom: No such file or directory"
+}
+
 @test "promcheck rejects what Prometheus would reject" {
 	printf '# HELP kvtools_x A.\n# TYPE kvtools_x counter\nkvtools_x{a="1"} 1\nkvtools_x{a="1"} 2\n' > dup.prom
 	run promcheck dup.prom

@@ -12,23 +12,10 @@
 
 #define OUT_BUFSIZE (256 * 1024)
 
-bool kv_out_open(struct kv_out *o, const char *path)
+/* What an open output learns of its fd (a regular file can be cut back
+ * and is truncated late; a terminal), and its buffer. */
+static void set_up(struct kv_out *o)
 {
-	memset(o, 0, sizeof *o);
-	if (!path || strcmp(path, "-") == 0) {
-		o->fd = STDOUT_FILENO;
-		o->name = "stdout";
-	} else {
-		/* no O_TRUNC: see trunc_pending */
-		o->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		o->created = o->fd >= 0;
-		if (o->fd < 0 && errno == EEXIST)
-			o->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-		if (o->fd < 0)
-			return false;
-		o->name = path;
-		o->owns_fd = true;
-	}
 	struct stat st;
 	if (fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		o->good_off = lseek(o->fd, 0, SEEK_CUR);
@@ -38,6 +25,33 @@ bool kv_out_open(struct kv_out *o, const char *path)
 	o->tty = isatty(o->fd);
 	o->cap = OUT_BUFSIZE;
 	o->buf = kv_xmalloc(o->cap);
+}
+
+void kv_out_open_stdout(struct kv_out *o)
+{
+	memset(o, 0, sizeof *o);
+	o->fd = STDOUT_FILENO;
+	o->name = "stdout";
+	set_up(o);
+}
+
+bool kv_out_open(struct kv_out *o, const char *path, struct kv_err *e)
+{
+	if (!path || strcmp(path, "-") == 0) {
+		kv_out_open_stdout(o);
+		return true;
+	}
+	memset(o, 0, sizeof *o);
+	/* no O_TRUNC: see trunc_pending */
+	o->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	o->created = o->fd >= 0;
+	if (o->fd < 0 && errno == EEXIST)
+		o->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+	if (o->fd < 0)
+		return kv_err_set_errno(e, KV_EX_IOERR, "%s", path);
+	o->name = path;
+	o->owns_fd = true;
+	set_up(o);
 	return true;
 }
 
@@ -149,7 +163,7 @@ void kv_out_nonblocking(struct kv_out *o)
 	o->nonblock = o->saved_flags >= 0 && fcntl(o->fd, F_SETFL, o->saved_flags | O_NONBLOCK) == 0;
 }
 
-int kv_out_close(struct kv_out *o)
+bool kv_out_close(struct kv_out *o, struct kv_err *e)
 {
 	if (o->nonblock) {
 		fcntl(o->fd, F_SETFL, o->saved_flags);
@@ -164,10 +178,9 @@ int kv_out_close(struct kv_out *o)
 	o->buf = NULL;
 	o->cap = o->len = 0;
 	if (!o->err || o->err == EPIPE)
-		return KV_EX_OK;
+		return true;
 	errno = o->err;
-	kv_warn_errno("%s", o->name);
-	return KV_EX_IOERR;
+	return kv_err_set_errno(e, KV_EX_IOERR, "%s", o->name);
 }
 
 void kv_out_abandon(struct kv_out *o)
@@ -182,32 +195,36 @@ void kv_out_abandon(struct kv_out *o)
 	o->fd = -1;
 }
 
-int kv_out_finish(struct kv_out *o, bool no_input_opened)
+bool kv_out_finish(struct kv_out *o, bool no_input_opened, struct kv_err *e)
 {
 	if (!no_input_opened)
-		return kv_out_close(o);
+		return kv_out_close(o, e);
 	kv_out_abandon(o);
-	return KV_EX_OK;
+	return true;
 }
 
-void kv_out_refuse_input(const char *opt, const char *output, const char *input)
+bool kv_out_refuse_input(const char *opt, const char *output, const char *input, struct kv_err *e)
 {
 	struct stat out, in;
 	if (!input || !output || strcmp(output, "-") == 0 || stat(output, &out) != 0 || !S_ISREG(out.st_mode))
-		return;
+		return true;
 	bool std = strcmp(input, "-") == 0;
 	if ((std ? fstat(STDIN_FILENO, &in) : stat(input, &in)) != 0)
-		return; /* an input that cannot be read is reported when it is met */
+		return true; /* an input that cannot be read is reported when it is met */
 	if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
-		kv_usage_error("%s %s: the same file as the input %s", opt, output, std ? "(standard input)" : input);
+		return kv_err_set(e, KV_EX_USAGE, "%s %s: the same file as the input %s", opt, output,
+				  std ? "(standard input)" : input);
+	return true;
 }
 
-void kv_out_refuse_inputs(const char *opt, const char *output, char *const *inputs, size_t n)
+bool kv_out_refuse_inputs(const char *opt, const char *output, char *const *inputs, size_t n, struct kv_err *e)
 {
 	if (n == 0)
-		kv_out_refuse_input(opt, output, "-");
+		return kv_out_refuse_input(opt, output, "-", e);
 	for (size_t i = 0; i < n; i++)
-		kv_out_refuse_input(opt, output, inputs[i]);
+		if (!kv_out_refuse_input(opt, output, inputs[i], e))
+			return false;
+	return true;
 }
 
 static bool creatable(const char *path)
@@ -232,12 +249,10 @@ static bool creatable(const char *path)
 	return ok;
 }
 
-int kv_out_check_creatable(const char *const *paths, size_t n)
+bool kv_out_check_creatable(const char *const *paths, size_t n, struct kv_err *e)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!creatable(paths[i])) {
-			kv_warn_errno("%s", paths[i]);
-			return KV_EX_IOERR;
-		}
-	return 0;
+		if (!creatable(paths[i]))
+			return kv_err_set_errno(e, KV_EX_IOERR, "%s", paths[i]);
+	return true;
 }

@@ -1,5 +1,6 @@
 /* out: checked, buffered output to a file descriptor.
- * Every write is checked; the first failure is kept and reported once.
+ * Every write is checked; the first failure is kept and reported once (at
+ * kv_out_close, as a kv_err).
  * EPIPE (the reader went away) is a clean end, anything else is exit 74.
  * Flushes happen whole-buffer at a time and only between records, so that on
  * a failure into a regular file the file can be cut back to the last flush
@@ -18,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/err.h"
+
 struct kv_out {
 	int fd;
 	const char *name;   /* for messages: the path, or "stdout" */
@@ -34,8 +37,11 @@ struct kv_out {
 	int saved_flags;    /* the fd's flags before, put back at close */
 };
 
-/* path NULL or "-" is stdout. Returns false with errno set on failure to open. */
-bool kv_out_open(struct kv_out *o, const char *path);
+/* path NULL or "-" is stdout.  False when the file cannot be opened: e
+ * says "PATH: why", status 74. */
+bool kv_out_open(struct kv_out *o, const char *path, struct kv_err *e);
+/* Standard output, which is always there to open. */
+void kv_out_open_stdout(struct kv_out *o);
 /* An output that only collects bytes in memory (buf, len), for building text. */
 void kv_out_open_mem(struct kv_out *o);
 void kv_out_free_mem(struct kv_out *o);
@@ -76,16 +82,17 @@ static inline bool kv_out_flush_if_full(struct kv_out *o)
 static inline bool kv_out_failed(const struct kv_out *o) { return o->err != 0; }
 /* True when output failed because the reader went away (EPIPE): a clean stop. */
 static inline bool kv_out_reader_gone(const struct kv_out *o) { return o->err == EPIPE; }
-/* Flushes, closes, reports a failure once; returns 0 or 74 (EPIPE counts as 0). */
-int kv_out_close(struct kv_out *o);
+/* Flushes and closes; false when output failed (the first failure, once:
+ * "NAME: why", status 74).  A reader that went away (EPIPE) is no failure. */
+bool kv_out_close(struct kv_out *o, struct kv_err *e);
 /* Closes without writing or truncating anything, when the run produced
  * nothing (no input could be opened): an existing file keeps its contents,
  * one that kv_out_open created is removed. */
 void kv_out_abandon(struct kv_out *o);
 /* At the end of a run: kv_out_abandon when not one input could be opened
- * (the run produced nothing, and -o keeps what it held; returns 0), else
+ * (the run produced nothing, and -o keeps what it held: true), else
  * kv_out_close. */
-int kv_out_finish(struct kv_out *o, bool no_input_opened);
+bool kv_out_finish(struct kv_out *o, bool no_input_opened, struct kv_err *e);
 /* Whether a failure of o ends the program's work.  Not while it has a file
  * to finish besides (a snapshot, a report): a reader that went away from
  * standard output, or a full disk under a side stream, must not cut that
@@ -95,20 +102,21 @@ static inline bool kv_out_ends_work(const struct kv_out *o, bool file_products)
 	return kv_out_failed(o) && !file_products;
 }
 
-/* Exits 64 when output (the argument of option opt) is the same file as
- * one of the n inputs, by device and inode as cat and sort -o judge, so
- * that a typo cannot destroy what is still to be read.  n == 0, or an input
- * "-", is standard input.  Outputs that are not regular files
- * (/dev/null, a pipe) are never refused. */
-void kv_out_refuse_inputs(const char *opt, const char *output, char *const *inputs, size_t n);
+/* False, a usage error (64, kv_err_exit adds `Try 'PROG --help'.`), when
+ * output (the argument of option opt) is the same file as one of the n
+ * inputs, by device and inode as cat and sort -o judge, so that a typo
+ * cannot destroy what is still to be read.  n == 0, or an input "-", is
+ * standard input.  Outputs that are not regular files (/dev/null, a pipe)
+ * are never refused. */
+bool kv_out_refuse_inputs(const char *opt, const char *output, char *const *inputs, size_t n, struct kv_err *e);
 /* The same for one input (a -s snapshot, a -r registrations file; NULL:
  * none given). */
-void kv_out_refuse_input(const char *opt, const char *output, const char *input);
+bool kv_out_refuse_input(const char *opt, const char *output, const char *input, struct kv_err *e);
 /* Whether a file can be made at each of n paths (NULL or "-": yes): its
  * directory exists and may be written, and the path is no directory.
  * Asked before the work whose product it holds, so that a typo in a
- * directory name fails at once, not after hours of input: 0, or
- * KV_EX_IOERR after "PROG: PATH: why" for the first that cannot be made. */
-int kv_out_check_creatable(const char *const *paths, size_t n);
+ * directory name fails at once, not after hours of input: false for the
+ * first that cannot be made, "PATH: why", status 74. */
+bool kv_out_check_creatable(const char *const *paths, size_t n, struct kv_err *e);
 
 #endif

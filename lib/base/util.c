@@ -13,6 +13,30 @@
 #include <time.h>
 
 const char *kv_prog = "kvtools";
+
+/* Higher is more serious; see kv_status_merge. */
+static int severity(int status)
+{
+	switch (status) {
+	case KV_EX_OK: return 0;
+	case KV_EX_NOTFOUND: return 1;
+	case KV_EX_DATAERR: return 3;
+	case KV_EX_NOINPUT: return 4;
+	case KV_EX_UNAVAILABLE: return 5;
+	case KV_EX_IOERR: return 6;
+	case KV_EX_SOFTWARE: return 7;
+	case KV_EX_USAGE: return 8;
+	default: return 2;
+	}
+}
+
+int kv_status_merge(int a, int b)
+{
+	int sa = severity(a), sb = severity(b);
+	if (sa != sb)
+		return sa > sb ? a : b;
+	return a > b ? a : b;
+}
 volatile sig_atomic_t kv_stop_signal;
 volatile sig_atomic_t kv_user_signal;
 

@@ -1,6 +1,6 @@
 /* util: what every program shares about talking to its user.
- * The program's name and `PROG: message` diagnostics, sysexits statuses,
- * range-checked number parsing, the one signal flag the main loops poll,
+ * The program's name and `PROG: message` diagnostics, sysexits statuses
+ * and the one order they merge in, range-checked number parsing, the one signal flag the main loops poll,
  * and clocks. */
 #ifndef KV_UTIL_H
 #define KV_UTIL_H
@@ -26,6 +26,22 @@ enum {
 	KV_EX_SOFTWARE = EX_SOFTWARE,   /* 70 */
 	KV_EX_IOERR = EX_IOERR,         /* 74 */
 };
+
+/* The exit status of a run that met both a and b: the more serious, by
+ *   usage (64) > internal (70) > write (74) > unavailable (69)
+ *   > cannot open (66) > bad data (65) > nothing found (1) > success (0).
+ * A usage error is found before any work and says the command itself is
+ * wrong; an internal error (out of memory) means nothing of the run can be
+ * trusted; a write error, that its product is cut short or missing (kvnats
+ * and kvstat put it before 69, kvdecode, kvmatch and kvquery before 66);
+ * a service that never answered (69: a lost publish, no scrape at all)
+ * before an input that could not be opened (kvnats -P); an input not
+ * opened, whose records are all missing, before records that could not be
+ * used (kvdecode, kvmatch, kvquery, kvnats); any of these before "nothing
+ * found".  Any other status ranks below 65 and above 1, the larger first.
+ * Commutative and associative: the order failures are met in does not
+ * matter (README, Exit status). */
+int kv_status_merge(int a, int b);
 
 #define KV_PRINTF(a, b) __attribute__((format(printf, a, b)))
 

@@ -1,13 +1,11 @@
 #include "decode/source.h"
+#include "base/input.h"
 #include "base/lines.h"
 #include "base/util.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* An event JSON line longer than this is skipped: kvmatch(1), LIMITS. */
@@ -44,28 +42,6 @@ struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct 
 	return s;
 }
 
-int kv_source_check_files(char *const *files, size_t nfiles)
-{
-	int status = KV_EX_OK;
-	for (size_t i = 0; i < nfiles; i++) {
-		if (strcmp(files[i], "-") == 0)
-			continue;
-		struct stat st;
-		int fd = open(files[i], O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
-			errno = EISDIR;
-		else if (fd >= 0) {
-			close(fd);
-			continue;
-		}
-		kv_warn_errno("%s", files[i]);
-		if (fd >= 0)
-			close(fd);
-		status = KV_EX_NOINPUT;
-	}
-	return status;
-}
-
 unsigned kv_source_open_failures(const struct kv_source *s)
 {
 	return s->open_failures;
@@ -92,17 +68,17 @@ void kv_source_free(struct kv_source *s)
 	free(s);
 }
 
-/* Opens the next input and decides what it holds; false when none is left. */
-static bool open_next(struct kv_source *s)
+/* Opens the next input and decides what it holds: BATCH when one is
+ * open, END when none is left, UNOPENED (e) when the next one failed. */
+static enum kv_source_status open_next(struct kv_source *s, struct kv_err *e)
 {
-	while (s->next < s->nfiles) {
+	if (s->next < s->nfiles) {
 		const char *f = s->files[s->next++];
 		bool std = strcmp(f, "-") == 0;
-		int fd = std ? STDIN_FILENO : open(f, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			kv_warn_errno("%s", f);
+		int fd;
+		if (!kv_input_open(f, &fd, e)) {
 			s->open_failures++;
-			continue;
+			return KV_SOURCE_UNOPENED;
 		}
 		s->fd = fd;
 		s->name = std ? "stdin" : f;
@@ -128,9 +104,9 @@ static bool open_next(struct kv_source *s)
 			if (!s->json)
 				s->json = kv_evjson_reader_new();
 		}
-		return true;
+		return KV_SOURCE_BATCH;
 	}
-	return false;
+	return KV_SOURCE_END;
 }
 
 static void batch_init(struct kv_source *s, struct kv_batch *b)
@@ -302,13 +278,14 @@ static enum kv_source_status next_json(struct kv_source *s, struct kv_batch *b, 
 	return KV_SOURCE_BATCH;
 }
 
-enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b)
+enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b, struct kv_err *e)
 {
 	for (;;) {
 		if (kv_stop_signal)
 			return KV_SOURCE_STOPPED;
-		if (!s->open && !open_next(s))
-			return KV_SOURCE_END;
+		enum kv_source_status opened = s->open ? KV_SOURCE_BATCH : open_next(s, e);
+		if (opened != KV_SOURCE_BATCH)
+			return opened;
 		batch_init(s, b);
 		bool got;
 		enum kv_source_status st = s->kind == KV_IN_KVCAP ? next_kvcap(s, b, &got)

@@ -3,7 +3,8 @@
  * each is a kvcap capture (recognised by its header), a stream of bare
  * publisher payloads (--payload), or, where allowed, event JSON lines.
  * A record that cannot be decoded comes back as a batch with an error, so
- * that the program reports it and goes on. */
+ * that the program reports it and goes on; an input that cannot be opened
+ * (base/input.h) comes back as a failure, and the next input follows. */
 #ifndef KV_SOURCE_H
 #define KV_SOURCE_H
 
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
 #include "decode/evjson.h"
 #include "decode/kvcap.h"
 #include "decode/wire.h"
@@ -40,18 +42,18 @@ struct kv_batch {
 	bool lost;              /* a record that arrived undecoded, its problem not given (no_events line) */
 };
 
-enum kv_source_status { KV_SOURCE_BATCH, KV_SOURCE_END, KV_SOURCE_STOPPED };
+enum kv_source_status {
+	KV_SOURCE_BATCH,
+	KV_SOURCE_END,
+	KV_SOURCE_STOPPED,
+	KV_SOURCE_UNOPENED,     /* an input could not be opened: e says which (66); call again */
+};
 
 struct kv_source;
 
 struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct kv_source_opts *opts);
-enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b);
-/* For a program whose input is all or nothing (kvmatch: a snapshot of part
- * of the input would replace the last good one): before anything is read
- * or written, every named file must open for reading and be no directory.
- * Each one that does not is reported; returns 66 if any, else 0. */
-int kv_source_check_files(char *const *files, size_t nfiles);
-/* Inputs that could not be opened (reported when met). */
+enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b, struct kv_err *e);
+/* Inputs that could not be opened so far. */
 unsigned kv_source_open_failures(const struct kv_source *s);
 void kv_source_free(struct kv_source *s);
 /* The problem lines a batch's issues make (kvdecode -e writes one per

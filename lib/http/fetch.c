@@ -32,23 +32,22 @@ struct kv_fetch {
 	size_t n, cap, running;
 };
 
-struct kv_fetch *kv_fetch_new(const struct kv_fetch_opts *o, char *err, size_t errlen)
+bool kv_fetch_new(struct kv_fetch **out, const struct kv_fetch_opts *o, struct kv_err *e)
 {
+	*out = NULL;
 	CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (c != CURLE_OK) {
-		snprintf(err, errlen, "cannot set up libcurl: %s", curl_easy_strerror(c));
-		return NULL;
-	}
+	if (c != CURLE_OK)
+		return kv_err_set(e, KV_EX_SOFTWARE, "cannot set up libcurl: %s", curl_easy_strerror(c));
 	struct kv_fetch *f = kv_xcalloc(1, sizeof *f);
 	f->o = *o;
 	f->multi = curl_multi_init();
 	f->headers = curl_slist_append(NULL, "Accept: text/plain;version=0.0.4;q=1.0,*/*;q=0.1");
 	if (!f->multi || !f->headers) {
-		snprintf(err, errlen, "cannot set up libcurl");
 		kv_fetch_free(f);
-		return NULL;
+		return kv_err_set(e, KV_EX_SOFTWARE, "cannot set up libcurl");
 	}
-	return f;
+	*out = f;
+	return true;
 }
 
 void kv_fetch_free(struct kv_fetch *f)
@@ -90,16 +89,16 @@ static long ms(uint64_t ns)
 	return v > 0x7fffffff ? 0x7fffffff : (long)v;
 }
 
-size_t kv_fetch_add(struct kv_fetch *f, const char *url)
+bool kv_fetch_add(struct kv_fetch *f, const char *url, struct kv_err *err)
 {
+	CURL *e = curl_easy_init();
+	if (!e)
+		return kv_err_set(err, KV_EX_SOFTWARE, "cannot set up libcurl for %s", url);
 	f->x = kv_xgrow(f->x, &f->cap, f->n + 1, sizeof(struct xfer *));
 	struct xfer *x = f->x[f->n] = kv_xcalloc(1, sizeof *x);
 	x->url = kv_xstrdup(url);
 	x->max = f->o.max_body;
-	x->easy = curl_easy_init();
-	if (!x->easy)
-		kv_die(KV_EX_SOFTWARE, "cannot set up libcurl for %s", url);
-	CURL *e = x->easy;
+	x->easy = e;
 	curl_easy_setopt(e, CURLOPT_URL, x->url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -122,7 +121,8 @@ size_t kv_fetch_add(struct kv_fetch *f, const char *url)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-	return f->n++;
+	f->n++;
+	return true;
 }
 
 void kv_fetch_start(struct kv_fetch *f, size_t i)

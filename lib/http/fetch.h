@@ -6,7 +6,8 @@
  * redirects, speaks only http and https, asks for the Prometheus text
  * format (and any compression curl can undo), and keeps at most max_body
  * bytes of decoded response: a larger one fails.  Anything but status 200
- * fails.  A failure is one line of text naming what went wrong.
+ * fails.  A failed transfer is one line of text naming what went wrong
+ * (kv_fetch_result: kvstat's scrapeset decides what to say of it).
  *
  * This module is the only user of libcurl.  It lives in lib/http/, below
  * the sources that make libkvtools.a and the fuzz harnesses, and only
@@ -18,6 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "base/err.h"
 
 struct kv_fetch_opts {
 	uint64_t timeout_ns;          /* whole transfer */
@@ -38,11 +41,12 @@ struct kv_fetch_result {
 
 struct kv_fetch;
 
-/* NULL with a message in err when libcurl cannot be set up. */
-struct kv_fetch *kv_fetch_new(const struct kv_fetch_opts *o, char *err, size_t errlen);
+/* False when libcurl cannot be set up (70). */
+bool kv_fetch_new(struct kv_fetch **f, const struct kv_fetch_opts *o, struct kv_err *e);
 void kv_fetch_free(struct kv_fetch *f);
-/* The URL must be http:// or https://; returns the endpoint's number. */
-size_t kv_fetch_add(struct kv_fetch *f, const char *url);
+/* The URL must be http:// or https://; endpoints are numbered from 0 in
+ * the order added.  False when libcurl cannot take another (70). */
+bool kv_fetch_add(struct kv_fetch *f, const char *url, struct kv_err *e);
 /* Starts a GET of endpoint i (one at a time per endpoint). */
 void kv_fetch_start(struct kv_fetch *f, size_t i);
 /* Transfers still running. */

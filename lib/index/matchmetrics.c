@@ -94,13 +94,14 @@ static void sources(const struct kv_match *m, struct kv_metrics *mt)
 	kv_metrics_sample(mt, "kvtools_match_event_time_seconds", (double)m->now / 1e9, NULL);
 }
 
-bool kv_match_write_metrics(const struct kv_match *m, struct kv_metrics *mt)
+bool kv_match_write_metrics(const struct kv_match *m, struct kv_metrics *mt, struct kv_err *e)
 {
+	/* kv_metrics_* still say why with errno: kvsub's capture uses them too */
 	if (!kv_metrics_begin(mt))
-		return false;
+		return kv_err_set_errno(e, KV_EX_IOERR, "%s", mt->path);
 	states(m, mt);
 	caches(m, mt);
 	workers(m, mt);
 	sources(m, mt);
-	return kv_metrics_commit(mt);
+	return kv_metrics_commit(mt) || kv_err_set_errno(e, KV_EX_IOERR, "%s", mt->path);
 }

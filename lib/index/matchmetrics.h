@@ -7,10 +7,11 @@
 
 #include <stdbool.h>
 
+#include "base/err.h"
 #include "index/match.h"
 #include "base/metrics.h"
 
-/* Writes the whole file; false (with errno) when it could not. */
-bool kv_match_write_metrics(const struct kv_match *m, struct kv_metrics *mt);
+/* Writes the whole file; false when it could not ("PATH: why", 74). */
+bool kv_match_write_metrics(const struct kv_match *m, struct kv_metrics *mt, struct kv_err *e);
 
 #endif

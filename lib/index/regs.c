@@ -1,11 +1,11 @@
 #include "index/regs.h"
 #include "net/endpoint.h"
 #include "decode/kvcap.h"
+#include "base/input.h"
 #include "base/lines.h"
 #include "base/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,9 +387,9 @@ static void judge(const struct kv_regs *regs, struct verdicts *v, struct claim *
 	}
 }
 
-/* Reports and removes the registrations that contradict earlier ones;
- * returns how many were reported. */
-static unsigned drop_conflicts(const char *path, struct kv_regs *regs)
+/* Removes the registrations that contradict earlier ones, a message in e
+ * for each; returns how many. */
+static unsigned drop_conflicts(const char *path, struct kv_regs *regs, struct kv_err *e)
 {
 	size_t n = regs->n;
 	struct verdicts v = { kv_xcalloc(n + 1, sizeof *v.why), kv_xcalloc(n + 1, sizeof *v.dup) };
@@ -408,7 +408,7 @@ static unsigned drop_conflicts(const char *path, struct kv_regs *regs)
 	size_t kept = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (v.why[i]) {
-			kv_warn("%s: line %u: %s", path, regs->v[i].line, v.why[i]);
+			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s", path, regs->v[i].line, v.why[i]);
 			reported++;
 		}
 		if (out(&v, i))
@@ -426,15 +426,13 @@ static unsigned drop_conflicts(const char *path, struct kv_regs *regs)
 	return reported;
 }
 
-int kv_regs_load(const char *path, struct kv_regs *regs)
+bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 {
 	memset(regs, 0, sizeof *regs);
 	bool std = strcmp(path, "-") == 0;
-	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		kv_warn_errno("%s", path);
-		return KV_EX_NOINPUT;
-	}
+	int fd;
+	if (!kv_input_open(path, &fd, e))
+		return false;
 	/* Bounded reading: a line past the limit is skipped as it streams by,
 	 * never held whole (getline would grow with it). */
 	struct kv_lines l;
@@ -446,21 +444,21 @@ int kv_regs_load(const char *path, struct kv_regs *regs)
 	while ((st = kv_lines_next(&l, &line, &len)) == KV_LINE || st == KV_LINE_TOO_LONG) {
 		unsigned lineno = (unsigned)l.lineno;
 		if (st == KV_LINE_TOO_LONG) {
-			kv_warn("%s: line %u: longer than %u bytes", path, lineno, KV_REGS_MAX_LINE);
+			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: longer than %u bytes", path, lineno, KV_REGS_MAX_LINE);
 			bad++;
 			continue;
 		}
 		if (blank(line))
 			continue;
 		if (regs->n >= KV_REGS_MAX) {
-			kv_warn("%s: line %u: more than %u registrations", path, lineno, KV_REGS_MAX);
+			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: more than %u registrations", path, lineno, KV_REGS_MAX);
 			bad++;
 			break;
 		}
 		json_error_t jerr;
 		json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
 		if (!o || !json_is_object(o)) {
-			kv_warn("%s: line %u: %s", path, lineno, o ? "expected a JSON object" : jerr.text);
+			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s", path, lineno, o ? "expected a JSON object" : jerr.text);
 			json_decref(o);
 			bad++;
 			continue;
@@ -469,9 +467,10 @@ int kv_regs_load(const char *path, struct kv_regs *regs)
 		const char *why = NULL, *key = take_reg(o, &r, &why);
 		json_decref(o);
 		if (key && why == KV_REGS_MISSING)
-			kv_warn("%s: line %u: missing field `%s` (kv-conductor answers 422)", path, lineno, key);
+			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: missing field `%s` (kv-conductor answers 422)", path,
+				   lineno, key);
 		else if (key)
-			kv_warn("%s: line %u: %s: %s", path, lineno, key, why);
+			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s: %s", path, lineno, key, why);
 		if (key) {
 			reg_free(&r);
 			bad++;
@@ -481,15 +480,16 @@ int kv_regs_load(const char *path, struct kv_regs *regs)
 		regs->v[regs->n++] = r;
 	}
 	int read_err = st == KV_LINES_ERROR ? l.err : 0;
-	bad += drop_conflicts(path, regs);
+	bad += drop_conflicts(path, regs, e);
 	kv_lines_free(&l);
 	if (!std)
 		close(fd);
+	/* a file that cannot be read whole is one that cannot be opened, as a
+	 * snapshot is: registrations are all or nothing */
 	if (read_err) {
 		errno = read_err;
-		kv_warn_errno("%s", path);
-		return KV_EX_IOERR;
+		return kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 	}
 	/* Stopped by a signal: the program notices the flag and ends. */
-	return bad ? KV_EX_DATAERR : KV_EX_OK;
+	return bad == 0;
 }

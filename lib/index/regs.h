@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
 #include "decode/medium.h"
 
 enum kv_backend { KV_BACKEND_NONE = 0, KV_BACKEND_MOONCAKE, KV_BACKEND_MEMCACHE, KV_BACKEND_YUANRONG };
@@ -44,13 +45,13 @@ struct kv_regs {
 	size_t n, cap;
 };
 
-/* Reads the file; on failure the messages are printed and the exit status
- * (66 cannot open, 65 bad lines) is returned, else 0.  A bad line, or one
- * that contradicts an earlier line (the same worker with another block
- * size, endpoint, model or tenant; an endpoint of another worker; another
- * block size in the same partition), is reported as FILE: line N and left
- * out: the first line wins.  The good lines are kept either way. */
-int kv_regs_load(const char *path, struct kv_regs *regs);
+/* Reads the file ("-": standard input).  False when it cannot be opened
+ * or read (66), or when a line is bad (65): a bad line, or one that
+ * contradicts an earlier line (the same worker with another block size,
+ * endpoint, model or tenant; an endpoint of another worker; another block
+ * size in the same partition), gets a message "FILE: line N: why" in e and
+ * is left out: the first line wins.  The good lines are kept either way. */
+bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e);
 void kv_regs_free(struct kv_regs *regs);
 /* "Mooncake", "memcache", ... case-insensitive; false if none of the three. */
 bool kv_backend_parse(const char *s, enum kv_backend *b);

@@ -4,7 +4,6 @@
 #include <jansson.h>
 #include <nats/nats.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,16 +54,6 @@ struct kv_js_sub {
 	bool restart;
 	uint64_t restarts;
 };
-
-static int failf(char *err, size_t errlen, int status, const char *fmt, ...) KV_PRINTF(4, 5);
-static int failf(char *err, size_t errlen, int status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return status;
-}
 
 /* libnats's own words for a failure: the JetStream error when there is one. */
 static const char *why(natsStatus s)
@@ -121,7 +110,7 @@ static void on_closed(natsConnection *nc, void *closure)
 	pthread_mutex_unlock(&conn_closed.mu);
 }
 
-int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t errlen)
+bool kv_js_connect(struct kv_js **out, const char *servers, struct kv_err *e)
 {
 	struct kv_js *k = kv_xcalloc(1, sizeof *k);
 	pthread_mutex_init(&k->mu, NULL);
@@ -156,8 +145,8 @@ int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t err
 	if (s == NATS_OK)
 		s = natsConnection_Connect(&k->nc, k->no);
 	if (s != NATS_OK)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: cannot connect: %s", servers,
-			     s == NATS_NO_SERVER ? "no server answers" : why(s));
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: cannot connect: %s", servers,
+				  s == NATS_NO_SERVER ? "no server answers" : why(s));
 	jsOptions jo;
 	jsOptions_Init(&jo);
 	jo.Wait = API_WAIT_MS;
@@ -167,8 +156,8 @@ int kv_js_connect(struct kv_js **out, const char *servers, char *err, size_t err
 	jo.PublishAsync.StallWait = 1000;
 	s = natsConnection_JetStream(&k->js, k->nc, &jo);
 	if (s != NATS_OK)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: JetStream: %s", servers, why(s));
-	return 0;
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: JetStream: %s", servers, why(s));
+	return true;
 }
 
 /* Drains the connection and waits (bounded) until it is closed.  libnats
@@ -222,28 +211,42 @@ static bool stream_missing(natsStatus s, jsErrCode jerr)
 	return s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr;
 }
 
-int kv_js_stream_range(struct kv_js *k, const char *name, uint64_t *first, uint64_t *last, char *err, size_t errlen)
+/* The stream's range; false with *missing when there is no such stream
+ * (e untouched), or with e (69) when the server fails. */
+static bool stream_range(struct kv_js *k, const char *name, uint64_t *first, uint64_t *last, bool *missing,
+			 struct kv_err *e)
 {
 	jsStreamInfo *si = NULL;
 	jsErrCode jerr = 0;
 	natsStatus s = js_GetStreamInfo(&si, k->js, name, NULL, &jerr);
-	if (stream_missing(s, jerr))
-		return failf(err, errlen, KV_EX_NOINPUT, "%s: no stream %s", k->servers, name);
+	*missing = stream_missing(s, jerr);
+	if (*missing)
+		return false;
 	if (s != NATS_OK)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: %s", k->servers, name, why(s));
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: %s", k->servers, name, why(s));
 	*first = si->State.FirstSeq;
 	*last = si->State.LastSeq;
 	jsStreamInfo_Destroy(si);
-	return 0;
+	return true;
 }
 
-int kv_js_ensure_stream(struct kv_js *k, const struct kv_js_stream_opts *o, bool *created, char *err, size_t errlen)
+bool kv_js_stream_range(struct kv_js *k, const char *name, uint64_t *first, uint64_t *last, struct kv_err *e)
+{
+	bool missing;
+	if (stream_range(k, name, first, last, &missing, e))
+		return true;
+	return missing ? kv_err_set(e, KV_EX_NOINPUT, "%s: no stream %s", k->servers, name) : false;
+}
+
+bool kv_js_ensure_stream(struct kv_js *k, const struct kv_js_stream_opts *o, bool *created, struct kv_err *e)
 {
 	uint64_t first, last;
+	bool missing;
 	*created = false;
-	int rc = kv_js_stream_range(k, o->name, &first, &last, err, errlen);
-	if (rc != KV_EX_NOINPUT)
-		return rc;
+	if (stream_range(k, o->name, &first, &last, &missing, e))
+		return true;
+	if (!missing)
+		return false;
 	jsStreamConfig cfg;
 	jsStreamConfig_Init(&cfg);
 	const char *subjects[1] = { o->subjects };
@@ -261,11 +264,11 @@ int kv_js_ensure_stream(struct kv_js *k, const struct kv_js_stream_opts *o, bool
 	jsStreamInfo_Destroy(si);
 	if (s == NATS_OK) {
 		*created = true;
-		return 0;
+		return true;
 	}
 	if (jerr == JSStreamNameExistErr) /* another producer created it meanwhile */
-		return 0;
-	return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: cannot create stream %s: %s", k->servers, o->name, why(s));
+		return true;
+	return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: cannot create stream %s: %s", k->servers, o->name, why(s));
 }
 
 /* ---- publishing ---- */
@@ -392,8 +395,8 @@ bool kv_js_publish_finish(struct kv_js *k, struct kv_js_pub_stats *st)
 
 /* ---- consuming ---- */
 
-static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o, const jsConsumerConfig *base,
-			   char **name, uint64_t *delivered, char *err, size_t errlen)
+static bool create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o, const jsConsumerConfig *base,
+			    char **name, uint64_t *delivered, struct kv_err *e)
 {
 	jsConsumerConfig cc;
 	if (base) {
@@ -413,30 +416,31 @@ static int create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o,
 	jsErrCode jerr = 0;
 	natsStatus s = js_AddConsumer(&ci, k->js, o->stream, &cc, NULL, &jerr);
 	if (stream_missing(s, jerr))
-		return failf(err, errlen, KV_EX_NOINPUT, "%s: no stream %s", k->servers, o->stream);
+		return kv_err_set(e, KV_EX_NOINPUT, "%s: no stream %s", k->servers, o->stream);
 	if (s != NATS_OK)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: cannot create a consumer: %s", k->servers,
-			     o->stream, why(s));
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: cannot create a consumer: %s", k->servers,
+				  o->stream, why(s));
 	*name = kv_xstrdup(ci->Name);
 	*delivered = ci->Delivered.Stream;
 	jsConsumerInfo_Destroy(ci);
-	return 0;
+	return true;
 }
 
 /* An existing durable: bound as it is, or created again after its last
  * acknowledged message when some deliveries were never acknowledged
  * (JetStream would send those again after newer ones: out of order). */
-static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, jsConsumerInfo *ci, char **name,
-			 uint64_t *delivered, bool *recreated, uint64_t *ack_floor, char *err, size_t errlen)
+static bool reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, jsConsumerInfo *ci, char **name,
+			  uint64_t *delivered,
+			  bool *recreated, uint64_t *ack_floor, struct kv_err *e)
 {
 	const char *filter = ci->Config->FilterSubject ? ci->Config->FilterSubject : "";
 	if (o->filter && strcmp(o->filter, filter) != 0)
-		return failf(err, errlen, KV_EX_USAGE, "stream %s: durable %s filters '%s', not '%s'", o->stream,
-			     o->durable, filter, o->filter);
+		return kv_err_set(e, KV_EX_USAGE, "stream %s: durable %s filters '%s', not '%s'", o->stream, o->durable,
+				  filter, o->filter);
 	if (ci->Delivered.Stream <= ci->AckFloor.Stream && ci->NumAckPending == 0) {
 		*name = kv_xstrdup(o->durable);
 		*delivered = ci->Delivered.Stream;
-		return 0;
+		return true;
 	}
 	jsConsumerConfig cc = *ci->Config;
 	if (ci->AckFloor.Stream > 0) {
@@ -449,12 +453,12 @@ static int reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, j
 	jsErrCode jerr = 0;
 	natsStatus s = js_DeleteConsumer(k->js, o->stream, o->durable, NULL, &jerr);
 	if (s != NATS_OK)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
-			     o->durable, why(s));
-	return create_consumer(k, o, &cc, name, delivered, err, errlen);
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
+				  o->durable, why(s));
+	return create_consumer(k, o, &cc, name, delivered, e);
 }
 
-static int bind(struct kv_js_sub *s, char *err, size_t errlen)
+static bool bind(struct kv_js_sub *s, struct kv_err *e)
 {
 	jsSubOptions so;
 	jsSubOptions_Init(&so);
@@ -463,39 +467,37 @@ static int bind(struct kv_js_sub *s, char *err, size_t errlen)
 	jsErrCode jerr = 0;
 	natsStatus st = js_PullSubscribe(&s->sub, s->k->js, s->filter, s->name, NULL, &so, &jerr);
 	if (st != NATS_OK)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: cannot subscribe: %s", s->k->servers,
-			     s->stream, why(st));
-	return 0;
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: cannot subscribe: %s", s->k->servers, s->stream,
+				  why(st));
+	return true;
 }
 
-static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen);
-
-int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out, bool *recreated,
-		    uint64_t *ack_floor, char *err, size_t errlen)
+bool kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out, bool *recreated,
+		     uint64_t *ack_floor, struct kv_err *e)
 {
 	uint64_t first, last;
 	*recreated = false;
 	*ack_floor = 0;
-	int rc = kv_js_stream_range(k, o->stream, &first, &last, err, errlen);
-	if (rc)
-		return rc;
+	if (!kv_js_stream_range(k, o->stream, &first, &last, e))
+		return false;
+	bool ok;
 	char *name = NULL;
 	uint64_t delivered = 0;
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
 	natsStatus s = o->durable ? js_GetConsumerInfo(&ci, k->js, o->stream, o->durable, NULL, &jerr) : NATS_NOT_FOUND;
 	if (s == NATS_OK)
-		rc = reuse_durable(k, o, ci, &name, &delivered, recreated, ack_floor, err, errlen);
+		ok = reuse_durable(k, o, ci, &name, &delivered, recreated, ack_floor, e);
 	else if (s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr)
-		rc = create_consumer(k, o, NULL, &name, &delivered, err, errlen);
+		ok = create_consumer(k, o, NULL, &name, &delivered, e);
 	else
-		rc = failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
-			   o->durable, why(s));
+		ok = kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream, o->durable,
+				why(s));
 	bool ack = ci ? ci->Config->AckPolicy != js_AckNone : o->durable != NULL;
 	jsConsumerInfo_Destroy(ci);
-	if (rc) {
+	if (!ok) {
 		free(name);
-		return rc;
+		return false;
 	}
 	struct kv_js_sub *sub = kv_xcalloc(1, sizeof *sub);
 	sub->k = k;
@@ -505,25 +507,24 @@ int kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct
 	sub->filter = kv_xstrdup(o->filter ? o->filter : "");
 	sub->name = name;
 	sub->start = delivered;
-	rc = bind(sub, err, errlen);
-	if (rc) {
+	if (!bind(sub, e)) {
 		kv_js_unsubscribe(sub);
-		return rc;
+		return false;
 	}
 	*out = sub;
-	return 0;
+	return true;
 }
 
 /* The consumer made again, after the last message handed out. */
-static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
+static bool restart_after_gap(struct kv_js_sub *s, struct kv_err *e)
 {
 	struct kv_js *k = s->k;
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
 	natsStatus st = js_GetConsumerInfo(&ci, k->js, s->stream, s->name, NULL, &jerr);
 	if (st != NATS_OK)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: consumer %s: %s", k->servers, s->stream,
-			     s->name, why(st));
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: consumer %s: %s", k->servers, s->stream, s->name,
+				  why(st));
 	jsConsumerConfig cc = *ci->Config;
 	cc.DeliverPolicy = js_DeliverByStartSequence;
 	cc.OptStartSeq = s->last_sseq + 1;
@@ -539,26 +540,26 @@ static int restart_after_gap(struct kv_js_sub *s, char *err, size_t errlen)
 	struct kv_js_consumer_opts o = { .stream = s->stream };
 	char *name = NULL;
 	uint64_t delivered;
-	int rc = create_consumer(k, &o, &cc, &name, &delivered, err, errlen);
+	bool ok = create_consumer(k, &o, &cc, &name, &delivered, e);
 	jsConsumerInfo_Destroy(ci);
-	if (rc)
-		return rc;
+	if (!ok)
+		return false;
 	free(s->name);
 	s->name = name;
 	s->last_cseq = 0;
 	s->restart = false;
 	s->restarts++;
-	return bind(s, err, errlen);
+	return bind(s, e);
 }
 
 /* STREAM.MSG.GET: the stream sequence of the message that req (taken) asks
  * for, 0 if there is none.  Only the stream's leader answers with a message; a
  * member that knows of no leader (a cluster electing one, a server back from
  * a restart) answers at once with an error, so errors are tried again for
- * MSG_GET_RETRY_MS.  (The stream's info, by contrast, comes from such a member
- * too, with what it holds: a replica catching up answers with less than the
- * stream has.) */
-static bool msg_get_seq(struct kv_js *k, const char *stream, json_t *req, uint64_t *seq, char *err, size_t errlen)
+ * MSG_GET_RETRY_MS, and only the last one is reported.  (The stream's info,
+ * by contrast, comes from such a member too, with what it holds: a replica
+ * catching up answers with less than the stream has.) */
+static bool msg_get_seq(struct kv_js *k, const char *stream, json_t *req, uint64_t *seq, struct kv_err *e)
 {
 	char subject[300];
 	snprintf(subject, sizeof subject, "$JS.API.STREAM.MSG.GET.%s", stream);
@@ -567,25 +568,25 @@ static bool msg_get_seq(struct kv_js *k, const char *stream, json_t *req, uint64
 	if (!body)
 		kv_die(KV_EX_SOFTWARE, "out of memory");
 	uint64_t deadline = kv_monotonic_ns() + MSG_GET_RETRY_MS * 1000000ull;
+	char last[256] = "";
 	bool ok = false;
 	for (;;) {
 		natsMsg *resp = NULL;
 		natsStatus st = natsConnection_RequestString(&resp, k->nc, subject, body, API_WAIT_MS);
 		if (st != NATS_OK) {
-			failf(err, errlen, 1, "%s: stream %s: %s", k->servers, stream, why(st));
+			snprintf(last, sizeof last, "%s", why(st));
 		} else {
 			json_t *root = json_loadb(natsMsg_GetData(resp), (size_t)natsMsg_GetDataLength(resp), 0, NULL);
 			natsMsg_Destroy(resp);
-			json_t *msg = json_object_get(root, "message"), *e = json_object_get(root, "error");
+			json_t *msg = json_object_get(root, "message"), *err = json_object_get(root, "error");
 			json_int_t n = json_integer_value(json_object_get(msg, "seq"));
-			const char *what = json_string_value(json_object_get(e, "description"));
+			const char *what = json_string_value(json_object_get(err, "description"));
 			/* 404: no such message */
-			ok = (msg && n > 0) || json_integer_value(json_object_get(e, "code")) == 404;
+			ok = (msg && n > 0) || json_integer_value(json_object_get(err, "code")) == 404;
 			if (ok)
 				*seq = msg ? (uint64_t)n : 0;
 			else
-				failf(err, errlen, 1, "%s: stream %s: %s", k->servers, stream,
-				      what ? what : "a reply that is no message");
+				snprintf(last, sizeof last, "%s", what ? what : "a reply that is no message");
 			json_decref(root);
 		}
 		if (ok || kv_monotonic_ns() > deadline)
@@ -593,32 +594,30 @@ static bool msg_get_seq(struct kv_js *k, const char *stream, json_t *req, uint64
 		sleep_ms(250);
 	}
 	free(body);
-	return ok;
+	return ok || kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: %s", k->servers, stream, last);
 }
 
-int kv_js_last_seq(struct kv_js *k, const char *stream, const char *filter, uint64_t *seq, char *err, size_t errlen)
+bool kv_js_last_seq(struct kv_js *k, const char *stream, const char *filter, uint64_t *seq, struct kv_err *e)
 {
 	json_t *req = json_pack("{s:s}", "last_by_subj", filter && *filter ? filter : ">");
-	return msg_get_seq(k, stream, req, seq, err, errlen) ? 0 : KV_EX_UNAVAILABLE;
+	return msg_get_seq(k, stream, req, seq, e);
 }
 
 /* The sequence of the stream's first message after pos that the consumer
  * takes (its filter), from the stream's leader; 0 if there is none. */
-static bool next_in_stream(struct kv_js_sub *s, uint64_t pos, uint64_t *seq, char *err, size_t errlen)
+static bool next_in_stream(struct kv_js_sub *s, uint64_t pos, uint64_t *seq, struct kv_err *e)
 {
 	json_t *req = json_pack("{s:I,s:s}", "seq", (json_int_t)pos + 1, "next_by_subj", *s->filter ? s->filter : ">");
-	return msg_get_seq(s->k, s->stream, req, seq, err, errlen);
+	return msg_get_seq(s->k, s->stream, req, seq, e);
 }
 
-bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, char *err, size_t errlen)
+bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, struct kv_err *e)
 {
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
 	natsStatus st = js_GetConsumerInfo(&ci, s->k->js, s->stream, s->name, NULL, &jerr);
-	if (st != NATS_OK) {
-		failf(err, errlen, 1, "%s: consumer: %s", s->k->servers, why(st));
-		return false;
-	}
+	if (st != NATS_OK)
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: consumer: %s", s->k->servers, why(st));
 	uint64_t pending = ci->NumPending;
 	jsConsumerInfo_Destroy(ci);
 	*done = false;
@@ -631,7 +630,7 @@ bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, char *err, si
 		*done = true;
 		return true;
 	}
-	if (!next_in_stream(s, pos, &next, err, errlen))
+	if (!next_in_stream(s, pos, &next, e))
 		return false;
 	*done = next == 0 || next > end_seq;
 	return true;
@@ -652,10 +651,12 @@ static natsStatus pull(struct kv_js_sub *s, int max, bool nowait, int timeout_ms
 	return natsSubscription_FetchRequest(&s->list, s->sub, &req);
 }
 
-int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, char *err, size_t errlen)
+bool kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, int *count,
+		 struct kv_err *e)
 {
-	if (s->restart && restart_after_gap(s, err, errlen))
-		return -1;
+	*count = 0;
+	if (s->restart && !restart_after_gap(s, e))
+		return false;
 	/* a waiting request returns when its batch is full or it expires: so
 	 * everything there is at once, and when nothing is, a wait for one */
 	natsStatus st = pull(s, max, true, timeout_ms);
@@ -665,20 +666,16 @@ int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js
 		st = pull(s, 1, false, timeout_ms);
 	s->last = NULL;
 	if (st == NATS_TIMEOUT)
-		return 0;
-	if (st != NATS_OK) {
-		failf(err, errlen, 1, "%s: fetch: %s", s->k->servers, why(st));
-		return -1;
-	}
+		return true;
+	if (st != NATS_OK)
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: fetch: %s", s->k->servers, why(st));
 	s->msgs = kv_xgrow(s->msgs, &s->capmsgs, (size_t)s->list.Count, sizeof *s->msgs);
 	int n = 0;
 	for (int i = 0; i < s->list.Count && !s->restart; i++) {
 		natsMsg *m = s->list.Msgs[i];
 		jsMsgMetaData *md = NULL;
-		if (natsMsg_GetMetaData(&md, m) != NATS_OK) {
-			failf(err, errlen, 1, "%s: a message without JetStream metadata", s->k->servers);
-			return -1;
-		}
+		if (natsMsg_GetMetaData(&md, m) != NATS_OK)
+			return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: a message without JetStream metadata", s->k->servers);
 		uint64_t cseq = md->Sequence.Consumer;
 		if (s->last_cseq && cseq != s->last_cseq + 1) {
 			/* at or before the last one: sent again, already handed out */
@@ -694,20 +691,19 @@ int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js
 		jsMsgMetaData_Destroy(md);
 	}
 	*msgs = s->msgs;
+	*count = n;
 	/* after a gap, the messages before it; the rest comes again */
-	return n == 0 && s->restart ? kv_js_fetch(s, max, timeout_ms, msgs, err, errlen) : n;
+	return n == 0 && s->restart ? kv_js_fetch(s, max, timeout_ms, msgs, count, e) : true;
 }
 
-bool kv_js_ack(struct kv_js_sub *s, bool sync, char *err, size_t errlen)
+bool kv_js_ack(struct kv_js_sub *s, bool sync, struct kv_err *e)
 {
 	if (!s->ack || !s->last)
 		return true;
 	jsErrCode jerr = 0;
 	natsStatus st = sync ? natsMsg_AckSync(s->last, NULL, &jerr) : natsMsg_Ack(s->last, NULL);
-	if (st != NATS_OK) {
-		failf(err, errlen, 1, "%s: acknowledgement: %s", s->k->servers, why(st));
-		return false;
-	}
+	if (st != NATS_OK)
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: acknowledgement: %s", s->k->servers, why(st));
 	return true;
 }
 
@@ -747,15 +743,15 @@ static int by_consumer_name(const void *a, const void *b)
 	return strcmp(x->Name, y->Name);
 }
 
-static int list_consumers(struct kv_js *k, const char *stream, const struct kv_js_lister *l, char *err, size_t errlen)
+static bool list_consumers(struct kv_js *k, const char *stream, const struct kv_js_lister *l, struct kv_err *e)
 {
 	jsConsumerInfoList *cl = NULL;
 	jsErrCode jerr = 0;
 	natsStatus s = js_Consumers(&cl, k->js, stream, NULL, &jerr);
 	if (s == NATS_NOT_FOUND)
-		return 0;
+		return true;
 	if (s != NATS_OK)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: stream %s: consumers: %s", k->servers, stream, why(s));
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: consumers: %s", k->servers, stream, why(s));
 	qsort(cl->List, (size_t)cl->Count, sizeof *cl->List, by_consumer_name); // NOLINT(bugprone-sizeof-expression)
 	for (int i = 0; i < cl->Count; i++) {
 		const jsConsumerInfo *ci = cl->List[i];
@@ -766,36 +762,35 @@ static int list_consumers(struct kv_js *k, const char *stream, const struct kv_j
 		l->consumer(l->arg, &r);
 	}
 	jsConsumerInfoList_Destroy(cl);
-	return 0;
+	return true;
 }
 
-int kv_js_list(struct kv_js *k, const char *only, const struct kv_js_lister *l, char *err, size_t errlen)
+bool kv_js_list(struct kv_js *k, const char *only, const struct kv_js_lister *l, struct kv_err *e)
 {
 	jsStreamInfoList *sl = NULL;
 	jsErrCode jerr = 0;
 	natsStatus s = js_Streams(&sl, k->js, NULL, &jerr);
 	if (s == NATS_NOT_FOUND && !only)
-		return 0;
+		return true;
 	if (s != NATS_OK && s != NATS_NOT_FOUND)
-		return failf(err, errlen, KV_EX_UNAVAILABLE, "%s: streams: %s", k->servers, why(s));
-	int rc = only ? failf(err, errlen, KV_EX_NOINPUT, "%s: no stream %s", k->servers, only) : 0;
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: streams: %s", k->servers, why(s));
+	bool found = false, ok = true;
 	if (sl)
 		qsort(sl->List, (size_t)sl->Count, sizeof *sl->List, by_stream_name); // NOLINT(bugprone-sizeof-expression)
 	for (int i = 0; sl && i < sl->Count; i++) {
 		const jsStreamInfo *si = sl->List[i];
 		if (only && strcmp(only, si->Config->Name) != 0)
 			continue;
-		rc = 0;
+		found = true;
 		struct kv_js_stream_row r = { si->Config->Name, si->Config->Subjects, si->Config->SubjectsLen,
 					      si->State.Msgs, si->State.Bytes, si->State.FirstSeq, si->State.LastSeq,
 					      si->Config->Replicas, si->State.Consumers };
 		l->stream(l->arg, &r);
-		int c = list_consumers(k, si->Config->Name, l, err, errlen);
-		if (c) {
-			rc = c;
+		if (!(ok = list_consumers(k, si->Config->Name, l, e)))
 			break;
-		}
 	}
 	jsStreamInfoList_Destroy(sl);
-	return rc;
+	if (ok && only && !found)
+		return kv_err_set(e, KV_EX_NOINPUT, "%s: no stream %s", k->servers, only);
+	return ok;
 }

@@ -18,14 +18,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 /* How long one publish is retried before it is counted as lost, by default. */
 #define KV_JS_RETRY_NS (20ull * 1000000000ull)
 
 struct kv_js;
 
 /* Connects to the first server of servers (comma-separated URLs) that
- * answers; 0, or 69 with the reason in err. */
-int kv_js_connect(struct kv_js **js, const char *servers, char *err, size_t errlen);
+ * answers; false with e (69) when none does.  *js is set either way, for
+ * kv_js_close. */
+bool kv_js_connect(struct kv_js **js, const char *servers, struct kv_err *e);
 void kv_js_close(struct kv_js *js);
 
 struct kv_js_stream_opts {
@@ -37,15 +40,15 @@ struct kv_js_stream_opts {
 	int64_t dup_window_ns;
 };
 
-/* Creates the stream unless it exists; 0, or 69 with the reason in err. */
-int kv_js_ensure_stream(struct kv_js *js, const struct kv_js_stream_opts *o, bool *created, char *err, size_t errlen);
-/* The first and last sequence of an existing stream; 0, 66 (no such
- * stream) or 69, with the reason in err.  In a cluster they may come from a
- * replica that is behind (one that knows of no leader answers too). */
-int kv_js_stream_range(struct kv_js *js, const char *name, uint64_t *first, uint64_t *last, char *err, size_t errlen);
+/* Creates the stream unless it exists; false with e (69). */
+bool kv_js_ensure_stream(struct kv_js *js, const struct kv_js_stream_opts *o, bool *created, struct kv_err *e);
+/* The first and last sequence of an existing stream; false with e: 66 (no
+ * such stream) or 69.  In a cluster they may come from a replica that is
+ * behind (one that knows of no leader answers too). */
+bool kv_js_stream_range(struct kv_js *js, const char *name, uint64_t *first, uint64_t *last, struct kv_err *e);
 /* The stream sequence of the stream's last message on filter (NULL: any),
- * 0 if none, as the stream's leader knows it; 0, or 69 with err. */
-int kv_js_last_seq(struct kv_js *js, const char *stream, const char *filter, uint64_t *seq, char *err, size_t errlen);
+ * 0 if none, as the stream's leader knows it; false with e (69). */
+bool kv_js_last_seq(struct kv_js *js, const char *stream, const char *filter, uint64_t *seq, struct kv_err *e);
 
 /* ---- publishing ---- */
 struct kv_js_pub_stats {
@@ -86,28 +89,30 @@ struct kv_js_msg {
 
 struct kv_js_sub;
 
-/* Creates or binds the consumer; 0, or 64 (a durable that filters another
- * subject), 66 (no such stream) or 69, with the reason in err.  A durable
+/* Creates or binds the consumer; false with e: 64 (a durable that filters
+ * another subject), 66 (no such stream) or 69.  A durable
  * with deliveries not acknowledged is created again after its last
  * acknowledged message (*ack_floor, the stream sequence of that message,
  * 0 if none), so that the stream comes in order; *recreated says so. */
-int kv_js_subscribe(struct kv_js *js, const struct kv_js_consumer_opts *o, struct kv_js_sub **sub,
-		    bool *recreated, uint64_t *ack_floor, char *err, size_t errlen);
+bool kv_js_subscribe(struct kv_js *js, const struct kv_js_consumer_opts *o, struct kv_js_sub **sub,
+		     bool *recreated, uint64_t *ack_floor, struct kv_err *e);
 /* Whether the consumer has handed out every message it takes up to the
  * stream sequence end_seq: it has nothing pending, and the stream's leader
  * holds none of them after the last one handed out.  The consumer's own
  * count is not enough: its server may be a replica still catching up with
  * the stream (back from a restart), with nothing pending while the leader
- * holds more.  False with err on failure. */
-bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, char *err, size_t errlen);
+ * holds more.  False with e (69). */
+bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, struct kv_err *e);
 /* Up to max messages, waiting at most timeout_ms for the first; the
- * previous batch is released.  The count (0 on a timeout), or -1 with err.
+ * previous batch is released.  Their count in *count (0 on a timeout);
+ * false with e (69).
  * Messages come in stream order, each once: a redelivery is left out, and
  * after a lost one the consumer starts again behind the last handed out. */
-int kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, char *err, size_t errlen);
+bool kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_js_msg **msgs, int *count,
+		 struct kv_err *e);
 /* Acknowledges every message of the last batch (durables only; AckAll),
- * waiting for the server when sync; false with err on failure. */
-bool kv_js_ack(struct kv_js_sub *s, bool sync, char *err, size_t errlen);
+ * waiting for the server when sync; false with e (69). */
+bool kv_js_ack(struct kv_js_sub *s, bool sync, struct kv_err *e);
 /* How often a lost delivery (a consumer sequence skipped) made the
  * consumer start again after the last message handed out. */
 uint64_t kv_js_restarts(const struct kv_js_sub *s);
@@ -132,7 +137,7 @@ struct kv_js_lister {
 	void *arg;
 };
 /* Every stream (or only the one named), each followed by its consumers;
- * 0, or 66 (no such stream) or 69, with err. */
-int kv_js_list(struct kv_js *js, const char *only, const struct kv_js_lister *l, char *err, size_t errlen);
+ * false with e: 66 (no such stream) or 69. */
+bool kv_js_list(struct kv_js *js, const char *only, const struct kv_js_lister *l, struct kv_err *e);
 
 #endif

@@ -67,7 +67,7 @@ const char *kv_endpoint_connect_problem(const char *url)
 	return NULL;
 }
 
-bool kv_endpoint_resolves(const char *url, char *why, size_t whylen)
+bool kv_endpoint_resolves(const char *url, struct kv_err *e)
 {
 	char host[256];
 	long port;
@@ -80,8 +80,8 @@ bool kv_endpoint_resolves(const char *url, char *why, size_t whylen)
 		freeaddrinfo(res);
 	if (rc == 0)
 		return true;
-	snprintf(why, whylen, "%s", rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
-	return false;
+	return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: cannot resolve the host (%s)", url,
+			  rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
 }
 
 bool kv_endpoint_is_wildcard(const char *url)

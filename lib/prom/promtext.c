@@ -23,8 +23,7 @@ struct parser {
 	struct kv_prom_doc *doc;
 	const struct kv_prom_limits *lim;
 	size_t text_len;
-	char *err;
-	size_t errlen;
+	struct kv_err *e;
 	uint64_t line;
 };
 
@@ -126,16 +125,12 @@ static const char *shown(char *buf, size_t bufsize, const char *s, size_t n)
 static bool fail(struct parser *ps, const char *fmt, ...) KV_PRINTF(2, 3);
 static bool fail(struct parser *ps, const char *fmt, ...)
 {
-	if (ps->errlen) {
-		int k = snprintf(ps->err, ps->errlen, "line %llu: ", (unsigned long long)ps->line);
-		if (k >= 0 && (size_t)k < ps->errlen) {
-			va_list ap;
-			va_start(ap, fmt);
-			vsnprintf(ps->err + k, ps->errlen - (size_t)k, fmt, ap);
-			va_end(ap);
-		}
-	}
-	return false;
+	char why[256]; /* quoted input is at most 40 bytes (shown) */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	return kv_err_set(ps->e, KV_EX_DATAERR, "line %llu: %s", (unsigned long long)ps->line, why);
 }
 
 static bool utf8_ok(const char *s, size_t n)
@@ -674,12 +669,10 @@ static bool index_series(struct parser *ps)
 }
 
 bool kv_prom_parse(struct kv_prom_doc *doc, const char *text, size_t len,
-                   const struct kv_prom_limits *lim, char *err, size_t errlen)
+                   const struct kv_prom_limits *lim, struct kv_err *e)
 {
-	struct parser ps = { doc, lim ? lim : &default_limits, len, err, errlen, 0 };
+	struct parser ps = { doc, lim ? lim : &default_limits, len, e, 0 };
 	reset(doc);
-	if (errlen)
-		err[0] = 0;
 	size_t pos = 0;
 	bool ok = true;
 	while (ok && pos < len) {

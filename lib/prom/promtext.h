@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 enum kv_prom_type {
 	KV_PROM_UNTYPED,
 	KV_PROM_COUNTER,
@@ -107,9 +109,10 @@ void kv_prom_free(struct kv_prom_doc *doc);
 
 /* Parses text[0..len) into doc (emptied first; its memory is reused).
  * false on the first malformed line or exceeded limit, with
- * "line N: reason" in err (doc is then empty).  lim NULL means the defaults. */
+ * "line N: reason" in e, status 65 (doc is then empty).  lim NULL means
+ * the defaults. */
 bool kv_prom_parse(struct kv_prom_doc *doc, const char *text, size_t len,
-                   const struct kv_prom_limits *lim, char *err, size_t errlen);
+                   const struct kv_prom_limits *lim, struct kv_err *e);
 
 const char *kv_prom_type_name(enum kv_prom_type t);
 

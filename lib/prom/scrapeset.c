@@ -4,20 +4,18 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
-static char *url_fail(char *err, size_t errlen, const char *fmt, ...) KV_PRINTF(3, 4);
-static char *url_fail(char *err, size_t errlen, const char *fmt, ...)
+/* A malformed endpoint argument: a usage error. */
+static char *url_fail(struct kv_err *e, const char *what, const char *arg)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	if (errlen)
-		vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
+	if (arg)
+		kv_err_set(e, KV_EX_USAGE, "%s: %s", arg, what);
+	else
+		kv_err_set(e, KV_EX_USAGE, "%s", what);
 	return NULL;
 }
 
@@ -45,21 +43,21 @@ static bool port_ok(const char *p, size_t n)
 	return v >= 1 && v <= 65535;
 }
 
-char *kv_scrape_url(const char *arg, char *err, size_t errlen)
+static char *url_of(const char *arg, struct kv_err *e)
 {
 	if (!*arg)
-		return url_fail(err, errlen, "an empty endpoint");
+		return url_fail(e, "an empty endpoint", NULL);
 	for (const char *c = arg; *c; c++)
 		if ((unsigned char)*c <= ' ' || *c == 0x7f)
-			return url_fail(err, errlen, "%s: blank or control character in the endpoint", arg);
+			return url_fail(e, "blank or control character in the endpoint", arg);
 	const char *sep = strstr(arg, "://");
 	if (sep) {
 		size_t sn = (size_t)(sep - arg);
 		if (!((sn == 4 && strncasecmp(arg, "http", 4) == 0) || (sn == 5 && strncasecmp(arg, "https", 5) == 0)))
-			return url_fail(err, errlen, "%s: only http:// and https:// URLs can be scraped", arg);
+			return url_fail(e, "only http:// and https:// URLs can be scraped", arg);
 		const char *auth = sep + 3, *rest = auth + strcspn(auth, "/?#");
 		if (rest == auth)
-			return url_fail(err, errlen, "%s: no host", arg);
+			return url_fail(e, "no host", arg);
 		if (*rest == '/')
 			return kv_xstrdup(arg);
 		return joined(arg, (size_t)(rest - arg), KV_SCRAPE_DEFAULT_PATH, strlen(KV_SCRAPE_DEFAULT_PATH), "", 0, rest);
@@ -70,16 +68,16 @@ char *kv_scrape_url(const char *arg, char *err, size_t errlen)
 	char port[16];
 	snprintf(port, sizeof port, ":%d", KV_SCRAPE_DEFAULT_PORT);
 	if (an == 0)
-		return url_fail(err, errlen, "%s: no host", arg);
+		return url_fail(e, "no host", arg);
 	if (arg[0] == '[') {
 		const char *close = memchr(arg, ']', an);
 		if (!close || close == arg + 1)
-			return url_fail(err, errlen, "%s: unterminated IPv6 address", arg);
+			return url_fail(e, "unterminated IPv6 address", arg);
 		size_t hn = (size_t)(close - arg) + 1;
 		if (hn == an)
 			return joined("http://", 7, arg, hn, port, strlen(port), *dpath ? KV_SCRAPE_DEFAULT_PATH : path);
 		if (arg[hn] != ':' || !port_ok(arg + hn + 1, an - hn - 1))
-			return url_fail(err, errlen, "%s: bad port", arg);
+			return url_fail(e, "bad port", arg);
 		return joined("http://", 7, arg, an, dpath, strlen(dpath), path);
 	}
 	const char *colon = memchr(arg, ':', an);
@@ -93,10 +91,16 @@ char *kv_scrape_url(const char *arg, char *err, size_t errlen)
 		return url;
 	}
 	if (colon == arg)
-		return url_fail(err, errlen, "%s: no host", arg);
+		return url_fail(e, "no host", arg);
 	if (!port_ok(colon + 1, an - (size_t)(colon + 1 - arg)))
-		return url_fail(err, errlen, "%s: bad port", arg);
+		return url_fail(e, "bad port", arg);
 	return joined("http://", 7, arg, an, dpath, strlen(dpath), path);
+}
+
+bool kv_scrape_url(const char *arg, char **url, struct kv_err *e)
+{
+	*url = url_of(arg, e);
+	return *url != NULL;
 }
 
 void kv_scrapeset_init(struct kv_scrapeset *s, struct kv_out *out, const struct kv_scrape_opts *o)
@@ -143,7 +147,7 @@ void kv_scrapeset_begin_round(struct kv_scrapeset *s)
 		s->ep[i].done = false;
 }
 
-void kv_scrapeset_fail(struct kv_scrapeset *s, size_t i, const char *what, const char *kind)
+void kv_scrapeset_fail(struct kv_scrapeset *s, size_t i, const char *what, const char *kind, struct kv_err *news)
 {
 	struct kv_scrape_ep *e = &s->ep[i];
 	if (!kind)
@@ -154,7 +158,7 @@ void kv_scrapeset_fail(struct kv_scrapeset *s, size_t i, const char *what, const
 	e->run++;
 	e->done = true;
 	if (!s->o.quiet && (!repeat || s->o.verbose))
-		kv_warn("%s: %s", e->url, what);
+		kv_err_set(news, KV_EX_OK, "%s: %s", e->url, what);
 	free(e->error);
 	e->error = kv_xstrdup(what);
 	if (!repeat) {
@@ -164,22 +168,24 @@ void kv_scrapeset_fail(struct kv_scrapeset *s, size_t i, const char *what, const
 }
 
 void kv_scrapeset_ok(struct kv_scrapeset *s, size_t i, const char *body, size_t len,
-                     uint64_t mono_ns, uint64_t real_ns)
+                     uint64_t mono_ns, uint64_t real_ns, struct kv_err *news)
 {
 	struct kv_scrape_ep *e = &s->ep[i];
-	char err[256];
+	struct kv_err bad = { 0 };
 	e->body = kv_xgrow(e->body, &e->body_cap, len + 1, 1);
 	memcpy(e->body, body, len);
 	e->body[len] = 0;
-	if (!kv_prom_parse(&e->doc, e->body, len, &s->o.limits, err, sizeof err)) {
-		kv_scrapeset_fail(s, i, err, NULL);
+	if (!kv_prom_parse(&e->doc, e->body, len, &s->o.limits, &bad)) {
+		kv_scrapeset_fail(s, i, kv_err_msg(&bad), NULL, news);
+		kv_err_clear(&bad);
 		return;
 	}
 	e->scrapes++;
 	e->done = true;
 	s->ok++;
 	if (e->run && !s->o.quiet)
-		kv_warn("%s: scraped again after %" PRIu64 " failed scrape%s", e->url, e->run, e->run == 1 ? "" : "s");
+		kv_err_set(news, KV_EX_OK, "%s: scraped again after %" PRIu64 " failed scrape%s", e->url, e->run,
+			   e->run == 1 ? "" : "s");
 	e->run = 0;
 	free(e->error);
 	free(e->kind);

@@ -6,9 +6,10 @@
  * last response, its parsed document (promtext), the counter rates
  * (promrate), the last error and the counts.  It writes the output
  * (promout): JSON lines as each scrape arrives, or a table per round.  A
- * failed scrape is reported when its kind (libcurl's error code, the HTTP
+ * failed scrape is news when its kind (libcurl's error code, the HTTP
  * status, the parse error) differs from the previous failure's, with -v
- * every time, and a recovery is reported too; nothing here is fatal. */
+ * every time, and so is a recovery; kvstat prints the news (a message in a
+ * kv_err, status 0: nothing here is fatal). */
 #ifndef KV_SCRAPESET_H
 #define KV_SCRAPESET_H
 
@@ -18,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/err.h"
 #include "base/out.h"
 #include "prom/promrate.h"
 #include "prom/promtext.h"
@@ -27,12 +29,12 @@
 #define KV_SCRAPE_DEFAULT_PORT 50090
 #define KV_SCRAPE_DEFAULT_PATH "/metrics"
 
-/* The URL an endpoint argument means, a new string: a URL with a scheme
- * (http or https) is kept, with /metrics added when it has no path;
+/* The URL an endpoint argument means, a new string in *url: a URL with a
+ * scheme (http or https) is kept, with /metrics added when it has no path;
  * anything else is host, host:port, [v6] or [v6]:port, optionally followed
  * by a path, and gets http://, port 50090 and path /metrics where it has
- * none.  NULL with the reason in err when the argument is malformed. */
-char *kv_scrape_url(const char *arg, char *err, size_t errlen);
+ * none.  False when the argument is malformed: a usage error (64). */
+bool kv_scrape_url(const char *arg, char **url, struct kv_err *e);
 
 struct kv_scrape_opts {
 	struct kv_prom_limits limits;
@@ -72,12 +74,14 @@ size_t kv_scrapeset_add(struct kv_scrapeset *s, const char *url);
 
 void kv_scrapeset_begin_round(struct kv_scrapeset *s);
 /* A response arrived: parse (a bad document is a failed scrape), rates,
- * JSON lines.  mono_ns for rates, real_ns for the lines' ts. */
+ * JSON lines.  mono_ns for rates, real_ns for the lines' ts.  What is news
+ * ("URL: what", "URL: scraped again after N failed scrapes") is added to
+ * news, for the program to print. */
 void kv_scrapeset_ok(struct kv_scrapeset *s, size_t i, const char *body, size_t len,
-                     uint64_t mono_ns, uint64_t real_ns);
+                     uint64_t mono_ns, uint64_t real_ns, struct kv_err *news);
 /* A failed scrape: what to say, and its kind (the same kind again is a
- * repeat, not reported without -v); kind NULL means what. */
-void kv_scrapeset_fail(struct kv_scrapeset *s, size_t i, const char *what, const char *kind);
+ * repeat, no news without -v); kind NULL means what. */
+void kv_scrapeset_fail(struct kv_scrapeset *s, size_t i, const char *what, const char *kind, struct kv_err *news);
 /* Every endpoint has answered or failed: the table, when that is the format. */
 void kv_scrapeset_end_round(struct kv_scrapeset *s, uint64_t real_ns);
 

@@ -3,36 +3,34 @@
 #include "base/util.h"
 
 #include <jansson.h>
-#include <stdio.h>
 
-static bool fail(char *err, size_t errlen, const char *what)
+static bool fail(struct kv_err *e, const char *what)
 {
-	snprintf(err, errlen, "%s", what);
-	return false;
+	return kv_err_set(e, KV_EX_DATAERR, "%s", what);
 }
 
-bool kv_trace_parse(const char *line, size_t n, struct kv_trace_req *r, char *err, size_t errlen)
+bool kv_trace_parse(const char *line, size_t n, struct kv_trace_req *r, struct kv_err *e)
 {
 	json_error_t je;
 	json_t *o = json_loadb(line, n, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
-		return fail(err, errlen, je.text);
+		return fail(e, je.text);
 	bool ok = false;
 	json_t *ts = json_object_get(o, "timestamp"), *in = json_object_get(o, "input_length");
 	json_t *out = json_object_get(o, "output_length"), *ids = json_object_get(o, "hash_ids");
 	if (!json_is_object(o))
-		fail(err, errlen, "expected a JSON object");
+		fail(e, "expected a JSON object");
 	else if (!json_is_integer(ts) || json_integer_value(ts) < 0 ||
 		 (uint64_t)json_integer_value(ts) > KV_TRACE_MAX_TS_MS)
-		fail(err, errlen, "timestamp: expected milliseconds from 0 to 4294967295");
+		fail(e, "timestamp: expected milliseconds from 0 to 4294967295");
 	else if (!json_is_integer(in) || json_integer_value(in) < 0 || json_integer_value(in) > (1 << 24))
-		fail(err, errlen, "input_length: expected an integer from 0 to 16777216");
+		fail(e, "input_length: expected an integer from 0 to 16777216");
 	else if (out && (!json_is_integer(out) || json_integer_value(out) < 0 || json_integer_value(out) > (1 << 24)))
-		fail(err, errlen, "output_length: expected an integer from 0 to 16777216");
+		fail(e, "output_length: expected an integer from 0 to 16777216");
 	else if (!json_is_array(ids))
-		fail(err, errlen, "hash_ids: expected an array");
+		fail(e, "hash_ids: expected an array");
 	else if ((uint64_t)json_array_size(ids) * KV_TRACE_BLOCK < (uint64_t)json_integer_value(in))
-		fail(err, errlen, "hash_ids: fewer blocks than input_length needs");
+		fail(e, "hash_ids: fewer blocks than input_length needs");
 	else {
 		r->ts_ms = (uint64_t)json_integer_value(ts);
 		r->input_length = (uint32_t)json_integer_value(in);
@@ -42,7 +40,7 @@ bool kv_trace_parse(const char *line, size_t n, struct kv_trace_req *r, char *er
 		for (size_t i = 0; i < json_array_size(ids); i++) {
 			json_t *v = json_array_get(ids, i);
 			if (!json_is_integer(v) || json_integer_value(v) < 0) {
-				ok = fail(err, errlen, "hash_ids: expected non-negative integers");
+				ok = fail(e, "hash_ids: expected non-negative integers");
 				break;
 			}
 			r->hash_ids = kv_xgrow(r->hash_ids, &r->capids, r->nids + 1, sizeof *r->hash_ids);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 #define KV_TRACE_BLOCK 512      /* tokens per trace hash id */
 #define KV_TRACE_VOCAB 150000u  /* token ids are below this, like a real tokenizer's */
 /* A trace line longer than this is skipped (kvgen(1), LIMITS).  The longest
@@ -29,8 +31,9 @@ struct kv_trace_req {
 	size_t nids, capids;
 };
 
-/* Parses one line; false with the reason in err. */
-bool kv_trace_parse(const char *line, size_t n, struct kv_trace_req *r, char *err, size_t errlen);
+/* Parses one line; false with the reason in e (65), which the caller
+ * says with the line's place. */
+bool kv_trace_parse(const char *line, size_t n, struct kv_trace_req *r, struct kv_err *e);
 /* The request's prompt tokens: input_length of them, into *tokens (grown). */
 size_t kv_trace_tokens(const struct kv_trace_req *r, uint64_t seed, uint32_t **tokens, size_t *cap);
 

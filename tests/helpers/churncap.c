@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 	if (per == 0)
 		kv_die(64, "-b: at least 1");
 	struct gen g = { .recv_ns = BASE_NS, .step_ns = step };
-	kv_out_open(&g.out, NULL);
+	kv_out_open_stdout(&g.out);
 	msgpack_sbuffer_init(&g.sb);
 	kv_cap_write_header(&g.out, "churncap", BASE_NS);
 	if (mode == 0)
@@ -182,5 +182,6 @@ int main(int argc, char **argv)
 	else
 		flood(&g, n, per);
 	msgpack_sbuffer_destroy(&g.sb);
-	return kv_out_close(&g.out);
+	struct kv_err e = { 0 };
+	return kv_out_close(&g.out, &e) ? 0 : kv_err_print(&e);
 }

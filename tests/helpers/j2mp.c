@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 		}
 	}
 	struct kv_out out;
-	kv_out_open(&out, NULL);
+	kv_out_open_stdout(&out);
 	if (!bare)
 		kv_cap_write_header(&out, "j2mp", 0);
 	char *line = NULL;
@@ -152,5 +152,6 @@ int main(int argc, char **argv)
 		msgpack_sbuffer_destroy(&sb);
 	}
 	free(line);
-	return kv_out_close(&out);
+	struct kv_err e = { 0 };
+	return kv_out_close(&out, &e) ? 0 : kv_err_print(&e);
 }

@@ -31,15 +31,16 @@ static char *slurp(const char *path, size_t *n)
 static bool check(const char *path, struct kv_prom_doc *doc)
 {
 	size_t n;
-	char err[256];
+	struct kv_err e = { 0 };
 	char *text = slurp(path, &n);
 	if (!text) {
 		kv_warn_errno("%s", path);
 		return false;
 	}
-	bool ok = kv_prom_parse(doc, text, n, NULL, err, sizeof err);
+	bool ok = kv_prom_parse(doc, text, n, NULL, &e);
 	if (!ok)
-		kv_warn("%s: %s", path, err);
+		kv_warn("%s: %s", path, kv_err_msg(&e));
+	kv_err_clear(&e);
 	for (size_t i = 0; ok && i < doc->nfamilies; i++) {
 		const struct kv_prom_family *f = &doc->families[i];
 		if (!f->has_help || !f->has_type || f->name.n < 8 || memcmp(f->name.p, "kvtools_", 8) != 0) {

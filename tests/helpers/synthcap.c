@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 		}
 	}
 	struct kv_out out;
-	kv_out_open(&out, NULL);
+	kv_out_open_stdout(&out);
 	kv_cap_write_header(&out, "synthcap", 0);
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
@@ -72,5 +72,6 @@ int main(int argc, char **argv)
 		kv_out_flush_if_full(&out);
 	}
 	msgpack_sbuffer_destroy(&sb);
-	return kv_out_close(&out);
+	struct kv_err e = { 0 };
+	return kv_out_close(&out, &e) ? 0 : kv_err_print(&e);
 }

@@ -16,8 +16,9 @@ static uint8_t *small_capture(size_t *len)
 	char tmpl[] = "/tmp/kvtools-unit-XXXXXX";
 	int fd = mkstemp(tmpl);
 	struct kv_out o;
+	struct kv_err e = { 0 };
 	o.fd = -1;
-	if (fd < 0 || !kv_out_open(&o, tmpl))
+	if (fd < 0 || !kv_out_open(&o, tmpl, &e))
 		abort();
 	close(fd);
 	kv_cap_write_header(&o, "unit", 42);
@@ -28,7 +29,7 @@ static uint8_t *small_capture(size_t *len)
 		struct kv_frame f[3] = { { (const uint8_t *)"kv", 2 }, { seq, 8 }, { payload, 10 + 100 * i } };
 		kv_cap_write_record(&o, 1000 + i, "tcp://h:1", 9, i == 2 ? KV_CAP_FLAG_REPLAYED : 0, f, 3);
 	}
-	if (kv_out_close(&o) != 0)
+	if (!kv_out_close(&o, &e))
 		abort();
 	int in = open(tmpl, O_RDONLY);
 	*len = (size_t)lseek(in, 0, SEEK_END);

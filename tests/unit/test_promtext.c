@@ -15,14 +15,24 @@
 
 static char err[512];
 
+/* The message of e, if any, into err. */
+static bool said(bool ok, struct kv_err *e)
+{
+	snprintf(err, sizeof err, "%s", kv_err_msg(e));
+	kv_err_clear(e);
+	return ok;
+}
+
 static bool parse(struct kv_prom_doc *d, const char *text)
 {
-	return kv_prom_parse(d, text, strlen(text), NULL, err, sizeof err);
+	struct kv_err e = { 0 };
+	return said(kv_prom_parse(d, text, strlen(text), NULL, &e), &e);
 }
 
 static bool parse_lim(struct kv_prom_doc *d, const char *text, size_t len, const struct kv_prom_limits *lim)
 {
-	return kv_prom_parse(d, text, len, lim, err, sizeof err);
+	struct kv_err e = { 0 };
+	return said(kv_prom_parse(d, text, len, lim, &e), &e);
 }
 
 static bool str_is(struct kv_prom_str s, const char *want)
@@ -406,7 +416,9 @@ static void table_rows(void)
 static const char *url(const char *arg)
 {
 	static char buf[512];
-	char *u = kv_scrape_url(arg, err, sizeof err);
+	struct kv_err e = { 0 };
+	char *u;
+	said(kv_scrape_url(arg, &u, &e), &e);
 	snprintf(buf, sizeof buf, "%s", u ? u : "(error)");
 	free(u);
 	return buf;

@@ -84,9 +84,10 @@ static void host_set_later(void)
 	      "\"medium_endpoints\": {\"npu\": \"tcp://10.0.0.9:5557\"}}\n",
 	      f);
 	fclose(f);
-	int rc = kv_regs_load(path, &regs);
+	struct kv_err e = { 0 };
+	bool ok = kv_regs_load(path, &regs, &e);
 	unlink(path);
-	ASSERT(rc == 0);
+	ASSERT(ok);
 	kv_workers_register(&ws, &regs);
 	ASSERT(strcmp(targets(&ws, "10.0.0.9", buf, sizeof buf), "a/0") == 0);
 	kv_regs_free(&regs);
