@@ -9,17 +9,43 @@
 
 static const char hexdigits[] = "0123456789abcdef";
 
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				  "8081828384858687888990919293949596979899";
+
+static unsigned decimal_digits(uint64_t v)
+{
+	unsigned n = 1;
+	for (;;) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+		v /= 10000;
+		n += 4;
+	}
+}
+
+/* Two digits a step from the end, which it knows first: token ids and
+ * counts are most of what kvdecode and kvquery write. */
 char *jw_u64(char *p, uint64_t v)
 {
-	char tmp[JW_U64_MAX];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
+	char *end = p + decimal_digits(v);
+	char *q = end;
+	while (v >= 100) {
+		q -= 2;
+		memcpy(q, digit_pairs + v % 100 * 2, 2);
+		v /= 100;
+	}
+	if (v >= 10)
+		memcpy(q - 2, digit_pairs + v * 2, 2);
+	else
+		q[-1] = (char)('0' + v);
+	return end;
 }
 
 char *jw_i64(char *p, int64_t v)
@@ -176,47 +202,45 @@ void jw_begin_slow(struct jw *w, struct kv_out *o)
 	w->end = o->buf + o->cap;
 }
 
-void jw_grow(struct jw *w, size_t n)
+struct jw jw_grown(struct jw w, size_t n)
 {
-	struct kv_out *o = w->o;
-	jw_end(w);
+	struct kv_out *o = w.o;
+	jw_end(&w);
 	/* not kv_out_reserve: that would flush a record cut in two */
 	o->buf = kv_xgrow(o->buf, &o->cap, o->len + n, 1);
-	w->p = o->buf + o->len;
-	w->end = o->buf + o->cap;
+	w.p = o->buf + o->len;
+	w.end = o->buf + o->cap;
+	return w;
 }
 
-void jw_put_u32_list(struct jw *w, const uint32_t *v, size_t n)
+char *jw_u32_list(char *p, const uint32_t *v, size_t n)
 {
-	char *p = jw_room(w, n * 11);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			*p++ = ',';
 		p = jw_u64(p, v[i]);
 	}
-	w->p = p;
+	return p;
 }
 
-void jw_put_u64_list(struct jw *w, const uint64_t *v, size_t n)
+char *jw_u64_list(char *p, const uint64_t *v, size_t n)
 {
-	char *p = jw_room(w, n * (JW_U64_MAX + 1));
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			*p++ = ',';
 		p = jw_u64(p, v[i]);
 	}
-	w->p = p;
+	return p;
 }
 
-void jw_put_hash_list(struct jw *w, const uint64_t *h, size_t n)
+char *jw_hash_list(char *p, const uint64_t *h, size_t n)
 {
-	char *p = jw_room(w, n * (JW_HASH_MAX + 1));
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			*p++ = ',';
 		p = jw_hash(p, h[i]);
 	}
-	w->p = p;
+	return p;
 }
 
 void jw_overflow(const struct kv_out *o, const char *p)

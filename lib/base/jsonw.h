@@ -28,6 +28,7 @@
 #include "base/out.h"
 
 /* Upper bounds of the text the formatters below write. */
+#define JW_U32_MAX 10
 #define JW_U64_MAX 20
 #define JW_I64_MAX 20
 #define JW_HASH_MAX 20       /* "0x" + 16 digits, quoted */
@@ -49,6 +50,10 @@ char *jw_real(char *p, double v, int digits);
 char *jw_ms_as_seconds(char *p, int64_t ms);
 char *jw_str(char *p, const char *s, size_t n);   /* quoted and escaped */
 char *jw_hex_str(char *p, const uint8_t *b, size_t n); /* bytes as a quoted hex string */
+/* Lists, comma-separated without brackets: n times the bound and a comma. */
+char *jw_u32_list(char *p, const uint32_t *v, size_t n);
+char *jw_u64_list(char *p, const uint64_t *v, size_t n);
+char *jw_hash_list(char *p, const uint64_t *h, size_t n);
 /* JSON text written as it is: keys, punctuation, true, null... */
 static inline char *jw_lit(char *p, const char *s)
 {
@@ -86,14 +91,16 @@ static inline void jw_end(struct jw *w)
 	w->o->len = (size_t)(w->p - w->o->buf);
 }
 
-/* Grows the buffer for n more bytes; never flushes. */
-void jw_grow(struct jw *w, size_t n);
+/* The writer after growing the buffer for n more bytes; never flushes.
+ * By value, so that a writer's address never escapes and the compiler can
+ * keep it in registers. */
+struct jw jw_grown(struct jw w, size_t n);
 /* Room for n more bytes at w->p: for the jw_put_* below, whose n is a
  * formatter's bound, never a count made by a caller. */
 static inline char *jw_room(struct jw *w, size_t n)
 {
-	if (n > (size_t)(w->end - w->p))
-		jw_grow(w, n);
+	if (__builtin_expect(n > (size_t)(w->end - w->p), 0))
+		*w = jw_grown(*w, n);
 	return w->p;
 }
 
@@ -130,9 +137,18 @@ static inline void jw_put_hex_str(struct jw *w, const uint8_t *b, size_t n)
 }
 /* Lists of numbers, comma-separated without brackets: the room of the
  * whole list is made once. */
-void jw_put_u32_list(struct jw *w, const uint32_t *v, size_t n);
-void jw_put_u64_list(struct jw *w, const uint64_t *v, size_t n);
-void jw_put_hash_list(struct jw *w, const uint64_t *h, size_t n);
+static inline void jw_put_u32_list(struct jw *w, const uint32_t *v, size_t n)
+{
+	w->p = jw_u32_list(jw_room(w, n * (JW_U32_MAX + 1)), v, n);
+}
+static inline void jw_put_u64_list(struct jw *w, const uint64_t *v, size_t n)
+{
+	w->p = jw_u64_list(jw_room(w, n * (JW_U64_MAX + 1)), v, n);
+}
+static inline void jw_put_hash_list(struct jw *w, const uint64_t *h, size_t n)
+{
+	w->p = jw_hash_list(jw_room(w, n * (JW_HASH_MAX + 1)), h, n);
+}
 
 /* ---- counted room, for code not yet on the writer ---------------------- */
 

@@ -58,13 +58,13 @@ static void write_ts(struct kv_evjson *j, struct jw *w, const struct kv_event *e
 	}
 }
 
-static void opt_str(struct jw *w, const char *key, struct kv_str s)
+static inline void opt_str(struct jw *w, const char *key, struct kv_str s)
 {
 	jw_put_lit(w, key);
 	jw_put_str(w, s.p, s.n);
 }
 
-static void write_scalar(struct jw *w, const char *key, const struct kv_scalar *v)
+static inline void write_scalar(struct jw *w, const char *key, const struct kv_scalar *v)
 {
 	jw_put_lit(w, key);
 	switch (v->kind) {
@@ -179,9 +179,12 @@ void kv_evjson_write(struct kv_evjson *j, struct kv_out *o, const struct kv_even
 		opt_str(&w, ",\"lora_name\":", e->lora_name);
 	if (has & KV_HAS_EXTRA_KEYS) {
 		jw_put_lit(&w, ",\"extra_keys\":");
-		if (e->extra_keys)
-			kv_json_put_msgpack(&w, e->extra_keys);
-		else
+		if (e->extra_keys) {
+			/* through a copy: w's address never escapes, and stays in registers */
+			struct jw x = w;
+			kv_json_put_msgpack(&x, e->extra_keys);
+			w = x;
+		} else
 			jw_put_raw(&w, e->extra_json.p, e->extra_json.n);
 	}
 	write_optional(&w, e);

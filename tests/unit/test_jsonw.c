@@ -244,6 +244,42 @@ static void reals_as_jansson_writes_them(void)
 	ASSERT(strcmp(ours(3, 17), "3.0") == 0);
 }
 
+static int same_as_printf(uint64_t v)
+{
+	char want[32], got[32];
+	snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+	*jw_u64(got, v) = 0;
+	if (strcmp(got, want) != 0)
+		return printf("# %s: %s\n", want, got), 0;
+	snprintf(want, sizeof want, "%lld", (long long)(int64_t)v);
+	*jw_i64(got, (int64_t)v) = 0;
+	if (strcmp(got, want) != 0)
+		return printf("# %s: %s\n", want, got), 0;
+	return 1;
+}
+
+/* Integers digit for digit as printf writes them: each power of ten and
+ * its neighbours, and many others. */
+static void integers_as_printf_writes_them(void)
+{
+	ASSERT(same_as_printf(0) && same_as_printf(UINT64_MAX) && same_as_printf((uint64_t)INT64_MIN));
+	for (uint64_t t = 1; t <= 10000000000000000000ull; t *= 10) {
+		ASSERT(same_as_printf(t - 1) && same_as_printf(t) && same_as_printf(t + 1));
+		if (t == 10000000000000000000ull)
+			break;
+	}
+	for (int i = 0; i < 200000; i++) {
+		uint64_t v = unit_rand();
+		ASSERT(same_as_printf(v) && same_as_printf(v >> (v % 64)) && same_as_printf(v % 100000));
+	}
+	static const uint32_t u32s[] = { 0, 9, 10, 99, 100, 4294967295u };
+	char buf[128];
+	*jw_u32_list(buf, u32s, 6) = 0;
+	ASSERT(strcmp(buf, "0,9,10,99,100,4294967295") == 0);
+	*jw_u32_list(buf, u32s, 0) = 0;
+	ASSERT(strcmp(buf, "") == 0);
+}
+
 int main(void)
 {
 	RUN(every_piece_makes_its_room);
@@ -252,5 +288,6 @@ int main(void)
 	RUN(begin_flushes_when_nearly_full);
 	RUN(done_checks_the_count);
 	RUN(reals_as_jansson_writes_them);
+	RUN(integers_as_printf_writes_them);
 	return unit_done();
 }
