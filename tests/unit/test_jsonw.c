@@ -26,8 +26,9 @@ static void leave_room(struct jw *w, size_t room)
 static void put_piece(struct jw *w, int piece)
 {
 	static const uint8_t bytes[] = { 0xde, 0xad };
-	static const uint32_t u32s[] = { 0, 4294967295u };
-	static const uint64_t u64s[] = { 18446744073709551615ull, 7 };
+	/* the longest numbers: a list then fills its bound to the comma */
+	static const uint32_t u32s[] = { 4294967295u, 4294967295u, 4294967295u };
+	static const uint64_t u64s[] = { 18446744073709551615ull, 18446744073709551615ull };
 	static const uint64_t hashes[] = { 2, 3 };
 	switch (piece) {
 	case 0: jw_put_lit(w, "lit"); break;
@@ -41,7 +42,7 @@ static void put_piece(struct jw *w, int piece)
 	case 8: jw_put_str(w, "a\"\x01\x1f", 4); break;
 	case 9: jw_put_cstr(w, "q"); break;
 	case 10: jw_put_hex_str(w, bytes, sizeof bytes); break;
-	case 11: jw_put_u32_list(w, u32s, 2); break;
+	case 11: jw_put_u32_list(w, u32s, 3); break;
 	case 12: jw_put_u64_list(w, u64s, 2); break;
 	case 13: jw_put_hash_list(w, hashes, 2); break;
 	case 14: jw_put_hash_list(w, hashes, 0); break;
@@ -56,7 +57,8 @@ static void every_piece_makes_its_room(void)
 	static const char *const want[] = {
 		"lit", "c", "18446744073709551615", "-9223372036854775808", "\"0x0000000000000001\"",
 		"-2.2250738585072014e-308", "-1.2345678901234568e-300", "-9223372036854775.808",
-		"\"a\\\"\\u0001\\u001f\"", "\"q\"", "\"dead\"", "0,4294967295", "18446744073709551615,7",
+		"\"a\\\"\\u0001\\u001f\"", "\"q\"", "\"dead\"", "4294967295,4294967295,4294967295",
+		"18446744073709551615,18446744073709551615",
 		"\"0x0000000000000002\",\"0x0000000000000003\"", "", "raw",
 	};
 	for (int piece = 0; piece < (int)(sizeof want / sizeof want[0]); piece++)
