@@ -33,7 +33,7 @@
 #define JW_I64_MAX 20
 #define JW_HASH_MAX 20       /* "0x" + 16 digits, quoted */
 #define JW_DOUBLE_MAX 32     /* also jw_real's, for up to 17 digits */
-#define JW_MS_SECONDS_MAX 25 /* "-" + 17 digits + "." + 3 digits, and spare */
+#define JW_MS_SECONDS_MAX 25 /* "-", 16 digits, ".", 3 digits, and spare */
 #define JW_STR_MAX(n) (6 * (n) + 2)
 
 /* ---- formatters: write at p, return the end ---------------------------- */

@@ -480,13 +480,14 @@ static void put_value(struct jw *w, json_t *v)
 	const char *key;
 	json_t *x;
 	size_t i;
+	bool first = true;
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
 		jw_put_char(w, '{');
-		i = 0;
 		json_object_foreach(v, key, x) {
-			if (i++)
+			if (!first)
 				jw_put_char(w, ',');
+			first = false;
 			jw_put_cstr(w, key);
 			jw_put_char(w, ':');
 			put_value(w, x);
@@ -513,10 +514,10 @@ static void put_value(struct jw *w, json_t *v)
 
 static void write_json(const struct kv_match *m, json_t *findings, FILE *f)
 {
-	struct kv_out text;
+	struct kv_out line;
 	struct jw w;
-	kv_out_open_mem(&text);
-	jw_begin(&w, &text);
+	kv_out_open_mem(&line);
+	jw_begin(&w, &line);
 	jw_put_lit(&w, "{\"findings\":");
 	put_value(&w, findings);
 	jw_put_lit(&w, ",\"sources\":");
@@ -527,8 +528,8 @@ static void write_json(const struct kv_match *m, json_t *findings, FILE *f)
 	jw_put_i64(&w, (int64_t)m->now);
 	jw_put_lit(&w, "}\n");
 	jw_end(&w);
-	fwrite(text.buf, 1, text.len, f);
-	kv_out_free_mem(&text);
+	fwrite(line.buf, 1, line.len, f);
+	kv_out_free_mem(&line);
 }
 
 size_t kv_diagnose(const struct kv_match *m, enum kv_diag_format fmt, FILE *f)
