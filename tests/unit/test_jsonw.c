@@ -183,11 +183,13 @@ static void done_checks_the_count(void)
 	pid_t pid = fork();
 	ASSERT(pid >= 0);
 	if (pid == 0) {
-		if (!freopen("/dev/null", "w", stderr))
+		/* nothing on the heap, for valgrind: the child ends at jw_done */
+		static char small[128];
+		struct kv_out fixed = { .fd = -1, .name = "memory", .buf = small, .cap = 64 };
+		int null = open("/dev/null", O_WRONLY);
+		if (null < 0 || dup2(null, STDERR_FILENO) < 0)
 			_exit(1);
-		kv_out_open_mem(&o);
-		jw_reserve(&o, 8);
-		jw_done(&o, o.buf + o.cap + 1); /* one byte past the buffer */
+		jw_done(&fixed, small + 65); /* one byte past the buffer */
 		_exit(0);
 	}
 	int status;
