@@ -592,13 +592,6 @@ static const char *shown(struct list *l, int slot, const char *name)
 	return l->shown[slot];
 }
 
-static char *lit(char *p, const char *s)
-{
-	size_t n = strlen(s);
-	memcpy(p, s, n);
-	return p + n;
-}
-
 static void table_header(struct list *l)
 {
 	if (l->header_done)
@@ -618,21 +611,30 @@ static void list_stream(void *arg, const struct kv_js_stream_row *r)
 				      r->nsubjects ? shown(l, 1, r->subjects[i]) : "-", r->messages, "-", "-");
 		return;
 	}
-	size_t need = 256 + JW_STR_MAX(strlen(r->name));
-	for (int i = 0; i < r->nsubjects; i++)
-		need += JW_STR_MAX(strlen(r->subjects[i])) + 1;
-	char *p = jw_reserve(l->out, need);
-	p = jw_str(lit(p, "{\"stream\":"), r->name, strlen(r->name));
-	p = lit(p, ",\"subjects\":[");
-	for (int i = 0; i < r->nsubjects; i++)
-		p = jw_str(i ? lit(p, ",") : p, r->subjects[i], strlen(r->subjects[i]));
-	p = jw_u64(lit(p, "],\"messages\":"), r->messages);
-	p = jw_u64(lit(p, ",\"bytes\":"), r->bytes);
-	p = jw_u64(lit(p, ",\"first_seq\":"), r->first_seq);
-	p = jw_u64(lit(p, ",\"last_seq\":"), r->last_seq);
-	p = jw_i64(lit(p, ",\"replicas\":"), r->replicas);
-	p = jw_i64(lit(p, ",\"consumers\":"), r->consumers);
-	jw_done(l->out, lit(p, "}\n"));
+	struct jw w;
+	jw_begin(&w, l->out);
+	jw_put_lit(&w, "{\"stream\":");
+	jw_put_cstr(&w, r->name);
+	jw_put_lit(&w, ",\"subjects\":[");
+	for (int i = 0; i < r->nsubjects; i++) {
+		if (i)
+			jw_put_char(&w, ',');
+		jw_put_cstr(&w, r->subjects[i]);
+	}
+	jw_put_lit(&w, "],\"messages\":");
+	jw_put_u64(&w, r->messages);
+	jw_put_lit(&w, ",\"bytes\":");
+	jw_put_u64(&w, r->bytes);
+	jw_put_lit(&w, ",\"first_seq\":");
+	jw_put_u64(&w, r->first_seq);
+	jw_put_lit(&w, ",\"last_seq\":");
+	jw_put_u64(&w, r->last_seq);
+	jw_put_lit(&w, ",\"replicas\":");
+	jw_put_i64(&w, r->replicas);
+	jw_put_lit(&w, ",\"consumers\":");
+	jw_put_i64(&w, r->consumers);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
 }
 
 static void list_consumer(void *arg, const struct kv_js_consumer_row *r)
@@ -644,17 +646,28 @@ static void list_consumer(void *arg, const struct kv_js_consumer_row *r)
 			      r->ack_pending);
 		return;
 	}
-	size_t nf = r->filter ? strlen(r->filter) : 0;
-	char *p = jw_reserve(l->out, 256 + JW_STR_MAX(strlen(r->stream)) + JW_STR_MAX(strlen(r->name)) + JW_STR_MAX(nf));
-	p = jw_str(lit(p, "{\"stream\":"), r->stream, strlen(r->stream));
-	p = jw_str(lit(p, ",\"consumer\":"), r->name, strlen(r->name));
-	p = lit(p, r->durable ? ",\"durable\":true" : ",\"durable\":false");
-	p = r->filter ? jw_str(lit(p, ",\"filter\":"), r->filter, nf) : lit(p, ",\"filter\":null");
-	p = jw_u64(lit(p, ",\"lag\":"), r->pending);
-	p = jw_u64(lit(p, ",\"unacked\":"), r->ack_pending);
-	p = jw_u64(lit(p, ",\"delivered_seq\":"), r->delivered);
-	p = jw_u64(lit(p, ",\"ack_floor_seq\":"), r->ack_floor);
-	jw_done(l->out, lit(p, "}\n"));
+	struct jw w;
+	jw_begin(&w, l->out);
+	jw_put_lit(&w, "{\"stream\":");
+	jw_put_cstr(&w, r->stream);
+	jw_put_lit(&w, ",\"consumer\":");
+	jw_put_cstr(&w, r->name);
+	jw_put_lit(&w, r->durable ? ",\"durable\":true" : ",\"durable\":false");
+	jw_put_lit(&w, ",\"filter\":");
+	if (r->filter)
+		jw_put_cstr(&w, r->filter);
+	else
+		jw_put_lit(&w, "null");
+	jw_put_lit(&w, ",\"lag\":");
+	jw_put_u64(&w, r->pending);
+	jw_put_lit(&w, ",\"unacked\":");
+	jw_put_u64(&w, r->ack_pending);
+	jw_put_lit(&w, ",\"delivered_seq\":");
+	jw_put_u64(&w, r->delivered);
+	jw_put_lit(&w, ",\"ack_floor_seq\":");
+	jw_put_u64(&w, r->ack_floor);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
 }
 
 static int list(const struct options *o, struct kv_js *js)

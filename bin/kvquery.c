@@ -10,14 +10,13 @@
 #include "base/err.h"
 #include "base/input.h"
 #include "index/blockhash.h"
-#include "base/jsonw.h"
 #include "base/lines.h"
 #include "base/out.h"
+#include "query/answer.h"
 #include "query/query.h"
 #include "query/queryline.h"
 #include "index/regs.h"
 #include "index/snap.h"
-#include "base/utf8.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -187,10 +186,7 @@ struct run {
 	size_t capchains;
 	uint64_t *seq;                /* --hash rfc1403: a token query's sequence hashes */
 	size_t capseq;
-	int name_width;
-	bool header_done;
-	char *shown;             /* an instance id cleaned for the table */
-	size_t shown_cap;
+	struct kv_answers answers;
 };
 
 /* Partition p of shard sh holds blocks: a partition kvmatch created for
@@ -238,11 +234,11 @@ static const char *shards_overlap(const struct run *r, const struct shard *sh, c
 
 static void measure_names(struct run *r)
 {
-	r->name_width = 8;
+	r->answers.name_width = 8;
 	for (size_t k = 0; k < r->nshards; k++)
 		for (size_t i = 0; i < r->shards[k].snap.nworkers; i++)
-			if ((int)r->shards[k].snap.workers[i].instance_id.len > r->name_width)
-				r->name_width = (int)r->shards[k].snap.workers[i].instance_id.len;
+			if ((int)r->shards[k].snap.workers[i].instance_id.len > r->answers.name_width)
+				r->answers.name_width = (int)r->shards[k].snap.workers[i].instance_id.len;
 }
 
 static int load(struct run *r, struct shard *sh, bool fatal)
@@ -312,8 +308,7 @@ static void bad_line(struct run *r, const char *file, uint64_t lineno, const cha
 	r->bad++;
 	if (!r->o->quiet)
 		kv_warn("%s: line %llu: %s", file, (unsigned long long)lineno, why);
-	if (!r->o->table)
-		kv_out_puts(r->out, "null\n");
+	kv_answers_write_null(&r->answers);
 }
 
 /* The snapshot holding the only partition of all the snapshots, or NULL. */
@@ -383,130 +378,6 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 	return NULL;
 }
 
-static char *lit(char *p, const char *s)
-{
-	size_t n = strlen(s);
-	memcpy(p, s, n);
-	return p + n;
-}
-
-/* An instance id as a table shows it: what could drive the terminal as '?'. */
-static const char *shown(struct run *r, const char *id, size_t *len)
-{
-	r->shown = kv_xgrow(r->shown, &r->shown_cap, *len + 1, 1);
-	*len = kv_printable(r->shown, *len + 1, id, *len);
-	return r->shown;
-}
-
-static void write_route(struct run *r, struct kv_str tenant, const struct kv_hit *h, size_t bs)
-{
-	size_t len = 0;
-	int64_t dp = 0;
-	const char *inst = h ? kv_qsource_worker(&r->cur->src, h->worker, &len, &dp) : NULL;
-	if (r->o->table) {
-		if (h)
-			inst = shown(r, inst, &len);
-		kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %8.6g %5u %5u %5u\n",
-				 (unsigned long long)r->answered, r->name_width, (int)(h ? len : 1), h ? inst : "-",
-				 (long long)(h ? dp : -1), (unsigned long long)(h ? (uint64_t)(h->npu + h->cpu + h->disk) * bs : 0),
-				 h ? kv_hit_score(h, &r->o->weights) : 0.0, h ? h->npu : 0, h ? h->cpu : 0, h ? h->disk : 0);
-		return;
-	}
-	char *p = jw_reserve(r->out, 256 + JW_STR_MAX(len) + JW_STR_MAX(tenant.n));
-	p = jw_str(lit(p, "{\"tenant\":"), tenant.p, tenant.n);
-	if (!h) {
-		jw_done(r->out, lit(p, ",\"instance_id\":null}\n"));
-		return;
-	}
-	p = jw_str(lit(p, ",\"instance_id\":"), inst, len);
-	p = jw_i64(lit(p, ",\"dp_rank\":"), dp);
-	p = jw_double(lit(p, ",\"score\":"), kv_hit_score(h, &r->o->weights));
-	p = jw_u64(lit(p, ",\"matched_tokens\":"), (uint64_t)(h->npu + h->cpu + h->disk) * bs);
-	p = jw_u64(lit(p, ",\"npu_blocks\":"), h->npu);
-	p = jw_u64(lit(p, ",\"cpu_blocks\":"), h->cpu);
-	p = jw_u64(lit(p, ",\"disk_blocks\":"), h->disk);
-	jw_done(r->out, lit(p, "}\n"));
-}
-
-static void write_explain(struct run *r, struct kv_str tenant, const struct kv_hit *hits, size_t n, size_t nblocks,
-			  size_t bs, const struct kv_hit *route)
-{
-	if (r->o->table) {
-		for (size_t i = 0; i < n; i++) {
-			size_t len;
-			int64_t dp;
-			const char *inst = shown(r, kv_qsource_worker(&r->cur->src, hits[i].worker, &len, &dp), &len);
-			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %5u %5u %5u %7u/%-7zu %s%s\n",
-					 (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
-					 hits[i].npu, hits[i].cpu, hits[i].disk, hits[i].stop_at, nblocks,
-					 kv_stop_name(hits[i].why), route == &hits[i] ? " (routed)" : "");
-		}
-		return;
-	}
-	char *p = jw_reserve(r->out, 128 + JW_STR_MAX(tenant.n));
-	p = jw_str(lit(p, "{\"tenant\":"), tenant.p, tenant.n);
-	p = jw_u64(lit(p, ",\"blocks\":"), nblocks);
-	p = jw_u64(lit(p, ",\"block_size\":"), bs);
-	jw_done(r->out, lit(p, ",\"workers\":["));
-	for (size_t i = 0; i < n; i++) {
-		const struct kv_hit *h = &hits[i];
-		size_t len;
-		int64_t dp;
-		const char *inst = kv_qsource_worker(&r->cur->src, h->worker, &len, &dp);
-		p = jw_reserve(r->out, 320 + JW_STR_MAX(len));
-		p = jw_str(lit(p, i ? ",{\"instance_id\":" : "{\"instance_id\":"), inst, len);
-		p = jw_i64(lit(p, ",\"dp_rank\":"), dp);
-		p = jw_u64(lit(p, ",\"npu_blocks\":"), h->npu);
-		p = jw_u64(lit(p, ",\"cpu_blocks\":"), h->cpu);
-		p = jw_u64(lit(p, ",\"disk_blocks\":"), h->disk);
-		p = jw_u64(lit(p, ",\"matched_blocks\":"), h->npu + h->cpu + h->disk);
-		p = jw_u64(lit(p, ",\"stopped_at\":"), h->stop_at);
-		p = lit(lit(lit(p, ",\"reason\":\""), kv_stop_name(h->why)), "\"");
-		if (r->o->route)
-			p = lit(p, route == h ? ",\"routed\":true" : ",\"routed\":false");
-		jw_done(r->out, lit(p, "}"));
-	}
-	kv_out_puts(r->out, "]}\n");
-}
-
-static void write_table_rows(struct run *r, const struct kv_hit *hits, size_t n, size_t bs)
-{
-	for (size_t i = 0; i < n; i++) {
-		size_t len;
-		int64_t dp;
-		const char *inst = shown(r, kv_qsource_worker(&r->cur->src, hits[i].worker, &len, &dp), &len);
-		if (r->o->shared_pool)
-			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u %5u %5u\n",
-				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
-				     (unsigned long long)(hits[i].npu + hits[i].cpu + hits[i].disk) * bs, hits[i].npu,
-				     hits[i].cpu, hits[i].disk, hits[i].cpu_local, hits[i].cpu_remote);
-		else
-			kv_out_printf(r->out, "%-6llu %-*.*s %4lld %8llu %5u %5u %5u\n",
-				     (unsigned long long)r->answered, r->name_width, (int)len, inst, (long long)dp,
-				     (unsigned long long)(hits[i].npu + hits[i].cpu + hits[i].disk) * bs, hits[i].npu,
-				     hits[i].cpu, hits[i].disk);
-	}
-}
-
-static void table_header(struct run *r)
-{
-	if (r->header_done || !r->o->table)
-		return;
-	r->header_done = true;
-	if (r->o->explain)
-		kv_out_printf(r->out, "%-6s %-*s %4s %5s %5s %5s %15s %s\n", "QUERY", r->name_width, "INSTANCE",
-			     "DP", "NPU", "CPU", "DISK", "STOP/BLOCKS", "REASON");
-	else if (r->o->route)
-		kv_out_printf(r->out, "%-6s %-*s %4s %8s %8s %5s %5s %5s\n", "QUERY", r->name_width, "ROUTE",
-			     "DP", "TOKENS", "SCORE", "NPU", "CPU", "DISK");
-	else if (r->o->shared_pool)
-		kv_out_printf(r->out, "%-6s %-*s %4s %8s %5s %5s %5s %5s %5s\n", "QUERY", r->name_width,
-			     "INSTANCE", "DP", "TOKENS", "NPU", "CPU", "DISK", "LOCAL", "REMOTE");
-	else
-		kv_out_printf(r->out, "%-6s %-*s %4s %8s %5s %5s %5s\n", "QUERY", r->name_width, "INSTANCE", "DP",
-			     "TOKENS", "NPU", "CPU", "DISK");
-}
-
 /* RFC #1403's seq_hashes are the engines' own block hashes: the chains they
  * name are those kvmatch learned from the stored events; the walk ends at
  * the first the snapshot does not know. */
@@ -544,24 +415,6 @@ static void hash_rfc1403(struct run *r, const struct kv_qline *q, struct kv_quer
 	resolve_seq_hashes(r, r->seq, n, req);
 }
 
-/* RFC #1403's instance_id: the answer names that instance alone (hits are
- * sorted by name, so its ranks are adjacent). */
-static void only_instance(struct run *r, const struct kv_hit *hits, size_t n, const char *inst, size_t *first,
-			  size_t *count)
-{
-	size_t want = strlen(inst), len;
-	int64_t dp;
-	*count = 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *name = kv_qsource_worker(&r->cur->src, hits[i].worker, &len, &dp);
-		if (len != want || memcmp(name, inst, len) != 0)
-			continue;
-		if (!*count)
-			*first = i;
-		++*count;
-	}
-}
-
 static void answer(struct run *r, const char *file, uint64_t lineno, const char *text, size_t n)
 {
 	struct kv_qline *q = &r->line;
@@ -597,20 +450,9 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 		r->times = kv_xgrow(r->times, &r->captimes, r->ntimes + 1, sizeof *r->times);
 		r->times[r->ntimes++] = kv_monotonic_ns() - t0;
 	}
-	size_t first = 0, count = nhits;
-	if (r->o->rfc && q->instance)
-		only_instance(r, hits, nhits, q->instance, &first, &count);
-	table_header(r);
-	if (r->o->explain)
-		write_explain(r, tenant, hits, nhits, nblocks, bs, route);
-	else if (r->o->route)
-		write_route(r, tenant, route, bs);
-	else if (r->o->table)
-		write_table_rows(r, hits, nhits, bs);
-	else if (r->o->rfc)
-		kv_query_write_rfc_answer(r->out, &r->cur->src, tenant.p, tenant.n, hits + first, count, bs);
-	else
-		kv_query_write_answer(r->out, &r->cur->src, tenant.p, tenant.n, hits, nhits, bs, r->o->shared_pool);
+	struct kv_answer a = { r->answered, &r->cur->src, tenant.p, tenant.n, hits, nhits, nblocks, bs, route,
+			       r->o->rfc ? q->instance : NULL };
+	kv_answers_write(&r->answers, &a);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -684,6 +526,15 @@ static void free_shards(struct run *r)
 	free(r->o->snapshots);
 }
 
+static enum kv_answer_kind answer_kind(const struct options *o)
+{
+	if (o->explain)
+		return KV_ANSWER_EXPLAIN;
+	if (o->route)
+		return KV_ANSWER_ROUTE;
+	return o->rfc ? KV_ANSWER_RFC : KV_ANSWER_CONDUCTOR;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -697,6 +548,8 @@ int main(int argc, char **argv)
 		kv_err_exit(&e);
 	struct kv_out out;
 	struct run r = { .o = &o, .out = &out };
+	r.answers = (struct kv_answers){ .out = &out, .kind = answer_kind(&o), .table = o.table,
+					 .shared_pool = o.shared_pool, .show_routed = o.route, .weights = o.weights };
 	r.shards = kv_xcalloc(o.nsnapshots, sizeof *r.shards);
 	r.nshards = o.nsnapshots;
 	/* before -o truncates yesterday's answers: a bad snapshot leaves them be */
@@ -733,7 +586,7 @@ int main(int argc, char **argv)
 	free(r.line.tokens);
 	free(r.line.hashes);
 	free(r.times);
-	free(r.shown);
+	kv_answers_free(&r.answers);
 	free(r.chains);
 	free(r.seq);
 	kv_querier_free(r.q);

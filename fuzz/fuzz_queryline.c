@@ -16,6 +16,7 @@
 #include "index/blockhash.h"
 #include "index/index.h"
 #include "base/out.h"
+#include "query/answer.h"
 #include "query/query.h"
 #include "query/queryline.h"
 #include "index/workers.h"

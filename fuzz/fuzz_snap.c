@@ -24,6 +24,7 @@
 #include "index/match.h"
 #include "memfile.h"
 #include "base/out.h"
+#include "query/answer.h"
 #include "query/query.h"
 #include "index/snap.h"
 #include "snapcheck.h"

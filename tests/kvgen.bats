@@ -123,6 +123,24 @@ records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' ';
 	assert_equal "$(jq '.prompt_tokens' report.json)" "$(jq -s 'map(.input_length) | add' "$TRACE")"
 }
 
+@test "--model goes into queries and registrations escaped: a quote, a backslash, a tab and UTF-8 come back whole" {
+	model=$'a"b\\c\td-\xc3\xa9'
+	kvgen -q --limit 3 --workers 1 --dp 2 --pool memcache --model "$model" --registrations regs.jsonl \
+		--queries q.jsonl -o cap.kvcap "$TRACE"
+	kvgen -n -q --limit 3 --workers 1 --dp 2 --model "$model" --queries-by-hash qh.jsonl "$TRACE"
+	assert_equal "$(jq -r .model q.jsonl | sort -u)" "$model"
+	assert_equal "$(jq -r .model qh.jsonl | sort -u)" "$model"
+	assert_equal "$(jq -r .modelname regs.jsonl | sort -u)" "$model"
+	assert_equal "$(jq -c '.token_ids | length > 0' q.jsonl | sort -u)" true
+	assert_equal "$(jq -c '.block_hashes | length > 0' qh.jsonl | sort -u)" true
+	# the chain takes the name as it is: kvmatch's partition answers kvquery's queries
+	kvmatch -q -r regs.jsonl -o idx.kvsnap cap.kvcap
+	run --separate-stderr kvquery -s idx.kvsnap q.jsonl
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	refute_line null
+}
+
 @test "--policy kv (the default) weighs load beside affinity: more from cache than random, as evenly spread" {
 	# 3000 requests on 8 x 2 ranks: affinity alone sent all of them to one
 	# rank and served less from cache than random routing (3.9% against 4.9%; kv: 10.8%)

@@ -1,5 +1,6 @@
 #include "base/jsonw.h"
 #include "base/utf8.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,17 +9,43 @@
 
 static const char hexdigits[] = "0123456789abcdef";
 
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				  "8081828384858687888990919293949596979899";
+
+static unsigned decimal_digits(uint64_t v)
+{
+	unsigned n = 1;
+	for (;;) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+		v /= 10000;
+		n += 4;
+	}
+}
+
+/* Two digits a step from the end, which it knows first: token ids and
+ * counts are most of what kvdecode and kvquery write. */
 char *jw_u64(char *p, uint64_t v)
 {
-	char tmp[JW_U64_MAX];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
+	char *end = p + decimal_digits(v);
+	char *q = end;
+	while (v >= 100) {
+		q -= 2;
+		memcpy(q, digit_pairs + v % 100 * 2, 2);
+		v /= 100;
+	}
+	if (v >= 10)
+		memcpy(q - 2, digit_pairs + v * 2, 2);
+	else
+		q[-1] = (char)('0' + v);
+	return end;
 }
 
 char *jw_i64(char *p, int64_t v)
@@ -56,6 +83,35 @@ char *jw_double(char *p, double v)
 			break;
 	}
 	size_t len = n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1; /* what was written */
+	memcpy(p, buf, len);
+	return p + len;
+}
+
+char *jw_real(char *p, double v, int digits)
+{
+	if (!isfinite(v))
+		return jw_lit(p, "null");
+	char buf[JW_DOUBLE_MAX];
+	int n = snprintf(buf, sizeof buf - 2, "%.*g", digits < 1 ? 1 : digits > 17 ? 17 : digits, v);
+	size_t len = n < 0 ? 0 : (size_t)n < sizeof buf - 2 ? (size_t)n : sizeof buf - 3;
+	/* a real stays a real when read back: 1 is written 1.0 */
+	if (!memchr(buf, '.', len) && !memchr(buf, 'e', len)) {
+		memcpy(buf + len, ".0", 2);
+		len += 2;
+	}
+	/* the exponent without '+' and leading zeros: 1e+21 is 1e21, 1e-07 is 1e-7 */
+	char *e = memchr(buf, 'e', len);
+	if (e) {
+		char *from = e + 1, *to = e + 1;
+		if (*from == '-')
+			from++, to++;
+		else if (*from == '+')
+			from++;
+		while (from < buf + len - 1 && *from == '0')
+			from++;
+		memmove(to, from, (size_t)(buf + len - from));
+		len -= (size_t)(from - to);
+	}
 	memcpy(p, buf, len);
 	return p + len;
 }
@@ -136,4 +192,59 @@ char *jw_hex_str(char *p, const uint8_t *b, size_t n)
 	}
 	*p++ = '"';
 	return p;
+}
+
+void jw_begin_slow(struct jw *w, struct kv_out *o)
+{
+	kv_out_reserve(o, JW_BEGIN_ROOM); /* a file's buffer is flushed, memory grows */
+	w->o = o;
+	w->p = o->buf + o->len;
+	w->end = o->buf + o->cap;
+}
+
+struct jw jw_grown(struct jw w, size_t n)
+{
+	struct kv_out *o = w.o;
+	jw_end(&w);
+	/* not kv_out_reserve: that would flush a record cut in two */
+	o->buf = kv_xgrow(o->buf, &o->cap, o->len + n, 1);
+	w.p = o->buf + o->len;
+	w.end = o->buf + o->cap;
+	return w;
+}
+
+char *jw_u32_list(char *p, const uint32_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		p = jw_u64(p, v[i]);
+	}
+	return p;
+}
+
+char *jw_u64_list(char *p, const uint64_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		p = jw_u64(p, v[i]);
+	}
+	return p;
+}
+
+char *jw_hash_list(char *p, const uint64_t *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		p = jw_hash(p, h[i]);
+	}
+	return p;
+}
+
+void jw_overflow(const struct kv_out *o, const char *p)
+{
+	kv_die(KV_EX_SOFTWARE, "internal error: %zu bytes of JSON written past the end of %s's buffer",
+	       (size_t)(p - (o->buf + o->cap)), o->name);
 }

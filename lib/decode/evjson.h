@@ -12,14 +12,14 @@
 #include <stdint.h>
 
 #include "decode/event.h"
+#include "base/jsonw.h"
 #include "base/out.h"
 #include "decode/wire.h"
 
 struct kv_evjson {
-	char *prefix;           /* {"src":..,"recv_ns":..,"seq":..,"topic":..,"replayed":.., */
-	size_t prefix_len, prefix_cap;
+	struct kv_out prefix;   /* in memory: {"src":..,"recv_ns":..,"seq":..,"topic":..,"replayed":.., */
 	double ts_cached;
-	char ts_text[32];
+	char ts_text[JW_DOUBLE_MAX];
 	size_t ts_len;
 };
 
@@ -36,7 +36,7 @@ void kv_evjson_write_error(struct kv_out *o, const struct kv_wire_ctx *ctx, uint
 void kv_evjson_write_no_events(struct kv_out *o, const struct kv_wire_ctx *ctx, uint64_t record, bool decoded);
 /* Any MessagePack value as JSON (bin as hex strings; map keys as strings,
  * a key of another type as its JSON text, cut at 128 bytes). */
-void kv_json_write_msgpack(struct kv_out *o, const msgpack_object *v);
+void kv_json_put_msgpack(struct jw *w, const msgpack_object *v);
 
 
 /* ---- reading ------------------------------------------------------------ */

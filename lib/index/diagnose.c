@@ -1,5 +1,6 @@
 #include "index/diagnose.h"
 #include "decode/flexhash.h"
+#include "base/jsonw.h"
 #include "base/util.h"
 
 #include <jansson.h>
@@ -471,13 +472,64 @@ static void write_text(const struct kv_match *m, json_t *findings, FILE *f)
 	}
 }
 
+/* A finding's value as JSON text, through jsonw as every line kvtools
+ * writes (the findings are a jansson tree because the text report reads
+ * them back): keys in their order, reals as jansson wrote them. */
+static void put_value(struct jw *w, json_t *v)
+{
+	const char *key;
+	json_t *x;
+	size_t i;
+	bool first = true;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		jw_put_char(w, '{');
+		json_object_foreach(v, key, x) {
+			if (!first)
+				jw_put_char(w, ',');
+			first = false;
+			jw_put_cstr(w, key);
+			jw_put_char(w, ':');
+			put_value(w, x);
+		}
+		jw_put_char(w, '}');
+		return;
+	case JSON_ARRAY:
+		jw_put_char(w, '[');
+		json_array_foreach(v, i, x) {
+			if (i)
+				jw_put_char(w, ',');
+			put_value(w, x);
+		}
+		jw_put_char(w, ']');
+		return;
+	case JSON_STRING: jw_put_str(w, json_string_value(v), json_string_length(v)); return;
+	case JSON_INTEGER: jw_put_i64(w, json_integer_value(v)); return;
+	case JSON_REAL: jw_put_real(w, json_real_value(v), 17); return;
+	case JSON_TRUE: jw_put_lit(w, "true"); return;
+	case JSON_FALSE: jw_put_lit(w, "false"); return;
+	case JSON_NULL: jw_put_lit(w, "null"); return;
+	}
+}
+
 static void write_json(const struct kv_match *m, json_t *findings, FILE *f)
 {
-	json_t *doc = json_pack("{s:O,s:I,s:I,s:I}", "findings", findings, "sources", (json_int_t)m->sources.n,
-				"events", (json_int_t)m->st.events, "event_time_ns", (json_int_t)m->now);
-	if (json_dumpf(doc, f, JSON_COMPACT) == 0)
-		fputc('\n', f);
-	json_decref(doc);
+	struct kv_out line;
+	struct jw w;
+	kv_out_open_mem(&line);
+	jw_begin(&w, &line);
+	jw_put_lit(&w, "{\"findings\":");
+	put_value(&w, findings);
+	jw_put_lit(&w, ",\"sources\":");
+	jw_put_i64(&w, (int64_t)m->sources.n);
+	jw_put_lit(&w, ",\"events\":");
+	jw_put_i64(&w, (int64_t)m->st.events);
+	jw_put_lit(&w, ",\"event_time_ns\":");
+	jw_put_i64(&w, (int64_t)m->now);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
+	fwrite(line.buf, 1, line.len, f);
+	kv_out_free_mem(&line);
 }
 
 size_t kv_diagnose(const struct kv_match *m, enum kv_diag_format fmt, FILE *f)

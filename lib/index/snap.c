@@ -1424,13 +1424,6 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 
 /* ---- dump ---------------------------------------------------------------- */
 
-static char *lit(char *p, const char *s)
-{
-	size_t n = strlen(s);
-	memcpy(p, s, n);
-	return p + n;
-}
-
 static char *snap_str(char *p, const struct kv_snap *s, struct kv_snap_str r)
 {
 	size_t n;
@@ -1443,9 +1436,9 @@ static char *snap_str(char *p, const struct kv_snap *s, struct kv_snap_str r)
 static char *dump_who(char *p, const struct kv_snap *s, const struct kv_snap_worker *w)
 {
 	if (w->flags & 2)
-		return snap_str(lit(p, "\"pool\":"), s, w->instance_id);
-	p = snap_str(lit(p, "\"instance_id\":"), s, w->instance_id);
-	return jw_u64(lit(p, ",\"dp_rank\":"), w->dp_rank);
+		return snap_str(jw_lit(p, "\"pool\":"), s, w->instance_id);
+	p = snap_str(jw_lit(p, "\"instance_id\":"), s, w->instance_id);
+	return jw_u64(jw_lit(p, ",\"dp_rank\":"), w->dp_rank);
 }
 
 static size_t str_room(struct kv_snap_str r)
@@ -1462,14 +1455,14 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 		for (uint64_t i = r->first; i < r->first + r->count; i++) {
 			const struct kv_snap_block *b = &s->blocks[i];
 			char *q = jw_reserve(o, 160 + str_room(rp->model) + str_room(rp->tenant));
-			q = lit(q, "{\"kind\":\"block\",\"model\":");
+			q = jw_lit(q, "{\"kind\":\"block\",\"model\":");
 			q = snap_str(q, s, rp->model);
-			q = lit(q, ",\"tenant\":");
+			q = jw_lit(q, ",\"tenant\":");
 			q = snap_str(q, s, rp->tenant);
-			q = jw_hash(lit(q, ",\"chain\":"), b->chain);
-			q = jw_hash(lit(q, ",\"parent\":"), kv_snap_parent(s, (uint32_t)p, b));
-			q = jw_hash(lit(q, ",\"local\":"), b->local);
-			q = lit(q, ",\"holders\":[");
+			q = jw_hash(jw_lit(q, ",\"chain\":"), b->chain);
+			q = jw_hash(jw_lit(q, ",\"parent\":"), kv_snap_parent(s, (uint32_t)p, b));
+			q = jw_hash(jw_lit(q, ",\"local\":"), b->local);
+			q = jw_lit(q, ",\"holders\":[");
 			jw_done(o, q);
 			size_t nh;
 			const uint32_t *hs = kv_snap_holders(s, b, &nh);
@@ -1477,15 +1470,15 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 				uint32_t h = hs[k];
 				const struct kv_snap_worker *w = &s->workers[KV_HOLDER_WORKER(h)];
 				q = jw_reserve(o, 96 + str_room(w->instance_id));
-				q = dump_who(lit(q, k ? ",{" : "{"), s, w);
-				q = lit(q, ",\"media\":[");
+				q = dump_who(jw_lit(q, k ? ",{" : "{"), s, w);
+				q = jw_lit(q, ",\"media\":[");
 				const char *sep = "";
 				for (int med = 0; med < KV_NMEDIA; med++)
 					if (KV_HOLDER_MEDIA(h) & (1u << med)) {
-						q = lit(lit(lit(lit(q, sep), "\""), media[med]), "\"");
+						q = jw_lit(jw_lit(jw_lit(jw_lit(q, sep), "\""), media[med]), "\"");
 						sep = ",";
 					}
-				q = lit(q, "]}");
+				q = jw_lit(q, "]}");
 				jw_done(o, q);
 			}
 			kv_out_puts(o, "]}\n");
@@ -1505,10 +1498,10 @@ uint64_t kv_snap_holdings(const struct kv_snap *s)
 static void dump_ehash(struct kv_out *o, uint32_t p, uint64_t ehash, uint64_t chain)
 {
 	char *q = jw_reserve(o, 128);
-	q = jw_u64(lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), p);
-	q = jw_hash(lit(q, ",\"hash\":"), ehash);
-	q = jw_hash(lit(q, ",\"chain\":"), chain);
-	jw_done(o, lit(q, "}\n"));
+	q = jw_u64(jw_lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), p);
+	q = jw_hash(jw_lit(q, ",\"hash\":"), ehash);
+	q = jw_hash(jw_lit(q, ",\"chain\":"), chain);
+	jw_done(o, jw_lit(q, "}\n"));
 	kv_out_flush_if_full(o);
 }
 
@@ -1536,45 +1529,45 @@ static void dump_content(const struct kv_snap *s, uint32_t p, struct kv_out *o)
 	for (uint64_t i = r->first; i < r->first + r->count; i++) {
 		const struct kv_snap_content *c = &s->content[i];
 		char *q = jw_reserve(o, 160);
-		q = jw_u64(lit(q, "{\"kind\":\"content\",\"partition\":"), p);
-		q = jw_hash(lit(q, ",\"chain\":"), c->chain);
-		q = jw_hash(lit(q, ",\"parent\":"), c->parent);
-		q = jw_hash(lit(q, ",\"local\":"), c->local);
-		q = jw_u64(lit(q, ",\"t\":"), c->t);
-		jw_done(o, lit(q, "}\n"));
+		q = jw_u64(jw_lit(q, "{\"kind\":\"content\",\"partition\":"), p);
+		q = jw_hash(jw_lit(q, ",\"chain\":"), c->chain);
+		q = jw_hash(jw_lit(q, ",\"parent\":"), c->parent);
+		q = jw_hash(jw_lit(q, ",\"local\":"), c->local);
+		q = jw_u64(jw_lit(q, ",\"t\":"), c->t);
+		jw_done(o, jw_lit(q, "}\n"));
 	}
 }
 
 void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 {
 	char *q = jw_reserve(o, 256);
-	q = lit(q, "{\"kind\":\"meta\",\"version\":");
+	q = jw_lit(q, "{\"kind\":\"meta\",\"version\":");
 	q = jw_u64(q, KV_SNAP_VERSION);
-	q = jw_u64(lit(q, ",\"now_ns\":"), s->meta->now_ns);
-	q = jw_u64(lit(q, ",\"partitions\":"), s->npartitions);
-	q = jw_u64(lit(q, ",\"workers\":"), s->nworkers);
-	q = jw_u64(lit(q, ",\"blocks\":"), s->nblocks);
-	q = jw_u64(lit(q, ",\"holdings\":"), kv_snap_holdings(s));
-	q = jw_u64(lit(q, ",\"engine_hashes\":"), s->nehashes + s->nstale);
-	q = jw_u64(lit(q, ",\"pending\":"), s->npending);
-	q = lit(q, "}\n");
+	q = jw_u64(jw_lit(q, ",\"now_ns\":"), s->meta->now_ns);
+	q = jw_u64(jw_lit(q, ",\"partitions\":"), s->npartitions);
+	q = jw_u64(jw_lit(q, ",\"workers\":"), s->nworkers);
+	q = jw_u64(jw_lit(q, ",\"blocks\":"), s->nblocks);
+	q = jw_u64(jw_lit(q, ",\"holdings\":"), kv_snap_holdings(s));
+	q = jw_u64(jw_lit(q, ",\"engine_hashes\":"), s->nehashes + s->nstale);
+	q = jw_u64(jw_lit(q, ",\"pending\":"), s->npending);
+	q = jw_lit(q, "}\n");
 	jw_done(o, q);
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
 		q = jw_reserve(o, 128 + str_room(rp->model) + str_room(rp->tenant));
-		q = snap_str(lit(q, "{\"kind\":\"partition\",\"model\":"), s, rp->model);
-		q = snap_str(lit(q, ",\"tenant\":"), s, rp->tenant);
-		q = jw_u64(lit(q, ",\"block_size\":"), rp->block_size);
-		q = jw_u64(lit(q, ",\"blocks\":"), rp->r[KV_RANGE_BLOCKS].count);
-		jw_done(o, lit(q, "}\n"));
+		q = snap_str(jw_lit(q, "{\"kind\":\"partition\",\"model\":"), s, rp->model);
+		q = snap_str(jw_lit(q, ",\"tenant\":"), s, rp->tenant);
+		q = jw_u64(jw_lit(q, ",\"block_size\":"), rp->block_size);
+		q = jw_u64(jw_lit(q, ",\"blocks\":"), rp->r[KV_RANGE_BLOCKS].count);
+		jw_done(o, jw_lit(q, "}\n"));
 	}
 	for (size_t i = 0; i < s->nworkers; i++) {
 		const struct kv_snap_worker *w = &s->workers[i];
 		q = jw_reserve(o, 128 + str_room(w->instance_id) + str_room(w->host));
-		q = snap_str(lit(q, "{\"kind\":\"worker\",\"instance_id\":"), s, w->instance_id);
-		q = w->flags & 2 ? lit(q, ",\"pool\":true,\"dp_rank\":null") : jw_u64(lit(q, ",\"dp_rank\":"), w->dp_rank);
-		q = snap_str(lit(q, ",\"host\":"), s, w->host);
-		q = lit(q, w->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
+		q = snap_str(jw_lit(q, "{\"kind\":\"worker\",\"instance_id\":"), s, w->instance_id);
+		q = w->flags & 2 ? jw_lit(q, ",\"pool\":true,\"dp_rank\":null") : jw_u64(jw_lit(q, ",\"dp_rank\":"), w->dp_rank);
+		q = snap_str(jw_lit(q, ",\"host\":"), s, w->host);
+		q = jw_lit(q, w->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
 		jw_done(o, q);
 	}
 	dump_blocks(s, o);
@@ -1585,38 +1578,38 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 	for (size_t i = 0; i < s->noffload; i++) {
 		const struct kv_snap_offload *f = &s->offload[i];
 		q = jw_reserve(o, 192);
-		q = jw_u64(lit(q, "{\"kind\":\"offload\",\"partition\":"), f->partition);
-		q = jw_hash(lit(q, ",\"hash\":"), f->ehash);
-		q = jw_hash(lit(q, ",\"chain\":"), f->chain);
-		q = jw_u64(lit(q, ",\"t\":"), f->t);
-		jw_done(o, lit(q, "}\n"));
+		q = jw_u64(jw_lit(q, "{\"kind\":\"offload\",\"partition\":"), f->partition);
+		q = jw_hash(jw_lit(q, ",\"hash\":"), f->ehash);
+		q = jw_hash(jw_lit(q, ",\"chain\":"), f->chain);
+		q = jw_u64(jw_lit(q, ",\"t\":"), f->t);
+		jw_done(o, jw_lit(q, "}\n"));
 	}
 	for (size_t i = 0; i < s->npending; i++) {
 		const struct kv_snap_pending *p = &s->pending[i];
 		const struct kv_snap_worker *w = &s->workers[p->worker];
 		q = jw_reserve(o, 192 + str_room(w->instance_id));
-		q = jw_u64(lit(q, "{\"kind\":\"pending\",\"partition\":"), p->partition);
-		q = jw_hash(lit(q, ",\"hash\":"), p->ehash);
-		q = dump_who(lit(q, ","), s, w);
-		q = lit(lit(lit(q, ",\"medium\":\""), kv_medium_name((enum kv_medium)p->medium)), "\"");
-		q = jw_u64(lit(q, ",\"t\":"), p->t);
-		jw_done(o, lit(q, "}\n"));
+		q = jw_u64(jw_lit(q, "{\"kind\":\"pending\",\"partition\":"), p->partition);
+		q = jw_hash(jw_lit(q, ",\"hash\":"), p->ehash);
+		q = dump_who(jw_lit(q, ","), s, w);
+		q = jw_lit(jw_lit(jw_lit(q, ",\"medium\":\""), kv_medium_name((enum kv_medium)p->medium)), "\"");
+		q = jw_u64(jw_lit(q, ",\"t\":"), p->t);
+		jw_done(o, jw_lit(q, "}\n"));
 	}
 	for (size_t i = 0; i < s->nsources; i++) {
 		const struct kv_snap_source *r = &s->sources[i];
 		q = jw_reserve(o, 128 + str_room(r->src));
-		q = snap_str(lit(q, "{\"kind\":\"source\",\"src\":"), s, r->src);
-		q = lit(q, ",\"last_seq\":");
-		q = r->seen ? jw_u64(q, r->last_seq) : lit(q, "null");
-		q = jw_u64(lit(q, ",\"batches\":"), r->batches);
-		q = jw_u64(lit(q, ",\"last_recv_ns\":"), r->last_recv_ns);
-		q = jw_u64(lit(q, ",\"gaps\":"), r->gaps);
-		q = jw_u64(lit(q, ",\"restarts\":"), r->restarts);
-		jw_done(o, lit(q, "}\n"));
+		q = snap_str(jw_lit(q, "{\"kind\":\"source\",\"src\":"), s, r->src);
+		q = jw_lit(q, ",\"last_seq\":");
+		q = r->seen ? jw_u64(q, r->last_seq) : jw_lit(q, "null");
+		q = jw_u64(jw_lit(q, ",\"batches\":"), r->batches);
+		q = jw_u64(jw_lit(q, ",\"last_recv_ns\":"), r->last_recv_ns);
+		q = jw_u64(jw_lit(q, ",\"gaps\":"), r->gaps);
+		q = jw_u64(jw_lit(q, ",\"restarts\":"), r->restarts);
+		jw_done(o, jw_lit(q, "}\n"));
 	}
 	if (s->stream) {
 		q = jw_reserve(o, 64);
-		q = jw_u64(lit(q, "{\"kind\":\"stream\",\"last_seq\":"), s->stream->last_seq);
-		jw_done(o, lit(q, "}\n"));
+		q = jw_u64(jw_lit(q, "{\"kind\":\"stream\",\"last_seq\":"), s->stream->last_seq);
+		jw_done(o, jw_lit(q, "}\n"));
 	}
 }

@@ -6,58 +6,76 @@
 
 #include <string.h>
 
-static char *lit(char *p, const char *s)
+static void put_name(struct jw *w, const char *key, const char *name)
 {
-	size_t n = strlen(s);
-	memcpy(p, s, n);
-	return p + n;
+	jw_put_lit(w, key);
+	jw_put_lit(w, name);
+	jw_put_char(w, '"');
+}
+
+static void put_workers(struct jw *w, const struct kv_report *r, const struct kv_workers *ws)
+{
+	jw_put_lit(w, ",\"workers\":[");
+	for (size_t i = 0; i < r->nworkers; i++) {
+		const struct kv_worker *k = &ws->v[r->workers[i]];
+		/* a pool holder is named by its backend_id, and has no dp rank */
+		jw_put_lit(w, i ? ",{" : "{");
+		jw_put_lit(w, k->pool ? "\"pool\":" : "\"instance_id\":");
+		jw_put_cstr(w, k->instance_id);
+		if (!k->pool) {
+			jw_put_lit(w, ",\"dp_rank\":");
+			jw_put_i64(w, k->dp_rank);
+		}
+		jw_put_char(w, '}');
+	}
+	jw_put_char(w, ']');
 }
 
 void kv_statelog_write(struct kv_out *o, const struct kv_report *r, const struct kv_workers *ws,
 		       const struct kv_index *ix)
 {
 	const struct kv_partition *p = r->partition < ix->n ? &ix->p[r->partition] : NULL;
-	size_t room = 256 + (r->ctx ? JW_STR_MAX(r->ctx->src.n) : 0) +
-		      (p ? JW_STR_MAX(strlen(p->model)) + JW_STR_MAX(strlen(p->tenant)) : 0);
-	char *q = jw_reserve(o, room);
-	q = jw_u64(lit(q, "{\"recv_ns\":"), r->ctx ? r->ctx->recv_ns : r->now);
-	q = lit(lit(lit(q, ",\"state\":\""), kv_state_name(r->state)), "\"");
+	struct jw w;
+	jw_begin(&w, o);
+	jw_put_lit(&w, "{\"recv_ns\":");
+	jw_put_u64(&w, r->ctx ? r->ctx->recv_ns : r->now);
+	put_name(&w, ",\"state\":\"", kv_state_name(r->state));
 	/* pending_expired has a reason only when --max-pending forced it */
 	if (r->state == KV_ST_DROPPED || (r->state == KV_ST_PENDING_EXPIRED && r->reason != KV_R_NONE))
-		q = lit(lit(lit(q, ",\"reason\":\""), kv_reason_name(r->reason)), "\"");
-	q = lit(q, ",\"hash\":");
-	q = r->has_hash ? jw_hash(q, r->hash) : lit(q, "null");
+		put_name(&w, ",\"reason\":\"", kv_reason_name(r->reason));
+	jw_put_lit(&w, ",\"hash\":");
+	if (r->has_hash)
+		jw_put_hash(&w, r->hash);
+	else
+		jw_put_lit(&w, "null");
 	if (r->has_medium)
-		q = lit(lit(lit(q, ",\"medium\":\""), kv_medium_name(r->medium)), "\"");
-	q = lit(q, ",\"workers\":[");
-	jw_done(o, q);
-	for (size_t i = 0; i < r->nworkers; i++) {
-		const struct kv_worker *w = &ws->v[r->workers[i]];
-		q = jw_reserve(o, 64 + JW_STR_MAX(strlen(w->instance_id)));
-		/* a pool holder is named by its backend_id, and has no dp rank */
-		q = lit(q, i ? ",{" : "{");
-		q = jw_str(lit(q, w->pool ? "\"pool\":" : "\"instance_id\":"), w->instance_id, strlen(w->instance_id));
-		q = lit(w->pool ? q : jw_i64(lit(q, ",\"dp_rank\":"), w->dp_rank), "}");
-		jw_done(o, q);
-	}
-	q = jw_reserve(o, room);
-	q = lit(q, "]");
+		put_name(&w, ",\"medium\":\"", kv_medium_name(r->medium));
+	put_workers(&w, r, ws);
 	if (r->ctx) {
-		q = jw_str(lit(q, ",\"src\":"), r->ctx->src.p, r->ctx->src.n);
-		q = lit(q, ",\"seq\":");
-		q = r->ctx->has_seq ? jw_u64(q, r->ctx->seq) : lit(q, "null");
+		jw_put_lit(&w, ",\"src\":");
+		jw_put_str(&w, r->ctx->src.p, r->ctx->src.n);
+		jw_put_lit(&w, ",\"seq\":");
+		if (r->ctx->has_seq)
+			jw_put_u64(&w, r->ctx->seq);
+		else
+			jw_put_lit(&w, "null");
 	}
 	if (p && r->state != KV_ST_RECEIVED && r->state != KV_ST_PARSED && !(r->state == KV_ST_DROPPED && (r->reason == KV_R_DUPLICATE ||
 										   r->reason == KV_R_DECODE_ERROR ||
 										   r->reason == KV_R_SOURCE_LIMIT))) {
-		q = jw_str(lit(q, ",\"model\":"), p->model, strlen(p->model));
-		q = jw_str(lit(q, ",\"tenant\":"), p->tenant, strlen(p->tenant));
+		jw_put_lit(&w, ",\"model\":");
+		jw_put_cstr(&w, p->model);
+		jw_put_lit(&w, ",\"tenant\":");
+		jw_put_cstr(&w, p->tenant);
 	}
 	if (r->state == KV_ST_PENDING_EXPIRED || r->state == KV_ST_RECEIVED || r->state == KV_ST_PARSED ||
 	    (r->state == KV_ST_APPLIED && !r->has_hash) || r->reason == KV_R_DUPLICATE ||
-	    r->reason == KV_R_SOURCE_LIMIT || r->reason == KV_R_HOLDER_LIMIT)
-		q = jw_u64(lit(q, ",\"count\":"), r->count);
-	jw_done(o, lit(q, "}\n"));
+	    r->reason == KV_R_SOURCE_LIMIT || r->reason == KV_R_HOLDER_LIMIT) {
+		jw_put_lit(&w, ",\"count\":");
+		jw_put_u64(&w, r->count);
+	}
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
 }
 
 void kv_statelog_summary(FILE *f, const struct kv_match *m)

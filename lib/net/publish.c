@@ -656,14 +656,11 @@ void kv_pub_print_route(const struct kv_pub *p, const struct kv_pub_src *s, FILE
 	fputc('\n', f);
 }
 
-static void json_pair(struct kv_out *o, const char *key, const char *v)
+static void put_pair(struct jw *w, const char *key, const char *v)
 {
-	size_t n = strlen(v);
-	char *q = jw_reserve(o, JW_STR_MAX(strlen(key)) + JW_STR_MAX(n) + 2);
-	q = jw_str(q, key, strlen(key));
-	*q++ = ':';
-	q = jw_str(q, v, n);
-	jw_done(o, q);
+	jw_put_cstr(w, key);
+	jw_put_char(w, ':');
+	jw_put_cstr(w, v);
 }
 
 void kv_pub_write_route(const struct kv_pub *p, const struct kv_pub_src *s, struct kv_out *o)
@@ -671,15 +668,18 @@ void kv_pub_write_route(const struct kv_pub *p, const struct kv_pub_src *s, stru
 	if (s->sock < 0)
 		return;
 	const struct sock *k = &p->socks[s->sock];
-	kv_out_putc(o, '{');
-	json_pair(o, "src", s->name);
-	kv_out_putc(o, ',');
-	json_pair(o, "endpoint", k->endpoint);
+	struct jw w;
+	jw_begin(&w, o);
+	jw_put_char(&w, '{');
+	put_pair(&w, "src", s->name);
+	jw_put_char(&w, ',');
+	put_pair(&w, "endpoint", k->endpoint);
 	if (k->router) {
-		kv_out_putc(o, ',');
-		json_pair(o, "replay_endpoint", k->replay_ep);
+		jw_put_char(&w, ',');
+		put_pair(&w, "replay_endpoint", k->replay_ep);
 	}
-	kv_out_puts(o, "}\n");
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
 }
 
 void kv_pub_print_stats(const struct kv_pub *p, bool drops, FILE *f)

@@ -22,14 +22,12 @@ bool kv_promout_matches(const struct kv_prom_doc *doc, size_t i, const regex_t *
 	return ok;
 }
 
-static char *json_number(char *p, double v)
+static void put_number(struct jw *w, double v)
 {
 	if (isfinite(v))
-		return jw_double(p, v);
-	const char *s = isnan(v) ? "\"NaN\"" : v > 0 ? "\"+Inf\"" : "\"-Inf\"";
-	size_t n = strlen(s);
-	memcpy(p, s, n);
-	return p + n;
+		jw_put_double(w, v);
+	else
+		jw_put_lit(w, isnan(v) ? "\"NaN\"" : v > 0 ? "\"+Inf\"" : "\"-Inf\"");
 }
 
 void kv_promout_json(struct kv_out *o, const char *endpoint, const struct kv_prom_doc *doc, size_t i,
@@ -37,38 +35,30 @@ void kv_promout_json(struct kv_out *o, const char *endpoint, const struct kv_pro
 {
 	const struct kv_prom_sample *s = &doc->samples[i];
 	const struct kv_prom_label *l = s->nlabels ? doc->labels + s->label0 : NULL;
-	size_t eplen = strlen(endpoint);
-	size_t need = 128 + JW_STR_MAX(eplen) + JW_STR_MAX(s->name.n) + 2 * JW_DOUBLE_MAX + JW_I64_MAX + 8;
-	for (size_t k = 0; k < s->nlabels; k++)
-		need += JW_STR_MAX(l[k].name.n) + JW_STR_MAX(l[k].value.n) + 2;
-	char *p = jw_reserve(o, need);
-	memcpy(p, "{\"endpoint\":", 12);
-	p = jw_str(p + 12, endpoint, eplen);
-	memcpy(p, ",\"metric\":", 10);
-	p = jw_str(p + 10, s->name.p, s->name.n);
-	memcpy(p, ",\"type\":\"", 9);
-	p += 9;
-	const char *type = kv_prom_type_name(s->type);
-	memcpy(p, type, strlen(type));
-	p += strlen(type);
-	memcpy(p, "\",\"labels\":{", 12);
-	p += 12;
+	struct jw w;
+	jw_begin(&w, o);
+	jw_put_lit(&w, "{\"endpoint\":");
+	jw_put_cstr(&w, endpoint);
+	jw_put_lit(&w, ",\"metric\":");
+	jw_put_str(&w, s->name.p, s->name.n);
+	jw_put_lit(&w, ",\"type\":\"");
+	jw_put_lit(&w, kv_prom_type_name(s->type));
+	jw_put_lit(&w, "\",\"labels\":{");
 	for (size_t k = 0; k < s->nlabels; k++) {
 		if (k)
-			*p++ = ',';
-		p = jw_str(p, l[k].name.p, l[k].name.n);
-		*p++ = ':';
-		p = jw_str(p, l[k].value.p, l[k].value.n);
+			jw_put_char(&w, ',');
+		jw_put_str(&w, l[k].name.p, l[k].name.n);
+		jw_put_char(&w, ':');
+		jw_put_str(&w, l[k].value.p, l[k].value.n);
 	}
-	memcpy(p, "},\"value\":", 10);
-	p = json_number(p + 10, s->value);
-	memcpy(p, ",\"rate\":", 8);
-	p = jw_double(p + 8, rate);
-	memcpy(p, ",\"ts\":", 6);
-	p = jw_ms_as_seconds(p + 6, s->has_ts ? s->ts_ms : (int64_t)(realtime_ns / 1000000));
-	*p++ = '}';
-	*p++ = '\n';
-	jw_done(o, p);
+	jw_put_lit(&w, "},\"value\":");
+	put_number(&w, s->value);
+	jw_put_lit(&w, ",\"rate\":");
+	jw_put_double(&w, rate);
+	jw_put_lit(&w, ",\"ts\":");
+	jw_put_ms_as_seconds(&w, s->has_ts ? s->ts_ms : (int64_t)(realtime_ns / 1000000));
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
 }
 
 void kv_promout_number(char *buf, size_t size, double v)

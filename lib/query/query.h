@@ -1,7 +1,7 @@
 /* query: prefix lookups against an index (kvquery(1)): per worker the
  * three walks (xpu from block 0; cpu from 0 and from the xpu end; disk from
  * 0 and from the farther of those ends), the exclusive block counts,
- * kv-conductor's /query answer, routing scores and explanations.  The same
+ * routing scores, why walks stop (query/answer writes the answers).  The same
  * code answers from a snapshot (kvquery) and from a live index (kvgen), each
  * behind a kv_qsource.  A walk goes by runs of blocks with the same
  * holders: the workers step once per run, not once per block.  From a
@@ -117,21 +117,5 @@ const struct kv_hit *kv_query_route(const struct kv_hit *hits, size_t n, const s
 /* The same, each worker's score less penalty[worker] (kvgen's load term). */
 const struct kv_hit *kv_query_route_penalized(const struct kv_hit *hits, size_t n, const struct kv_weights *w,
 					      const struct kv_querier *q, const double *penalty);
-
-/* The answer of kv-conductor's /query, byte for byte as it serialises it
- * (serde_json through a Value: compact, every object's keys sorted, every
- * DpBlocks field present):
- * {"<tenant>":{"<instance>":{"DP":{"<rank>":{"cpu_blocks":..,"cpu_local_blocks":..,
- *   "cpu_remote_blocks":..,"disk_blocks":..,"matched_tokens":..,"npu_blocks":..}},
- *   "longest_matched":N}}}.  Without shared_pool, cpu_local = cpu, cpu_remote = 0. */
-void kv_query_write_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
-			   const struct kv_hit *hits, size_t n, size_t block_size, bool shared_pool);
-/* The answer of Mooncake RFC #1403's /query (Mooncake Conductor, Dynamo's
- * standalone indexer), in tokens, keys sorted as serde_json sorts them:
- * {"<tenant>":{"<instance>":{"CPU":c,"DISK":d,"DP":{"<rank>":t},"GPU":g,"longest_matched":L}}}
- * GPU, CPU and DISK cumulative through each tier (GPU <= CPU <= DISK, the
- * largest of the instance's ranks), DP each rank's matched tokens. */
-void kv_query_write_rfc_answer(struct kv_out *o, const struct kv_qsource *src, const char *tenant, size_t tlen,
-			       const struct kv_hit *hits, size_t n, size_t block_size);
 
 #endif

@@ -3,9 +3,9 @@
 #include "index/blockhash.h"
 #include "decode/kvcap.h"
 #include "index/snap.h"
+#include "base/jsonw.h"
 #include "base/util.h"
 
-#include <jansson.h>
 #include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,21 +106,40 @@ void kv_sim_queries(struct kv_sim *s, FILE *f, bool by_hash)
 	s->queries_by_hash = by_hash;
 }
 
+/* JSON text built in memory, then written to f as a whole (the caller
+ * checks f for errors). */
+static void begin_text(struct kv_out *text, struct jw *w)
+{
+	kv_out_open_mem(text);
+	jw_begin(w, text);
+}
+
+static void end_text(struct kv_out *text, struct jw *w, FILE *f)
+{
+	jw_end(w);
+	fwrite(text->buf, 1, text->len, f);
+	kv_out_free_mem(text);
+}
+
 /* The request as a /query or /query_by_hash body, for kvquery. */
 static void write_query(struct kv_sim *s, size_t ntokens, size_t nq)
 {
-	FILE *f = s->queries;
-	fprintf(f, "{\"model\":\"%s\",\"tenant_id\":\"default\",\"block_size\":%u,", s->o.model, s->o.block_size);
+	struct kv_out text;
+	struct jw w;
+	begin_text(&text, &w);
+	jw_put_lit(&w, "{\"model\":");
+	jw_put_cstr(&w, s->o.model);
+	jw_put_lit(&w, ",\"tenant_id\":\"default\",\"block_size\":");
+	jw_put_u64(&w, s->o.block_size);
 	if (s->queries_by_hash) {
-		fputs("\"block_hashes\":[", f);
-		for (size_t i = 0; i < nq; i++)
-			fprintf(f, i ? ",%llu" : "%llu", (unsigned long long)s->local[i]);
+		jw_put_lit(&w, ",\"block_hashes\":[");
+		jw_put_u64_list(&w, s->local, nq);
 	} else {
-		fputs("\"token_ids\":[", f);
-		for (size_t i = 0; i < ntokens; i++)
-			fprintf(f, i ? ",%u" : "%u", s->tokens[i]);
+		jw_put_lit(&w, ",\"token_ids\":[");
+		jw_put_u32_list(&w, s->tokens, ntokens);
 	}
-	fputs("]}\n", f);
+	jw_put_lit(&w, "]}\n");
+	end_text(&text, &w, s->queries);
 }
 
 static const char *const engine_media[] = { "GPU", "CPU", "DISK" };
@@ -618,32 +637,47 @@ void kv_sim_finish(struct kv_sim *s)
 
 /* ---- outputs ------------------------------------------------------------- */
 
+static void put_field(struct jw *w, const char *key, const char *value)
+{
+	jw_put_lit(w, key);
+	jw_put_cstr(w, value);
+}
+
+static void put_number(struct jw *w, const char *key, uint64_t value)
+{
+	jw_put_lit(w, key);
+	jw_put_u64(w, value);
+}
+
 void kv_sim_write_registrations(const struct kv_sim *s, FILE *f)
 {
 	const char *backend = s->o.pool == KV_POOL_MOONCAKE ? "Mooncake" : "Memcache";
+	struct kv_out text;
+	struct jw w;
+	begin_text(&text, &w);
 	for (uint32_t i = 0; i < s->o.instances; i++)
 		for (uint32_t d = 0; d < s->o.dp; d++) {
 			char id[32];
 			snprintf(id, sizeof id, "node%u", i);
-			json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:{s:s}, s:s}", "instance_id", id, "type",
-					      "vLLM", "dp_rank", (int)d, "block_size", (int)s->o.block_size, "modelname",
-					      s->o.model, "tenant_id", "default", "medium_endpoints", "npu",
-					      s->ranks[i * s->o.dp + d].src, "store_backend", backend);
-			char *text = json_dumps(o, JSON_COMPACT);
-			fprintf(f, "%s\n", text);
-			free(text);
-			json_decref(o);
+			put_field(&w, "{\"instance_id\":", id);
+			put_number(&w, ",\"type\":\"vLLM\",\"dp_rank\":", d);
+			put_number(&w, ",\"block_size\":", s->o.block_size);
+			put_field(&w, ",\"modelname\":", s->o.model);
+			put_field(&w, ",\"tenant_id\":\"default\",\"medium_endpoints\":{\"npu\":",
+				  s->ranks[i * s->o.dp + d].src);
+			put_field(&w, "},\"store_backend\":", backend);
+			jw_put_lit(&w, "}\n");
 		}
 	if (s->o.pool != KV_POOL_NONE) {
 		/* kv-conductor requires instance_id, type, block_size and dp_rank of a pool too */
-		json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "instance_id", "kvs-master", "type",
-				      backend, "endpoint", s->pool_src, "block_size", (int)s->o.block_size, "dp_rank", 0,
-				      "store_backend", backend, "modelname", s->o.model, "tenant_id", "default");
-		char *text = json_dumps(o, JSON_COMPACT);
-		fprintf(f, "%s\n", text);
-		free(text);
-		json_decref(o);
+		put_field(&w, "{\"instance_id\":\"kvs-master\",\"type\":", backend);
+		put_field(&w, ",\"endpoint\":", s->pool_src);
+		put_number(&w, ",\"block_size\":", s->o.block_size);
+		put_field(&w, ",\"dp_rank\":0,\"store_backend\":", backend);
+		put_field(&w, ",\"modelname\":", s->o.model);
+		jw_put_lit(&w, ",\"tenant_id\":\"default\"}\n");
 	}
+	end_text(&text, &w, f);
 }
 
 bool kv_sim_write_snapshot(const struct kv_sim *s, const char *path)
@@ -681,40 +715,145 @@ void kv_sim_summary(const struct kv_sim *s, FILE *f)
 		(unsigned long long)s->removed_blocks, (unsigned long long)s->pool_events);
 }
 
-static json_t *hits_json(const uint64_t *hit, uint64_t prompt)
+/* ---- the report: jansson's layout (JSON_INDENT(1), reals of 6 digits),
+ * which reports written before kept --------------------------------------- */
+
+struct pretty {
+	struct jw w;
+	int depth;
+	bool first;           /* nothing written yet in the object or array open */
+};
+
+static void pretty_next(struct pretty *p)
+{
+	jw_put_lit(&p->w, p->first ? "\n" : ",\n");
+	for (int i = 0; i < p->depth; i++)
+		jw_put_char(&p->w, ' ');
+	p->first = false;
+}
+
+/* The next member: "key": in an object, nothing more in an array (key NULL). */
+static void pretty_key(struct pretty *p, const char *key)
+{
+	pretty_next(p);
+	if (key) {
+		jw_put_cstr(&p->w, key);
+		jw_put_lit(&p->w, ": ");
+	}
+}
+
+static void pretty_open(struct pretty *p, const char *key, char bracket)
+{
+	pretty_key(p, key);
+	jw_put_char(&p->w, bracket);
+	p->depth++;
+	p->first = true;
+}
+
+static void pretty_close(struct pretty *p, char bracket)
+{
+	p->depth--;
+	if (!p->first) {
+		jw_put_char(&p->w, '\n');
+		for (int i = 0; i < p->depth; i++)
+			jw_put_char(&p->w, ' ');
+	}
+	jw_put_char(&p->w, bracket);
+	p->first = false;
+}
+
+static void pretty_real(struct pretty *p, const char *key, double v)
+{
+	pretty_key(p, key);
+	jw_put_real(&p->w, v, 6);
+}
+
+static void pretty_int(struct pretty *p, const char *key, uint64_t v)
+{
+	pretty_key(p, key);
+	jw_put_u64(&p->w, v);
+}
+
+static void pretty_str(struct pretty *p, const char *key, const char *v)
+{
+	pretty_key(p, key);
+	jw_put_cstr(&p->w, v);
+}
+
+static void pretty_hits(struct pretty *p, const uint64_t *hit, uint64_t prompt)
 {
 	uint64_t total = hit[0] + hit[1] + hit[2];
-	return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}", "xpu_tokens", (json_int_t)hit[0], "cpu_tokens",
-			 (json_int_t)hit[1], "disk_tokens", (json_int_t)hit[2], "total_tokens", (json_int_t)total,
-			 "hit_rate", rate(total, prompt), "xpu_rate", rate(hit[0], prompt), "cpu_rate",
-			 rate(hit[1], prompt), "disk_rate", rate(hit[2], prompt));
+	pretty_int(p, "xpu_tokens", hit[0]);
+	pretty_int(p, "cpu_tokens", hit[1]);
+	pretty_int(p, "disk_tokens", hit[2]);
+	pretty_int(p, "total_tokens", total);
+	pretty_real(p, "hit_rate", rate(total, prompt));
+	pretty_real(p, "xpu_rate", rate(hit[0], prompt));
+	pretty_real(p, "cpu_rate", rate(hit[1], prompt));
+	pretty_real(p, "disk_rate", rate(hit[2], prompt));
+}
+
+static void report_cluster(struct pretty *p, const struct kv_sim *s)
+{
+	const char *pool = s->o.pool == KV_POOL_NONE ? "none" : s->o.pool == KV_POOL_MOONCAKE ? "mooncake" : "memcache";
+	pretty_open(p, "cluster", '{');
+	pretty_int(p, "instances", s->o.instances);
+	pretty_int(p, "dp", s->o.dp);
+	pretty_int(p, "capacity", s->o.capacity);
+	pretty_int(p, "block_size", s->o.block_size);
+	pretty_str(p, "pool", pool);
+	pretty_int(p, "pool_capacity", s->o.pool_capacity);
+	pretty_int(p, "disk_capacity", s->o.disk_capacity);
+	pretty_close(p, '}');
+}
+
+static void report_windows(struct pretty *p, const struct kv_sim *s)
+{
+	pretty_open(p, "windows", '[');
+	for (size_t i = 0; i < s->nwindows; i++) {
+		const struct window *w = &s->windows[i];
+		pretty_open(p, NULL, '{');
+		pretty_real(p, "start_s", (double)w->index * ((double)s->o.window_ns / 1e9));
+		pretty_int(p, "requests", w->requests);
+		pretty_int(p, "prompt_tokens", w->prompt);
+		pretty_hits(p, w->hit, w->prompt);
+		pretty_close(p, '}');
+	}
+	pretty_close(p, ']');
 }
 
 void kv_sim_report(const struct kv_sim *s, FILE *f)
 {
-	json_t *windows = json_array(), *per_worker = json_array();
-	for (size_t i = 0; i < s->nwindows; i++) {
-		const struct window *w = &s->windows[i];
-		json_t *o = json_pack("{s:f, s:I, s:I}", "start_s", (double)w->index * ((double)s->o.window_ns / 1e9), "requests",
-				      (json_int_t)w->requests, "prompt_tokens", (json_int_t)w->prompt);
-		json_t *h = hits_json(w->hit, w->prompt);
-		json_object_update(o, h);
-		json_decref(h);
-		json_array_append_new(windows, o);
-	}
+	struct kv_out text;
+	struct pretty p = { .first = true };
+	begin_text(&text, &p.w);
+	jw_put_char(&p.w, '{');
+	p.depth = 1;
+	pretty_str(&p, "policy", policy_name(s->o.policy));
+	pretty_open(&p, "weights", '[');
+	pretty_real(&p, NULL, s->o.weights.npu);
+	pretty_real(&p, NULL, s->o.weights.cpu);
+	pretty_real(&p, NULL, s->o.weights.disk);
+	pretty_close(&p, ']');
+	pretty_real(&p, "load_weight", load_aware(s) ? s->o.load_weight : 0.0);
+	report_cluster(&p, s);
+	pretty_int(&p, "requests", s->requests);
+	pretty_int(&p, "prompt_tokens", s->prompt);
+	pretty_open(&p, "hits", '{');
+	pretty_hits(&p, s->hit, s->prompt);
+	pretty_close(&p, '}');
+	pretty_open(&p, "requests_per_worker", '[');
 	for (size_t i = 0; i < s->nranks; i++)
-		json_array_append_new(per_worker, json_integer((json_int_t)s->ranks[i].requests));
-	const char *pool = s->o.pool == KV_POOL_NONE ? "none" : s->o.pool == KV_POOL_MOONCAKE ? "mooncake" : "memcache";
-	json_t *r = json_pack("{s:s, s:[f,f,f], s:f, s:{s:i, s:i, s:i, s:i, s:s, s:i, s:i}, s:I, s:I, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I}}",
-			      "policy", policy_name(s->o.policy), "weights", s->o.weights.npu, s->o.weights.cpu,
-			      s->o.weights.disk, "load_weight", load_aware(s) ? s->o.load_weight : 0.0, "cluster", "instances", (int)s->o.instances, "dp", (int)s->o.dp,
-			      "capacity", (int)s->o.capacity, "block_size", (int)s->o.block_size, "pool", pool,
-			      "pool_capacity", (int)s->o.pool_capacity, "disk_capacity", (int)s->o.disk_capacity,
-			      "requests", (json_int_t)s->requests, "prompt_tokens", (json_int_t)s->prompt, "hits",
-			      hits_json(s->hit, s->prompt), "requests_per_worker", per_worker, "windows", windows,
-			      "events", "records", (json_int_t)s->records, "blocks_stored", (json_int_t)s->stored_blocks,
-			      "blocks_removed", (json_int_t)s->removed_blocks, "pool_events", (json_int_t)s->pool_events);
-	json_dumpf(r, f, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
-	fputc('\n', f);
-	json_decref(r);
+		pretty_int(&p, NULL, s->ranks[i].requests);
+	pretty_close(&p, ']');
+	report_windows(&p, s);
+	pretty_open(&p, "events", '{');
+	pretty_int(&p, "records", s->records);
+	pretty_int(&p, "blocks_stored", s->stored_blocks);
+	pretty_int(&p, "blocks_removed", s->removed_blocks);
+	pretty_int(&p, "pool_events", s->pool_events);
+	pretty_close(&p, '}');
+	pretty_close(&p, '}');
+	jw_put_char(&p.w, '\n');
+	end_text(&text, &p.w, f);
 }
