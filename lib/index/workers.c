@@ -54,7 +54,7 @@ void kv_workers_free(struct kv_workers *ws)
 #define NOT_NAMED UINT32_MAX
 
 /* The worker or target list that a key of the map names, or NOT_NAMED. */
-static uint32_t named(struct kv_workers *ws, const char *k, size_t n, int64_t num)
+static inline uint32_t named(struct kv_workers *ws, const char *k, size_t n, int64_t num)
 {
 	uint32_t id = kv_strmap_find_num(&ws->bysrc, k, n, num);
 	return id == KV_STRMAP_NONE ? NOT_NAMED : kv_strmap_at(&ws->bysrc, id)->value;
