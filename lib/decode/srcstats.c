@@ -4,11 +4,11 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 void kv_srcstats_init(struct kv_srcstats *s)
 {
 	memset(s, 0, sizeof *s);
+	kv_strmap_init(&s->names, false);
 }
 
 void kv_srcstats_free(struct kv_srcstats *s)
@@ -16,46 +16,26 @@ void kv_srcstats_free(struct kv_srcstats *s)
 	for (size_t i = 0; i < s->n; i++)
 		free(s->v[i].src);
 	free(s->v);
-	free(s->slots);
+	kv_strmap_free(&s->names);
 	memset(s, 0, sizeof *s);
-}
-
-static void rehash(struct kv_srcstats *s)
-{
-	size_t n = s->nslots ? s->nslots * 2 : 64;
-	free(s->slots);
-	s->slots = kv_xcalloc(n, sizeof *s->slots);
-	s->nslots = n;
-	for (size_t i = 0; i < s->n; i++) {
-		size_t k = XXH3_64bits(s->v[i].src, s->v[i].src_len) & (n - 1);
-		while (s->slots[k])
-			k = (k + 1) & (n - 1);
-		s->slots[k] = (uint32_t)i + 1;
-	}
 }
 
 struct kv_srcstat *kv_srcstats_get(struct kv_srcstats *s, const char *src, size_t n)
 {
-	if (2 * (s->n + 1) > s->nslots)
-		rehash(s);
-	size_t k = XXH3_64bits(src, n) & (s->nslots - 1);
-	while (s->slots[k]) {
-		struct kv_srcstat *st = &s->v[s->slots[k] - 1];
-		if (st->src_len == n && memcmp(st->src, src, n) == 0)
-			return st;
-		k = (k + 1) & (s->nslots - 1);
-	}
+	uint32_t id = kv_strmap_find(&s->names, src, n);
+	if (id != KV_STRMAP_NONE)
+		return &s->v[id];
 	if (s->n >= KV_MAX_SOURCES) {
 		s->refused++;
 		return NULL;
 	}
 	s->v = kv_xgrow(s->v, &s->cap, s->n + 1, sizeof *s->v);
-	struct kv_srcstat *st = &s->v[s->n];
+	struct kv_srcstat *st = &s->v[s->n++];
 	memset(st, 0, sizeof *st);
 	st->src = kv_xstrndup(src, n);
 	st->src_len = n;
 	st->d.worker = UINT32_MAX;
-	s->slots[k] = (uint32_t)++s->n;
+	kv_strmap_add(&s->names, st->src, n, 0);
 	return st;
 }
 

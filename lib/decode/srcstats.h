@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/strmap.h"
 #include "decode/event.h"
 #include "decode/seqtrack.h"
 
@@ -65,8 +66,7 @@ struct kv_srcstat {
 struct kv_srcstats {
 	struct kv_srcstat *v;
 	size_t n, cap;
-	uint32_t *slots;            /* open addressing: index + 1 */
-	size_t nslots;
+	struct kv_strmap names;     /* src -> its index in v (the keys are the srcs of v) */
 	uint64_t refused;           /* lookups of sources beyond KV_MAX_SOURCES */
 };
 

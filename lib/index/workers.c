@@ -7,65 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
-
-/* String keys (with a number beside them) to worker ids. */
-struct srcmap_slot {
-	char *key;
-	size_t len;
-	int64_t num;
-	uint32_t worker;
-};
-
-struct kv_srcmap {
-	struct srcmap_slot *s;
-	size_t cap, n;
-};
-
-static uint64_t key_hash(const char *k, size_t n, int64_t num)
-{
-	return XXH3_64bits_withSeed(k, n, (uint64_t)num);
-}
-
-static struct srcmap_slot *srcmap_find(struct kv_srcmap *m, const char *k, size_t n, int64_t num)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = key_hash(k, n, num) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		struct srcmap_slot *s = &m->s[i];
-		if (!s->key)
-			return NULL;
-		if (s->len == n && s->num == num && memcmp(s->key, k, n) == 0)
-			return s;
-	}
-}
-
-static void srcmap_put(struct kv_srcmap *m, const char *k, size_t n, int64_t num, uint32_t worker)
-{
-	if (2 * (m->n + 1) > m->cap) {
-		struct kv_srcmap bigger = { kv_xcalloc(m->cap ? 2 * m->cap : 64, sizeof *m->s), m->cap ? 2 * m->cap : 64, 0 };
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->s[i].key) {
-				size_t j = key_hash(m->s[i].key, m->s[i].len, m->s[i].num) & (bigger.cap - 1);
-				while (bigger.s[j].key)
-					j = (j + 1) & (bigger.cap - 1);
-				bigger.s[j] = m->s[i];
-				bigger.n++;
-			}
-		free(m->s);
-		*m = bigger;
-	}
-	size_t i = key_hash(k, n, num) & (m->cap - 1);
-	while (m->s[i].key)
-		i = (i + 1) & (m->cap - 1);
-	m->s[i] = (struct srcmap_slot){ kv_xstrndup(k, n), n, num, worker };
-	m->n++;
-}
 
 void kv_workers_init(struct kv_workers *ws)
 {
 	memset(ws, 0, sizeof *ws);
-	ws->bysrc = kv_xcalloc(1, sizeof *ws->bysrc);
+	kv_strmap_init(&ws->bysrc, true);
 }
 
 void kv_workers_free(struct kv_workers *ws)
@@ -78,10 +24,7 @@ void kv_workers_free(struct kv_workers *ws)
 		free(ws->v[i].tenant);
 	}
 	free(ws->v);
-	for (size_t i = 0; i < ws->bysrc->cap; i++)
-		free(ws->bysrc->s[i].key);
-	free(ws->bysrc->s);
-	free(ws->bysrc);
+	kv_strmap_free(&ws->bysrc);
 	for (size_t i = 0; i < ws->npools; i++) {
 		free(ws->pools[i].endpoint);
 		free(ws->pools[i].model);
@@ -107,12 +50,22 @@ void kv_workers_free(struct kv_workers *ws)
 /* Hosts and backend_ids name pool-event target lists in the same map. */
 #define HOST_MARK INT64_MIN
 
+/* Not in the map: a key that names no worker and no target list. */
+#define NOT_NAMED UINT32_MAX
+
+/* The worker or target list that a key of the map names, or NOT_NAMED. */
+static inline uint32_t named(struct kv_workers *ws, const char *k, size_t n, int64_t num)
+{
+	uint32_t id = kv_strmap_find_num(&ws->bysrc, k, n, num);
+	return id == KV_STRMAP_NONE ? NOT_NAMED : kv_strmap_at(&ws->bysrc, id)->value;
+}
+
 uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t dp_rank, const char *host,
 			bool inferred)
 {
-	struct srcmap_slot *s = srcmap_find(ws->bysrc, instance_id, strlen(instance_id), BY_ID_MARK + dp_rank);
-	if (s)
-		return s->worker;
+	uint32_t known = named(ws, instance_id, strlen(instance_id), BY_ID_MARK + dp_rank);
+	if (known != NOT_NAMED)
+		return known;
 	/* Worker ids are bounded (KV_MAX_WORKERS, index.h): past the bound
 	 * nobody is added, and the caller drops what needed one. */
 	if (ws->n >= KV_MAX_WORKERS)
@@ -125,7 +78,7 @@ uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t 
 	w->host = host ? kv_xstrdup(host) : NULL;
 	w->inferred = inferred;
 	ws->ninferred += inferred;
-	srcmap_put(ws->bysrc, instance_id, strlen(instance_id), BY_ID_MARK + dp_rank, (uint32_t)ws->n);
+	kv_strmap_add_num(&ws->bysrc, instance_id, strlen(instance_id), BY_ID_MARK + dp_rank, (uint32_t)ws->n);
 	return (uint32_t)ws->n++;
 }
 
@@ -175,9 +128,11 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 			w->salt = r->salt ? kv_xstrdup(r->salt) : NULL;
 			w->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
 			w->block_size = (uint32_t)r->block_size;
+			/* an endpoint already named keeps its first worker */
 			for (int m = 0; m < KV_NMEDIA; m++)
-				if (r->medium_ep[m] && !srcmap_find(ws->bysrc, r->medium_ep[m], strlen(r->medium_ep[m]), -1))
-					srcmap_put(ws->bysrc, r->medium_ep[m], strlen(r->medium_ep[m]), -1, (uint32_t)worker);
+				if (r->medium_ep[m])
+					kv_strmap_add_num(&ws->bysrc, r->medium_ep[m], strlen(r->medium_ep[m]), -1,
+							  (uint32_t)worker);
 		}
 	}
 }
@@ -205,13 +160,13 @@ static char *inferred_instance(struct kv_str src, int64_t dp)
 
 uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has_dp, int64_t dp)
 {
-	struct srcmap_slot *s = srcmap_find(ws->bysrc, src.p, src.n, -1);
-	if (s)
-		return s->worker;
+	uint32_t known = named(ws, src.p, src.n, -1);
+	if (known != NOT_NAMED)
+		return known;
 	int64_t rank = has_dp && dp >= 0 ? dp : 0;
-	s = srcmap_find(ws->bysrc, src.p, src.n, rank);
-	if (s)
-		return s->worker;
+	known = named(ws, src.p, src.n, rank);
+	if (known != NOT_NAMED)
+		return known;
 	if (ws->ninferred >= KV_MAX_INFERRED_WORKERS)
 		return KV_NO_WORKER;
 	char *instance = inferred_instance(src, rank);
@@ -221,7 +176,7 @@ uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has
 	free(host);
 	if (w == KV_NO_WORKER)
 		return w;
-	srcmap_put(ws->bysrc, src.p, src.n, rank, w);
+	kv_strmap_add_num(&ws->bysrc, src.p, src.n, rank, w);
 	return w;
 }
 
@@ -246,12 +201,12 @@ void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n)
 /* Puts worker id into the target list of name, in kv_workers_compare order. */
 static void hostlist_insert(struct kv_workers *ws, const char *name, uint32_t id)
 {
-	const struct srcmap_slot *s = srcmap_find(ws->bysrc, name, strlen(name), HOST_MARK);
-	uint32_t list = s ? s->worker : (uint32_t)ws->nhosts;
-	if (!s) {
+	uint32_t list = named(ws, name, strlen(name), HOST_MARK);
+	if (list == NOT_NAMED) {
+		list = (uint32_t)ws->nhosts;
 		ws->hosts = kv_xgrow(ws->hosts, &ws->caphosts, ws->nhosts + 1, sizeof *ws->hosts);
 		ws->hosts[ws->nhosts++] = (struct kv_hostlist){ NULL, 0, 0 };
-		srcmap_put(ws->bysrc, name, strlen(name), HOST_MARK, list);
+		kv_strmap_add_num(&ws->bysrc, name, strlen(name), HOST_MARK, list);
 	}
 	struct kv_hostlist *l = &ws->hosts[list];
 	size_t lo = 0, hi = l->n;
@@ -298,10 +253,10 @@ static void index_hosts(struct kv_workers *ws)
 size_t kv_workers_on_host(struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max)
 {
 	index_hosts(ws);
-	const struct srcmap_slot *s = srcmap_find(ws->bysrc, ip.p, ip.n, HOST_MARK);
-	if (!s)
+	uint32_t list = named(ws, ip.p, ip.n, HOST_MARK);
+	if (list == NOT_NAMED)
 		return 0;
-	const struct kv_hostlist *l = &ws->hosts[s->worker];
+	const struct kv_hostlist *l = &ws->hosts[list];
 	if (l->n && max)
 		memcpy(out, l->ids, (l->n < max ? l->n : max) * sizeof *out);
 	return l->n;

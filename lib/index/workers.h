@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/strmap.h"
 #include "decode/event.h"
 #include "index/regs.h"
 
@@ -48,8 +49,8 @@ struct kv_workers {
 	size_t n, cap;
 	size_t ninferred;      /* of them inferred */
 	bool registered;       /* registrations were given */
-	/* source endpoint (+ dp for inferred workers) -> worker */
-	struct kv_srcmap *bysrc;
+	/* source endpoint (+ dp for inferred workers) -> worker, in the values */
+	struct kv_strmap bysrc;
 	struct kv_pool_sub *pools;
 	size_t npools, cappools;
 	struct kv_serves *serves;   /* backend_id -> instance_id it serves (kvmatch --backend-serves) */

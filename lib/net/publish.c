@@ -1,6 +1,7 @@
 #include "net/publish.h"
 #include "net/replaybuf.h"
 #include "base/jsonw.h"
+#include "base/strmap.h"
 #include "base/utf8.h"
 #include "base/util.h"
 
@@ -57,8 +58,7 @@ struct kv_pub {
 	size_t nauto;                /* sockets bound from the port base */
 	struct kv_pub_src **srcs;
 	size_t nsrcs, capsrcs;
-	uint32_t *slots;             /* open addressing: index + 1 */
-	size_t nslots;
+	struct kv_strmap names;      /* src name -> its index in srcs (the keys are their names) */
 	zmq_pollitem_t *items;       /* the routers, then room for one fd */
 	size_t nrouters, capitems;
 	uint64_t last_serve;
@@ -80,42 +80,17 @@ struct kv_pub *kv_pub_new(const struct kv_pub_opts *o)
 	if (limit > 0)
 		zmq_ctx_set(p->zctx, ZMQ_MAX_SOCKETS, limit);
 	p->o = *o;
+	kv_strmap_init(&p->names, false);
 	return p;
 }
 
 /* ---- sources ---- */
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static void rehash(struct kv_pub *p)
-{
-	free(p->slots);
-	p->nslots = p->nslots ? p->nslots * 2 : 64;
-	p->slots = kv_xcalloc(p->nslots, sizeof *p->slots);
-	for (size_t i = 0; i < p->nsrcs; i++) {
-		size_t k = hash_bytes(p->srcs[i]->name, p->srcs[i]->len) & (p->nslots - 1);
-		while (p->slots[k])
-			k = (k + 1) & (p->nslots - 1);
-		p->slots[k] = (uint32_t)(i + 1);
-	}
-}
-
 static struct kv_pub_src *find_src(struct kv_pub *p, const char *name, size_t len, bool create)
 {
-	if (p->nslots) {
-		size_t k = hash_bytes(name, len) & (p->nslots - 1);
-		for (; p->slots[k]; k = (k + 1) & (p->nslots - 1)) {
-			struct kv_pub_src *s = p->srcs[p->slots[k] - 1];
-			if (s->len == len && memcmp(s->name, name, len) == 0)
-				return s;
-		}
-	}
+	uint32_t id = kv_strmap_find(&p->names, name, len);
+	if (id != KV_STRMAP_NONE)
+		return p->srcs[id];
 	if (!create || p->nsrcs >= KV_PUB_MAX_SOURCES)
 		return NULL;
 	struct kv_pub_src *s = kv_xcalloc(1, sizeof *s);
@@ -125,14 +100,7 @@ static struct kv_pub_src *find_src(struct kv_pub *p, const char *name, size_t le
 	/* an array of pointers: its element is a pointer */
 	p->srcs = kv_xgrow(p->srcs, &p->capsrcs, p->nsrcs + 1, sizeof *p->srcs); // NOLINT(bugprone-sizeof-expression)
 	p->srcs[p->nsrcs++] = s;
-	if (2 * p->nsrcs > p->nslots)
-		rehash(p);
-	else {
-		size_t k = hash_bytes(name, len) & (p->nslots - 1);
-		while (p->slots[k])
-			k = (k + 1) & (p->nslots - 1);
-		p->slots[k] = (uint32_t)p->nsrcs;
-	}
+	kv_strmap_add(&p->names, s->name, len, 0);
 	return s;
 }
 
@@ -730,7 +698,7 @@ void kv_pub_free(struct kv_pub *p, bool flush)
 	free(p->peers);
 	free(p->socks);
 	free(p->srcs);
-	free(p->slots);
+	kv_strmap_free(&p->names);
 	free(p->items);
 	free(p);
 }

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <xxhash.h>
 
 #define NO_FAMILY UINT32_MAX
 
@@ -32,6 +31,7 @@ static const struct kv_prom_limits default_limits = KV_PROM_LIMITS_DEFAULT;
 void kv_prom_init(struct kv_prom_doc *doc)
 {
 	memset(doc, 0, sizeof *doc);
+	kv_strmap_init(&doc->names, false);
 }
 
 void kv_prom_free(struct kv_prom_doc *doc)
@@ -41,7 +41,7 @@ void kv_prom_free(struct kv_prom_doc *doc)
 	free(doc->families);
 	free(doc->order);
 	free(doc->keys);
-	free(doc->heads);
+	kv_strmap_free(&doc->names);
 	free(doc->arena);
 	memset(doc, 0, sizeof *doc);
 }
@@ -51,8 +51,7 @@ static void reset(struct kv_prom_doc *doc)
 	doc->nsamples = doc->nlabels = doc->nfamilies = doc->ndeclared = 0;
 	doc->keys_len = doc->arena_len = 0;
 	doc->lines = 0;
-	if (doc->heads)
-		memset(doc->heads, 0xff, doc->nheads * sizeof *doc->heads);
+	kv_strmap_clear(&doc->names);
 }
 
 const char *kv_prom_type_name(enum kv_prom_type t)
@@ -185,35 +184,12 @@ static bool unescape(struct parser *ps, const char *s, size_t n, bool quotes, st
 	return true;
 }
 
-/* ---- families: a chained hash table over the family array ---- */
-
-static uint32_t *family_head(struct kv_prom_doc *doc, const char *name, size_t n)
-{
-	uint64_t h = XXH3_64bits(name, n);
-	return &doc->heads[h & (doc->nheads - 1)];
-}
+/* ---- families: their names mapped to their indices ---- */
 
 static uint32_t find_family(struct kv_prom_doc *doc, const char *name, size_t n)
 {
-	if (!doc->nheads)
-		return NO_FAMILY;
-	for (uint32_t f = *family_head(doc, name, n); f != NO_FAMILY; f = doc->families[f].next)
-		if (doc->families[f].name.n == n && memcmp(doc->families[f].name.p, name, n) == 0)
-			return f;
-	return NO_FAMILY;
-}
-
-static void rehash(struct kv_prom_doc *doc, size_t nheads)
-{
-	free(doc->heads);
-	doc->heads = kv_xmalloc(nheads * sizeof *doc->heads);
-	doc->nheads = nheads;
-	memset(doc->heads, 0xff, nheads * sizeof *doc->heads);
-	for (uint32_t f = 0; f < doc->nfamilies; f++) {
-		uint32_t *head = family_head(doc, doc->families[f].name.p, doc->families[f].name.n);
-		doc->families[f].next = *head;
-		*head = f;
-	}
+	uint32_t f = kv_strmap_find(&doc->names, name, n);
+	return f == KV_STRMAP_NONE ? NO_FAMILY : f;
 }
 
 static uint32_t add_family(struct kv_prom_doc *doc, const char *name, size_t n)
@@ -221,13 +197,7 @@ static uint32_t add_family(struct kv_prom_doc *doc, const char *name, size_t n)
 	doc->families = kv_xgrow(doc->families, &doc->families_cap, doc->nfamilies + 1, sizeof *doc->families);
 	uint32_t f = (uint32_t)doc->nfamilies++;
 	doc->families[f] = (struct kv_prom_family){ .name = { name, n }, .type = KV_PROM_UNTYPED };
-	if (doc->nfamilies > doc->nheads / 2) {
-		rehash(doc, doc->nheads ? doc->nheads * 4 : 64);
-	} else {
-		uint32_t *head = family_head(doc, name, n);
-		doc->families[f].next = *head;
-		*head = f;
-	}
+	kv_strmap_add(&doc->names, name, n, 0);
 	return f;
 }
 

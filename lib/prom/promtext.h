@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/strmap.h"
 
 enum kv_prom_type {
 	KV_PROM_UNTYPED,
@@ -65,7 +66,6 @@ struct kv_prom_family {
 	struct kv_prom_str name, help;    /* help unescaped; n 0 when none */
 	enum kv_prom_type type;
 	bool has_type, has_help, has_samples;
-	uint32_t next;                    /* hash chain, internal */
 };
 
 struct kv_prom_sample {
@@ -96,9 +96,8 @@ struct kv_prom_doc {
 	size_t order_cap;
 	unsigned char *keys;
 	size_t keys_len, keys_cap;
-	/* internal: the family hash heads, and the copy of escaped strings */
-	uint32_t *heads;
-	size_t nheads;
+	/* internal: family name -> its index, and the copy of escaped strings */
+	struct kv_strmap names;
 	char *arena;
 	size_t arena_len, arena_cap;
 	uint64_t lines;                   /* lines in the last document */
