@@ -59,17 +59,32 @@ static inline uint64_t kv_mix64(uint64_t k)
                                                                                                  \
 	static inline entry_t *name##_find(struct name *t, uint64_t key)                         \
 	{                                                                                        \
-		if (key == 0)                                                                        \
-			return t->has_zero ? &t->zero : NULL;                                            \
-		if (!t->cap)                                                                         \
-			return NULL;                                                                     \
-		size_t mask = t->cap - 1, i = kv_mix64(key) & mask;                                  \
-		for (;; i = (i + 1) & mask) {                                                        \
-			if (t->slots[i].key == key)                                                      \
-				return &t->slots[i];                                                         \
-			if (t->slots[i].key == 0)                                                        \
-				return NULL;                                                                 \
-		}                                                                                    \
+		KV_TABLE_FIND_(t, key);                                                              \
+	}                                                                                        \
+                                                                                                 \
+	static inline const entry_t *name##_find_const(const struct name *t, uint64_t key)       \
+	{                                                                                        \
+		KV_TABLE_FIND_(t, key);                                                              \
+	}                                                                                        \
+                                                                                                 \
+	/* The first entry at or after position *pos, *pos set to its position;    \
+	 * NULL after the last.  Positions: the slots in order, then the entry of \
+	 * key 0 at position cap.  Every entry, while the table does not change:  \
+	 *     for (size_t pos = 0; (e = name##_next(t, &pos)); pos++) */          \
+	static inline entry_t *name##_next(struct name *t, size_t *pos)                          \
+	{                                                                                        \
+		KV_TABLE_NEXT_(t, pos);                                                              \
+	}                                                                                        \
+                                                                                                 \
+	static inline const entry_t *name##_next_const(const struct name *t, size_t *pos)        \
+	{                                                                                        \
+		KV_TABLE_NEXT_(t, pos);                                                              \
+	}                                                                                        \
+                                                                                                 \
+	/* The entry at a position name##_next gave (the table unchanged since). */ \
+	static inline const entry_t *name##_at_const(const struct name *t, size_t pos)           \
+	{                                                                                        \
+		return pos < t->cap ? &t->slots[pos] : &t->zero;                                     \
 	}                                                                                        \
                                                                                                  \
 	static inline void name##_resize(struct name *t, size_t cap)                             \
@@ -159,6 +174,33 @@ static inline uint64_t kv_mix64(uint64_t k)
 		return &t->slots[i];                                                                 \
 	}                                                                                        \
                                                                                                  \
+	/* Empties slot i: later members of its cluster shift back so that no      \
+	 * probe breaks (only into slot i or slots after it, up to the cluster's   \
+	 * end). */                                                                \
+	static inline void name##_unslot(struct name *t, size_t i)                               \
+	{                                                                                        \
+		size_t mask = t->cap - 1;                                                            \
+		for (size_t j = (i + 1) & mask; t->slots[j].key; j = (j + 1) & mask) {               \
+			size_t home = kv_mix64(t->slots[j].key) & mask;                                  \
+			if (((j - home) & mask) >= ((j - i) & mask)) {                                   \
+				t->slots[i] = t->slots[j];                                                   \
+				i = j;                                                                       \
+			}                                                                                \
+		}                                                                                    \
+		t->slots[i].key = 0;                                                                 \
+		t->n--;                                                                              \
+	}                                                                                        \
+                                                                                                 \
+	/* Below 10% load the table halves (to no fewer than 64 slots). */                       \
+	static inline void name##_shrink(struct name *t)                                         \
+	{                                                                                        \
+		size_t cap = t->cap;                                                                 \
+		while (cap > 64 && 10 * t->n < cap)                                                  \
+			cap /= 2;                                                                        \
+		if (cap != t->cap)                                                                   \
+			name##_resize(t, cap);                                                           \
+	}                                                                                        \
+                                                                                                 \
 	static inline bool name##_remove(struct name *t, uint64_t key)                           \
 	{                                                                                        \
 		if (key == 0) {                                                                      \
@@ -174,19 +216,67 @@ static inline uint64_t kv_mix64(uint64_t k)
 				return false;                                                                \
 			i = (i + 1) & mask;                                                              \
 		}                                                                                    \
-		/* Shift later members of the cluster back so that no probe breaks. */               \
-		for (size_t j = (i + 1) & mask; t->slots[j].key; j = (j + 1) & mask) {               \
-			size_t home = kv_mix64(t->slots[j].key) & mask;                                  \
-			if (((j - home) & mask) >= ((j - i) & mask)) {                                   \
-				t->slots[i] = t->slots[j];                                                   \
-				i = j;                                                                       \
-			}                                                                                \
-		}                                                                                    \
-		t->slots[i].key = 0;                                                                 \
-		t->n--;                                                                              \
+		name##_unslot(t, i);                                                                 \
 		if (t->cap > 64 && 10 * t->n < t->cap)                                               \
 			name##_resize(t, t->cap / 2);                                                    \
 		return true;                                                                         \
+	}                                                                                        \
+                                                                                                 \
+	/* Calls gone once for every entry, in no particular order, and removes   \
+	 * those it returns true for (it may change an entry's other fields, not  \
+	 * its key, and must not change the table); returns how many went.  The   \
+	 * walk starts after an empty slot: a removal then shifts only entries not \
+	 * yet seen, into the slot just emptied, which is looked at again. */     \
+	static inline size_t name##_remove_if(struct name *t, bool (*gone)(entry_t *e, void *arg), void *arg) \
+	{                                                                                        \
+		size_t removed = 0;                                                                  \
+		if (t->n) {                                                                          \
+			size_t mask = t->cap - 1, start = 0;                                             \
+			while (t->slots[start].key)                                                      \
+				start++;                                                                     \
+			for (size_t k = 1; k < t->cap;) {                                                \
+				size_t i = (start + k) & mask;                                               \
+				if (t->slots[i].key && gone(&t->slots[i], arg)) {                            \
+					name##_unslot(t, i);                                                     \
+					removed++;                                                               \
+				} else {                                                                     \
+					k++;                                                                     \
+				}                                                                            \
+			}                                                                                \
+			name##_shrink(t);                                                                \
+		}                                                                                    \
+		if (t->has_zero && gone(&t->zero, arg)) {                                            \
+			t->has_zero = false;                                                             \
+			removed++;                                                                       \
+		}                                                                                    \
+		return removed;                                                                      \
 	}
+
+/* The bodies of find and next, for the const and the other variant. */
+#define KV_TABLE_FIND_(t, key)                                                                   \
+	do {                                                                                     \
+		if ((key) == 0)                                                                      \
+			return (t)->has_zero ? &(t)->zero : NULL;                                        \
+		if (!(t)->cap)                                                                       \
+			return NULL;                                                                     \
+		size_t mask_ = (t)->cap - 1, i_ = kv_mix64(key) & mask_;                             \
+		for (;; i_ = (i_ + 1) & mask_) {                                                     \
+			if ((t)->slots[i_].key == (key))                                                 \
+				return &(t)->slots[i_];                                                      \
+			if ((t)->slots[i_].key == 0)                                                     \
+				return NULL;                                                                 \
+		}                                                                                    \
+	} while (0)
+
+#define KV_TABLE_NEXT_(t, pos)                                                                   \
+	do {                                                                                     \
+		for (; *(pos) < (t)->cap; ++*(pos))                                                  \
+			if ((t)->slots[*(pos)].key)                                                      \
+				return &(t)->slots[*(pos)];                                                  \
+		if (*(pos) == (t)->cap && (t)->has_zero)                                             \
+			return &(t)->zero;                                                           \
+		*(pos) = (t)->cap + 1;                                                               \
+		return NULL;                                                                         \
+	} while (0)
 
 #endif

@@ -68,7 +68,6 @@ void kv_match_free(struct kv_match *m)
 	kv_srcstats_free(&m->sources);
 	free(m->local);
 	free(m->chain);
-	free(m->scratch);
 	free(m->targets);
 	free(m->srcbuf);
 	free(m->expired_by_worker);
@@ -438,41 +437,30 @@ static void pending_expire(struct kv_match *m)
 
 /* ---- sweeps of cached content and stale engine hashes --------------------- */
 
-/* Removes the offloads not confirmed within --offload-ttl; returns how many. */
-static size_t expire_offloads(struct kv_match *m, struct kv_pmatch *pm)
+/* What is stamped at or before event time now minus ttl. */
+struct too_old {
+	uint64_t ttl, now;
+};
+
+static bool offload_too_old(struct kv_offload *o, void *arg)
 {
-	size_t n = 0;
-	/* Collect first: removing shifts entries within the table. */
-	for (size_t i = 0; i < pm->offload.cap; i++)
-		if (pm->offload.slots[i].key && !live(pm->offload.slots[i].t, m->o.offload_ttl_ns, m->now)) {
-			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
-			m->scratch[n++] = pm->offload.slots[i].key;
-		}
-	for (size_t i = 0; i < n; i++)
-		kv_offloads_remove(&pm->offload, m->scratch[i]);
-	if (pm->offload.has_zero && !live(pm->offload.zero.t, m->o.offload_ttl_ns, m->now)) {
-		kv_offloads_remove(&pm->offload, 0);
-		n++;
-	}
-	return n;
+	const struct too_old *a = arg;
+	return !live(o->t, a->ttl, a->now);
 }
 
-/* Removes the content kept longer than --content-ttl; returns how many. */
-static size_t expire_contents(struct kv_match *m, struct kv_pmatch *pm)
+static bool content_too_old(struct kv_content *c, void *arg)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < pm->content.cap; i++)
-		if (pm->content.slots[i].key && !live(pm->content.slots[i].t, m->o.content_ttl_ns, m->now)) {
-			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
-			m->scratch[n++] = pm->content.slots[i].key;
-		}
-	for (size_t i = 0; i < n; i++)
-		kv_contents_remove(&pm->content, m->scratch[i]);
-	if (pm->content.has_zero && !live(pm->content.zero.t, m->o.content_ttl_ns, m->now)) {
-		kv_contents_remove(&pm->content, 0);
-		n++;
-	}
-	return n;
+	const struct too_old *a = arg;
+	return !live(c->t, a->ttl, a->now);
+}
+
+/* Removes the offloads not confirmed within --offload-ttl and the content
+ * kept longer than --content-ttl; returns how many went. */
+static size_t expire_cached(struct kv_match *m, struct kv_pmatch *pm)
+{
+	struct too_old offload = { m->o.offload_ttl_ns, m->now }, content = { m->o.content_ttl_ns, m->now };
+	return kv_offloads_remove_if(&pm->offload, offload_too_old, &offload) +
+	       kv_contents_remove_if(&pm->content, content_too_old, &content);
 }
 
 /* Whether an engine hash still names something: a block, content kept for
@@ -486,22 +474,22 @@ static bool names_something(struct kv_match *m, uint32_t part, const struct kv_e
 	return o && live(o->t, m->o.offload_ttl_ns, m->now);
 }
 
+struct names_in {
+	struct kv_match *m;
+	uint32_t part;
+};
+
+static bool names_nothing(struct kv_ehash *e, void *arg)
+{
+	const struct names_in *in = arg;
+	return !names_something(in->m, in->part, e);
+}
+
 /* Forgets the engine hashes that name nothing any more. */
 static void forget_stale_names(struct kv_match *m, uint32_t part)
 {
-	struct kv_partition *p = &m->ix->p[part];
-	size_t n = 0;
-	for (size_t i = 0; i <= p->ehashes.cap; i++) {
-		struct kv_ehash *e = i < p->ehashes.cap ? &p->ehashes.slots[i] : p->ehashes.has_zero ? &p->ehashes.zero : NULL;
-		if (!e || (i < p->ehashes.cap && e->key == 0))
-			continue;
-		if (!names_something(m, part, e)) {
-			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
-			m->scratch[n++] = e->key;
-		}
-	}
-	for (size_t i = 0; i < n; i++)
-		kv_ehashes_remove(&p->ehashes, m->scratch[i]);
+	struct names_in in = { m, part };
+	kv_ehashes_remove_if(&m->ix->p[part].ehashes, names_nothing, &in);
 }
 
 static void sweep_partition(struct kv_match *m, uint32_t part)
@@ -510,8 +498,7 @@ static void sweep_partition(struct kv_match *m, uint32_t part)
 	struct kv_partition *p = &m->ix->p[part];
 	/* Every name is learned from a store: one whose offload expired
 	 * unconfirmed, or whose released content expired, may name nothing now. */
-	size_t gone = expire_offloads(m, pm);
-	gone += expire_contents(m, pm);
+	size_t gone = expire_cached(m, pm);
 	p->stale_possible |= gone > 0;
 	/* Look for such names each time the map has doubled since the last look
 	 * (which keeps the cost linear), and only when something expired since:

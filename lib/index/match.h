@@ -145,8 +145,8 @@ struct kv_match {
 	size_t capexpired;
 	struct kv_match_stats st;
 	/* scratch */
-	uint64_t *local, *chain, *scratch;
-	size_t capblocks, capscratch;
+	uint64_t *local, *chain;
+	size_t capblocks;
 	uint32_t *targets;
 	size_t captargets;
 	struct kv_str last_src;          /* the source of the last engine event, and its worker */

@@ -123,26 +123,20 @@ static int by_u32(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
-/* A table's entries in key order: keys and slot indexes (ZERO_SLOT for the
- * entry of key 0, which lives beside the slots). */
-#define ZERO_SLOT UINT32_MAX
-#define SORTED_ENTRIES(tbl, keys, idx, n)                                               \
+/* A table's entries in key order: their keys, and their positions, by which
+ * name##_at_const finds each again. */
+#define SORTED_ENTRIES(name, tbl, keys, pos, n)                                         \
 	do {                                                                            \
-		(n) = 0;                                                                \
-		(keys) = kv_xmalloc(((tbl)->n + 2) * sizeof *(keys));                   \
-		(idx) = kv_xmalloc(((tbl)->n + 2) * sizeof *(idx));                     \
-		for (size_t i_ = 0; i_ < (tbl)->cap; i_++)                              \
-			if ((tbl)->slots[i_].key) {                                     \
-				(keys)[n] = (tbl)->slots[i_].key;                       \
-				(idx)[(n)++] = (uint32_t)i_;                            \
-			}                                                               \
-		if ((tbl)->has_zero) {                                                  \
-			(keys)[n] = 0;                                                  \
-			(idx)[(n)++] = ZERO_SLOT;                                       \
+		(n) = name##_count(tbl);                                                \
+		(keys) = kv_xmalloc(((n) + 1) * sizeof *(keys));                        \
+		(pos) = kv_xmalloc(((n) + 1) * sizeof *(pos));                          \
+		size_t k_ = 0;                                                          \
+		for (size_t at_ = 0; name##_next_const(tbl, &at_); at_++, k_++) {       \
+			(keys)[k_] = name##_at_const(tbl, at_)->key;                    \
+			(pos)[k_] = (uint32_t)at_;                                      \
 		}                                                                       \
-		kv_sort_keys(keys, idx, n);                                             \
+		kv_sort_keys(keys, pos, n);                                             \
 	} while (0)
-#define ENTRY(tbl, i) ((i) == ZERO_SLOT ? &(tbl)->zero : &(tbl)->slots[i])
 
 static void build_workers(struct snap_build *b, const struct kv_workers *ws)
 {
@@ -403,7 +397,7 @@ static uint64_t *build_blocks(struct snap_build *b, const struct kv_index *ix, u
 	uint64_t *keys;
 	uint32_t *idx;
 	size_t n;
-	SORTED_ENTRIES(&p->blocks, keys, idx, n);
+	SORTED_ENTRIES(kv_blocks, &p->blocks, keys, idx, n);
 	range_begin(b, rp, KV_RANGE_BLOCKS);
 	range_begin(b, rp, KV_RANGE_ORPHANS);
 	range_begin(b, rp, KV_RANGE_SETS);
@@ -416,11 +410,11 @@ static uint64_t *build_blocks(struct snap_build *b, const struct kv_index *ix, u
 		/* In chain order the table's slots are random: fetch ahead, the
 		 * slot BUILD_AHEAD blocks on, its holders half as far. */
 		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
+			__builtin_prefetch(kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD]));
 		if (i + BUILD_AHEAD / 2 < n)
-			__builtin_prefetch(kv_block_holders(ix, ENTRY(&p->blocks, idx[i + BUILD_AHEAD / 2])));
+			__builtin_prefetch(kv_block_holders(ix, kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD / 2])));
 		size_t nh;
-		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
+		const struct kv_block *blk = kv_blocks_at_const(&p->blocks, idx[i]);
 		const uint32_t *h = snapshot_holders(b, ix, blk, &hs, &hcap, &nh);
 		node[i].set = intern_set(b, &sets, h, nh);
 		parents[i] = blk->parent;
@@ -435,8 +429,8 @@ static uint64_t *build_blocks(struct snap_build *b, const struct kv_index *ix, u
 	uint8_t *runs = kv_xmalloc(n + 1);
 	for (size_t i = 0; i < n; i++) {
 		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
-		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
+			__builtin_prefetch(kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD]));
+		const struct kv_block *blk = kv_blocks_at_const(&p->blocks, idx[i]);
 		out[i] = (struct kv_snap_block){ blk->key, blk->local, parent_field(b, node[i].parent, (uint32_t)i, blk->parent),
 						 node[i].set };
 		runs[i] = (uint8_t)(node[i].run < KV_SNAP_RUN_MAX ? node[i].run : KV_SNAP_RUN_MAX);
@@ -463,12 +457,12 @@ static void build_ehashes(struct snap_build *b, const struct kv_index *ix, uint3
 	uint64_t *keys;
 	uint32_t *idx;
 	size_t n;
-	SORTED_ENTRIES(&p->ehashes, keys, idx, n);
+	SORTED_ENTRIES(kv_ehashes, &p->ehashes, keys, idx, n);
 	uint64_t *chains = kv_xmalloc((n + 1) * sizeof *chains);
 	for (size_t i = 0; i < n; i++) {
 		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&p->ehashes, idx[i + BUILD_AHEAD]));
-		chains[i] = ENTRY(&p->ehashes, idx[i])->chain;
+			__builtin_prefetch(kv_ehashes_at_const(&p->ehashes, idx[i + BUILD_AHEAD]));
+		chains[i] = kv_ehashes_at_const(&p->ehashes, idx[i])->chain;
 	}
 	uint32_t *pos = positions_of(chains, n, blocks, nblocks);
 	range_begin(b, rp, KV_RANGE_EHASHES);
@@ -499,11 +493,11 @@ static void build_content(struct snap_build *b, const struct kv_match *m, uint32
 		uint32_t *idx;
 		size_t n;
 		const struct kv_pmatch *pm = &m->pm[live];
-		SORTED_ENTRIES(&pm->content, keys, idx, n);
+		SORTED_ENTRIES(kv_contents, &pm->content, keys, idx, n);
 		for (size_t i = 0; i < n; i++) {
 			if (i + BUILD_AHEAD < n)
-				__builtin_prefetch(ENTRY(&pm->content, idx[i + BUILD_AHEAD]));
-			const struct kv_content *c = ENTRY(&pm->content, idx[i]);
+				__builtin_prefetch(kv_contents_at_const(&pm->content, idx[i + BUILD_AHEAD]));
+			const struct kv_content *c = kv_contents_at_const(&pm->content, idx[i]);
 			struct kv_snap_content r = { keys[i], c->parent, c->local, c->t };
 			buf_add(&b->sec[KV_SEC_CONTENT], &r, sizeof r);
 		}
@@ -522,11 +516,11 @@ static void build_offload(struct snap_build *b, const struct kv_match *m, uint32
 	uint32_t *idx;
 	size_t n;
 	const struct kv_pmatch *pm = &m->pm[live];
-	SORTED_ENTRIES(&pm->offload, keys, idx, n);
+	SORTED_ENTRIES(kv_offloads, &pm->offload, keys, idx, n);
 	for (size_t i = 0; i < n; i++) {
 		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&pm->offload, idx[i + BUILD_AHEAD]));
-		const struct kv_offload *o = ENTRY(&pm->offload, idx[i]);
+			__builtin_prefetch(kv_offloads_at_const(&pm->offload, idx[i + BUILD_AHEAD]));
+		const struct kv_offload *o = kv_offloads_at_const(&pm->offload, idx[i]);
 		struct kv_snap_offload r = { k, 0, keys[i], o->chain, o->parent, o->local, o->t };
 		buf_add(&b->sec[KV_SEC_OFFLOAD], &r, sizeof r);
 	}
