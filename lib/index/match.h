@@ -18,6 +18,7 @@
 #include "decode/srcstats.h"
 #include "base/table.h"
 #include "decode/wire.h"
+#include "index/pending.h"
 #include "index/workers.h"
 
 enum kv_state {
@@ -85,37 +86,9 @@ struct kv_content {
 };
 KV_TABLE_DEFINE(kv_contents, struct kv_content)
 
-/* Pending pool: the entries of every partition in one ring, in arrival
- * order, so that expiry and --max-pending take the oldest of them all;
- * chained per hash within their partition. */
-struct kv_pending {
-	uint64_t ehash, t;
-	uint64_t next;                   /* sequence number of the next entry of this hash, or UINT64_MAX */
-	uint32_t worker;
-	uint16_t part;                   /* its partition */
-	uint8_t medium;
-	bool alive;
-};
-_Static_assert(KV_MAX_PARTITIONS - 1 <= UINT16_MAX, "kv_pending.part holds every partition id");
-
-struct kv_pendpool {
-	struct kv_pending *ring;
-	size_t cap;
-	uint64_t head, tail;             /* sequence numbers: [head, tail) are in the ring */
-	uint64_t alive;
-};
-
-struct kv_pend_head {
-	uint64_t key;                    /* engine hash */
-	uint64_t first, last;            /* sequence numbers */
-	uint32_t count;
-};
-KV_TABLE_DEFINE(kv_pend_heads, struct kv_pend_head)
-
 struct kv_pmatch {                       /* matching state of one partition */
 	struct kv_offloads offload;
 	struct kv_contents content;
-	struct kv_pend_heads heads;      /* its pending entries, by engine hash */
 };
 
 struct kv_match_stats {
