@@ -14,6 +14,7 @@
 #include "base/out.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "index/snapstate.h"
 #include "decode/source.h"
 #include "index/statelog.h"
 #include "base/util.h"
@@ -187,7 +188,7 @@ struct run {
 	struct kv_out *out;
 	struct kv_index ix;
 	struct kv_workers ws;
-	struct kv_match m;
+	struct kv_match *m;
 	uint64_t bad;
 	bool snapshot_failed;
 	uint64_t next_snapshot;
@@ -205,7 +206,7 @@ static void write_snapshot(struct run *r);
 
 static void write_metrics(struct run *r)
 {
-	if (!kv_match_write_metrics(&r->m, &r->metrics) && !r->metrics_failed) {
+	if (!kv_match_write_metrics(r->m, &r->metrics) && !r->metrics_failed) {
 		kv_warn_errno("%s", r->o->metrics);
 		r->metrics_failed = true;
 	}
@@ -218,7 +219,7 @@ static void between_records(struct run *r)
 	if (sig == SIGUSR1)
 		write_snapshot(r);
 	else if (sig == SIGUSR2)
-		kv_diagnose(&r->m, r->o->diag_format, stderr);
+		kv_diagnose(r->m, r->o->diag_format, stderr);
 	if (r->o->metrics && kv_metrics_due(&r->metrics))
 		write_metrics(r);
 }
@@ -236,7 +237,7 @@ static void write_snapshot(struct run *r)
 	if (!r->o->snapshot)
 		return;
 	uint64_t t0 = kv_monotonic_ns();
-	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, &r->m)) {
+	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, r->m)) {
 		kv_warn_errno("%s", r->o->snapshot);
 		r->snapshot_failed = true;
 	} else if (r->o->verbose && !r->o->quiet) {
@@ -265,7 +266,7 @@ static void snapshot_if_due(struct run *r, const struct kv_batch *b)
 	bool suspect;
 	if (!r->o->every_ns || b->fatal || r->next_snapshot == UINT64_MAX)
 		return;
-	uint64_t t = kv_match_record_time(&r->m, b->ctx.recv_ns, &suspect);
+	uint64_t t = kv_match_record_time(r->m, b->ctx.recv_ns, &suspect);
 	if (t < r->next_snapshot)
 		return;
 	if (r->next_snapshot)
@@ -276,16 +277,16 @@ static void snapshot_if_due(struct run *r, const struct kv_batch *b)
 
 static void handle(struct run *r, const struct kv_batch *b)
 {
-	if (kv_match_stream_duplicate(&r->m, &b->ctx, b->nev))
+	if (kv_match_stream_duplicate(r->m, &b->ctx, b->nev))
 		return;
 	snapshot_if_due(r, b);
 	if (b->error) {
 		report_problem(r, b, b->error);
-		kv_match_bad_record(&r->m, &b->ctx);
+		kv_match_bad_record(r->m, &b->ctx);
 		return;
 	}
 	if (b->lost) {
-		kv_match_lost_record(&r->m, &b->ctx);
+		kv_match_lost_record(r->m, &b->ctx);
 		return;
 	}
 	/* Counted as kvdecode -e's lines for them would be: one problem each. */
@@ -293,10 +294,10 @@ static void handle(struct run *r, const struct kv_batch *b)
 		report_problem(r, b, b->issues[i]);
 	r->bad += b->nissues > KV_WIRE_MAX_ISSUES ? b->nissues - KV_WIRE_MAX_ISSUES : 0;
 	for (unsigned i = 0; i < kv_batch_problem_lines(b); i++)
-		kv_match_bad_record(&r->m, &b->ctx);
-	if (kv_match_record(&r->m, &b->ctx, b->nev))
+		kv_match_bad_record(r->m, &b->ctx);
+	if (kv_match_record(r->m, &b->ctx, b->nev))
 		for (size_t i = 0; i < b->nev; i++)
-			kv_match_event(&r->m, &b->ev[i]);
+			kv_match_event(r->m, &b->ev[i]);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -344,7 +345,7 @@ static void load_state(struct run *r)
 		char err[256];
 		if (!kv_snap_load(r->o->resume, &s, err, sizeof err))
 			kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->resume, err);
-		kv_snap_restore(&s, &r->ix, &r->ws, &r->m);
+		kv_snap_restore(&s, &r->ix, &r->ws, r->m);
 		kv_snap_unload(&s);
 	}
 	create_registered_partitions(r);
@@ -381,7 +382,7 @@ int main(int argc, char **argv)
 	o.match.report = on_report;
 	o.match.report_arg = &r;
 	kv_index_init(&r.ix);
-	kv_match_init(&r.m, &r.ix, &r.ws, &o.match);
+	r.m = kv_match_new(&r.ix, &r.ws, &o.match);
 	if (o.metrics)
 		kv_metrics_init(&r.metrics, o.metrics, o.metrics_ns);
 	load_state(&r);
@@ -401,11 +402,11 @@ int main(int argc, char **argv)
 		kv_metrics_free(&r.metrics);
 	}
 	if (!o.quiet)
-		kv_statelog_summary(stderr, &r.m);
+		kv_statelog_summary(stderr, r.m);
 	if (!o.quiet && o.verbose)
-		kv_statelog_memory(stderr, &r.m);
+		kv_statelog_memory(stderr, r.m);
 	if (o.diagnose)
-		kv_diagnose(&r.m, o.diag_format, stderr);
+		kv_diagnose(r.m, o.diag_format, stderr);
 	if (status == KV_EX_OK && (r.snapshot_failed || r.metrics_failed))
 		status = KV_EX_IOERR;
 	if (status == KV_EX_OK && kv_source_open_failures(src))
@@ -413,7 +414,7 @@ int main(int argc, char **argv)
 	if (status == KV_EX_OK && r.bad && !kv_out_reader_gone(&out))
 		status = KV_EX_DATAERR;
 	kv_source_free(src);
-	kv_match_free(&r.m);
+	kv_match_delete(r.m);
 	kv_workers_free(&r.ws);
 	kv_index_free(&r.ix);
 	return status;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sort.h"
 #include "base/util.h"
 
 /* Slot arrays of 1 MiB and more are mmap'ed: freeing them returns the memory. */
@@ -85,6 +86,19 @@ static inline uint64_t kv_mix64(uint64_t k)
 	static inline const entry_t *name##_at_const(const struct name *t, size_t pos)           \
 	{                                                                                        \
 		return pos < t->cap ? &t->slots[pos] : &t->zero;                                     \
+	}                                                                                        \
+                                                                                                 \
+	/* The keys in ascending order into keys[], and the entries' positions  \
+	 * (name##_at_const) along into pos[]: name##_count(t) of each.  A       \
+	 * position is a u32 (kv_sort_keys' payload): tables stay far below. */    \
+	static inline void name##_sorted(const struct name *t, uint64_t *keys, uint32_t *pos)     \
+	{                                                                                        \
+		size_t n = 0;                                                                        \
+		for (size_t at = 0; name##_next_const(t, &at); at++, n++) {                          \
+			keys[n] = name##_at_const(t, at)->key;                                           \
+			pos[n] = (uint32_t)at;                                                           \
+		}                                                                                    \
+		kv_sort_keys(keys, pos, n);                                                          \
 	}                                                                                        \
                                                                                                  \
 	static inline void name##_resize(struct name *t, size_t cap)                             \

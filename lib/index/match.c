@@ -1,4 +1,4 @@
-#include "index/match.h"
+#include "index/matchstate.h"
 #include "index/blockhash.h"
 #include "base/util.h"
 
@@ -52,6 +52,13 @@ void kv_match_init(struct kv_match *m, struct kv_index *ix, struct kv_workers *w
 	kv_srcstats_init(&m->sources);
 }
 
+struct kv_match *kv_match_new(struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o)
+{
+	struct kv_match *m = kv_xmalloc(sizeof *m);
+	kv_match_init(m, ix, ws, o);
+	return m;
+}
+
 static void pmatch_free(struct kv_pmatch *pm)
 {
 	kv_offloads_free(&pm->offload);
@@ -71,6 +78,14 @@ void kv_match_free(struct kv_match *m)
 	free(m->srcbuf);
 	free(m->expired_by_worker);
 	memset(m, 0, sizeof *m);
+}
+
+void kv_match_delete(struct kv_match *m)
+{
+	if (!m)
+		return;
+	kv_match_free(m);
+	free(m);
 }
 
 struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part)
@@ -1109,6 +1124,36 @@ void kv_match_event(struct kv_match *m, const struct kv_event *e)
 	else
 		pool_event(m, e);
 	cur_diag(m)->mooncake |= e->format == KV_FMT_MOONCAKE;
+}
+
+const struct kv_match_stats *kv_match_statistics(const struct kv_match *m)
+{
+	return &m->st;
+}
+
+const struct kv_srcstats *kv_match_sources(const struct kv_match *m)
+{
+	return &m->sources;
+}
+
+uint64_t kv_match_now(const struct kv_match *m)
+{
+	return m->now;
+}
+
+const struct kv_match_opts *kv_match_options(const struct kv_match *m)
+{
+	return &m->o;
+}
+
+const struct kv_index *kv_match_index(const struct kv_match *m)
+{
+	return m->ix;
+}
+
+const struct kv_workers *kv_match_workers(const struct kv_match *m)
+{
+	return m->ws;
 }
 
 uint64_t kv_match_pending(const struct kv_match *m)

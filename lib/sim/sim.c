@@ -2,7 +2,8 @@
 #include "sim/lru.h"
 #include "index/blockhash.h"
 #include "decode/kvcap.h"
-#include "index/snap.h"
+#include "index/matchstate.h"
+#include "index/snapstate.h"
 #include "base/util.h"
 
 #include <jansson.h>
