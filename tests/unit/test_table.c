@@ -1,6 +1,6 @@
-/* The hash table's iteration, const lookup and remove-if (base/table.h),
- * under random operations against a plain array of what it should hold,
- * with clusters that wrap around the end of the slots. */
+/* The hash table's iteration, const lookup, remove-if and sorted keys
+ * (base/table.h), under random operations against a plain array of what it
+ * should hold, with clusters that wrap around the end of the slots. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,10 +221,48 @@ static void key_zero_and_empty_tables(void)
 	items_free(&t);
 }
 
+/* Keys in ascending order, each with the position of its entry. */
+static void sorted_keys_with_positions(void)
+{
+	static struct model md;
+	memset(&md, 0, sizeof md);
+	struct items t = { 0 };
+	bool added;
+	for (int i = 0; i < 3000; i++) {
+		uint64_t k = unit_rand() % KEYS;
+		if (unit_rand() % 4 == 0) {
+			items_remove(&t, k);
+			md.present[k] = false;
+		} else {
+			items_upsert(&t, k, &added)->value = md.value[k] = unit_rand();
+			md.present[k] = true;
+		}
+	}
+	size_t n = items_count(&t);
+	uint64_t *keys = malloc((n + 1) * sizeof *keys);
+	uint32_t *pos = malloc((n + 1) * sizeof *pos);
+	ASSERT(keys && pos);
+	items_sorted(&t, keys, pos);
+	size_t at = 0;
+	for (int k = 0; k < KEYS; k++) {
+		if (!md.present[k])
+			continue;
+		ASSERT(at < n && keys[at] == (uint64_t)k);
+		const struct item *e = items_at_const(&t, pos[at]);
+		ASSERT(e->key == (uint64_t)k && e->value == md.value[k]);
+		at++;
+	}
+	ASSERT_EQ_U64(at, n);
+	free(keys);
+	free(pos);
+	items_free(&t);
+}
+
 int main(void)
 {
 	RUN(matches_model_under_random_operations);
 	RUN(remove_if_across_the_end_of_the_slots);
 	RUN(key_zero_and_empty_tables);
+	RUN(sorted_keys_with_positions);
 	return unit_done();
 }
