@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decode/ctx.h"
 #include "decode/event.h"
-#include "decode/wire.h"
 
 struct kv_index;
 struct kv_workers;

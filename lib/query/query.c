@@ -5,6 +5,7 @@
 #include "base/table.h"
 #include "base/util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
