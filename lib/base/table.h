@@ -35,6 +35,26 @@ static inline uint64_t kv_mix64(uint64_t k)
 	return k;
 }
 
+/* Every position of an entry of table t, of the table type name:
+ *     KV_TABLE_EACH(kv_blocks, t, pos) { const struct kv_block *b = kv_blocks_at_const(t, pos); ... }
+ * The table must not change meanwhile (remove_if is the way to remove). */
+#define KV_TABLE_EACH(name, t, pos) \
+	for (size_t pos = name##_next(t, 0); pos != name##_end(t); pos = name##_next(t, pos + 1))
+
+/* A table's keys in ascending order, and the positions of their entries
+ * (u32: kv_sort_keys' payload; tables stay far below 2^32 slots). */
+struct kv_sorted {
+	uint64_t *keys;
+	uint32_t *pos;
+	size_t n;
+};
+
+static inline void kv_sorted_free(struct kv_sorted *s)
+{
+	free(s->keys);
+	free(s->pos);
+}
+
 #define KV_TABLE_DEFINE(name, entry_t)                                                       \
 	struct name {                                                                            \
 		entry_t *slots;                                                                      \
@@ -68,37 +88,45 @@ static inline uint64_t kv_mix64(uint64_t k)
 		KV_TABLE_FIND_(t, key);                                                              \
 	}                                                                                        \
                                                                                                  \
-	/* The first entry at or after position *pos, *pos set to its position;    \
-	 * NULL after the last.  Positions: the slots in order, then the entry of \
-	 * key 0 at position cap.  Every entry, while the table does not change:  \
-	 *     for (size_t pos = 0; (e = name##_next(t, &pos)); pos++) */          \
-	static inline entry_t *name##_next(struct name *t, size_t *pos)                          \
+	/* Positions: the slots in order, then the entry of key 0 at cap.  The   \
+	 * position of the first entry at or after pos; name##_end(t) when none  \
+	 * is (KV_TABLE_EACH walks them). */                                       \
+	static inline size_t name##_next(const struct name *t, size_t pos)                       \
 	{                                                                                        \
-		KV_TABLE_NEXT_(t, pos);                                                              \
+		for (; pos < t->cap; pos++)                                                          \
+			if (t->slots[pos].key)                                                           \
+				return pos;                                                                  \
+		return pos == t->cap && t->has_zero ? t->cap : t->cap + 1;                           \
 	}                                                                                        \
                                                                                                  \
-	static inline const entry_t *name##_next_const(const struct name *t, size_t *pos)        \
+	static inline size_t name##_end(const struct name *t)                                    \
 	{                                                                                        \
-		KV_TABLE_NEXT_(t, pos);                                                              \
+		return t->cap + 1;                                                                   \
 	}                                                                                        \
                                                                                                  \
-	/* The entry at a position name##_next gave (the table unchanged since). */ \
+	/* The entry at a position of an entry (the table unchanged since). */    \
+	static inline entry_t *name##_at(struct name *t, size_t pos)                             \
+	{                                                                                        \
+		return pos < t->cap ? &t->slots[pos] : &t->zero;                                     \
+	}                                                                                        \
+                                                                                                 \
 	static inline const entry_t *name##_at_const(const struct name *t, size_t pos)           \
 	{                                                                                        \
 		return pos < t->cap ? &t->slots[pos] : &t->zero;                                     \
 	}                                                                                        \
                                                                                                  \
-	/* The keys in ascending order into keys[], and the entries' positions  \
-	 * (name##_at_const) along into pos[]: name##_count(t) of each.  A       \
-	 * position is a u32 (kv_sort_keys' payload): tables stay far below. */    \
-	static inline void name##_sorted(const struct name *t, uint64_t *keys, uint32_t *pos)     \
+	/* The keys in ascending order, with the positions of their entries       \
+	 * (allocated: kv_sorted_free). */                                         \
+	static inline struct kv_sorted name##_sorted(const struct name *t)                       \
 	{                                                                                        \
-		size_t n = 0;                                                                        \
-		for (size_t at = 0; name##_next_const(t, &at); at++, n++) {                          \
-			keys[n] = name##_at_const(t, at)->key;                                           \
-			pos[n] = (uint32_t)at;                                                           \
+		size_t n = name##_count(t), k = 0;                                                   \
+		struct kv_sorted o = { kv_xmalloc((n + 1) * sizeof *o.keys), kv_xmalloc((n + 1) * sizeof *o.pos), n }; \
+		KV_TABLE_EACH(name, t, pos) {                                                        \
+			o.keys[k] = name##_at_const(t, pos)->key;                                        \
+			o.pos[k++] = (uint32_t)pos;                                                      \
 		}                                                                                    \
-		kv_sort_keys(keys, pos, n);                                                          \
+		kv_sort_keys(o.keys, o.pos, n);                                                      \
+		return o;                                                                            \
 	}                                                                                        \
                                                                                                  \
 	static inline void name##_resize(struct name *t, size_t cap)                             \
@@ -266,7 +294,7 @@ static inline uint64_t kv_mix64(uint64_t k)
 		return removed;                                                                      \
 	}
 
-/* The bodies of find and next, for the const and the other variant. */
+/* The body of find, for the const and the other variant. */
 #define KV_TABLE_FIND_(t, key)                                                                   \
 	do {                                                                                     \
 		if ((key) == 0)                                                                      \
@@ -280,17 +308,6 @@ static inline uint64_t kv_mix64(uint64_t k)
 			if ((t)->slots[i_].key == 0)                                                     \
 				return NULL;                                                                 \
 		}                                                                                    \
-	} while (0)
-
-#define KV_TABLE_NEXT_(t, pos)                                                                   \
-	do {                                                                                     \
-		for (; *(pos) < (t)->cap; ++*(pos))                                                  \
-			if ((t)->slots[*(pos)].key)                                                      \
-				return &(t)->slots[*(pos)];                                                  \
-		if (*(pos) == (t)->cap && (t)->has_zero)                                             \
-			return &(t)->zero;                                                           \
-		*(pos) = (t)->cap + 1;                                                               \
-		return NULL;                                                                         \
 	} while (0)
 
 #endif

@@ -21,19 +21,15 @@ static void save_content(const struct kv_match *m, struct kv_snap_writer *w, uin
 	kv_snapw_range_begin(w, k, KV_RANGE_CONTENT);
 	if (live < m->npm) {
 		const struct kv_contents *t = &m->pm[live].content;
-		size_t n = kv_contents_count(t);
-		uint64_t *keys = kv_xmalloc((n + 1) * sizeof *keys);
-		uint32_t *pos = kv_xmalloc((n + 1) * sizeof *pos);
-		kv_contents_sorted(t, keys, pos);
-		for (size_t i = 0; i < n; i++) {
-			if (i + SAVE_AHEAD < n)
-				__builtin_prefetch(kv_contents_at_const(t, pos[i + SAVE_AHEAD]));
-			const struct kv_content *c = kv_contents_at_const(t, pos[i]);
-			struct kv_snap_content r = { keys[i], c->parent, c->local, c->t };
+		struct kv_sorted o = kv_contents_sorted(t);
+		for (size_t i = 0; i < o.n; i++) {
+			if (i + SAVE_AHEAD < o.n)
+				__builtin_prefetch(kv_contents_at_const(t, o.pos[i + SAVE_AHEAD]));
+			const struct kv_content *c = kv_contents_at_const(t, o.pos[i]);
+			struct kv_snap_content r = { o.keys[i], c->parent, c->local, c->t };
 			kv_snapw_add(w, KV_SEC_CONTENT, &r, 1);
 		}
-		free(keys);
-		free(pos);
+		kv_sorted_free(&o);
 	}
 	kv_snapw_range_end(w, k, KV_RANGE_CONTENT);
 }
@@ -46,19 +42,15 @@ static void save_offloads(const struct kv_match *m, struct kv_snap_writer *w, ui
 	if (live >= m->npm)
 		return;
 	const struct kv_offloads *t = &m->pm[live].offload;
-	size_t n = kv_offloads_count(t);
-	uint64_t *keys = kv_xmalloc((n + 1) * sizeof *keys);
-	uint32_t *pos = kv_xmalloc((n + 1) * sizeof *pos);
-	kv_offloads_sorted(t, keys, pos);
-	for (size_t i = 0; i < n; i++) {
-		if (i + SAVE_AHEAD < n)
-			__builtin_prefetch(kv_offloads_at_const(t, pos[i + SAVE_AHEAD]));
-		const struct kv_offload *o = kv_offloads_at_const(t, pos[i]);
-		struct kv_snap_offload r = { k, 0, keys[i], o->chain, o->parent, o->local, o->t };
+	struct kv_sorted o = kv_offloads_sorted(t);
+	for (size_t i = 0; i < o.n; i++) {
+		if (i + SAVE_AHEAD < o.n)
+			__builtin_prefetch(kv_offloads_at_const(t, o.pos[i + SAVE_AHEAD]));
+		const struct kv_offload *f = kv_offloads_at_const(t, o.pos[i]);
+		struct kv_snap_offload r = { k, 0, o.keys[i], f->chain, f->parent, f->local, f->t };
 		kv_snapw_add(w, KV_SEC_OFFLOAD, &r, 1);
 	}
-	free(keys);
-	free(pos);
+	kv_sorted_free(&o);
 }
 
 /* The pending pool in arrival order, over all partitions: the order its

@@ -279,10 +279,10 @@ static uint32_t parent_field(struct kv_snap_writer *b, uint32_t pos, uint32_t se
 static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k, size_t *nkeys)
 {
 	const struct kv_partition *p = &ix->p[kv_snapw_live_partition(b, k)];
-	size_t n = kv_blocks_count(&p->blocks);
-	uint64_t *keys = kv_xmalloc((n + 1) * sizeof *keys);
-	uint32_t *idx = kv_xmalloc((n + 1) * sizeof *idx);
-	kv_blocks_sorted(&p->blocks, keys, idx);
+	struct kv_sorted sorted = kv_blocks_sorted(&p->blocks);
+	uint64_t *keys = sorted.keys;
+	const uint32_t *idx = sorted.pos;
+	size_t n = sorted.n;
 	kv_snapw_range_begin(b, k, KV_RANGE_BLOCKS);
 	kv_snapw_range_begin(b, k, KV_RANGE_ORPHANS);
 	kv_snapw_range_begin(b, k, KV_RANGE_SETS);
@@ -327,7 +327,7 @@ static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *i
 	free(runs);
 	free(out);
 	free(node);
-	free(idx);
+	free(sorted.pos);
 	*nkeys = n;
 	return keys;
 }
@@ -339,10 +339,10 @@ static void build_ehashes(struct kv_snap_writer *b, const struct kv_index *ix, u
 			  size_t nblocks)
 {
 	const struct kv_partition *p = &ix->p[kv_snapw_live_partition(b, k)];
-	size_t n = kv_ehashes_count(&p->ehashes);
-	uint64_t *keys = kv_xmalloc((n + 1) * sizeof *keys);
-	uint32_t *idx = kv_xmalloc((n + 1) * sizeof *idx);
-	kv_ehashes_sorted(&p->ehashes, keys, idx);
+	struct kv_sorted sorted = kv_ehashes_sorted(&p->ehashes);
+	const uint64_t *keys = sorted.keys;
+	const uint32_t *idx = sorted.pos;
+	size_t n = sorted.n;
 	uint64_t *chains = kv_xmalloc((n + 1) * sizeof *chains);
 	for (size_t i = 0; i < n; i++) {
 		if (i + BUILD_AHEAD < n)
@@ -365,8 +365,7 @@ static void build_ehashes(struct kv_snap_writer *b, const struct kv_index *ix, u
 	kv_snapw_range_end(b, k, KV_RANGE_STALE);
 	free(pos);
 	free(chains);
-	free(keys);
-	free(idx);
+	kv_sorted_free(&sorted);
 }
 
 /* The index's sections: workers, partitions (the content range left to

@@ -138,8 +138,8 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 			const struct kv_blocks *t = &s->ix->p[part].blocks;
 			size_t cap = 0, n2 = 0;
 			uint32_t *all = NULL;
-			const struct kv_block *b;
-			for (size_t pos = 0; (b = kv_blocks_next_const(t, &pos)); pos++) {
+			KV_TABLE_EACH(kv_blocks, t, pos) {
+				const struct kv_block *b = kv_blocks_at_const(t, pos);
 				const uint32_t *h = kv_block_holders(s->ix, b);
 				size_t nh = kv_block_nholders(s->ix, b);
 				all = kv_xgrow(all, &cap, n2 + nh, sizeof *all);

@@ -31,7 +31,7 @@ static size_t model_count(const struct model *md)
 	return n;
 }
 
-/* Every entry exactly once, key 0's last, each found again at its position;
+/* Every entry exactly once, at its position, in order, key 0's last;
  * false at the first difference from the model. */
 static bool iteration_matches(const struct items *t, const struct model *md)
 {
@@ -39,11 +39,13 @@ static bool iteration_matches(const struct items *t, const struct model *md)
 	memset(seen, 0, sizeof seen);
 	size_t n = 0, last = 0;
 	bool zero_seen = false;
-	const struct item *e;
-	for (size_t pos = 0; (e = items_next_const(t, &pos)); pos++) {
+	KV_TABLE_EACH(items, t, pos) {
+		const struct item *e = items_at_const(t, pos);
+		if (pos > t->cap || (pos < t->cap && t->slots[pos].key == 0) || (pos == t->cap && !t->has_zero))
+			return false;
 		if (e->key >= KEYS || !md->present[e->key] || e->value != md->value[e->key] || zero_seen)
 			return false;
-		if (items_at_const(t, pos) != e || (n && pos <= last))
+		if (n && pos <= last)
 			return false;
 		if (e->key == 0 && pos != t->cap)
 			return false;
@@ -87,9 +89,8 @@ static bool picked(struct item *e, void *arg)
  * the picked ones go, the rest is found as before. */
 static bool remove_if_matches(struct items *t, struct model *md, uint64_t mod, uint64_t rest)
 {
-	struct item *e;
-	for (size_t pos = 0; (e = items_next(t, &pos)); pos++)
-		e->visits = 0;
+	KV_TABLE_EACH(items, t, pos)
+		items_at(t, pos)->visits = 0;
 	size_t before = items_count(t), want = 0;
 	struct pick p = { mod, rest, 0 };
 	for (int k = 0; k < KEYS; k++)
@@ -100,8 +101,8 @@ static bool remove_if_matches(struct items *t, struct model *md, uint64_t mod, u
 	size_t got = items_remove_if(t, picked, &p);
 	if (got != want || p.calls != before)
 		return false;
-	for (size_t pos = 0; (e = items_next(t, &pos)); pos++)
-		if (e->visits != 1)
+	KV_TABLE_EACH(items, t, pos)
+		if (items_at(t, pos)->visits != 1)
 			return false;
 	/* the shrinking rule of remove: below 10% load, never under 64 slots */
 	if (t->cap > 64 && 10 * t->n < t->cap)
@@ -179,9 +180,8 @@ static void remove_if_across_the_end_of_the_slots(void)
 			for (size_t i = 0; i < n; i++)
 				wrapped |= t.slots[s].key == keys[i];
 		ASSERT(wrapped);
-		struct item *e;
-		for (size_t pos = 0; (e = items_next(&t, &pos)); pos++)
-			e->visits = 0;
+		KV_TABLE_EACH(items, &t, pos)
+			items_at(&t, pos)->visits = 0;
 		struct pick p = { 2, 0, 0 };
 		ASSERT_EQ_U64(items_remove_if(&t, picked, &p), (size_t)__builtin_popcount(mask));
 		ASSERT_EQ_U64(p.calls, 32 + n);
@@ -190,8 +190,8 @@ static void remove_if_across_the_end_of_the_slots(void)
 			ASSERT((c == NULL) == (mask >> i & 1));
 			ASSERT(!c || c->visits == 1);
 		}
-		for (size_t pos = 0; (e = items_next(&t, &pos)); pos++)
-			ASSERT(e->visits == 1 && e->value == 1);
+		KV_TABLE_EACH(items, &t, pos)
+			ASSERT(items_at(&t, pos)->visits == 1 && items_at(&t, pos)->value == 1);
 		items_free(&t);
 	}
 }
@@ -199,19 +199,16 @@ static void remove_if_across_the_end_of_the_slots(void)
 static void key_zero_and_empty_tables(void)
 {
 	struct items t = { 0 };
-	size_t pos = 0;
 	struct pick p = { 1, 0, 0 };
-	ASSERT(items_next_const(&t, &pos) == NULL);
+	ASSERT(items_next(&t, 0) == items_end(&t));
 	ASSERT(items_find_const(&t, 0) == NULL && items_find_const(&t, 5) == NULL);
 	ASSERT_EQ_U64(items_remove_if(&t, picked, &p), 0);
 	ASSERT_EQ_U64(p.calls, 0);
 	bool added;
 	items_upsert(&t, 0, &added)->value = 7;
-	pos = 0;
-	const struct item *e = items_next_const(&t, &pos);
-	ASSERT(e && e->key == 0 && e->value == 7 && pos == t.cap);
-	pos++;
-	ASSERT(items_next_const(&t, &pos) == NULL);
+	size_t pos = items_next(&t, 0);
+	ASSERT(pos == t.cap && items_at_const(&t, pos)->key == 0 && items_at_const(&t, pos)->value == 7);
+	ASSERT(items_next(&t, pos + 1) == items_end(&t));
 	items_upsert(&t, 9, &added)->value = 8;
 	p = (struct pick){ 2, 1, 0 };   /* odd values: key 0's entry goes, 9's stays */
 	ASSERT_EQ_U64(items_remove_if(&t, picked, &p), 1);
@@ -238,23 +235,19 @@ static void sorted_keys_with_positions(void)
 			md.present[k] = true;
 		}
 	}
-	size_t n = items_count(&t);
-	uint64_t *keys = malloc((n + 1) * sizeof *keys);
-	uint32_t *pos = malloc((n + 1) * sizeof *pos);
-	ASSERT(keys && pos);
-	items_sorted(&t, keys, pos);
+	struct kv_sorted o = items_sorted(&t);
+	ASSERT_EQ_U64(o.n, items_count(&t));
 	size_t at = 0;
 	for (int k = 0; k < KEYS; k++) {
 		if (!md.present[k])
 			continue;
-		ASSERT(at < n && keys[at] == (uint64_t)k);
-		const struct item *e = items_at_const(&t, pos[at]);
+		ASSERT(at < o.n && o.keys[at] == (uint64_t)k);
+		const struct item *e = items_at_const(&t, o.pos[at]);
 		ASSERT(e->key == (uint64_t)k && e->value == md.value[k]);
 		at++;
 	}
-	ASSERT_EQ_U64(at, n);
-	free(keys);
-	free(pos);
+	ASSERT_EQ_U64(at, o.n);
+	kv_sorted_free(&o);
 	items_free(&t);
 }
 
