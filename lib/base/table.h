@@ -88,9 +88,9 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		KV_TABLE_FIND_(t, key);                                                              \
 	}                                                                                        \
                                                                                                  \
-	/* Positions: the slots in order, then the entry of key 0 at cap.  The   \
-	 * position of the first entry at or after pos; name##_end(t) when none  \
-	 * is (KV_TABLE_EACH walks them). */                                       \
+	/* Positions: the slots in order, then the entry of key 0 at cap.  The                   \
+	 * position of the first entry at or after pos; name##_end(t) when none                  \
+	 * is (KV_TABLE_EACH walks them). */                                                     \
 	static inline size_t name##_next(const struct name *t, size_t pos)                       \
 	{                                                                                        \
 		for (; pos < t->cap; pos++)                                                          \
@@ -104,7 +104,7 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		return t->cap + 1;                                                                   \
 	}                                                                                        \
                                                                                                  \
-	/* The entry at a position of an entry (the table unchanged since). */    \
+	/* The entry at a position of an entry (the table unchanged since). */                   \
 	static inline entry_t *name##_at(struct name *t, size_t pos)                             \
 	{                                                                                        \
 		return pos < t->cap ? &t->slots[pos] : &t->zero;                                     \
@@ -115,12 +115,13 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		return pos < t->cap ? &t->slots[pos] : &t->zero;                                     \
 	}                                                                                        \
                                                                                                  \
-	/* The keys in ascending order, with the positions of their entries       \
-	 * (allocated: kv_sorted_free). */                                         \
+	/* The keys in ascending order, with the positions of their entries                      \
+	 * (allocated: kv_sorted_free). */                                                       \
 	static inline struct kv_sorted name##_sorted(const struct name *t)                       \
 	{                                                                                        \
 		size_t n = name##_count(t), k = 0;                                                   \
-		struct kv_sorted o = { kv_xmalloc((n + 1) * sizeof *o.keys), kv_xmalloc((n + 1) * sizeof *o.pos), n }; \
+		struct kv_sorted o = { kv_xmalloc((n + 1) * sizeof *o.keys),                         \
+					 kv_xmalloc((n + 1) * sizeof *o.pos), n };                               \
 		KV_TABLE_EACH(name, t, pos) {                                                        \
 			o.keys[k] = name##_at_const(t, pos)->key;                                        \
 			o.pos[k++] = (uint32_t)pos;                                                      \
@@ -216,9 +217,9 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		return &t->slots[i];                                                                 \
 	}                                                                                        \
                                                                                                  \
-	/* Empties slot i: later members of its cluster shift back so that no      \
-	 * probe breaks (only into slot i or slots after it, up to the cluster's   \
-	 * end). */                                                                \
+	/* Empties slot i: later members of its cluster shift back so that no                    \
+	 * probe breaks (only into slot i or slots after it, up to the cluster's                 \
+	 * end). */                                                                              \
 	static inline void name##_unslot(struct name *t, size_t i)                               \
 	{                                                                                        \
 		size_t mask = t->cap - 1;                                                            \
@@ -264,12 +265,13 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		return true;                                                                         \
 	}                                                                                        \
                                                                                                  \
-	/* Calls gone once for every entry, in no particular order, and removes   \
-	 * those it returns true for (it may change an entry's other fields, not  \
-	 * its key, and must not change the table); returns how many went.  The   \
-	 * walk starts after an empty slot: a removal then shifts only entries not \
-	 * yet seen, into the slot just emptied, which is looked at again. */     \
-	static inline size_t name##_remove_if(struct name *t, bool (*gone)(entry_t *e, void *arg), void *arg) \
+	/* Calls gone once for every entry, in no particular order, and removes                  \
+	 * those it returns true for (it may change an entry's other fields, not                 \
+	 * its key, and must not change the table); returns how many went.  The                  \
+	 * walk starts after an empty slot: a removal then shifts only entries not               \
+	 * yet seen, into the slot just emptied, which is looked at again. */                    \
+	static inline size_t name##_remove_if(struct name *t, bool (*gone)(entry_t *e, void *arg), \
+						  void *arg)                                                         \
 	{                                                                                        \
 		size_t removed = 0;                                                                  \
 		if (t->n) {                                                                          \
@@ -295,7 +297,7 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 	}
 
 /* The body of find, for the const and the other variant. */
-#define KV_TABLE_FIND_(t, key)                                                                   \
+#define KV_TABLE_FIND_(t, key)                                                               \
 	do {                                                                                     \
 		if ((key) == 0)                                                                      \
 			return (t)->has_zero ? &(t)->zero : NULL;                                        \
