@@ -16,6 +16,7 @@
 #include "base/out.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "index/snapstate.h"
 #include "decode/source.h"
 #include "index/statelog.h"
 #include "base/util.h"
@@ -191,7 +192,7 @@ struct run {
 	struct kv_out *out;
 	struct kv_index ix;
 	struct kv_workers ws;
-	struct kv_match m;
+	struct kv_match *m;
 	uint64_t bad;
 	int status;                   /* of the failures met so far (kv_status_merge) */
 	uint64_t next_snapshot;
@@ -210,7 +211,7 @@ static void write_snapshot(struct run *r);
 static void write_metrics(struct run *r)
 {
 	struct kv_err e = { 0 };
-	if (kv_match_write_metrics(&r->m, &r->metrics, &e))
+	if (kv_match_write_metrics(r->m, &r->metrics, &e))
 		return;
 	if (!r->metrics_failed)
 		r->status = kv_status_merge(r->status, kv_err_print(&e));
@@ -225,7 +226,7 @@ static void between_records(struct run *r)
 	if (sig == SIGUSR1)
 		write_snapshot(r);
 	else if (sig == SIGUSR2)
-		kv_diagnose(&r->m, r->o->diag_format, stderr);
+		kv_diagnose(r->m, r->o->diag_format, stderr);
 	if (r->o->metrics && kv_metrics_due(&r->metrics))
 		write_metrics(r);
 }
@@ -243,7 +244,7 @@ static void write_snapshot(struct run *r)
 	if (!r->o->snapshot)
 		return;
 	uint64_t t0 = kv_monotonic_ns();
-	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, &r->m)) {
+	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, r->m)) {
 		kv_warn_errno("%s", r->o->snapshot);
 		r->status = kv_status_merge(r->status, KV_EX_IOERR);
 	} else if (r->o->verbose && !r->o->quiet) {
@@ -272,7 +273,7 @@ static void snapshot_if_due(struct run *r, const struct kv_batch *b)
 	bool suspect;
 	if (!r->o->every_ns || b->fatal || r->next_snapshot == UINT64_MAX)
 		return;
-	uint64_t t = kv_match_record_time(&r->m, b->ctx.recv_ns, &suspect);
+	uint64_t t = kv_match_record_time(r->m, b->ctx.recv_ns, &suspect);
 	if (t < r->next_snapshot)
 		return;
 	if (r->next_snapshot)
@@ -283,16 +284,16 @@ static void snapshot_if_due(struct run *r, const struct kv_batch *b)
 
 static void handle(struct run *r, const struct kv_batch *b)
 {
-	if (kv_match_stream_duplicate(&r->m, &b->ctx, b->nev))
+	if (kv_match_stream_duplicate(r->m, &b->ctx, b->nev))
 		return;
 	snapshot_if_due(r, b);
 	if (b->error) {
 		report_problem(r, b, b->error);
-		kv_match_bad_record(&r->m, &b->ctx);
+		kv_match_bad_record(r->m, &b->ctx);
 		return;
 	}
 	if (b->lost) {
-		kv_match_lost_record(&r->m, &b->ctx);
+		kv_match_lost_record(r->m, &b->ctx);
 		return;
 	}
 	/* Counted as kvdecode -e's lines for them would be: one problem each. */
@@ -300,10 +301,10 @@ static void handle(struct run *r, const struct kv_batch *b)
 		report_problem(r, b, b->issues[i]);
 	r->bad += b->nissues > KV_WIRE_MAX_ISSUES ? b->nissues - KV_WIRE_MAX_ISSUES : 0;
 	for (unsigned i = 0; i < kv_batch_problem_lines(b); i++)
-		kv_match_bad_record(&r->m, &b->ctx);
-	if (kv_match_record(&r->m, &b->ctx, b->nev))
+		kv_match_bad_record(r->m, &b->ctx);
+	if (kv_match_record(r->m, &b->ctx, b->nev))
 		for (size_t i = 0; i < b->nev; i++)
-			kv_match_event(&r->m, &b->ev[i]);
+			kv_match_event(r->m, &b->ev[i]);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -352,7 +353,7 @@ static void load_state(struct run *r)
 		char err[256];
 		if (!kv_snap_load(r->o->resume, &s, err, sizeof err))
 			kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->resume, err);
-		kv_snap_restore(&s, &r->ix, &r->ws, &r->m);
+		kv_snap_restore(&s, &r->ix, &r->ws, r->m);
 		kv_snap_unload(&s);
 	}
 	create_registered_partitions(r);
@@ -387,7 +388,7 @@ int main(int argc, char **argv)
 	o.match.report = on_report;
 	o.match.report_arg = &r;
 	kv_index_init(&r.ix);
-	kv_match_init(&r.m, &r.ix, &r.ws, &o.match);
+	r.m = kv_match_new(&r.ix, &r.ws, &o.match);
 	if (o.metrics)
 		kv_metrics_init(&r.metrics, o.metrics, o.metrics_ns);
 	load_state(&r);
@@ -414,16 +415,16 @@ int main(int argc, char **argv)
 		kv_metrics_free(&r.metrics);
 	}
 	if (!o.quiet)
-		kv_statelog_summary(stderr, &r.m);
+		kv_statelog_summary(stderr, r.m);
 	if (!o.quiet && o.verbose)
-		kv_statelog_memory(stderr, &r.m);
+		kv_statelog_memory(stderr, r.m);
 	if (o.diagnose)
-		kv_diagnose(&r.m, o.diag_format, stderr);
+		kv_diagnose(r.m, o.diag_format, stderr);
 	int status = r.status;
 	if (r.bad && !kv_out_reader_gone(&out))
 		status = kv_status_merge(status, KV_EX_DATAERR);
 	kv_source_free(src);
-	kv_match_free(&r.m);
+	kv_match_delete(r.m);
 	kv_workers_free(&r.ws);
 	kv_index_free(&r.ix);
 	return status;

@@ -18,7 +18,7 @@
 
 #include "decode/evjson.h"
 #include "index/index.h"
-#include "index/match.h"
+#include "index/matchstate.h"
 #include "memfile.h"
 #include "base/out.h"
 #include "snapcheck.h"

@@ -21,12 +21,13 @@
 
 #include "index/blockhash.h"
 #include "index/index.h"
-#include "index/match.h"
+#include "index/matchstate.h"
 #include "memfile.h"
 #include "base/out.h"
 #include "query/answer.h"
 #include "query/query.h"
 #include "index/snap.h"
+#include "index/snapstate.h"
 #include "snapcheck.h"
 #include "index/workers.h"
 

@@ -11,8 +11,9 @@
 #include <unistd.h>
 
 #include "index/index.h"
-#include "index/match.h"
+#include "index/matchstate.h"
 #include "index/snap.h"
+#include "index/snapstate.h"
 #include "index/workers.h"
 
 static void snapcheck(const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)

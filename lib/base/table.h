@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sort.h"
 #include "base/util.h"
 
 /* Slot arrays of 1 MiB and more are mmap'ed: freeing them returns the memory. */
@@ -32,6 +33,26 @@ static inline uint64_t kv_mix64(uint64_t k)
 	k *= 0xc4ceb9fe1a85ec53ull;
 	k ^= k >> 33;
 	return k;
+}
+
+/* Every position of an entry of table t, of the table type name:
+ *     KV_TABLE_EACH(kv_blocks, t, pos) { const struct kv_block *b = kv_blocks_at_const(t, pos); ... }
+ * The table must not change meanwhile (remove_if is the way to remove). */
+#define KV_TABLE_EACH(name, t, pos) \
+	for (size_t pos = name##_next(t, 0); pos != name##_end(t); pos = name##_next(t, pos + 1))
+
+/* A table's keys in ascending order, and the positions of their entries
+ * (u32: kv_sort_keys' payload; tables stay far below 2^32 slots). */
+struct kv_sorted {
+	uint64_t *keys;
+	uint32_t *pos;
+	size_t n;
+};
+
+static inline void kv_sorted_free(struct kv_sorted *s)
+{
+	free(s->keys);
+	free(s->pos);
 }
 
 #define KV_TABLE_DEFINE(name, entry_t)                                                       \
@@ -59,17 +80,54 @@ static inline uint64_t kv_mix64(uint64_t k)
                                                                                                  \
 	static inline entry_t *name##_find(struct name *t, uint64_t key)                         \
 	{                                                                                        \
-		if (key == 0)                                                                        \
-			return t->has_zero ? &t->zero : NULL;                                            \
-		if (!t->cap)                                                                         \
-			return NULL;                                                                     \
-		size_t mask = t->cap - 1, i = kv_mix64(key) & mask;                                  \
-		for (;; i = (i + 1) & mask) {                                                        \
-			if (t->slots[i].key == key)                                                      \
-				return &t->slots[i];                                                         \
-			if (t->slots[i].key == 0)                                                        \
-				return NULL;                                                                 \
+		KV_TABLE_FIND_(t, key);                                                              \
+	}                                                                                        \
+                                                                                                 \
+	static inline const entry_t *name##_find_const(const struct name *t, uint64_t key)       \
+	{                                                                                        \
+		KV_TABLE_FIND_(t, key);                                                              \
+	}                                                                                        \
+                                                                                                 \
+	/* Positions: the slots in order, then the entry of key 0 at cap.  The                   \
+	 * position of the first entry at or after pos; name##_end(t) when none                  \
+	 * is (KV_TABLE_EACH walks them). */                                                     \
+	static inline size_t name##_next(const struct name *t, size_t pos)                       \
+	{                                                                                        \
+		for (; pos < t->cap; pos++)                                                          \
+			if (t->slots[pos].key)                                                           \
+				return pos;                                                                  \
+		return pos == t->cap && t->has_zero ? t->cap : t->cap + 1;                           \
+	}                                                                                        \
+                                                                                                 \
+	static inline size_t name##_end(const struct name *t)                                    \
+	{                                                                                        \
+		return t->cap + 1;                                                                   \
+	}                                                                                        \
+                                                                                                 \
+	/* The entry at a position of an entry (the table unchanged since). */                   \
+	static inline entry_t *name##_at(struct name *t, size_t pos)                             \
+	{                                                                                        \
+		return pos < t->cap ? &t->slots[pos] : &t->zero;                                     \
+	}                                                                                        \
+                                                                                                 \
+	static inline const entry_t *name##_at_const(const struct name *t, size_t pos)           \
+	{                                                                                        \
+		return pos < t->cap ? &t->slots[pos] : &t->zero;                                     \
+	}                                                                                        \
+                                                                                                 \
+	/* The keys in ascending order, with the positions of their entries                      \
+	 * (allocated: kv_sorted_free). */                                                       \
+	static inline struct kv_sorted name##_sorted(const struct name *t)                       \
+	{                                                                                        \
+		size_t n = name##_count(t), k = 0;                                                   \
+		struct kv_sorted o = { kv_xmalloc((n + 1) * sizeof *o.keys),                         \
+					 kv_xmalloc((n + 1) * sizeof *o.pos), n };                               \
+		KV_TABLE_EACH(name, t, pos) {                                                        \
+			o.keys[k] = name##_at_const(t, pos)->key;                                        \
+			o.pos[k++] = (uint32_t)pos;                                                      \
 		}                                                                                    \
+		kv_sort_keys(o.keys, o.pos, n);                                                      \
+		return o;                                                                            \
 	}                                                                                        \
                                                                                                  \
 	static inline void name##_resize(struct name *t, size_t cap)                             \
@@ -159,6 +217,33 @@ static inline uint64_t kv_mix64(uint64_t k)
 		return &t->slots[i];                                                                 \
 	}                                                                                        \
                                                                                                  \
+	/* Empties slot i: later members of its cluster shift back so that no                    \
+	 * probe breaks (only into slot i or slots after it, up to the cluster's                 \
+	 * end). */                                                                              \
+	static inline void name##_unslot(struct name *t, size_t i)                               \
+	{                                                                                        \
+		size_t mask = t->cap - 1;                                                            \
+		for (size_t j = (i + 1) & mask; t->slots[j].key; j = (j + 1) & mask) {               \
+			size_t home = kv_mix64(t->slots[j].key) & mask;                                  \
+			if (((j - home) & mask) >= ((j - i) & mask)) {                                   \
+				t->slots[i] = t->slots[j];                                                   \
+				i = j;                                                                       \
+			}                                                                                \
+		}                                                                                    \
+		t->slots[i].key = 0;                                                                 \
+		t->n--;                                                                              \
+	}                                                                                        \
+                                                                                                 \
+	/* Below 10% load the table halves (to no fewer than 64 slots). */                       \
+	static inline void name##_shrink(struct name *t)                                         \
+	{                                                                                        \
+		size_t cap = t->cap;                                                                 \
+		while (cap > 64 && 10 * t->n < cap)                                                  \
+			cap /= 2;                                                                        \
+		if (cap != t->cap)                                                                   \
+			name##_resize(t, cap);                                                           \
+	}                                                                                        \
+                                                                                                 \
 	static inline bool name##_remove(struct name *t, uint64_t key)                           \
 	{                                                                                        \
 		if (key == 0) {                                                                      \
@@ -174,19 +259,57 @@ static inline uint64_t kv_mix64(uint64_t k)
 				return false;                                                                \
 			i = (i + 1) & mask;                                                              \
 		}                                                                                    \
-		/* Shift later members of the cluster back so that no probe breaks. */               \
-		for (size_t j = (i + 1) & mask; t->slots[j].key; j = (j + 1) & mask) {               \
-			size_t home = kv_mix64(t->slots[j].key) & mask;                                  \
-			if (((j - home) & mask) >= ((j - i) & mask)) {                                   \
-				t->slots[i] = t->slots[j];                                                   \
-				i = j;                                                                       \
-			}                                                                                \
-		}                                                                                    \
-		t->slots[i].key = 0;                                                                 \
-		t->n--;                                                                              \
+		name##_unslot(t, i);                                                                 \
 		if (t->cap > 64 && 10 * t->n < t->cap)                                               \
 			name##_resize(t, t->cap / 2);                                                    \
 		return true;                                                                         \
+	}                                                                                        \
+                                                                                                 \
+	/* Calls gone once for every entry, in no particular order, and removes                  \
+	 * those it returns true for (it may change an entry's other fields, not                 \
+	 * its key, and must not change the table); returns how many went.  The                  \
+	 * walk starts after an empty slot: a removal then shifts only entries not               \
+	 * yet seen, into the slot just emptied, which is looked at again. */                    \
+	static inline size_t name##_remove_if(struct name *t, bool (*gone)(entry_t *e, void *arg), \
+						  void *arg)                                                         \
+	{                                                                                        \
+		size_t removed = 0;                                                                  \
+		if (t->n) {                                                                          \
+			size_t mask = t->cap - 1, start = 0;                                             \
+			while (t->slots[start].key)                                                      \
+				start++;                                                                     \
+			for (size_t k = 1; k < t->cap;) {                                                \
+				size_t i = (start + k) & mask;                                               \
+				if (t->slots[i].key && gone(&t->slots[i], arg)) {                            \
+					name##_unslot(t, i);                                                     \
+					removed++;                                                               \
+				} else {                                                                     \
+					k++;                                                                     \
+				}                                                                            \
+			}                                                                                \
+			name##_shrink(t);                                                                \
+		}                                                                                    \
+		if (t->has_zero && gone(&t->zero, arg)) {                                            \
+			t->has_zero = false;                                                             \
+			removed++;                                                                       \
+		}                                                                                    \
+		return removed;                                                                      \
 	}
+
+/* The body of find, for the const and the other variant. */
+#define KV_TABLE_FIND_(t, key)                                                               \
+	do {                                                                                     \
+		if ((key) == 0)                                                                      \
+			return (t)->has_zero ? &(t)->zero : NULL;                                        \
+		if (!(t)->cap)                                                                       \
+			return NULL;                                                                     \
+		size_t mask_ = (t)->cap - 1, i_ = kv_mix64(key) & mask_;                             \
+		for (;; i_ = (i_ + 1) & mask_) {                                                     \
+			if ((t)->slots[i_].key == (key))                                                 \
+				return &(t)->slots[i_];                                                      \
+			if ((t)->slots[i_].key == 0)                                                     \
+				return NULL;                                                                 \
+		}                                                                                    \
+	} while (0)
 
 #endif

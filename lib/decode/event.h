@@ -6,12 +6,13 @@
 #ifndef KV_EVENT_H
 #define KV_EVENT_H
 
-#include <msgpack.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "decode/medium.h"
+
+struct msgpack_object;   /* extra_keys, from MessagePack input: only its users need <msgpack.h> */
 
 struct kv_str {
 	const char *p;
@@ -98,7 +99,7 @@ struct kv_event {
 	struct kv_str additional_salt;       /* pool events */
 	struct kv_scalar event_id;
 	struct kv_scalar group_id;           /* pool events: the object group (Mooncake), as it came */
-	const msgpack_object *extra_keys;  /* only from wire decoding; JSON input passes extra_json */
+	const struct msgpack_object *extra_keys;  /* only from wire decoding; JSON input passes extra_json */
 	struct kv_str extra_json;          /* extra_keys as JSON text, when read from a JSON line */
 	const struct kv_raw_hash *raw_hashes;
 	size_t nraw;

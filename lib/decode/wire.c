@@ -198,9 +198,3 @@ bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint
 	fix_pointers(w);
 	return true;
 }
-
-struct kv_wire_ctx kv_wire_ctx_of(const struct kv_event *e)
-{
-	return (struct kv_wire_ctx){ .src = e->src, .topic = e->topic, .recv_ns = e->recv_ns, .has_seq = e->has_seq,
-				     .seq = e->seq, .replayed = e->replayed };
-}

@@ -14,23 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decode/ctx.h"
 #include "decode/event.h"
 #include "decode/flexhash.h"
-
-/* What the record says about the payload it carries. */
-struct kv_wire_ctx {
-	struct kv_str src, topic;
-	uint64_t recv_ns;
-	bool has_seq;
-	uint64_t seq;
-	bool replayed;
-	bool has_position;      /* the record's JetStream stream sequence (kvnats -C) */
-	uint64_t position;
-};
-
-/* The context an event line carries (no stream position: only capture
- * records have one). */
-struct kv_wire_ctx kv_wire_ctx_of(const struct kv_event *e);
 
 struct kv_wire_opts {
 	struct kv_hash_opts hash;

@@ -1,4 +1,6 @@
 #include "index/diagnose.h"
+#include "decode/srcstats.h"
+#include "index/workers.h"
 #include "decode/flexhash.h"
 #include "base/jsonw.h"
 #include "base/util.h"
@@ -16,6 +18,9 @@
 
 struct diag {
 	const struct kv_match *m;
+	const struct kv_workers *ws;
+	const struct kv_srcstats *sources;
+	const struct kv_match_stats *st;
 	json_t *findings;
 };
 
@@ -35,9 +40,9 @@ static const char *source_name(const struct kv_srcstat *s)
 	return s->src[0] ? s->src : "-";
 }
 
-static const char *worker_name(const struct kv_match *m, uint32_t w)
+static const char *worker_name(const struct kv_workers *ws, uint32_t w)
 {
-	return w < m->ws->n ? m->ws->v[w].instance_id : NULL;
+	return w < ws->n ? ws->v[w].instance_id : NULL;
 }
 
 /* Adds a finding; evidence is a JSON object (taken), message a printf format. */
@@ -53,7 +58,7 @@ static void add(struct diag *d, const char *kind, const char *severity, const st
 	json_object_set_new(f, "finding", json_string(kind));
 	json_object_set_new(f, "severity", json_string(severity));
 	json_object_set_new(f, "source", src ? text(source_name(src)) : json_null());
-	const char *wn = worker_name(d->m, worker);
+	const char *wn = worker_name(d->ws, worker);
 	json_object_set_new(f, "worker", wn ? text(wn) : json_null());
 	json_object_set_new(f, "evidence", evidence ? evidence : json_object());
 	json_object_set_new(f, "message", text(msg));
@@ -189,12 +194,12 @@ static void non_full_attention(struct diag *d, const struct kv_srcstat *s)
 	    "%llu block%s of KV cache groups of kind %s skipped", ull(n), pl(n, "s"), s->d.spec_kind);
 }
 
-static void hosts_known(const struct kv_match *m, char *buf, size_t n)
+static void hosts_known(const struct kv_workers *ws, char *buf, size_t n)
 {
 	size_t at = 0, shown = 0;
 	buf[0] = 0;
-	for (size_t i = 0; i < m->ws->n && shown < 4; i++) {
-		const char *h = m->ws->v[i].host;
+	for (size_t i = 0; i < ws->n && shown < 4; i++) {
+		const char *h = ws->v[i].host;
 		if (!h || strstr(buf, h))
 			continue;
 		int k = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", h);
@@ -210,7 +215,6 @@ static void unknown_backend(struct diag *d, const struct kv_srcstat *s)
 	uint64_t held = s->d.pool_held, n = drops(s, KV_R_UNKNOWN_BACKEND) + held;
 	if (!n)
 		return;
-	const struct kv_match *m = d->m;
 	json_t *ids = json_array();
 	char list[256] = "", hosts[256];
 	size_t at = 0;
@@ -222,15 +226,15 @@ static void unknown_backend(struct diag *d, const struct kv_srcstat *s)
 		int k = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", id[0] ? id : "(none)");
 		at += k > 0 && (size_t)k < sizeof list - at ? (size_t)k : 0;
 	}
-	hosts_known(m, hosts, sizeof hosts);
+	hosts_known(d->ws, hosts, sizeof hosts);
 	json_t *ev = json_pack("{s:I,s:o,s:o}", "blocks", (json_int_t)n, "backend_ids", ids, "worker_hosts", text(hosts));
 	const char *cause;
-	if (m->o.match_none)
+	if (kv_match_options(d->m)->match_none)
 		cause = "with --match none a pool event goes to its subscriber's own worker, and the registrations "
 			"name none for this pool source";
 	else if (absent)
 		cause = "the pool's events carry no backend_id: the KV store client does not report its address";
-	else if (m->ws->n == 0)
+	else if (d->ws->n == 0)
 		cause = "no worker is known: give the registrations (-r) or the engines' captures too";
 	else
 		cause = "backend_id is not the Pod IP of an engine: set the KV store client's address to the Pod "
@@ -247,7 +251,7 @@ static void silent(struct diag *d, const struct kv_srcstat *s)
 {
 	if (s->batches < 2 || s->last_recv_ns <= s->d.first_ns)
 		return;
-	double quiet = (double)(d->m->now - s->last_recv_ns) / 1e9;
+	double quiet = (double)(kv_match_now(d->m) - s->last_recv_ns) / 1e9;
 	double every = (double)(s->last_recv_ns - s->d.first_ns) / 1e9 / (double)(s->batches - 1);
 	if (quiet < SILENT_MIN_S || quiet < SILENT_FACTOR * every)
 		return;
@@ -291,17 +295,17 @@ static void no_offload_events(struct diag *d, const struct kv_srcstat *s)
 	    ull(expired), expired == 1 ? "y" : "ies", ull(s->d.xpu_blocks), pl(s->d.xpu_blocks, "s"));
 }
 
-static bool others_met(const struct kv_match *m, const struct kv_srcstat *self)
+static bool others_met(const struct kv_srcstats *sources, const struct kv_srcstat *self)
 {
-	for (size_t i = 0; i < m->sources.n; i++)
-		if (&m->sources.v[i] != self && m->sources.v[i].d.offload_met)
+	for (size_t i = 0; i < sources->n; i++)
+		if (&sources->v[i] != self && sources->v[i].d.offload_met)
 			return true;
 	return false;
 }
 
 static void engine_hashes_differ(struct diag *d, const struct kv_srcstat *s)
 {
-	if (s->d.offload_blocks < DIFFER_MIN_BLOCKS || s->d.offload_met || !others_met(d->m, s))
+	if (s->d.offload_blocks < DIFFER_MIN_BLOCKS || s->d.offload_met || !others_met(d->sources, s))
 		return;
 	char forms[64];
 	kv_hash_forms_text(s->d.hash_forms, forms, sizeof forms);
@@ -323,11 +327,11 @@ struct totals {
 	uint64_t engine_hash, pool_hash;
 };
 
-static struct totals totals_of(const struct kv_match *m)
+static struct totals totals_of(const struct kv_srcstats *sources)
 {
 	struct totals t = { 0 };
-	for (size_t i = 0; i < m->sources.n; i++) {
-		const struct kv_srcdiag *s = &m->sources.v[i].d;
+	for (size_t i = 0; i < sources->n; i++) {
+		const struct kv_srcdiag *s = &sources->v[i].d;
 		if (s->engine) {
 			t.offload_blocks += s->offload_blocks;
 			t.engine_forms |= s->hash_forms;
@@ -346,10 +350,9 @@ static struct totals totals_of(const struct kv_match *m)
 
 static void hashes_never_meet(struct diag *d)
 {
-	const struct kv_match *m = d->m;
-	struct totals t = totals_of(m);
-	uint64_t met = m->st.states[KV_ST_MATCHED] + m->st.states[KV_ST_CONFIRMED];
-	uint64_t waited = m->st.states[KV_ST_PENDING_EXPIRED] + kv_match_pending(m);
+	struct totals t = totals_of(d->sources);
+	uint64_t met = d->st->states[KV_ST_MATCHED] + d->st->states[KV_ST_CONFIRMED];
+	uint64_t waited = d->st->states[KV_ST_PENDING_EXPIRED] + kv_match_pending(d->m);
 	if (!t.offload_blocks || !t.pool_blocks || met || !waited)
 		return;
 	char ef[64], pf[64], eh[24], ph[24];
@@ -368,29 +371,29 @@ static void hashes_never_meet(struct diag *d)
 	    ull(t.pool_blocks), pl(t.pool_blocks, "s"), ull(t.offload_blocks), pl(t.offload_blocks, "s"), ef, eh, pf, ph);
 }
 
-static bool publishes(const struct kv_match *m, uint32_t w)
+static bool publishes(const struct kv_srcstats *sources, uint32_t w)
 {
-	for (size_t i = 0; i < m->sources.n; i++)
-		if (m->sources.v[i].d.engine && m->sources.v[i].d.worker == w)
+	for (size_t i = 0; i < sources->n; i++)
+		if (sources->v[i].d.engine && sources->v[i].d.worker == w)
 			return true;
 	return false;
 }
 
 static void no_engine_events(struct diag *d)
 {
-	const struct kv_match *m = d->m;
+	const struct kv_workers *ws = d->ws;
 	uint64_t expired = 0, nworkers = 0;
 	char list[256] = "";
 	size_t at = 0;
 	json_t *names = json_array();
-	for (uint32_t w = 0; w < m->ws->n; w++) {
-		uint64_t e = kv_match_expired_for(m, w);
-		if (!e || publishes(m, w))
+	for (uint32_t w = 0; w < ws->n; w++) {
+		uint64_t e = kv_match_expired_for(d->m, w);
+		if (!e || publishes(d->sources, w))
 			continue;
 		expired += e;
 		nworkers++;
-		json_array_append_new(names, text(m->ws->v[w].instance_id));
-		int k = nworkers <= 4 ? snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", m->ws->v[w].instance_id) : 0;
+		json_array_append_new(names, text(ws->v[w].instance_id));
+		int k = nworkers <= 4 ? snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", ws->v[w].instance_id) : 0;
 		at += k > 0 && (size_t)k < sizeof list - at ? (size_t)k : 0;
 	}
 	if (!nworkers) {
@@ -410,12 +413,11 @@ static void limit_reached(struct diag *d)
 {
 	static const enum kv_reason limits[] = { KV_R_SOURCE_LIMIT, KV_R_WORKER_LIMIT, KV_R_PARTITION_LIMIT,
 						 KV_R_HOLDER_LIMIT };
-	const struct kv_match *m = d->m;
 	json_t *ev = json_object();
 	char list[256] = "";
 	size_t at = 0;
 	for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-		uint64_t n = m->st.reasons[limits[i]];
+		uint64_t n = d->st->reasons[limits[i]];
 		if (!n)
 			continue;
 		json_object_set_new(ev, kv_reason_name(limits[i]), json_integer((json_int_t)n));
@@ -438,27 +440,27 @@ static void limit_reached(struct diag *d)
 
 static void find(struct diag *d)
 {
-	const struct kv_match *m = d->m;
 	static void (*const per_source[])(struct diag *, const struct kv_srcstat *) = {
 		decode_errors, time_jump, restarted, missed_batches, parent_not_found, block_size_mismatch, non_full_attention,
 		unknown_backend, no_offload_events, engine_hashes_differ, lag, silent,
 	};
-	for (size_t i = 0; i < m->sources.n; i++)
+	for (size_t i = 0; i < d->sources->n; i++)
 		for (size_t k = 0; k < sizeof per_source / sizeof per_source[0]; k++)
-			per_source[k](d, &m->sources.v[i]);
+			per_source[k](d, &d->sources->v[i]);
 	hashes_never_meet(d);
 	no_engine_events(d);
 	limit_reached(d);
 }
 
-static void write_text(const struct kv_match *m, json_t *findings, FILE *f)
+static void write_text(const struct diag *d, FILE *f)
 {
-	size_t n = json_array_size(findings);
-	fprintf(f, "%s: diagnose: %zu finding%s (%zu source%s, %llu event%s)\n", kv_prog, n, pl(n, "s"),
-		m->sources.n, pl(m->sources.n, "s"), ull(m->st.events), pl(m->st.events, "s"));
+	size_t n = json_array_size(d->findings), nsrc = d->sources->n;
+	uint64_t events = d->st->events;
+	fprintf(f, "%s: diagnose: %zu finding%s (%zu source%s, %llu event%s)\n", kv_prog, n, pl(n, "s"), nsrc,
+		pl(nsrc, "s"), ull(events), pl(events, "s"));
 	size_t i;
 	json_t *x;
-	json_array_foreach(findings, i, x) {
+	json_array_foreach(d->findings, i, x) {
 		const char *src = json_string_value(json_object_get(x, "source"));
 		const char *wk = json_string_value(json_object_get(x, "worker"));
 		fprintf(f, "%s: %s: %s", kv_prog, json_string_value(json_object_get(x, "severity")),
@@ -512,20 +514,20 @@ static void put_value(struct jw *w, json_t *v)
 	}
 }
 
-static void write_json(const struct kv_match *m, json_t *findings, FILE *f)
+static void write_json(const struct diag *d, FILE *f)
 {
 	struct kv_out line;
 	struct jw w;
 	kv_out_open_mem(&line);
 	jw_begin(&w, &line);
 	jw_put_lit(&w, "{\"findings\":");
-	put_value(&w, findings);
+	put_value(&w, d->findings);
 	jw_put_lit(&w, ",\"sources\":");
-	jw_put_i64(&w, (int64_t)m->sources.n);
+	jw_put_i64(&w, (int64_t)d->sources->n);
 	jw_put_lit(&w, ",\"events\":");
-	jw_put_i64(&w, (int64_t)m->st.events);
+	jw_put_i64(&w, (int64_t)d->st->events);
 	jw_put_lit(&w, ",\"event_time_ns\":");
-	jw_put_i64(&w, (int64_t)m->now);
+	jw_put_i64(&w, (int64_t)kv_match_now(d->m));
 	jw_put_lit(&w, "}\n");
 	jw_end(&w);
 	fwrite(line.buf, 1, line.len, f);
@@ -534,12 +536,12 @@ static void write_json(const struct kv_match *m, json_t *findings, FILE *f)
 
 size_t kv_diagnose(const struct kv_match *m, enum kv_diag_format fmt, FILE *f)
 {
-	struct diag d = { m, json_array() };
+	struct diag d = { m, kv_match_workers(m), kv_match_sources(m), kv_match_statistics(m), json_array() };
 	find(&d);
 	if (fmt == KV_DIAG_JSON)
-		write_json(m, d.findings, f);
+		write_json(&d, f);
 	else
-		write_text(m, d.findings, f);
+		write_text(&d, f);
 	fflush(f);
 	size_t n = json_array_size(d.findings);
 	json_decref(d.findings);

@@ -548,31 +548,36 @@ bool kv_index_release(struct kv_index *ix, uint32_t part, uint64_t chain, uint32
 	return kv_index_release_many(ix, part, chain, &w, 1, m, freed, parent, local) > 0;
 }
 
+struct release_all {
+	struct kv_index *ix;
+	struct kv_partition *p;
+	uint32_t part, w;
+	unsigned mask;
+	size_t dropped;
+	void (*freed)(void *arg, uint32_t part, const struct kv_block *b);
+	void *arg;
+};
+
+/* Whether block b goes once the worker leaves it. */
+static bool released_last(struct kv_block *b, void *arg)
+{
+	struct release_all *r = arg;
+	if (!change_holder(r->ix, r->p, b, r->w, r->mask, false))
+		return false;
+	r->dropped++;
+	if (b->set != 0)
+		return false;
+	if (r->freed)
+		r->freed(r->arg, r->part, b);
+	return true;
+}
+
 size_t kv_index_release_all(struct kv_index *ix, uint32_t part, uint32_t w, unsigned mask,
 			    void (*freed)(void *arg, uint32_t part, const struct kv_block *b), void *arg)
 {
-	struct kv_partition *p = &ix->p[part];
-	size_t dropped = 0, ngone = 0, capgone = 0;
-	uint64_t *gone = NULL;
-	/* Remove after the scan: removing shifts (and may shrink) the table. */
-	for (size_t s = 0; s <= p->blocks.cap; s++) {
-		struct kv_block *b = s < p->blocks.cap ? &p->blocks.slots[s] : p->blocks.has_zero ? &p->blocks.zero : NULL;
-		if (!b || (s < p->blocks.cap && b->key == 0))
-			continue;
-		if (!change_holder(ix, p, b, w, mask, false))
-			continue;
-		dropped++;
-		if (b->set == 0) {
-			if (freed)
-				freed(arg, part, b);
-			gone = kv_xgrow(gone, &capgone, ngone + 1, sizeof *gone);
-			gone[ngone++] = b->key;
-		}
-	}
-	for (size_t i = 0; i < ngone; i++)
-		kv_blocks_remove(&p->blocks, gone[i]);
-	free(gone);
-	return dropped;
+	struct release_all r = { ix, &ix->p[part], part, w, mask, 0, freed, arg };
+	kv_blocks_remove_if(&ix->p[part].blocks, released_last, &r);
+	return r.dropped;
 }
 
 uint64_t kv_index_blocks(const struct kv_index *ix)

@@ -1,4 +1,4 @@
-#include "index/match.h"
+#include "index/matchstate.h"
 #include "index/blockhash.h"
 #include "base/util.h"
 
@@ -52,11 +52,17 @@ void kv_match_init(struct kv_match *m, struct kv_index *ix, struct kv_workers *w
 	kv_srcstats_init(&m->sources);
 }
 
+struct kv_match *kv_match_new(struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o)
+{
+	struct kv_match *m = kv_xmalloc(sizeof *m);
+	kv_match_init(m, ix, ws, o);
+	return m;
+}
+
 static void pmatch_free(struct kv_pmatch *pm)
 {
 	kv_offloads_free(&pm->offload);
 	kv_contents_free(&pm->content);
-	kv_pend_heads_free(&pm->heads);
 }
 
 void kv_match_free(struct kv_match *m)
@@ -64,15 +70,22 @@ void kv_match_free(struct kv_match *m)
 	for (size_t i = 0; i < m->npm; i++)
 		pmatch_free(&m->pm[i]);
 	free(m->pm);
-	free(m->pending.ring);
+	kv_pending_free(&m->pending);
 	kv_srcstats_free(&m->sources);
 	free(m->local);
 	free(m->chain);
-	free(m->scratch);
 	free(m->targets);
 	free(m->srcbuf);
 	free(m->expired_by_worker);
 	memset(m, 0, sizeof *m);
+}
+
+void kv_match_delete(struct kv_match *m)
+{
+	if (!m)
+		return;
+	kv_match_free(m);
+	free(m);
 }
 
 struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part)
@@ -276,120 +289,6 @@ static void learn(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t ch
 
 /* ---- pending pool -------------------------------------------------------- */
 
-#define NO_SEQ UINT64_MAX
-
-static struct kv_pending *slot(struct kv_pendpool *pp, uint64_t seq)
-{
-	return &pp->ring[seq & (pp->cap - 1)];
-}
-
-static void ring_resize(struct kv_pendpool *pp, size_t cap)
-{
-	struct kv_pending *old = pp->ring;
-	size_t oldcap = pp->cap;
-	pp->ring = kv_xcalloc(cap, sizeof *pp->ring);
-	pp->cap = cap;
-	for (uint64_t s = pp->head; s < pp->tail; s++)
-		*slot(pp, s) = old[s & (oldcap - 1)];
-	free(old);
-}
-
-static void pending_push(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker, enum kv_medium medium,
-			 uint64_t t)
-{
-	struct kv_pendpool *pp = &m->pending;
-	bool added;
-	struct kv_pend_head *h = kv_pend_heads_upsert(&kv_match_partition(m, part)->heads, ehash, &added);
-	if (!added)
-		for (uint64_t s = h->first; s != NO_SEQ; s = slot(pp, s)->next)
-			if (slot(pp, s)->worker == worker && slot(pp, s)->medium == medium)
-				return; /* already waiting: keep the first arrival's time */
-	if (pp->tail - pp->head == pp->cap)
-		ring_resize(pp, pp->cap ? 2 * pp->cap : 64);
-	uint64_t seq = pp->tail++;
-	*slot(pp, seq) = (struct kv_pending){ ehash, t, NO_SEQ, worker, (uint16_t)part, (uint8_t)medium, true };
-	if (added)
-		h->first = seq;
-	else
-		slot(pp, h->last)->next = seq;
-	h->last = seq;
-	h->count++;
-	pp->alive++;
-}
-
-/* Unlinks the entries of ehash in partition part that gone() picks;
- * returns how many went. */
-static size_t pending_unlink(struct kv_match *m, uint32_t part, uint64_t ehash,
-			     bool (*gone)(const struct kv_pending *p, const void *arg), const void *arg,
-			     uint32_t *workers, uint8_t *media, size_t max)
-{
-	struct kv_pendpool *pp = &m->pending;
-	struct kv_pend_heads *heads = &kv_match_partition(m, part)->heads;
-	struct kv_pend_head *h = kv_pend_heads_find(heads, ehash);
-	if (!h)
-		return 0;
-	size_t n = 0;
-	uint64_t prev = NO_SEQ;
-	for (uint64_t s = h->first; s != NO_SEQ;) {
-		struct kv_pending *p = slot(pp, s);
-		uint64_t next = p->next;
-		if (gone(p, arg)) {
-			if (n < max) {
-				workers[n] = p->worker;
-				media[n] = p->medium;
-			}
-			n++;
-			p->alive = false;
-			pp->alive--;
-			h->count--;
-			if (prev == NO_SEQ)
-				h->first = next;
-			else
-				slot(pp, prev)->next = next;
-			if (h->last == s)
-				h->last = prev;
-		} else {
-			prev = s;
-		}
-		s = next;
-	}
-	if (h->count == 0)
-		kv_pend_heads_remove(heads, ehash);
-	return n;
-}
-
-static bool any_entry(const struct kv_pending *p, const void *arg)
-{
-	(void)p, (void)arg;
-	return true;
-}
-
-struct who {
-	uint32_t worker;
-	unsigned medium;
-	uint64_t cutoff;       /* entries stamped at or before this expire */
-};
-
-static bool entry_of(const struct kv_pending *p, const void *arg)
-{
-	const struct who *w = arg;
-	return p->worker == w->worker && p->medium == w->medium;
-}
-
-static bool expired_entry(const struct kv_pending *p, const void *arg)
-{
-	const struct who *w = arg;
-	return p->t <= w->cutoff;
-}
-
-static void ring_trim(struct kv_pendpool *pp)
-{
-	while (pp->head < pp->tail && !slot(pp, pp->head)->alive)
-		pp->head++;
-	if (pp->cap > 1024 && 8 * (pp->tail - pp->head) < pp->cap)
-		ring_resize(pp, pp->cap / 2);
-}
-
 /* Reports the entries of one hash leaving the pool, grouped by medium. */
 static void report_entries(struct kv_match *m, const struct rep *r, enum kv_state state, enum kv_reason why,
 			   uint64_t ehash, const uint32_t *workers, const uint8_t *media, size_t n)
@@ -410,69 +309,40 @@ static void report_entries(struct kv_match *m, const struct rep *r, enum kv_stat
  * TTL, and as many as it takes to get back under --max-pending. */
 static void pending_expire(struct kv_match *m)
 {
-	struct kv_pendpool *pp = &m->pending;
-	for (;;) {
-		ring_trim(pp);
-		if (pp->head == pp->tail)
-			return;
-		struct kv_pending *p = slot(pp, pp->head);
-		bool by_ttl = !live(p->t, m->o.pending_ttl_ns, m->now);
-		if (!by_ttl && pp->alive <= m->o.max_pending)
-			return;
-		uint64_t ehash = p->ehash;
-		uint32_t part = p->part;
-		struct rep r = { NULL, part };
-		/* by TTL: all as old (now - ttl does not wrap: p->t is that old);
-		 * by --max-pending: this entry and those of its hash before it */
-		struct who w = { .cutoff = by_ttl ? m->now - m->o.pending_ttl_ns : p->t };
-		struct kv_pend_head *h = kv_pend_heads_find(&kv_match_partition(m, part)->heads, ehash);
-		size_t cnt = h ? h->count : 1;
-		uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
-		uint8_t *media = kv_xmalloc(cnt);
-		size_t n = pending_unlink(m, part, ehash, expired_entry, &w, workers, media, cnt);
-		report_entries(m, &r, KV_ST_PENDING_EXPIRED, by_ttl ? KV_R_NONE : KV_R_MAX_PENDING, ehash, workers, media, n);
-		free(workers);
-		free(media);
+	struct kv_pend_group g;
+	while (kv_pending_expire(&m->pending, m->now, m->o.pending_ttl_ns, m->o.max_pending, &g)) {
+		struct rep r = { NULL, g.part };
+		report_entries(m, &r, KV_ST_PENDING_EXPIRED, g.by_ttl ? KV_R_NONE : KV_R_MAX_PENDING, g.ehash, g.workers,
+			       g.media, g.n);
 	}
 }
 
 /* ---- sweeps of cached content and stale engine hashes --------------------- */
 
-/* Removes the offloads not confirmed within --offload-ttl; returns how many. */
-static size_t expire_offloads(struct kv_match *m, struct kv_pmatch *pm)
+/* What is stamped at or before event time now minus ttl. */
+struct too_old {
+	uint64_t ttl, now;
+};
+
+static bool offload_too_old(struct kv_offload *o, void *arg)
 {
-	size_t n = 0;
-	/* Collect first: removing shifts entries within the table. */
-	for (size_t i = 0; i < pm->offload.cap; i++)
-		if (pm->offload.slots[i].key && !live(pm->offload.slots[i].t, m->o.offload_ttl_ns, m->now)) {
-			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
-			m->scratch[n++] = pm->offload.slots[i].key;
-		}
-	for (size_t i = 0; i < n; i++)
-		kv_offloads_remove(&pm->offload, m->scratch[i]);
-	if (pm->offload.has_zero && !live(pm->offload.zero.t, m->o.offload_ttl_ns, m->now)) {
-		kv_offloads_remove(&pm->offload, 0);
-		n++;
-	}
-	return n;
+	const struct too_old *a = arg;
+	return !live(o->t, a->ttl, a->now);
 }
 
-/* Removes the content kept longer than --content-ttl; returns how many. */
-static size_t expire_contents(struct kv_match *m, struct kv_pmatch *pm)
+static bool content_too_old(struct kv_content *c, void *arg)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < pm->content.cap; i++)
-		if (pm->content.slots[i].key && !live(pm->content.slots[i].t, m->o.content_ttl_ns, m->now)) {
-			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
-			m->scratch[n++] = pm->content.slots[i].key;
-		}
-	for (size_t i = 0; i < n; i++)
-		kv_contents_remove(&pm->content, m->scratch[i]);
-	if (pm->content.has_zero && !live(pm->content.zero.t, m->o.content_ttl_ns, m->now)) {
-		kv_contents_remove(&pm->content, 0);
-		n++;
-	}
-	return n;
+	const struct too_old *a = arg;
+	return !live(c->t, a->ttl, a->now);
+}
+
+/* Removes the offloads not confirmed within --offload-ttl and the content
+ * kept longer than --content-ttl; returns how many went. */
+static size_t expire_cached(struct kv_match *m, struct kv_pmatch *pm)
+{
+	struct too_old offload = { m->o.offload_ttl_ns, m->now }, content = { m->o.content_ttl_ns, m->now };
+	return kv_offloads_remove_if(&pm->offload, offload_too_old, &offload) +
+	       kv_contents_remove_if(&pm->content, content_too_old, &content);
 }
 
 /* Whether an engine hash still names something: a block, content kept for
@@ -486,22 +356,22 @@ static bool names_something(struct kv_match *m, uint32_t part, const struct kv_e
 	return o && live(o->t, m->o.offload_ttl_ns, m->now);
 }
 
+struct names_in {
+	struct kv_match *m;
+	uint32_t part;
+};
+
+static bool names_nothing(struct kv_ehash *e, void *arg)
+{
+	const struct names_in *in = arg;
+	return !names_something(in->m, in->part, e);
+}
+
 /* Forgets the engine hashes that name nothing any more. */
 static void forget_stale_names(struct kv_match *m, uint32_t part)
 {
-	struct kv_partition *p = &m->ix->p[part];
-	size_t n = 0;
-	for (size_t i = 0; i <= p->ehashes.cap; i++) {
-		struct kv_ehash *e = i < p->ehashes.cap ? &p->ehashes.slots[i] : p->ehashes.has_zero ? &p->ehashes.zero : NULL;
-		if (!e || (i < p->ehashes.cap && e->key == 0))
-			continue;
-		if (!names_something(m, part, e)) {
-			m->scratch = kv_xgrow(m->scratch, &m->capscratch, n + 1, sizeof *m->scratch);
-			m->scratch[n++] = e->key;
-		}
-	}
-	for (size_t i = 0; i < n; i++)
-		kv_ehashes_remove(&p->ehashes, m->scratch[i]);
+	struct names_in in = { m, part };
+	kv_ehashes_remove_if(&m->ix->p[part].ehashes, names_nothing, &in);
 }
 
 static void sweep_partition(struct kv_match *m, uint32_t part)
@@ -510,8 +380,7 @@ static void sweep_partition(struct kv_match *m, uint32_t part)
 	struct kv_partition *p = &m->ix->p[part];
 	/* Every name is learned from a store: one whose offload expired
 	 * unconfirmed, or whose released content expired, may name nothing now. */
-	size_t gone = expire_offloads(m, pm);
-	gone += expire_contents(m, pm);
+	size_t gone = expire_cached(m, pm);
 	p->stale_possible |= gone > 0;
 	/* Look for such names each time the map has doubled since the last look
 	 * (which keeps the cost linear), and only when something expired since:
@@ -833,24 +702,18 @@ static size_t expected_block_size(struct kv_match *m, uint32_t w, uint32_t part,
 static bool match_pending(struct kv_match *m, const struct rep *r, uint32_t part, uint64_t ehash,
 			  const struct content *c)
 {
-	struct kv_pmatch *pm = kv_match_partition(m, part);
-	struct kv_pend_head *h = kv_pend_heads_find(&pm->heads, ehash);
-	if (!h)
+	if (!kv_pending_waits(&m->pending, part, ehash))
 		return false;
-	size_t cnt = h->count;
-	uint32_t *workers = kv_xmalloc(cnt * sizeof *workers);
-	uint8_t *media = kv_xmalloc(cnt);
-	size_t n = pending_unlink(m, part, ehash, any_entry, NULL, workers, media, cnt);
+	struct kv_pend_group g;
+	kv_pending_take(&m->pending, part, ehash, &g);
 	uint64_t refused = m->ix->refused;
-	for (size_t i = 0; i < n; i++)
-		kv_index_hold(m->ix, part, c->chain, c->parent, c->local, workers[i], media[i]);
+	for (size_t i = 0; i < g.n; i++)
+		kv_index_hold(m->ix, part, c->chain, c->parent, c->local, g.workers[i], g.media[i]);
 	learn(m, part, ehash, c->chain);
-	report_entries(m, r, KV_ST_MATCHED, KV_R_NONE, ehash, workers, media, n);
+	report_entries(m, r, KV_ST_MATCHED, KV_R_NONE, ehash, g.workers, g.media, g.n);
 	note_refused(m, r, refused, ehash, -1);
-	free(workers);
-	free(media);
-	cur_diag(m)->offload_met += n > 0;
-	return n > 0;
+	cur_diag(m)->offload_met += g.n > 0;
+	return g.n > 0;
 }
 
 /* An engine offload (cpu/disk) block: matched with a waiting pool event, or cached. */
@@ -1142,7 +1005,7 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 		}
 		if (!known) {
 			for (size_t k = 0; k < nt; k++)
-				pending_push(m, part, h, t[k], medium, m->now);
+				kv_pending_add(&m->pending, part, h, t[k], medium, m->now);
 			report(m, r, KV_ST_QUEUED, KV_R_NONE, &h, (int)medium, t, nt, 0);
 			continue;
 		}
@@ -1172,13 +1035,9 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 			kv_blocks_prefetch(&p->blocks, ahead->chain);
 		kv_offloads_remove(&pm->offload, h);
 		bool any = false;
-		if (kv_pend_heads_find(&pm->heads, h))
-			for (size_t k = 0; k < nt; k++) {
-				struct who w = { .worker = t[k], .medium = medium };
-				uint32_t wk;
-				uint8_t md;
-				any |= pending_unlink(m, part, h, entry_of, &w, &wk, &md, 1) > 0;
-			}
+		if (kv_pending_waits(&m->pending, part, h))
+			for (size_t k = 0; k < nt; k++)
+				any |= kv_pending_remove(&m->pending, part, h, t[k], medium);
 		struct kv_ehash *eh = kv_ehashes_find(&p->ehashes, h);
 		if (eh) {
 			bool freed;
@@ -1195,31 +1054,13 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 	}
 }
 
-static bool is_target(uint32_t w, const uint32_t *t, size_t nt)
-{
-	for (size_t k = 0; k < nt; k++)
-		if (t[k] == w)
-			return true;
-	return false;
-}
-
 static void pool_cleared(struct kv_match *m, const struct rep *r, uint32_t part, const uint32_t *t, size_t nt,
 			 enum kv_medium medium)
 {
-	struct kv_pendpool *pp = &m->pending;
 	uint64_t dropped = 0;
 	for (size_t k = 0; k < nt; k++)
 		dropped += kv_index_release_all(m->ix, part, t[k], KV_MEDIUM_BIT(medium), on_freed, m);
-	/* The pool holds every partition's entries: one pass for all targets. */
-	for (uint64_t s = pp->head; s < pp->tail; s++) {
-		struct kv_pending *p = slot(pp, s);
-		if (!p->alive || p->part != part || p->medium != medium || !is_target(p->worker, t, nt))
-			continue;
-		struct who w = { .worker = p->worker, .medium = medium };
-		uint32_t wk;
-		uint8_t md;
-		dropped += pending_unlink(m, part, p->ehash, entry_of, &w, &wk, &md, 1);
-	}
+	dropped += kv_pending_clear(&m->pending, part, medium, t, nt);
 	report(m, r, KV_ST_APPLIED, KV_R_NONE, NULL, (int)medium, t, nt, dropped);
 }
 
@@ -1285,9 +1126,39 @@ void kv_match_event(struct kv_match *m, const struct kv_event *e)
 	cur_diag(m)->mooncake |= e->format == KV_FMT_MOONCAKE;
 }
 
+const struct kv_match_stats *kv_match_statistics(const struct kv_match *m)
+{
+	return &m->st;
+}
+
+const struct kv_srcstats *kv_match_sources(const struct kv_match *m)
+{
+	return &m->sources;
+}
+
+uint64_t kv_match_now(const struct kv_match *m)
+{
+	return m->now;
+}
+
+const struct kv_match_opts *kv_match_options(const struct kv_match *m)
+{
+	return &m->o;
+}
+
+const struct kv_index *kv_match_index(const struct kv_match *m)
+{
+	return m->ix;
+}
+
+const struct kv_workers *kv_match_workers(const struct kv_match *m)
+{
+	return m->ws;
+}
+
 uint64_t kv_match_pending(const struct kv_match *m)
 {
-	return m->pending.alive;
+	return kv_pending_count(&m->pending);
 }
 
 uint64_t kv_match_offloads(const struct kv_match *m)
@@ -1309,5 +1180,5 @@ uint64_t kv_match_contents(const struct kv_match *m)
 void kv_match_restore_pending(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker,
 			      enum kv_medium medium, uint64_t t)
 {
-	pending_push(m, part, ehash, worker, medium, t);
+	kv_pending_add(&m->pending, part, ehash, worker, medium, t);
 }

@@ -5,7 +5,9 @@
  * blocks whose content is known, or wait in the pending pool until the
  * engine's offload event arrives (matched).  All times are event time
  * (recv_ns), so the same input gives the same result, live or replayed.
- * Every state change is reported through a callback. */
+ * Every state change is reported through a callback.  The matcher's state
+ * is its own (index/matchstate.h): callers hold a pointer and use these
+ * functions. */
 #ifndef KV_MATCH_H
 #define KV_MATCH_H
 
@@ -13,12 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decode/ctx.h"
 #include "decode/event.h"
-#include "index/index.h"
-#include "decode/srcstats.h"
-#include "base/table.h"
-#include "decode/wire.h"
-#include "index/workers.h"
+
+struct kv_index;
+struct kv_workers;
+struct kv_srcstats;
+struct kv_snap_writer;
+struct kv_snap_reader;
 
 enum kv_state {
 	KV_ST_RECEIVED, KV_ST_PARSED, KV_ST_QUEUED, KV_ST_OFFLOAD_CACHED, KV_ST_MATCHED,
@@ -70,54 +74,6 @@ struct kv_match_opts {
 /* Cached content and stale engine hashes are swept at this event-time interval. */
 #define KV_SWEEP_INTERVAL_NS (30ull * 1000000000ull)
 
-/* Engine offloads waiting for a pool confirmation (ehash -> content). */
-struct kv_offload {
-	uint64_t key;
-	uint64_t chain, parent, local, t;
-	uint32_t src;                    /* the engine source that offloaded it: index + 1, 0 if unknown */
-};
-KV_TABLE_DEFINE(kv_offloads, struct kv_offload)
-
-/* Content of blocks no longer held, for a later store (chain -> content). */
-struct kv_content {
-	uint64_t key;
-	uint64_t parent, local, t;
-};
-KV_TABLE_DEFINE(kv_contents, struct kv_content)
-
-/* Pending pool: the entries of every partition in one ring, in arrival
- * order, so that expiry and --max-pending take the oldest of them all;
- * chained per hash within their partition. */
-struct kv_pending {
-	uint64_t ehash, t;
-	uint64_t next;                   /* sequence number of the next entry of this hash, or UINT64_MAX */
-	uint32_t worker;
-	uint16_t part;                   /* its partition */
-	uint8_t medium;
-	bool alive;
-};
-_Static_assert(KV_MAX_PARTITIONS - 1 <= UINT16_MAX, "kv_pending.part holds every partition id");
-
-struct kv_pendpool {
-	struct kv_pending *ring;
-	size_t cap;
-	uint64_t head, tail;             /* sequence numbers: [head, tail) are in the ring */
-	uint64_t alive;
-};
-
-struct kv_pend_head {
-	uint64_t key;                    /* engine hash */
-	uint64_t first, last;            /* sequence numbers */
-	uint32_t count;
-};
-KV_TABLE_DEFINE(kv_pend_heads, struct kv_pend_head)
-
-struct kv_pmatch {                       /* matching state of one partition */
-	struct kv_offloads offload;
-	struct kv_contents content;
-	struct kv_pend_heads heads;      /* its pending entries, by engine hash */
-};
-
 struct kv_match_stats {
 	uint64_t states[KV_NSTATES];
 	uint64_t reasons[KV_NREASONS];
@@ -126,38 +82,10 @@ struct kv_match_stats {
 	uint64_t time_jumps;             /* records stamped far beyond event time, taken at it */
 };
 
-struct kv_match {
-	struct kv_index *ix;
-	struct kv_workers *ws;
-	struct kv_match_opts o;
-	struct kv_pmatch *pm;            /* parallel to ix->p */
-	size_t npm;
-	struct kv_pendpool pending;
-	uint64_t now;                    /* event time: the largest recv_ns taken (see record_time) */
-	bool has_position;               /* input came from a JetStream stream (kvnats -C): ... */
-	uint64_t position;               /* ... the sequence of its last record there */
-	uint64_t next_sweep;
-	uint64_t jump_ns;                /* recv_ns of the last record if it was suspect, else 0 */
-	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */
-	size_t cur;                      /* the source of the record being applied: index + 1, 0 if none */
-	struct kv_srcdiag nodiag;        /* where evidence of no known source goes */
-	uint64_t *expired_by_worker;     /* pending entries expired, per target worker */
-	size_t capexpired;
-	struct kv_match_stats st;
-	/* scratch */
-	uint64_t *local, *chain, *scratch;
-	size_t capblocks, capscratch;
-	uint32_t *targets;
-	size_t captargets;
-	struct kv_str last_src;          /* the source of the last engine event, and its worker */
-	int64_t last_dp;
-	uint32_t last_worker;
-	char *srcbuf;
-	size_t capsrcbuf;
-};
-
-void kv_match_init(struct kv_match *m, struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o);
-void kv_match_free(struct kv_match *m);
+/* A matcher that applies events to ix, knowing workers by ws (both live
+ * as long as it does). */
+struct kv_match *kv_match_new(struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o);
+void kv_match_delete(struct kv_match *m);
 /* A record arrives: advances event time, tracks its source's seq; false when
  * it is a replayed duplicate of a batch already applied (reported dropped). */
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);
@@ -180,14 +108,28 @@ void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
 uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect);
 /* Runs expiry up to event time t (no-op when t is not later than now). */
 void kv_match_advance(struct kv_match *m, uint64_t t);
-struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part);
+
+/* What the matcher has done and holds, for summaries, metrics and
+ * --diagnose (none of them per block). */
+const struct kv_match_stats *kv_match_statistics(const struct kv_match *m);
+/* Per source: the last seq, gaps, restarts, and the evidence for --diagnose. */
+const struct kv_srcstats *kv_match_sources(const struct kv_match *m);
+/* The event time reached. */
+uint64_t kv_match_now(const struct kv_match *m);
+const struct kv_match_opts *kv_match_options(const struct kv_match *m);
+const struct kv_index *kv_match_index(const struct kv_match *m);
+const struct kv_workers *kv_match_workers(const struct kv_match *m);
 uint64_t kv_match_pending(const struct kv_match *m);
 uint64_t kv_match_offloads(const struct kv_match *m);
 uint64_t kv_match_contents(const struct kv_match *m);
 /* Pending entries for worker w that expired. */
 uint64_t kv_match_expired_for(const struct kv_match *m, uint32_t w);
-/* Adds a pending entry as it was (snapshot loading, in arrival order). */
-void kv_match_restore_pending(struct kv_match *m, uint32_t part, uint64_t ehash, uint32_t worker,
-			      enum kv_medium medium, uint64_t t);
+
+/* The matcher's sections of a snapshot (kvsnap(5): meta, content,
+ * offloads, pending entries, sources, stream position), written by the
+ * matcher through w once the index's are, and read back through r once the
+ * index's are restored (kv_snap_write, kv_snap_restore). */
+void kv_match_save(const struct kv_match *m, struct kv_snap_writer *w);
+void kv_match_load(struct kv_match *m, const struct kv_snap_reader *r);
 
 #endif

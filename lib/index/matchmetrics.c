@@ -1,25 +1,29 @@
 #include "index/matchmetrics.h"
+#include "decode/srcstats.h"
+#include "index/index.h"
+#include "index/workers.h"
 
 #include <stdio.h>
 
 static void states(const struct kv_match *m, struct kv_metrics *mt)
 {
+	const struct kv_match_stats *st = kv_match_statistics(m);
 	kv_metrics_family(mt, "kvtools_match_records_total", "counter", "Records (batches or event lines) read.");
-	kv_metrics_sample(mt, "kvtools_match_records_total", (double)m->st.records, NULL);
+	kv_metrics_sample(mt, "kvtools_match_records_total", (double)st->records, NULL);
 	kv_metrics_family(mt, "kvtools_match_events_total", "counter", "Events read.");
-	kv_metrics_sample(mt, "kvtools_match_events_total", (double)m->st.events, NULL);
+	kv_metrics_sample(mt, "kvtools_match_events_total", (double)st->events, NULL);
 	kv_metrics_family(mt, "kvtools_match_states_total", "counter",
 			  "State changes: records received, events parsed, blocks in every later state.");
 	for (int s = 0; s < KV_NSTATES; s++)
-		kv_metrics_sample(mt, "kvtools_match_states_total", (double)m->st.states[s],
+		kv_metrics_sample(mt, "kvtools_match_states_total", (double)st->states[s],
 				  KV_LABELS("state", kv_state_name((enum kv_state)s)));
 	kv_metrics_family(mt, "kvtools_match_drops_total", "counter", "Blocks or records dropped, by reason.");
 	for (int r = 1; r < KV_NREASONS; r++)
-		kv_metrics_sample(mt, "kvtools_match_drops_total", (double)m->st.reasons[r],
+		kv_metrics_sample(mt, "kvtools_match_drops_total", (double)st->reasons[r],
 				  KV_LABELS("reason", kv_reason_name((enum kv_reason)r)));
 	kv_metrics_family(mt, "kvtools_match_unknown_removals_total", "counter",
 			  "Removals of blocks the index did not hold.");
-	kv_metrics_sample(mt, "kvtools_match_unknown_removals_total", (double)m->st.unknown_removals, NULL);
+	kv_metrics_sample(mt, "kvtools_match_unknown_removals_total", (double)st->unknown_removals, NULL);
 }
 
 static void caches(const struct kv_match *m, struct kv_metrics *mt)
@@ -30,31 +34,34 @@ static void caches(const struct kv_match *m, struct kv_metrics *mt)
 	kv_metrics_sample(mt, "kvtools_match_offload_cache", (double)kv_match_offloads(m), NULL);
 	kv_metrics_family(mt, "kvtools_match_content_cache", "gauge", "Content of released blocks kept for later stores.");
 	kv_metrics_sample(mt, "kvtools_match_content_cache", (double)kv_match_contents(m), NULL);
+	const struct kv_index *ix = kv_match_index(m);
 	kv_metrics_family(mt, "kvtools_match_blocks", "gauge", "Blocks in the index, per partition.");
-	for (size_t i = 0; i < m->ix->n; i++)
-		kv_metrics_sample(mt, "kvtools_match_blocks", (double)kv_blocks_count(&m->ix->p[i].blocks),
-				  KV_LABELS("model", m->ix->p[i].model, "tenant", m->ix->p[i].tenant));
+	for (size_t i = 0; i < ix->n; i++)
+		kv_metrics_sample(mt, "kvtools_match_blocks", (double)kv_blocks_count(&ix->p[i].blocks),
+				  KV_LABELS("model", ix->p[i].model, "tenant", ix->p[i].tenant));
 }
 
 static void workers(const struct kv_match *m, struct kv_metrics *mt)
 {
+	const struct kv_workers *ws = kv_match_workers(m);
+	const struct kv_index *ix = kv_match_index(m);
 	char dp[24];
 	kv_metrics_family(mt, "kvtools_match_held_blocks", "gauge", "Blocks a worker holds, per medium.");
-	for (uint32_t w = 0; w < m->ws->n; w++) {
-		snprintf(dp, sizeof dp, "%lld", (long long)m->ws->v[w].dp_rank);
+	for (uint32_t w = 0; w < ws->n; w++) {
+		snprintf(dp, sizeof dp, "%lld", (long long)ws->v[w].dp_rank);
 		for (int med = 0; med < KV_NMEDIA; med++) {
 			enum kv_medium md = (enum kv_medium)med;
-			kv_metrics_sample(mt, "kvtools_match_held_blocks", (double)kv_index_held(m->ix, w, md),
-					  KV_LABELS("worker", m->ws->v[w].instance_id, "dp_rank", dp, "medium",
+			kv_metrics_sample(mt, "kvtools_match_held_blocks", (double)kv_index_held(ix, w, md),
+					  KV_LABELS("worker", ws->v[w].instance_id, "dp_rank", dp, "medium",
 						    kv_medium_name(md)));
 		}
 	}
 	kv_metrics_family(mt, "kvtools_match_pending_expired_total", "counter",
 			  "Pool entries for a worker that expired without their engine event.");
-	for (uint32_t w = 0; w < m->ws->n; w++) {
-		snprintf(dp, sizeof dp, "%lld", (long long)m->ws->v[w].dp_rank);
+	for (uint32_t w = 0; w < ws->n; w++) {
+		snprintf(dp, sizeof dp, "%lld", (long long)ws->v[w].dp_rank);
 		kv_metrics_sample(mt, "kvtools_match_pending_expired_total", (double)kv_match_expired_for(m, w),
-				  KV_LABELS("worker", m->ws->v[w].instance_id, "dp_rank", dp));
+				  KV_LABELS("worker", ws->v[w].instance_id, "dp_rank", dp));
 	}
 }
 
@@ -69,7 +76,7 @@ static void per_source(struct kv_metrics *mt, const struct kv_srcstats *s, const
 
 static void sources(const struct kv_match *m, struct kv_metrics *mt)
 {
-	const struct kv_srcstats *s = &m->sources;
+	const struct kv_srcstats *s = kv_match_sources(m);
 	per_source(mt, s, "kvtools_match_source_batches_total", "counter", "Batches applied, per source.",
 		   offsetof(struct kv_srcstat, batches));
 	per_source(mt, s, "kvtools_match_source_gaps_total", "counter", "Jumps forward in seq, per source.",
@@ -91,7 +98,7 @@ static void sources(const struct kv_match *m, struct kv_metrics *mt)
 					  KV_LABELS("src", s->v[i].src));
 	kv_metrics_family(mt, "kvtools_match_event_time_seconds", "gauge",
 			  "Event time: the latest receive time read, Unix seconds.");
-	kv_metrics_sample(mt, "kvtools_match_event_time_seconds", (double)m->now / 1e9, NULL);
+	kv_metrics_sample(mt, "kvtools_match_event_time_seconds", (double)kv_match_now(m) / 1e9, NULL);
 }
 
 bool kv_match_write_metrics(const struct kv_match *m, struct kv_metrics *mt, struct kv_err *e)

@@ -1,6 +1,6 @@
-#define _GNU_SOURCE /* qsort_r */
 #include "index/snap.h"
 #include "index/blockhash.h"
+#include "index/workers.h"
 #include "base/jsonw.h"
 #include "base/sort.h"
 #include "base/util.h"
@@ -58,14 +58,19 @@ _Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
 _Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
 _Static_assert(sizeof(struct kv_snap_source) == 64, "source record");
 
-/* ---- building ------------------------------------------------------------ */
+/* ---- writing ------------------------------------------------------------- */
 
-struct buf {
-	char *p;
-	size_t len, cap;
-};
+void kv_snapw_free(struct kv_snap_writer *w)
+{
+	for (int i = 0; i < KV_SEC_MAX; i++)
+		free(w->sec[i].p);
+	free(w->porder);
+	free(w->pmap);
+	free(w->wmap);
+	memset(w, 0, sizeof *w);
+}
 
-static size_t buf_add(struct buf *b, const void *p, size_t n)
+static size_t buf_add(struct kv_snap_buf *b, const void *p, size_t n)
 {
 	size_t at = b->len;
 	b->p = kv_xgrow(b->p, &b->cap, b->len + n, 1);
@@ -75,535 +80,36 @@ static size_t buf_add(struct buf *b, const void *p, size_t n)
 	return at;
 }
 
-struct snap_build {
-	struct buf sec[KV_SEC_MAX];
-	uint32_t *wmap;   /* live worker id -> snapshot index */
-	uint32_t *porder; /* snapshot index -> live partition id */
-};
-
-/* Records in a section so far. */
-static uint64_t records(const struct snap_build *b, enum kv_snap_section sec)
+void kv_snapw_add(struct kv_snap_writer *w, enum kv_snap_section sec, const void *recs, size_t n)
 {
-	return b->sec[sec].len / record_sizes[sec];
+	buf_add(&w->sec[sec], recs, n * record_sizes[sec]);
 }
 
-static void range_begin(const struct snap_build *b, struct kv_snap_partition *rp, enum kv_snap_range_kind k)
+uint64_t kv_snapw_records(const struct kv_snap_writer *w, enum kv_snap_section sec)
 {
-	rp->r[k].first = records(b, range_section[k]);
+	return w->sec[sec].len / record_sizes[sec];
 }
 
-static void range_end(const struct snap_build *b, struct kv_snap_partition *rp, enum kv_snap_range_kind k)
-{
-	rp->r[k].count = records(b, range_section[k]) - rp->r[k].first;
-}
-
-static struct kv_snap_str add_string(struct buf *strings, const char *s)
+struct kv_snap_str kv_snapw_string(struct kv_snap_writer *w, const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
-	return (struct kv_snap_str){ (uint32_t)buf_add(strings, s ? s : "", n), (uint32_t)n };
+	return (struct kv_snap_str){ (uint32_t)buf_add(&w->sec[KV_SEC_STRINGS], s ? s : "", n), (uint32_t)n };
 }
 
-static int by_partition_name(const void *x, const void *y, void *ctx)
+static struct kv_snap_range *range_of(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind)
 {
-	const struct kv_index *ix = ctx;
-	const struct kv_partition *a = &ix->p[*(const uint32_t *)x], *b = &ix->p[*(const uint32_t *)y];
-	int c = strcmp(a->model, b->model);
-	return c ? c : strcmp(a->tenant, b->tenant);
+	return &((struct kv_snap_partition *)w->sec[KV_SEC_PARTITIONS].p)[k].r[kind];
 }
 
-static int by_source_name(const void *x, const void *y, void *ctx)
+void kv_snapw_range_begin(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind)
 {
-	const struct kv_srcstats *s = ctx;
-	return strcmp(s->v[*(const uint32_t *)x].src, s->v[*(const uint32_t *)y].src);
+	range_of(w, k, kind)->first = kv_snapw_records(w, range_section[kind]);
 }
 
-static int by_u32(const void *x, const void *y)
+void kv_snapw_range_end(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind)
 {
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return (a > b) - (a < b);
-}
-
-/* A table's entries in key order: keys and slot indexes (ZERO_SLOT for the
- * entry of key 0, which lives beside the slots). */
-#define ZERO_SLOT UINT32_MAX
-#define SORTED_ENTRIES(tbl, keys, idx, n)                                               \
-	do {                                                                            \
-		(n) = 0;                                                                \
-		(keys) = kv_xmalloc(((tbl)->n + 2) * sizeof *(keys));                   \
-		(idx) = kv_xmalloc(((tbl)->n + 2) * sizeof *(idx));                     \
-		for (size_t i_ = 0; i_ < (tbl)->cap; i_++)                              \
-			if ((tbl)->slots[i_].key) {                                     \
-				(keys)[n] = (tbl)->slots[i_].key;                       \
-				(idx)[(n)++] = (uint32_t)i_;                            \
-			}                                                               \
-		if ((tbl)->has_zero) {                                                  \
-			(keys)[n] = 0;                                                  \
-			(idx)[(n)++] = ZERO_SLOT;                                       \
-		}                                                                       \
-		kv_sort_keys(keys, idx, n);                                             \
-	} while (0)
-#define ENTRY(tbl, i) ((i) == ZERO_SLOT ? &(tbl)->zero : &(tbl)->slots[i])
-
-static void build_workers(struct snap_build *b, const struct kv_workers *ws)
-{
-	uint32_t *order = kv_xmalloc((ws->n + 1) * sizeof *order);
-	for (uint32_t i = 0; i < ws->n; i++)
-		order[i] = i;
-	kv_workers_sort(ws, order, ws->n);
-	b->wmap = kv_xmalloc((ws->n + 1) * sizeof *b->wmap);
-	for (uint32_t k = 0; k < ws->n; k++) {
-		const struct kv_worker *w = &ws->v[order[k]];
-		b->wmap[order[k]] = k;
-		struct kv_snap_worker r = {
-			add_string(&b->sec[KV_SEC_STRINGS], w->instance_id), add_string(&b->sec[KV_SEC_STRINGS], w->host),
-			w->pool ? 0u : (uint32_t)w->dp_rank, (w->inferred ? 1u : 0u) | (w->pool ? 2u : 0u), w->block_size, 0,
-		};
-		buf_add(&b->sec[KV_SEC_WORKERS], &r, sizeof r);
-	}
-	free(order);
-}
-
-#define BUILD_AHEAD 16
-
-/* A partition's holder sets, interned: blocks of one prefix mostly share
- * their holders, so each distinct set is written once.  Keyed by the set's
- * XXH3-64 (a collision moves on to the next key: ids are compared by
- * content). */
-struct set_entry {
-	uint64_t key;
-	uint32_t id;
-};
-KV_TABLE_DEFINE(set_table, struct set_entry)
-
-static bool same_set(const struct snap_build *b, uint32_t id, const uint32_t *hs, size_t n)
-{
-	const struct kv_snap_set *st = (const struct kv_snap_set *)b->sec[KV_SEC_SETS].p + id;
-	const uint32_t *h = (const uint32_t *)b->sec[KV_SEC_HOLDERS].p + st->holders_first;
-	return st->nholders == n && memcmp(h, hs, n * sizeof *hs) == 0;
-}
-
-/* The set's id, added in the order sets are first met (canonical). */
-static uint32_t intern_set(struct snap_build *b, struct set_table *t, const uint32_t *hs, size_t n)
-{
-	uint64_t key = XXH3_64bits(hs, n * sizeof *hs);
-	for (;; key = kv_mix64(key + 1)) {
-		bool added;
-		struct set_entry *e = set_table_upsert(t, key, &added);
-		if (added) {
-			size_t id = b->sec[KV_SEC_SETS].len / sizeof(struct kv_snap_set);
-			struct kv_snap_set st = { (uint32_t)(b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t)), (uint32_t)n };
-			if (id >= UINT32_MAX || b->sec[KV_SEC_HOLDERS].len / sizeof(uint32_t) + n > UINT32_MAX)
-				kv_die(KV_EX_SOFTWARE, "snapshot: holder sets beyond 2^32 entries");
-			e->id = (uint32_t)id;
-			buf_add(&b->sec[KV_SEC_SETS], &st, sizeof st);
-			buf_add(&b->sec[KV_SEC_HOLDERS], hs, n * sizeof *hs);
-			return e->id;
-		}
-		if (same_set(b, e->id, hs, n))
-			return e->id;
-	}
-}
-
-/* A block's holders as snapshot workers, sorted (the snapshot's worker
- * order is not the live one). */
-static const uint32_t *snapshot_holders(const struct snap_build *b, const struct kv_index *ix,
-					 const struct kv_block *blk, uint32_t **hs, size_t *hcap, size_t *n)
-{
-	const uint32_t *h = kv_block_holders(ix, blk);
-	size_t nh = kv_block_nholders(ix, blk);
-	if (nh > *hcap) {
-		*hcap = nh;
-		*hs = kv_xrealloc(*hs, *hcap * sizeof **hs);
-	}
-	uint32_t *o = *hs;
-	for (size_t k = 0; k < nh; k++)
-		o[k] = KV_HOLDER(b->wmap[KV_HOLDER_WORKER(h[k])], KV_HOLDER_MEDIA(h[k]));
-	if (nh > 16)
-		qsort(o, nh, sizeof *o, by_u32);
-	else /* few holders, mostly in order already */
-		for (size_t k = 1; k < nh; k++)
-			for (size_t j = k; j > 0 && o[j - 1] > o[j]; j--) {
-				uint32_t t = o[j];
-				o[j] = o[j - 1];
-				o[j - 1] = t;
-			}
-	*n = nh;
-	return o;
-}
-
-#define NO_POS UINT32_MAX
-#define RUN_UNKNOWN UINT32_MAX
-/* Walkers mark the blocks they walk with their number, below RUN_UNKNOWN. */
-#define WALKERS 16
-#define RUN_WALKED_BY(c) (RUN_UNKNOWN - 1 - (uint32_t)(c))
-#define RUN_KNOWN(r) ((r) < RUN_WALKED_BY(WALKERS - 1))
-
-/* What working out runs needs of a block, in one place: following a chain
- * of parents costs one cache miss a block, not three. */
-struct run_node {
-	uint32_t parent;  /* its position in chain order, NO_POS when not held */
-	uint32_t set;
-	uint32_t run;
-};
-
-/* Where each of n chains is among the sorted keys (NO_POS: not there): the
- * chains sorted, then merged with the keys. */
-static uint32_t *positions_of(const uint64_t *chains, size_t n, const uint64_t *keys, size_t nkeys)
-{
-	uint64_t *c = kv_xmalloc((n + 1) * sizeof *c);
-	uint32_t *who = kv_xmalloc((n + 1) * sizeof *who), *pos = kv_xmalloc((n + 1) * sizeof *pos);
-	memcpy(c, chains, n * sizeof *c);
-	for (size_t i = 0; i < n; i++)
-		who[i] = (uint32_t)i;
-	kv_sort_keys(c, who, n);
-	size_t at = 0;
-	for (size_t j = 0; j < n; j++) {
-		while (at < nkeys && keys[at] < c[j])
-			at++;
-		pos[who[j]] = at < nkeys && keys[at] == c[j] ? (uint32_t)at : NO_POS;
-	}
-	free(c);
-	free(who);
-	return pos;
-}
-
-/* Each block's parent among the partition's blocks in chain order (NO_POS
- * when nobody holds it), by positions_of.  Looking each parent up in the
- * live table instead was two random reads a block: about 290 ms of CPU for
- * the bench's 4 million blocks, against 160. */
-static void find_parents(const uint64_t *chains, const uint64_t *parents, size_t n, struct run_node *node)
-{
-	uint32_t *pos = positions_of(parents, n, chains, n);
-	for (size_t i = 0; i < n; i++)
-		node[i].parent = pos[i];
-	free(pos);
-}
-
-/* A block's run from its parent's: one more when the parent is held with
- * the same set (a parent still being walked closes a cycle of chains,
- * which only a hash collision could make: the cycle is cut there). */
-static uint32_t run_after(const struct run_node *node, uint32_t b)
-{
-	uint32_t up = node[b].parent;
-	if (up == NO_POS || node[up].set != node[b].set || !RUN_KNOWN(node[up].run))
-		return 0;
-	return node[up].run + 1;
-}
-
-/* One walk up a chain of parents with the same set, to a block whose run
- * is known (or to where the set changes); on the way back down each block
- * walked gets its run. */
-struct walker {
-	uint32_t *stack;
-	size_t depth, cap;
-	uint32_t at;      /* the block to look at next (fetched meanwhile) */
-	uint32_t set;
-	bool busy;
-};
-
-static void walker_push(struct walker *w, uint32_t b)
-{
-	w->stack = kv_xgrow(w->stack, &w->cap, w->depth + 1, sizeof *w->stack);
-	w->stack[w->depth++] = b;
-}
-
-static void walker_finish(struct walker *w, struct run_node *node)
-{
-	while (w->depth) {
-		uint32_t b = w->stack[--w->depth];
-		node[b].run = run_after(node, b);
-	}
-	w->busy = false;
-}
-
-/* One step of walker c: false when it waits for another walker to finish
- * the block it reached. */
-static bool walker_step(struct walker *w, uint32_t c, struct run_node *node)
-{
-	uint32_t x = w->at, r = node[x].run;
-	if (w->depth && (node[x].set != w->set || RUN_KNOWN(r) || r == RUN_WALKED_BY(c))) {
-		walker_finish(w, node); /* another set, a run known, or a cycle */
-		return true;
-	}
-	if (r != RUN_UNKNOWN)
-		return false;
-	node[x].run = RUN_WALKED_BY(c);
-	walker_push(w, x);
-	if (node[x].parent == NO_POS) {
-		walker_finish(w, node);
-		return true;
-	}
-	w->at = node[x].parent;
-	__builtin_prefetch(&node[w->at]);
-	return true;
-}
-
-/* Each block's run (kvsnap(5)): how many ancestors just before it are
- * held with its set.  Parents come anywhere in chain order, so a block's
- * ancestors not yet known are walked first, each block once.  Following
- * parents is a cache miss a step: WALKERS walks go on at once, each
- * fetching its next block while the others step, so that the misses
- * overlap.  Runs do not depend on the order blocks are walked in (a
- * cycle, which a hash collision alone could make, is cut where the walks
- * meet it, the same way on every run). */
-static void block_runs(struct run_node *node, size_t n)
-{
-	if (n >= RUN_WALKED_BY(WALKERS))
-		kv_die(KV_EX_SOFTWARE, "snapshot: %zu blocks in one partition", n);
-	struct walker w[WALKERS] = { 0 };
-	for (size_t i = 0; i < n; i++)
-		node[i].run = RUN_UNKNOWN;
-	size_t next = 0;
-	for (;;) {
-		bool any = false, moved = false;
-		for (uint32_t c = 0; c < WALKERS; c++) {
-			while (!w[c].busy && next < n)
-				if (node[next++].run == RUN_UNKNOWN) {
-					w[c] = (struct walker){ w[c].stack, 0, w[c].cap, (uint32_t)(next - 1),
-								node[next - 1].set, true };
-					__builtin_prefetch(&node[w[c].at]);
-				}
-			if (!w[c].busy)
-				continue;
-			any = true;
-			moved |= walker_step(&w[c], c, node);
-		}
-		if (!any)
-			break;
-		/* every walker waits for another: they met on a cycle of chains */
-		for (uint32_t c = 0; !moved && c < WALKERS; c++)
-			if (w[c].busy) {
-				walker_finish(&w[c], node);
-				moved = true;
-			}
-	}
-	for (uint32_t c = 0; c < WALKERS; c++)
-		free(w[c].stack);
-}
-
-/* A block's parent as the file says it: its position, or where to find
- * its chain (kvsnap(5)). */
-static uint32_t parent_field(struct snap_build *b, uint32_t pos, uint32_t self, uint64_t parent)
-{
-	if (pos != NO_POS)
-		return pos;
-	if (parent == KV_CHAIN_ROOT)
-		return KV_SNAP_PARENT_ROOT;
-	struct kv_snap_orphan o = { self, 0, parent };
-	buf_add(&b->sec[KV_SEC_ORPHANS], &o, sizeof o);
-	return KV_SNAP_PARENT_ORPHAN;
-}
-
-/* A partition's blocks, their runs, orphans and holder sets; returns their
- * chains in order (n of them), which the engine hashes are placed by. */
-static uint64_t *build_blocks(struct snap_build *b, const struct kv_index *ix, uint32_t live,
-			      struct kv_snap_partition *rp, size_t *nkeys)
-{
-	const struct kv_partition *p = &ix->p[live];
-	uint64_t *keys;
-	uint32_t *idx;
-	size_t n;
-	SORTED_ENTRIES(&p->blocks, keys, idx, n);
-	range_begin(b, rp, KV_RANGE_BLOCKS);
-	range_begin(b, rp, KV_RANGE_ORPHANS);
-	range_begin(b, rp, KV_RANGE_SETS);
-	struct set_table sets = { 0 };
-	struct run_node *node = kv_xmalloc((n + 1) * sizeof *node);
-	uint64_t *parents = kv_xmalloc((n + 1) * sizeof *parents);
-	uint32_t *hs = NULL;
-	size_t hcap = 0;
-	for (size_t i = 0; i < n; i++) {
-		/* In chain order the table's slots are random: fetch ahead, the
-		 * slot BUILD_AHEAD blocks on, its holders half as far. */
-		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
-		if (i + BUILD_AHEAD / 2 < n)
-			__builtin_prefetch(kv_block_holders(ix, ENTRY(&p->blocks, idx[i + BUILD_AHEAD / 2])));
-		size_t nh;
-		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
-		const uint32_t *h = snapshot_holders(b, ix, blk, &hs, &hcap, &nh);
-		node[i].set = intern_set(b, &sets, h, nh);
-		parents[i] = blk->parent;
-	}
-	free(hs);
-	set_table_free(&sets);
-	range_end(b, rp, KV_RANGE_SETS);
-	find_parents(keys, parents, n, node);
-	free(parents);
-	block_runs(node, n);
-	struct kv_snap_block *out = kv_xmalloc((n + 1) * sizeof *out);
-	uint8_t *runs = kv_xmalloc(n + 1);
-	for (size_t i = 0; i < n; i++) {
-		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&p->blocks, idx[i + BUILD_AHEAD]));
-		const struct kv_block *blk = ENTRY(&p->blocks, idx[i]);
-		out[i] = (struct kv_snap_block){ blk->key, blk->local, parent_field(b, node[i].parent, (uint32_t)i, blk->parent),
-						 node[i].set };
-		runs[i] = (uint8_t)(node[i].run < KV_SNAP_RUN_MAX ? node[i].run : KV_SNAP_RUN_MAX);
-	}
-	buf_add(&b->sec[KV_SEC_BLOCKS], out, n * sizeof *out);
-	buf_add(&b->sec[KV_SEC_RUNS], runs, n);
-	range_end(b, rp, KV_RANGE_BLOCKS);
-	range_end(b, rp, KV_RANGE_ORPHANS);
-	free(runs);
-	free(out);
-	free(node);
-	free(idx);
-	*nkeys = n;
-	return keys;
-}
-
-/* The engine hashes of a partition in engine-hash order: those naming a
- * block held by the block's position, the others (stale, kept until the
- * next sweep) with their chain. */
-static void build_ehashes(struct snap_build *b, const struct kv_index *ix, uint32_t live, struct kv_snap_partition *rp,
-			  const uint64_t *blocks, size_t nblocks)
-{
-	const struct kv_partition *p = &ix->p[live];
-	uint64_t *keys;
-	uint32_t *idx;
-	size_t n;
-	SORTED_ENTRIES(&p->ehashes, keys, idx, n);
-	uint64_t *chains = kv_xmalloc((n + 1) * sizeof *chains);
-	for (size_t i = 0; i < n; i++) {
-		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&p->ehashes, idx[i + BUILD_AHEAD]));
-		chains[i] = ENTRY(&p->ehashes, idx[i])->chain;
-	}
-	uint32_t *pos = positions_of(chains, n, blocks, nblocks);
-	range_begin(b, rp, KV_RANGE_EHASHES);
-	range_begin(b, rp, KV_RANGE_STALE);
-	for (size_t i = 0; i < n; i++) {
-		if (pos[i] != NO_POS) {
-			buf_add(&b->sec[KV_SEC_EHASHES], &keys[i], sizeof keys[i]);
-			buf_add(&b->sec[KV_SEC_EHASH_BLOCKS], &pos[i], sizeof pos[i]);
-		} else {
-			struct kv_snap_stale st = { keys[i], chains[i] };
-			buf_add(&b->sec[KV_SEC_STALE], &st, sizeof st);
-		}
-	}
-	range_end(b, rp, KV_RANGE_EHASHES);
-	range_end(b, rp, KV_RANGE_STALE);
-	free(pos);
-	free(chains);
-	free(keys);
-	free(idx);
-}
-
-/* Content released and kept for a later store, in the partition's range. */
-static void build_content(struct snap_build *b, const struct kv_match *m, uint32_t live, struct kv_snap_partition *rp)
-{
-	range_begin(b, rp, KV_RANGE_CONTENT);
-	if (live < m->npm) {
-		uint64_t *keys;
-		uint32_t *idx;
-		size_t n;
-		const struct kv_pmatch *pm = &m->pm[live];
-		SORTED_ENTRIES(&pm->content, keys, idx, n);
-		for (size_t i = 0; i < n; i++) {
-			if (i + BUILD_AHEAD < n)
-				__builtin_prefetch(ENTRY(&pm->content, idx[i + BUILD_AHEAD]));
-			const struct kv_content *c = ENTRY(&pm->content, idx[i]);
-			struct kv_snap_content r = { keys[i], c->parent, c->local, c->t };
-			buf_add(&b->sec[KV_SEC_CONTENT], &r, sizeof r);
-		}
-		free(keys);
-		free(idx);
-	}
-	range_end(b, rp, KV_RANGE_CONTENT);
-}
-
-/* Engine offloads waiting for a pool, over all partitions. */
-static void build_offload(struct snap_build *b, const struct kv_match *m, uint32_t live, uint32_t k)
-{
-	if (live >= m->npm)
-		return;
-	uint64_t *keys;
-	uint32_t *idx;
-	size_t n;
-	const struct kv_pmatch *pm = &m->pm[live];
-	SORTED_ENTRIES(&pm->offload, keys, idx, n);
-	for (size_t i = 0; i < n; i++) {
-		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(ENTRY(&pm->offload, idx[i + BUILD_AHEAD]));
-		const struct kv_offload *o = ENTRY(&pm->offload, idx[i]);
-		struct kv_snap_offload r = { k, 0, keys[i], o->chain, o->parent, o->local, o->t };
-		buf_add(&b->sec[KV_SEC_OFFLOAD], &r, sizeof r);
-	}
-	free(keys);
-	free(idx);
-}
-
-/* The pending pool in arrival order, over all partitions: the order its
- * entries expire in, which a resumed run must keep. */
-static void build_pending(struct snap_build *b, const struct kv_index *ix, const struct kv_match *m)
-{
-	uint32_t *pmap = kv_xmalloc((ix->n + 1) * sizeof *pmap);
-	for (uint32_t k = 0; k < ix->n; k++)
-		pmap[b->porder[k]] = k;
-	const struct kv_pendpool *pp = &m->pending;
-	for (uint64_t s = pp->head; s < pp->tail; s++) {
-		const struct kv_pending *e = &pp->ring[s & (pp->cap - 1)];
-		if (!e->alive)
-			continue;
-		struct kv_snap_pending r = { pmap[e->part], b->wmap[e->worker], e->ehash, e->t, e->medium, 0 };
-		buf_add(&b->sec[KV_SEC_PENDING], &r, sizeof r);
-	}
-	free(pmap);
-}
-
-static void build_sources(struct snap_build *b, const struct kv_match *m)
-{
-	size_t n = m->sources.n;
-	uint32_t *order = kv_xmalloc((n + 1) * sizeof *order);
-	for (uint32_t i = 0; i < n; i++)
-		order[i] = i;
-	/* sorted by endpoint: up to 65,536 of them (KV_MAX_SOURCES), arriving in
-	 * any order, so not by insertion, which took 41 s for them reversed */
-	qsort_r(order, n, sizeof *order, by_source_name, (void *)&m->sources);
-	for (size_t i = 0; i < n; i++) {
-		const struct kv_srcstat *st = &m->sources.v[order[i]];
-		/* the record its next event lines may continue (kv_match_record) */
-		uint32_t last_record = st->rec == KV_REC_BATCH ? 1 : st->rec == KV_REC_BAD ? 2 : 0;
-		struct kv_snap_source r = { add_string(&b->sec[KV_SEC_STRINGS], st->src), st->seq.seen, last_record,
-					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches,
-					    st->last_recv_ns };
-		buf_add(&b->sec[KV_SEC_SOURCES], &r, sizeof r);
-	}
-	free(order);
-}
-
-static void build(struct snap_build *b, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
-{
-	memset(b, 0, sizeof *b);
-	struct kv_snap_meta meta = { m->now, m->next_sweep, m->o.pending_ttl_ns, m->o.offload_ttl_ns,
-				     m->o.content_ttl_ns, { 0, 0, 0 } };
-	buf_add(&b->sec[KV_SEC_META], &meta, sizeof meta);
-	build_workers(b, ws);
-	b->porder = kv_xmalloc((ix->n + 1) * sizeof *b->porder);
-	for (uint32_t i = 0; i < ix->n; i++)
-		b->porder[i] = i;
-	qsort_r(b->porder, ix->n, sizeof *b->porder, by_partition_name, (void *)ix);
-	for (uint32_t k = 0; k < ix->n; k++) {
-		uint32_t live = b->porder[k];
-		struct kv_snap_partition rp = { add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].model),
-						add_string(&b->sec[KV_SEC_STRINGS], ix->p[live].tenant),
-						ix->p[live].block_size, ix->p[live].stale_possible ? 1u : 0u,
-						ix->p[live].ehash_mark, { { 0, 0 } } };
-		size_t nkeys;
-		uint64_t *keys = build_blocks(b, ix, live, &rp, &nkeys);
-		build_ehashes(b, ix, live, &rp, keys, nkeys);
-		free(keys);
-		build_content(b, m, live, &rp);
-		buf_add(&b->sec[KV_SEC_PARTITIONS], &rp, sizeof rp);
-		build_offload(b, m, live, k);
-	}
-	build_pending(b, ix, m);
-	build_sources(b, m);
-	if (m->has_position) {
-		struct kv_snap_stream st = { m->position, 0 };
-		buf_add(&b->sec[KV_SEC_STREAM], &st, sizeof st);
-	}
+	struct kv_snap_range *r = range_of(w, k, kind);
+	r->count = kv_snapw_records(w, range_section[kind]) - r->first;
 }
 
 #define WRITE_CHUNK ((size_t)4 << 20)
@@ -630,7 +136,7 @@ static bool write_all(int fd, const void *p, size_t n, XXH3_state_t *h)
 	return true;
 }
 
-static bool write_file(int fd, struct snap_build *b)
+static bool write_file(int fd, const struct kv_snap_writer *b)
 {
 	/* the stream section only when there is a position: a snapshot of
 	 * files is byte for byte what kvtools wrote before it existed */
@@ -672,10 +178,10 @@ static bool write_file(int fd, struct snap_build *b)
 	return ok && write_all(fd, &sum, 8, NULL);
 }
 
-bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
+bool kv_snapw_write(const struct kv_snap_writer *w, const char *path)
 {
-	struct snap_build b;
-	build(&b, ix, ws, m);
+	if (kv_snapw_records(w, KV_SEC_META) != 1)
+		kv_die(KV_EX_SOFTWARE, "snapshot: %llu meta records", (unsigned long long)kv_snapw_records(w, KV_SEC_META));
 	size_t n = strlen(path);
 	char *tmp = kv_xmalloc(n + 16);
 	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
@@ -685,7 +191,7 @@ bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_
 	if (ok) {
 		mode_t mask = umask(0);
 		umask(mask);
-		ok = fchmod(fd, 0666 & ~mask) == 0 && write_file(fd, &b) && fsync(fd) == 0;
+		ok = fchmod(fd, 0666 & ~mask) == 0 && write_file(fd, w) && fsync(fd) == 0;
 		if (!ok)
 			err = errno;
 		if (close(fd) != 0 && ok) {
@@ -702,10 +208,6 @@ bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_
 		err = errno;
 	}
 	free(tmp);
-	for (int i = 0; i < KV_SEC_MAX; i++)
-		free(b.sec[i].p);
-	free(b.wmap);
-	free(b.porder);
 	errno = err;
 	return ok;
 }
@@ -1241,19 +743,13 @@ static size_t lower_bound(const void *base, size_t stride, size_t n, uint64_t ke
 	return lo;
 }
 
-/* The chain of the block that engine hash i (of EHASHES) names. */
-static uint64_t named_chain(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t i)
-{
-	return s->blocks[rp->r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain;
-}
-
 bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain)
 {
 	const struct kv_snap_partition *rp = &s->partitions[part];
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
 	size_t i = lower_bound(s->ehashes + r->first, sizeof *s->ehashes, r->count, ehash); /* sorted: checked */
 	if (i < r->count && s->ehashes[r->first + i] == ehash) {
-		*chain = named_chain(s, rp, r->first + i);
+		*chain = kv_snap_named_chain(s, part, r->first + i);
 		return true;
 	}
 	i = lower_bound(s->stale + st->first, sizeof *s->stale, st->count, ehash);
@@ -1314,112 +810,6 @@ int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mle
 			return (int64_t)i;
 	}
 	return -1;
-}
-
-/* A partition's engine hashes and released content into live tables. */
-static void restore_maps(const struct kv_snap *s, uint32_t p, uint32_t live, struct kv_index *ix, struct kv_match *m)
-{
-	const struct kv_snap_partition *rp = &s->partitions[p];
-	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
-	const struct kv_snap_range *c = &rp->r[KV_RANGE_CONTENT];
-	bool added;
-	for (uint64_t i = r->first; i < r->first + r->count; i++)
-		kv_ehashes_upsert(&ix->p[live].ehashes, s->ehashes[i], &added)->chain = named_chain(s, rp, i);
-	for (uint64_t i = st->first; i < st->first + st->count; i++)
-		kv_ehashes_upsert(&ix->p[live].ehashes, s->stale[i].ehash, &added)->chain = s->stale[i].chain;
-	for (uint64_t i = c->first; i < c->first + c->count; i++) {
-		struct kv_content *k = kv_contents_upsert(&kv_match_partition(m, live)->content, s->content[i].chain, &added);
-		k->parent = s->content[i].parent;
-		k->local = s->content[i].local;
-		k->t = s->content[i].t;
-	}
-}
-
-void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m)
-{
-	uint32_t *wid = kv_xmalloc((s->nworkers + 1) * sizeof *wid), *pid = kv_xmalloc((s->npartitions + 1) * sizeof *pid);
-	for (size_t i = 0; i < s->nworkers; i++) {
-		size_t n, hn;
-		const char *inst = kv_snap_string(s, s->workers[i].instance_id, &n);
-		const char *host = kv_snap_string(s, s->workers[i].host, &hn);
-		char *id = kv_xstrndup(inst, n), *h = hn ? kv_xstrndup(host, hn) : NULL;
-		if (s->workers[i].flags & 2) {
-			wid[i] = kv_workers_pool_holder(ws, (struct kv_str){ id, n });
-		} else {
-			wid[i] = kv_workers_add(ws, id, s->workers[i].dp_rank, h, s->workers[i].flags & 1);
-		}
-		/* Registered and restored workers together beyond KV_MAX_WORKERS:
-		 * what the extra ones held is left out (checked below). */
-		if (wid[i] != KV_NO_WORKER && !ws->v[wid[i]].block_size)
-			ws->v[wid[i]].block_size = s->workers[i].block_size;
-		free(id);
-		free(h);
-	}
-	for (size_t p = 0; p < s->npartitions; p++) {
-		size_t mn, tn;
-		const char *model = kv_snap_string(s, s->partitions[p].model, &mn);
-		const char *tenant = kv_snap_string(s, s->partitions[p].tenant, &tn);
-		pid[p] = kv_index_partition(ix, model, mn, tenant, tn);
-		if (!ix->p[pid[p]].block_size)
-			ix->p[pid[p]].block_size = s->partitions[p].block_size;
-		ix->p[pid[p]].ehash_mark = s->partitions[p].ehash_mark;
-		ix->p[pid[p]].stale_possible = s->partitions[p].flags & 1;
-		const struct kv_snap_partition *rp = &s->partitions[p];
-		const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
-		for (uint64_t i = r->first; i < r->first + r->count; i++) {
-			const struct kv_snap_block *b = &s->blocks[i];
-			uint64_t parent = kv_snap_parent(s, (uint32_t)p, b);
-			size_t nh;
-			const uint32_t *hs = kv_snap_holders(s, b, &nh);
-			for (size_t k = 0; k < nh; k++) {
-				uint32_t h = hs[k];
-				for (int med = 0; med < KV_NMEDIA && wid[KV_HOLDER_WORKER(h)] != KV_NO_WORKER; med++)
-					if (KV_HOLDER_MEDIA(h) & KV_MEDIUM_BIT(med))
-						kv_index_hold(ix, pid[p], b->chain, parent, b->local,
-							      wid[KV_HOLDER_WORKER(h)], (enum kv_medium)med);
-			}
-		}
-	}
-	for (size_t p = 0; p < s->npartitions; p++)
-		restore_maps(s, (uint32_t)p, pid[p], ix, m);
-	for (size_t i = 0; i < s->noffload; i++) {
-		const struct kv_snap_offload *o = &s->offload[i];
-		bool added;
-		struct kv_offload *k = kv_offloads_upsert(&kv_match_partition(m, pid[o->partition])->offload, o->ehash, &added);
-		*k = (struct kv_offload){ o->ehash, o->chain, o->parent, o->local, o->t, 0 };
-	}
-	for (size_t i = 0; i < s->npending; i++) {
-		const struct kv_snap_pending *p = &s->pending[i];
-		if (wid[p->worker] != KV_NO_WORKER)
-			kv_match_restore_pending(m, pid[p->partition], p->ehash, wid[p->worker], (enum kv_medium)p->medium,
-						 p->t);
-	}
-	for (size_t i = 0; i < s->nsources; i++) {
-		size_t n;
-		const char *src = kv_snap_string(s, s->sources[i].src, &n);
-		struct kv_srcstat *st = kv_srcstats_get(&m->sources, src, n);
-		if (!st)
-			break; /* more than KV_MAX_SOURCES (a crafted file): the rest are not kept */
-		st->seq.seen = s->sources[i].seen;
-		st->seq.last = s->sources[i].last_seq;
-		st->seq.gaps = s->sources[i].gaps;
-		st->seq.missing = s->sources[i].missing;
-		st->seq.restarts = s->sources[i].restarts;
-		st->batches = s->sources[i].batches;
-		st->last_recv_ns = s->sources[i].last_recv_ns;
-		st->rec_seq = st->seq.last;
-		st->rec = s->sources[i].last_record == 1 ? KV_REC_BATCH : s->sources[i].last_record == 2 ? KV_REC_BAD : KV_REC_NONE;
-	}
-	if (s->stream) {
-		m->has_position = true;
-		m->position = s->stream->last_seq;
-	}
-	if (s->meta->now_ns > m->now) {
-		m->now = s->meta->now_ns;
-		m->next_sweep = s->meta->next_sweep_ns;
-	}
-	free(wid);
-	free(pid);
 }
 
 /* ---- dump ---------------------------------------------------------------- */
@@ -1514,7 +904,7 @@ static void dump_ehashes(const struct kv_snap *s, uint32_t p, struct kv_out *o)
 	uint64_t i = r->first, j = st->first;
 	while (i < r->first + r->count || j < st->first + st->count) {
 		if (j == st->first + st->count || (i < r->first + r->count && s->ehashes[i] < s->stale[j].ehash)) {
-			dump_ehash(o, p, s->ehashes[i], named_chain(s, rp, i));
+			dump_ehash(o, p, s->ehashes[i], kv_snap_named_chain(s, p, i));
 			i++;
 		} else {
 			dump_ehash(o, p, s->stale[j].ehash, s->stale[j].chain);

@@ -1,15 +1,18 @@
-/* snap: the kvsnap snapshot file (kvsnap(5)), both directions.
- * Little-endian, versioned: a header with magic "KVSNAP", a section table,
- * fixed-size records, and an XXH3-64 checksum over everything before it.
- * Writing is canonical (workers, partitions, blocks and maps sorted; no
- * pointers, no time of writing), so equal state gives equal bytes, and
- * atomic (temporary file, fsync, rename).  Loading reads the whole file
- * into memory of its own (never a mapping: whatever later happens to the
- * path cannot change or cut the bytes in use; a pipe loads too) and checks
- * every count, offset and index before anything uses them; queries then run
- * on those records directly (blocks are sorted by chain within their
- * partition: a lookup reads the slot of the chain's top bits in a directory
- * built at load, then binary-searches the few blocks of that slot). */
+/* snap: the kvsnap snapshot file (kvsnap(5)), both directions,
+ * as bytes.  Little-endian, versioned: a header with magic "KVSNAP", a
+ * section table, fixed-size records, and an XXH3-64 checksum over everything
+ * before it.  A writer gathers the sections record by record and writes
+ * them atomically (temporary file, fsync, rename); what the records say is
+ * their owners' business (snapstate.c: the index and its workers; the
+ * matcher: its own, kv_match_save), and they write canonically (sorted; no
+ * pointers, no time of writing), so equal state gives equal bytes.  Loading
+ * reads the whole file into memory of its own (never a mapping: whatever
+ * later happens to the path cannot change or cut the bytes in use; a pipe
+ * loads too) and checks every count, offset and index before anything uses
+ * them; queries then run on those records directly (blocks are sorted by
+ * chain within their partition: a lookup reads the slot of the chain's top
+ * bits in a directory built at load, then binary-searches the few blocks of
+ * that slot).  Reading needs nothing of the live index or the matcher. */
 #ifndef KV_SNAP_H
 #define KV_SNAP_H
 
@@ -17,10 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "index/index.h"
-#include "index/match.h"
 #include "base/out.h"
-#include "index/workers.h"
+#include "index/index.h"
 
 /* 3: pool holders (worker flags bit 1), a source's last record state
  * 4: holder sets stored once per partition (SETS), a block names its set
@@ -133,9 +134,6 @@ struct kv_snap {
 	unsigned *dirbits;
 };
 
-/* Writes the state atomically to path; false with errno set on failure. */
-bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
-		   const struct kv_match *m);
 /* Reads (a regular file, a pipe, a device) and validates; false with a message (what is wrong) in err, and
  * errno the reason the file could not be opened or read (a directory is
  * EISDIR), or 0 when it could but is not a valid snapshot (exit 66 against
@@ -145,8 +143,6 @@ bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
  * has no directory: lookups fall back to binary search). */
 bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen);
 void kv_snap_unload(struct kv_snap *s);
-/* Loads the state into live structures, for resuming (kvmatch -i). */
-void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m);
 /* A string of the snapshot (validated: always in bounds). */
 static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap_str r, size_t *len)
 {
@@ -158,6 +154,12 @@ static inline const uint32_t *kv_snap_holders(const struct kv_snap *s, const str
 {
 	*n = s->sets[b->set].nholders;
 	return s->holders + s->sets[b->set].holders_first;
+}
+/* The chain of the block that engine hash i (of EHASHES, in partition
+ * part's range) names. */
+static inline uint64_t kv_snap_named_chain(const struct kv_snap *s, uint32_t part, uint64_t i)
+{
+	return s->blocks[s->partitions[part].r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain;
 }
 /* The chain of a block's parent (KV_CHAIN_ROOT for a first block). */
 uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, const struct kv_snap_block *b);
@@ -175,5 +177,64 @@ int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mle
 uint64_t kv_snap_holdings(const struct kv_snap *s);
 /* Every record as a JSON line, for people and tests (kvmatch --dump). */
 void kv_snap_dump(const struct kv_snap *s, struct kv_out *o);
+
+/* ---- writing ----
+ * A snapshot being built: its sections, and where the live partitions and
+ * workers go in it (the builder of the index's sections sets the orders,
+ * snapstate.c; the matcher's sections use them). */
+struct kv_snap_buf {
+	char *p;
+	size_t len, cap;
+};
+struct kv_snap_writer {
+	struct kv_snap_buf sec[KV_SEC_MAX];
+	uint32_t nparts;
+	uint32_t *porder;                /* snapshot partition -> live partition */
+	uint32_t *pmap;                  /* live partition -> snapshot partition */
+	uint32_t *wmap;                  /* live worker -> snapshot worker */
+};
+
+/* A zeroed kv_snap_writer is an empty snapshot; kv_snapw_free releases it. */
+void kv_snapw_free(struct kv_snap_writer *w);
+/* Appends n records to a section (the section's record size each). */
+void kv_snapw_add(struct kv_snap_writer *w, enum kv_snap_section sec, const void *recs, size_t n);
+/* Records in a section so far. */
+uint64_t kv_snapw_records(const struct kv_snap_writer *w, enum kv_snap_section sec);
+/* A string (NULL: the empty one) added to the strings. */
+struct kv_snap_str kv_snapw_string(struct kv_snap_writer *w, const char *s);
+/* Partition k's range of a kind: the records added to its section between
+ * the two calls (the partition record k is in PARTITIONS already). */
+void kv_snapw_range_begin(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind);
+void kv_snapw_range_end(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind);
+/* The partitions in the snapshot's order: how many, the live id of the
+ * k-th, and the snapshot's ids of a live partition and a live worker. */
+static inline uint32_t kv_snapw_npartitions(const struct kv_snap_writer *w)
+{
+	return w->nparts;
+}
+static inline uint32_t kv_snapw_live_partition(const struct kv_snap_writer *w, uint32_t k)
+{
+	return w->porder[k];
+}
+static inline uint32_t kv_snapw_partition(const struct kv_snap_writer *w, uint32_t live)
+{
+	return w->pmap[live];
+}
+static inline uint32_t kv_snapw_worker(const struct kv_snap_writer *w, uint32_t live)
+{
+	return w->wmap[live];
+}
+/* Writes the sections (one META record among them) atomically to path;
+ * false with errno set on failure. */
+bool kv_snapw_write(const struct kv_snap_writer *w, const char *path);
+
+/* ---- restoring ----
+ * A snapshot being loaded into live state: the live partition and worker
+ * each of its partitions and workers became (KV_NO_WORKER: one not kept). */
+struct kv_snap_reader {
+	const struct kv_snap *s;
+	const uint32_t *partition;
+	const uint32_t *worker;
+};
 
 #endif

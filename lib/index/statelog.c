@@ -80,40 +80,42 @@ void kv_statelog_write(struct kv_out *o, const struct kv_report *r, const struct
 
 void kv_statelog_summary(FILE *f, const struct kv_match *m)
 {
-	fprintf(f, "%s: %llu records, %llu events", kv_prog, (unsigned long long)m->st.records,
-		(unsigned long long)m->st.events);
+	const struct kv_match_stats *st = kv_match_statistics(m);
+	const struct kv_index *ix = kv_match_index(m);
+	fprintf(f, "%s: %llu records, %llu events", kv_prog, (unsigned long long)st->records,
+		(unsigned long long)st->events);
 	for (int s = KV_ST_QUEUED; s < KV_NSTATES; s++)
-		fprintf(f, "%s%llu %s", s == KV_ST_QUEUED ? "; " : ", ", (unsigned long long)m->st.states[s],
+		fprintf(f, "%s%llu %s", s == KV_ST_QUEUED ? "; " : ", ", (unsigned long long)st->states[s],
 			kv_state_name((enum kv_state)s));
-	if (m->st.max_pending_expired)
-		fprintf(f, " (%llu entries by --max-pending)", (unsigned long long)m->st.max_pending_expired);
-	if (m->st.time_jumps)
+	if (st->max_pending_expired)
+		fprintf(f, " (%llu entries by --max-pending)", (unsigned long long)st->max_pending_expired);
+	if (st->time_jumps)
 		fprintf(f, "; %llu records stamped far ahead, taken at the event time reached",
-			(unsigned long long)m->st.time_jumps);
+			(unsigned long long)st->time_jumps);
 	fputc('\n', f);
-	if (m->st.states[KV_ST_DROPPED]) {
+	if (st->states[KV_ST_DROPPED]) {
 		fprintf(f, "%s: dropped:", kv_prog);
 		const char *sep = " ";
 		for (int r = 1; r < KV_NREASONS; r++)
-			if (m->st.reasons[r]) {
-				fprintf(f, "%s%llu %s", sep, (unsigned long long)m->st.reasons[r], kv_reason_name((enum kv_reason)r));
+			if (st->reasons[r]) {
+				fprintf(f, "%s%llu %s", sep, (unsigned long long)st->reasons[r], kv_reason_name((enum kv_reason)r));
 				sep = ", ";
 			}
 		fputc('\n', f);
 	}
 	fprintf(f, "%s: index: %zu partitions, %zu workers, %llu blocks, %llu holdings; %llu pending, "
 		   "%llu offload cached, %llu content cached; %llu removals of unknown blocks\n",
-		kv_prog, m->ix->n, m->ws->n, (unsigned long long)kv_index_blocks(m->ix),
-		(unsigned long long)kv_index_holdings(m->ix), (unsigned long long)kv_match_pending(m),
+		kv_prog, ix->n, kv_match_workers(m)->n, (unsigned long long)kv_index_blocks(ix),
+		(unsigned long long)kv_index_holdings(ix), (unsigned long long)kv_match_pending(m),
 		(unsigned long long)kv_match_offloads(m), (unsigned long long)kv_match_contents(m),
-		(unsigned long long)m->st.unknown_removals);
+		(unsigned long long)st->unknown_removals);
 }
 
 void kv_statelog_memory(FILE *f, const struct kv_match *m)
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	uint64_t pairs = kv_index_holdings(m->ix);
+	uint64_t pairs = kv_index_holdings(kv_match_index(m));
 	fprintf(f, "%s: memory: peak RSS %.1f MiB, %.1f bytes per held (block, worker)\n", kv_prog,
 		(double)ru.ru_maxrss / 1024, pairs ? (double)ru.ru_maxrss * 1024 / (double)pairs : 0.0);
 }

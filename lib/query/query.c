@@ -4,6 +4,7 @@
 #include "base/table.h"
 #include "base/util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,7 @@ bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain,
 		qb->run = s->snap->runs[b - s->snap->blocks];
 		return true;
 	}
-	const struct kv_block *b = kv_blocks_find((struct kv_blocks *)&s->ix->p[part].blocks, chain);
+	const struct kv_block *b = kv_blocks_find_const(&s->ix->p[part].blocks, chain);
 	if (!b)
 		return false;
 	qb->n = kv_block_nholders(s->ix, b);
@@ -136,10 +137,8 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 			const struct kv_blocks *t = &s->ix->p[part].blocks;
 			size_t cap = 0, n2 = 0;
 			uint32_t *all = NULL;
-			for (size_t i = 0; i <= t->cap; i++) {
-				const struct kv_block *b = i < t->cap ? &t->slots[i] : t->has_zero ? &t->zero : NULL;
-				if (!b || (i < t->cap && b->key == 0))
-					continue;
+			KV_TABLE_EACH(kv_blocks, t, pos) {
+				const struct kv_block *b = kv_blocks_at_const(t, pos);
 				const uint32_t *h = kv_block_holders(s->ix, b);
 				size_t nh = kv_block_nholders(s->ix, b);
 				all = kv_xgrow(all, &cap, n2 + nh, sizeof *all);

@@ -2,7 +2,8 @@
 #include "sim/lru.h"
 #include "index/blockhash.h"
 #include "decode/kvcap.h"
-#include "index/snap.h"
+#include "index/match.h"
+#include "index/snapstate.h"
 #include "base/jsonw.h"
 #include "base/util.h"
 
@@ -73,7 +74,6 @@ struct kv_sim {
 	/* the truth: what a perfect kvmatch would hold */
 	struct kv_index ix;
 	struct kv_workers ws;
-	struct kv_match m;
 	uint32_t part;
 	struct kv_qsource qs;
 	struct kv_querier *q;
@@ -164,9 +164,6 @@ struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture)
 	s->nodes = kv_xcalloc(o->instances, sizeof *s->nodes);
 	kv_index_init(&s->ix);
 	kv_workers_init(&s->ws);
-	struct kv_match_opts mo = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
-				    KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
-	kv_match_init(&s->m, &s->ix, &s->ws, &mo);
 	s->part = kv_index_partition(&s->ix, o->model, strlen(o->model), "default", 7);
 	s->ix.p[s->part].block_size = o->block_size;
 	s->candidates = kv_xmalloc(s->nranks * sizeof *s->candidates);
@@ -216,7 +213,6 @@ void kv_sim_free(struct kv_sim *s)
 	free(s->nodes);
 	kv_querier_free(s->q);
 	kv_qsource_free(&s->qs);
-	kv_match_free(&s->m);
 	kv_workers_free(&s->ws);
 	kv_index_free(&s->ix);
 	free(s->candidates);
@@ -680,11 +676,14 @@ void kv_sim_write_registrations(const struct kv_sim *s, FILE *f)
 	end_text(&text, &w, f);
 }
 
+/* The index alone, at the simulation's event time, with the TTLs kvmatch
+ * takes by default (nothing is cached, pending or known of sources: the
+ * simulation keeps no matcher). */
 bool kv_sim_write_snapshot(const struct kv_sim *s, const char *path)
 {
-	struct kv_sim *mut = (struct kv_sim *)s;
-	mut->m.now = s->last_ns;
-	return kv_snap_write(path, &s->ix, &s->ws, &s->m);
+	struct kv_snap_meta meta = { .now_ns = s->last_ns, .pending_ttl_ns = KV_PENDING_TTL_DEFAULT,
+				     .offload_ttl_ns = KV_OFFLOAD_TTL_DEFAULT, .content_ttl_ns = KV_CONTENT_TTL_DEFAULT };
+	return kv_snap_write_index(path, &s->ix, &s->ws, &meta);
 }
 
 static double rate(uint64_t hit, uint64_t total)

@@ -17,7 +17,6 @@
 
 #include "sim/emit.h"
 #include "index/index.h"
-#include "index/match.h"
 #include "base/out.h"
 #include "query/query.h"
 #include "index/regs.h"

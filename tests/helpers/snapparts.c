@@ -7,8 +7,9 @@
 
 #include "arg.h"
 #include "index/index.h"
-#include "index/match.h"
+#include "index/matchstate.h"
 #include "index/snap.h"
+#include "index/snapstate.h"
 #include "base/util.h"
 #include "index/workers.h"
 

@@ -12,9 +12,10 @@
 
 #include "index/blockhash.h"
 #include "index/index.h"
-#include "index/match.h"
+#include "index/matchstate.h"
 #include "query/query.h"
 #include "index/snap.h"
+#include "index/snapstate.h"
 #include "unit.h"
 #include "index/workers.h"
 

@@ -1,0 +1,261 @@
+/* The hash table's iteration, const lookup, remove-if and sorted keys
+ * (base/table.h), under random operations against a plain array of what it
+ * should hold, with clusters that wrap around the end of the slots. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/table.h"
+#include "unit.h"
+
+struct item {
+	uint64_t key;
+	uint64_t value;
+	uint32_t visits;          /* times remove_if's predicate saw it */
+};
+KV_TABLE_DEFINE(items, struct item)
+
+enum { KEYS = 2000 };
+
+/* The reference: which keys are there, with which value. */
+struct model {
+	bool present[KEYS];
+	uint64_t value[KEYS];
+};
+
+static size_t model_count(const struct model *md)
+{
+	size_t n = 0;
+	for (int k = 0; k < KEYS; k++)
+		n += md->present[k];
+	return n;
+}
+
+/* Every entry exactly once, at its position, in order, key 0's last;
+ * false at the first difference from the model. */
+static bool iteration_matches(const struct items *t, const struct model *md)
+{
+	static unsigned seen[KEYS];
+	memset(seen, 0, sizeof seen);
+	size_t n = 0, last = 0;
+	bool zero_seen = false;
+	KV_TABLE_EACH(items, t, pos) {
+		const struct item *e = items_at_const(t, pos);
+		if (pos > t->cap || (pos < t->cap && t->slots[pos].key == 0) || (pos == t->cap && !t->has_zero))
+			return false;
+		if (e->key >= KEYS || !md->present[e->key] || e->value != md->value[e->key] || zero_seen)
+			return false;
+		if (n && pos <= last)
+			return false;
+		if (e->key == 0 && pos != t->cap)
+			return false;
+		zero_seen = e->key == 0;
+		seen[e->key]++;
+		last = pos;
+		n++;
+	}
+	for (int k = 0; k < KEYS; k++)
+		if (seen[k] != (md->present[k] ? 1u : 0u))
+			return false;
+	return n == model_count(md) && n == items_count(t);
+}
+
+/* Every key of the model found, by both lookups, with its value; the others not. */
+static bool lookups_match(struct items *t, const struct model *md)
+{
+	for (int k = 0; k < KEYS; k++) {
+		const struct item *c = items_find_const(t, (uint64_t)k);
+		struct item *e = items_find(t, (uint64_t)k);
+		if ((const struct item *)e != c || (c != NULL) != md->present[k] || (c && c->value != md->value[k]))
+			return false;
+	}
+	return true;
+}
+
+struct pick {
+	uint64_t mod, rest;       /* entries whose value % mod == rest go */
+	size_t calls;
+};
+
+static bool picked(struct item *e, void *arg)
+{
+	struct pick *p = arg;
+	p->calls++;
+	e->visits++;
+	return e->value % p->mod == p->rest;
+}
+
+/* remove_if against the model: the predicate sees each entry once, exactly
+ * the picked ones go, the rest is found as before. */
+static bool remove_if_matches(struct items *t, struct model *md, uint64_t mod, uint64_t rest)
+{
+	KV_TABLE_EACH(items, t, pos)
+		items_at(t, pos)->visits = 0;
+	size_t before = items_count(t), want = 0;
+	struct pick p = { mod, rest, 0 };
+	for (int k = 0; k < KEYS; k++)
+		if (md->present[k] && md->value[k] % mod == rest) {
+			md->present[k] = false;
+			want++;
+		}
+	size_t got = items_remove_if(t, picked, &p);
+	if (got != want || p.calls != before)
+		return false;
+	KV_TABLE_EACH(items, t, pos)
+		if (items_at(t, pos)->visits != 1)
+			return false;
+	/* the shrinking rule of remove: below 10% load, never under 64 slots */
+	if (t->cap > 64 && 10 * t->n < t->cap)
+		return false;
+	return lookups_match(t, md) && iteration_matches(t, md);
+}
+
+static void matches_model_under_random_operations(void)
+{
+	static struct model md;
+	memset(&md, 0, sizeof md);
+	struct items t = { 0 };
+	for (int op = 0; op < 60000; op++) {
+		/* small keys: clusters, key 0 in its side slot */
+		uint64_t k = unit_rand() % KEYS;
+		int what = (int)(unit_rand() % 100);
+		if (what < 55) {
+			bool added;
+			struct item *e = items_upsert(&t, k, &added);
+			ASSERT(added == !md.present[k]);
+			e->value = md.value[k] = unit_rand() % 1000;
+			md.present[k] = true;
+		} else if (what < 90) {
+			ASSERT(items_remove(&t, k) == md.present[k]);
+			md.present[k] = false;
+		} else if (what < 99) {
+			const struct item *c = items_find_const(&t, k);
+			ASSERT((c != NULL) == md.present[k]);
+			ASSERT(!c || c->value == md.value[k]);
+		} else {
+			uint64_t mod = 1 + unit_rand() % 4;
+			ASSERT(remove_if_matches(&t, &md, mod, unit_rand() % mod));
+		}
+		if (op % 997 == 0)
+			ASSERT(iteration_matches(&t, &md));
+	}
+	ASSERT(iteration_matches(&t, &md));
+	ASSERT(lookups_match(&t, &md));
+	/* everything goes at once: the table shrinks back */
+	ASSERT(remove_if_matches(&t, &md, 1, 0));
+	ASSERT_EQ_U64(items_count(&t), 0);
+	ASSERT(t.cap <= 64);
+	items_free(&t);
+}
+
+/* Keys whose home is one of the last slots of a 64-slot table: their
+ * cluster runs past the end into slots 0, 1, ... */
+static size_t wrapping_keys(uint64_t *keys, size_t want)
+{
+	size_t n = 0;
+	for (uint64_t k = 1; n < want; k++)
+		if ((kv_mix64(k) & 63) >= 61)
+			keys[n++] = k;
+	return n;
+}
+
+static void remove_if_across_the_end_of_the_slots(void)
+{
+	/* every mixture of removed and kept entries in a wrapping cluster of 8 */
+	for (unsigned mask = 0; mask < 256; mask++) {
+		struct items t = { 0 };
+		uint64_t keys[8];
+		size_t n = wrapping_keys(keys, 8);
+		bool added;
+		/* fill to 40 entries so that the table keeps its 64 slots */
+		for (uint64_t k = 1000; items_count(&t) < 32; k++)
+			if ((kv_mix64(k) & 63) >= 8 && (kv_mix64(k) & 63) < 50)
+				items_upsert(&t, k, &added)->value = 1;
+		for (size_t i = 0; i < n; i++)
+			items_upsert(&t, keys[i], &added)->value = mask >> i & 1 ? 0 : 1;
+		ASSERT_EQ_U64(t.cap, 64);
+		/* the cluster does wrap: some of its keys sit in the first slots */
+		bool wrapped = false;
+		for (size_t s = 0; s < 4; s++)
+			for (size_t i = 0; i < n; i++)
+				wrapped |= t.slots[s].key == keys[i];
+		ASSERT(wrapped);
+		KV_TABLE_EACH(items, &t, pos)
+			items_at(&t, pos)->visits = 0;
+		struct pick p = { 2, 0, 0 };
+		ASSERT_EQ_U64(items_remove_if(&t, picked, &p), (size_t)__builtin_popcount(mask));
+		ASSERT_EQ_U64(p.calls, 32 + n);
+		for (size_t i = 0; i < n; i++) {
+			const struct item *c = items_find_const(&t, keys[i]);
+			ASSERT((c == NULL) == (mask >> i & 1));
+			ASSERT(!c || c->visits == 1);
+		}
+		KV_TABLE_EACH(items, &t, pos)
+			ASSERT(items_at(&t, pos)->visits == 1 && items_at(&t, pos)->value == 1);
+		items_free(&t);
+	}
+}
+
+static void key_zero_and_empty_tables(void)
+{
+	struct items t = { 0 };
+	struct pick p = { 1, 0, 0 };
+	ASSERT(items_next(&t, 0) == items_end(&t));
+	ASSERT(items_find_const(&t, 0) == NULL && items_find_const(&t, 5) == NULL);
+	ASSERT_EQ_U64(items_remove_if(&t, picked, &p), 0);
+	ASSERT_EQ_U64(p.calls, 0);
+	bool added;
+	items_upsert(&t, 0, &added)->value = 7;
+	size_t pos = items_next(&t, 0);
+	ASSERT(pos == t.cap && items_at_const(&t, pos)->key == 0 && items_at_const(&t, pos)->value == 7);
+	ASSERT(items_next(&t, pos + 1) == items_end(&t));
+	items_upsert(&t, 9, &added)->value = 8;
+	p = (struct pick){ 2, 1, 0 };   /* odd values: key 0's entry goes, 9's stays */
+	ASSERT_EQ_U64(items_remove_if(&t, picked, &p), 1);
+	ASSERT_EQ_U64(p.calls, 2);
+	ASSERT(items_find_const(&t, 0) == NULL && items_find_const(&t, 9)->value == 8);
+	ASSERT_EQ_U64(items_count(&t), 1);
+	items_free(&t);
+}
+
+/* Keys in ascending order, each with the position of its entry. */
+static void sorted_keys_with_positions(void)
+{
+	static struct model md;
+	memset(&md, 0, sizeof md);
+	struct items t = { 0 };
+	bool added;
+	for (int i = 0; i < 3000; i++) {
+		uint64_t k = unit_rand() % KEYS;
+		if (unit_rand() % 4 == 0) {
+			items_remove(&t, k);
+			md.present[k] = false;
+		} else {
+			items_upsert(&t, k, &added)->value = md.value[k] = unit_rand();
+			md.present[k] = true;
+		}
+	}
+	struct kv_sorted o = items_sorted(&t);
+	ASSERT_EQ_U64(o.n, items_count(&t));
+	size_t at = 0;
+	for (int k = 0; k < KEYS; k++) {
+		if (!md.present[k])
+			continue;
+		ASSERT(at < o.n && o.keys[at] == (uint64_t)k);
+		const struct item *e = items_at_const(&t, o.pos[at]);
+		ASSERT(e->key == (uint64_t)k && e->value == md.value[k]);
+		at++;
+	}
+	ASSERT_EQ_U64(at, o.n);
+	kv_sorted_free(&o);
+	items_free(&t);
+}
+
+int main(void)
+{
+	RUN(matches_model_under_random_operations);
+	RUN(remove_if_across_the_end_of_the_slots);
+	RUN(key_zero_and_empty_tables);
+	RUN(sorted_keys_with_positions);
+	return unit_done();
+}
