@@ -61,6 +61,7 @@ struct rig {
 	uint64_t seq;
 	uint64_t name[NBLOCKS];     /* the engine hash of each block */
 	uint64_t chain[NBLOCKS];
+	const char *model;          /* the model pool events name */
 	char states[4096], held[256], walk[64];
 };
 
@@ -121,6 +122,7 @@ static void rig_open_from(struct rig *g, struct kv_match_opts o, const char *res
 	kv_block_hashes(tokens, 4 * NBLOCKS, 4, KV_CHAIN_ROOT, local, g->chain, NBLOCKS);
 	for (int k = 0; k < NBLOCKS; k++)
 		g->name[k] = 0xa + (uint64_t)k;
+	g->model = "m";
 }
 
 static void rig_open(struct rig *g, struct kv_match_opts o)
@@ -214,9 +216,9 @@ static void pool(struct rig *g, uint64_t t, const char *type, const char *medium
 	if (backend)
 		snprintf(be, sizeof be, ",\"backend_id\":\"%s\"", backend);
 	feed(g, "{\"src\":\"tcp://kvs:5557\",\"recv_ns\":%llu,\"seq\":%llu,\"format\":\"memcache\",\"dp_rank\":null,"
-		"\"type\":\"%s\",\"medium\":\"%s\",\"block_hashes\":[%s]%s,\"model_name\":\"m\"}",
+		"\"type\":\"%s\",\"medium\":\"%s\",\"block_hashes\":[%s]%s,\"model_name\":\"%s\"}",
 	     (unsigned long long)t, (unsigned long long)g->seq++, type, medium, k < 0 ? "" : hash_list(g->name + k, 1),
-	     be);
+	     be, g->model);
 }
 
 /* A record that gave no event (kvdecode's no_events line): event time moves to t. */
@@ -404,6 +406,10 @@ static void offload_after_pool_store_matches_in_pool_medium(void)
 			ASSERT_EQ_STR(states(&g), want);
 			ASSERT_EQ_STR(held(&g, 0), both_a(want, pm));
 			/* matched once: the pool's entries are gone, the offload is not cached */
+			struct kv_snap s;
+			snapshot(&g, &s);
+			ASSERT_EQ_U64(s.npending + s.noffload, 0);
+			kv_snap_unload(&s);
 			pool(&g, S(102), "stored", "disk", 0, HOST_B);
 			ASSERT_EQ_STR(states(&g), "confirmed 0xa disk b/0");
 			rig_close(&g);
@@ -451,6 +457,37 @@ static void offload_chains_from_its_parent(void)
 	pool(&g, S(103), "stored", "disk", 1, HOST_A);
 	ASSERT_EQ_STR(states(&g), "applied 0xa xpu a/0\noffload_cached 0xb disk -\nconfirmed 0xb disk a/0,a/1");
 	ASSERT_EQ_STR(held(&g, 1), "a/0:d a/1:d");
+	rig_close(&g);
+}
+
+/* An engine store in an unknown medium is an xpu store; a trailing
+ * partial block is a block; what no block can be made of is dropped, named. */
+static void engine_store_rules_and_drops(void)
+{
+	static const char line[] =
+		"{\"src\":\"" E0 "\",\"recv_ns\":%llu,\"seq\":%d,\"format\":\"vllm\",\"dp_rank\":0,\"type\":\"stored\","
+		"\"medium\":\"%s\",\"block_hashes\":[%s],\"parent\":null,\"token_ids\":[%s],\"block_size\":%s%s}";
+	struct rig g;
+	rig_open(&g, defaults());
+	feed(&g, line, (unsigned long long)S(100), 1, "unknown", "\"0xa\"", "1,2,3,4", "4", "");
+	feed(&g, line, (unsigned long long)S(100), 2, "xpu", "\"0xa\",\"0xb\"", "1,2,3,4,5", "4", "");
+	feed(&g, line, (unsigned long long)S(100), 3, "xpu", "\"0xa\",\"0xb\"", "1,2,3,4", "4", "");
+	feed(&g, line, (unsigned long long)S(100), 4, "xpu", "\"0xa\"", "1,2,3,4,5,6,7,8", "8", "");
+	feed(&g, line, (unsigned long long)S(100), 5, "xpu", "\"0xa\"", "1,2,3,4", "0", "");
+	feed(&g, line, (unsigned long long)S(100), 6, "cpu", "", "1,2,3,4", "4", "");
+	feed(&g, line, (unsigned long long)S(100), 7, "xpu", "\"0xa\"", "1,2,3,4", "4",
+	     ",\"kv_cache_spec_kind\":\"sliding_window\"");
+	feed(&g, line, (unsigned long long)S(100), 8, "xpu", "\"0xa\"", "1,2,3,4", "4",
+	     ",\"kv_cache_spec_kind\":\"mla_attention\"");
+	ASSERT_EQ_STR(states(&g), "applied 0xa xpu a/0\n"
+				  "applied 0xa xpu a/0\napplied 0xb xpu a/0\n"
+				  "applied 0xa xpu a/0\ndropped:hashes_beyond_tokens 0xb xpu a/0\n"
+				  "dropped:block_size_mismatch 0xa xpu a/0\n"
+				  "dropped:bad_block_size 0xa xpu a/0\n"
+				  "dropped:no_hashes - cpu a/0\n"
+				  "dropped:non_full_attention 0xa xpu a/0\n"
+				  "applied 0xa xpu a/0");
+	ASSERT_EQ_STR(held(&g, 0), "a/0:x");
 	rig_close(&g);
 }
 
@@ -578,6 +615,20 @@ static void pending_entries_expire_each_at_its_own_time(void)
 	ASSERT_EQ_STR(states(&g), "");
 	tick(&g, S(170));
 	ASSERT_EQ_STR(states(&g), "pending_expired 0xa cpu b/0 n=1\npending_expired 0xa disk a/0,a/1 n=2");
+	rig_close(&g);
+}
+
+/* Expiry by TTL takes every entry of the hash past it at once: one line. */
+static void pending_entries_past_ttl_expire_together(void)
+{
+	struct rig g;
+	rig_open(&g, defaults());
+	pool(&g, S(100), "stored", "cpu", 0, HOST_A);
+	pool(&g, S(105), "stored", "cpu", 0, HOST_B);
+	pool(&g, S(106), "stored", "cpu", 1, HOST_B);
+	states(&g);
+	tick(&g, S(170));
+	ASSERT_EQ_STR(states(&g), "pending_expired 0xa cpu a/0,a/1,b/0 n=3\npending_expired 0xb cpu b/0 n=1");
 	rig_close(&g);
 }
 
@@ -815,6 +866,40 @@ static void pool_removal_releases_its_medium_only(void)
 		ASSERT_EQ_STR(held(&g, 0), left[pm]);
 		rig_close(&g);
 	}
+}
+
+/* A block a pool removal frees leaves its content: a later store is confirmed. */
+static void pool_removal_keeps_the_content_it_frees(void)
+{
+	struct rig g;
+	rig_open(&g, defaults());
+	store(&g, S(100), E0, "cpu", 0, 1);
+	pool(&g, S(101), "stored", "cpu", 0, HOST_A);
+	pool(&g, S(102), "removed", "cpu", 0, HOST_A);
+	ASSERT_EQ_STR(held(&g, 0), "");
+	states(&g);
+	pool(&g, S(103), "stored", "disk", 0, HOST_B);
+	ASSERT_EQ_STR(states(&g), "confirmed 0xa disk b/0");
+	rig_close(&g);
+}
+
+/* A pool clear is about its partition (model): another's entries stay. */
+static void pool_clear_keeps_other_partitions(void)
+{
+	struct rig g;
+	struct kv_snap s;
+	rig_open(&g, defaults());
+	g.model = "n";
+	pool(&g, S(100), "stored", "cpu", 0, HOST_A);
+	g.model = "m";
+	pool(&g, S(100), "stored", "cpu", 1, HOST_A);
+	pool(&g, S(101), "cleared", "cpu", -1, HOST_A);
+	ASSERT_EQ_STR(states(&g), "queued 0xa cpu a/0,a/1\nqueued 0xb cpu a/0,a/1\napplied - cpu a/0,a/1 n=2");
+	snapshot(&g, &s);
+	ASSERT_EQ_U64(s.npending, 2);
+	ASSERT_EQ_U64(s.pending[0].ehash, 0xa);
+	kv_snap_unload(&s);
+	rig_close(&g);
 }
 
 /* A pool removal drops its targets' pending entries in its medium only. */
@@ -1119,6 +1204,21 @@ static void replayed_batch_already_applied_is_dropped(void)
 	rig_close(&g);
 }
 
+/* Records of a JetStream stream (kvnats -C) at or before the position
+ * reached were applied: dropped, as kvmatch drops them before their lines. */
+static void stream_position_reached_is_a_duplicate(void)
+{
+	struct rig g;
+	rig_open(&g, defaults());
+	struct kv_wire_ctx ctx = { .src = { E0, strlen(E0) }, .recv_ns = S(100), .has_position = true, .position = 7 };
+	ASSERT(!kv_match_stream_duplicate(&g.m, &ctx, 1));
+	ASSERT(kv_match_stream_duplicate(&g.m, &ctx, 1));
+	ctx.position = 8;
+	ASSERT(!kv_match_stream_duplicate(&g.m, &ctx, 1));
+	ASSERT_EQ_STR(states(&g), "dropped:duplicate - - - n=1");
+	rig_close(&g);
+}
+
 /* ---- resuming ---------------------------------------------------------------- */
 
 /* At 150 s: a/0 holds blocks 0 and 1 and releases 1 (0xb: content until
@@ -1205,12 +1305,14 @@ int main(void)
 	RUN(pending_entries_of_two_media_match_each_in_its_own);
 	RUN(pool_store_confirms_content_the_index_holds);
 	RUN(offload_chains_from_its_parent);
+	RUN(engine_store_rules_and_drops);
 	RUN(pool_targets_the_backend_host);
 	RUN(match_none_targets_the_pool_subscriber);
 	RUN(pending_entry_expires_exactly_at_pending_ttl);
 	RUN(offload_at_pending_ttl_finds_the_entry_expired);
 	RUN(repeated_pool_store_queues_each_target_once);
 	RUN(pending_entries_expire_each_at_its_own_time);
+	RUN(pending_entries_past_ttl_expire_together);
 	RUN(max_pending_expires_the_oldest_past_the_bound);
 	RUN(offload_expires_exactly_at_offload_ttl);
 	RUN(name_only_store_finds_an_offload_until_offload_ttl);
@@ -1220,6 +1322,8 @@ int main(void)
 	RUN(sweep_removes_content_at_content_ttl_only);
 	RUN(stale_names_forgotten_past_1024);
 	RUN(pool_removal_releases_its_medium_only);
+	RUN(pool_removal_keeps_the_content_it_frees);
+	RUN(pool_clear_keeps_other_partitions);
 	RUN(pool_removal_drops_pending_entries_of_its_medium);
 	RUN(removed_offload_is_forgotten);
 	RUN(engine_removal_releases_its_worker_in_its_medium);
@@ -1230,6 +1334,7 @@ int main(void)
 	RUN(shared_pool_counts_anyones_cpu_and_disk);
 	RUN(event_time_moves_forward_within_the_longest_ttl);
 	RUN(replayed_batch_already_applied_is_dropped);
+	RUN(stream_position_reached_is_a_duplicate);
 	RUN(resumed_run_keeps_every_deadline);
 	return unit_done();
 }
