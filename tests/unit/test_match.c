@@ -108,8 +108,10 @@ static void rig_open_from(struct rig *g, struct kv_match_opts o, const char *res
 	if (resume) {
 		struct kv_snap s;
 		char err[256];
-		if (!kv_snap_load(resume, &s, err, sizeof err))
+		if (!kv_snap_load(resume, &s, err, sizeof err)) {
+			printf("# %s: %s\n", resume, err);
 			abort();
+		}
 		kv_snap_restore(&s, &g->ix, &g->ws, &g->m);
 		kv_snap_unload(&s);
 	}
@@ -1223,13 +1225,15 @@ static void stream_position_reached_is_a_duplicate(void)
 
 /* At 150 s: a/0 holds blocks 0 and 1 and releases 1 (0xb: content until
  * 350 s with --content-ttl 200), b/0 offloads block 2 (0xc: until 250 s
- * with --offload-ttl 100), the pool stores 0xd (pending until 210 s). */
+ * with --offload-ttl 100), the pool stores 0xd (pending until 210 s); the
+ * input goes on to 160 s. */
 static void first_half(struct rig *g)
 {
 	store(g, S(150), E0, "xpu", 0, 2);
 	removed(g, S(150), E0, "xpu", 1);
 	store(g, S(150), E2, "disk", 2, 1);
 	pool(g, S(150), "stored", "cpu", 3, HOST_A);
+	tick(g, S(160));
 	states(g);
 }
 
