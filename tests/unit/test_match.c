@@ -59,10 +59,11 @@ struct rig {
 	struct kv_evjson_reader *rd;
 	struct kv_out log;          /* state lines not looked at yet */
 	uint64_t seq;
+	uint32_t tokens[4 * NBLOCKS];
 	uint64_t name[NBLOCKS];     /* the engine hash of each block */
 	uint64_t chain[NBLOCKS];
 	const char *model;          /* the model pool events name */
-	char states[4096], held[256], walk[64];
+	char hashes[256], states[4096], held[256], walk[64];
 };
 
 /* kvmatch's options: its defaults, and every state line but received and parsed. */
@@ -117,11 +118,10 @@ static void rig_open_from(struct rig *g, struct kv_match_opts o, const char *res
 	}
 	kv_out_open_mem(&g->log);
 	g->rd = kv_evjson_reader_new();
-	uint32_t tokens[4 * NBLOCKS];
 	uint64_t local[NBLOCKS];
 	for (uint32_t i = 0; i < 4 * NBLOCKS; i++)
-		tokens[i] = i + 1;
-	kv_block_hashes(tokens, 4 * NBLOCKS, 4, KV_CHAIN_ROOT, local, g->chain, NBLOCKS);
+		g->tokens[i] = i + 1;
+	kv_block_hashes(g->tokens, 4 * NBLOCKS, 4, KV_CHAIN_ROOT, local, g->chain, NBLOCKS);
 	for (int k = 0; k < NBLOCKS; k++)
 		g->name[k] = 0xa + (uint64_t)k;
 	g->model = "m";
@@ -165,14 +165,15 @@ static void feed(struct rig *g, const char *fmt, ...)
 	free(line);
 }
 
-static char *hash_list(const uint64_t *h, int n)
+/* "\"0x...\",..." for the names of blocks k..k+n-1, as kvdecode writes hashes. */
+static const char *names(struct rig *g, int k, int n)
 {
-	static char buf[4096]; /* used at once by feed */
 	size_t at = 0;
-	buf[0] = 0;
-	for (int i = 0; i < n; i++)
-		at += (size_t)snprintf(buf + at, sizeof buf - at, "%s\"0x%016llx\"", i ? "," : "", (unsigned long long)h[i]);
-	return buf;
+	g->hashes[0] = 0;
+	for (int i = k; i < k + n; i++)
+		at += (size_t)snprintf(g->hashes + at, sizeof g->hashes - at, "%s\"0x%016llx\"", i > k ? "," : "",
+				       (unsigned long long)g->name[i]);
+	return g->hashes;
 }
 
 /* The engine at ep stores blocks k..k+n-1 in medium, with their tokens. */
@@ -180,12 +181,12 @@ static void store(struct rig *g, uint64_t t, const char *ep, const char *medium,
 {
 	char tokens[512] = "", parent[32] = "null";
 	for (int i = 4 * k; i < 4 * (k + n); i++)
-		snprintf(tokens + strlen(tokens), sizeof tokens - strlen(tokens), "%s%d", i > 4 * k ? "," : "", i + 1);
+		snprintf(tokens + strlen(tokens), sizeof tokens - strlen(tokens), "%s%u", i > 4 * k ? "," : "", g->tokens[i]);
 	if (k > 0)
 		snprintf(parent, sizeof parent, "\"0x%016llx\"", (unsigned long long)g->name[k - 1]);
 	feed(g, "{\"src\":\"%s\",\"recv_ns\":%llu,\"seq\":%llu,\"format\":\"vllm\",\"dp_rank\":0,\"type\":\"stored\","
 		"\"medium\":\"%s\",\"block_hashes\":[%s],\"parent\":%s,\"token_ids\":[%s],\"block_size\":4}",
-	     ep, (unsigned long long)t, (unsigned long long)g->seq++, medium, hash_list(g->name + k, n), parent, tokens);
+	     ep, (unsigned long long)t, (unsigned long long)g->seq++, medium, names(g, k, n), parent, tokens);
 }
 
 /* A store of block k without tokens: a name only (vLLM's CPU offload placeholder). */
@@ -193,14 +194,14 @@ static void store_name(struct rig *g, uint64_t t, const char *ep, const char *me
 {
 	feed(g, "{\"src\":\"%s\",\"recv_ns\":%llu,\"seq\":%llu,\"format\":\"vllm\",\"dp_rank\":0,\"type\":\"stored\","
 		"\"medium\":\"%s\",\"block_hashes\":[%s],\"parent\":null,\"token_ids\":[],\"block_size\":0}",
-	     ep, (unsigned long long)t, (unsigned long long)g->seq++, medium, hash_list(g->name + k, 1));
+	     ep, (unsigned long long)t, (unsigned long long)g->seq++, medium, names(g, k, 1));
 }
 
 static void removed(struct rig *g, uint64_t t, const char *ep, const char *medium, int k)
 {
 	feed(g, "{\"src\":\"%s\",\"recv_ns\":%llu,\"seq\":%llu,\"format\":\"vllm\",\"dp_rank\":0,\"type\":\"removed\","
 		"\"medium\":\"%s\",\"block_hashes\":[%s]}",
-	     ep, (unsigned long long)t, (unsigned long long)g->seq++, medium, hash_list(g->name + k, 1));
+	     ep, (unsigned long long)t, (unsigned long long)g->seq++, medium, names(g, k, 1));
 }
 
 static void cleared(struct rig *g, uint64_t t, const char *ep)
@@ -219,7 +220,7 @@ static void pool(struct rig *g, uint64_t t, const char *type, const char *medium
 		snprintf(be, sizeof be, ",\"backend_id\":\"%s\"", backend);
 	feed(g, "{\"src\":\"tcp://kvs:5557\",\"recv_ns\":%llu,\"seq\":%llu,\"format\":\"memcache\",\"dp_rank\":null,"
 		"\"type\":\"%s\",\"medium\":\"%s\",\"block_hashes\":[%s]%s,\"model_name\":\"%s\"}",
-	     (unsigned long long)t, (unsigned long long)g->seq++, type, medium, k < 0 ? "" : hash_list(g->name + k, 1),
+	     (unsigned long long)t, (unsigned long long)g->seq++, type, medium, k < 0 ? "" : names(g, k, 1),
 	     be, g->model);
 }
 
@@ -326,13 +327,10 @@ static const char *held(struct rig *g, int k)
  * the worker is no hit. */
 static const char *walk(struct rig *g, size_t n, bool shared, const char *instance, int64_t dp)
 {
-	uint32_t tokens[4 * NBLOCKS];
-	for (uint32_t i = 0; i < 4 * NBLOCKS; i++)
-		tokens[i] = i + 1;
 	struct kv_qsource src;
 	kv_qsource_index(&src, &g->ix, &g->ws);
 	struct kv_querier *q = kv_querier_new();
-	struct kv_query req = { (uint32_t)kv_index_find_partition(&g->ix, "m", "default"), 4, tokens, 4 * n, NULL, 0,
+	struct kv_query req = { (uint32_t)kv_index_find_partition(&g->ix, "m", "default"), 4, g->tokens, 4 * n, NULL, 0,
 				NULL, 0 };
 	struct kv_query_opts o = { .shared_pool = shared };
 	size_t nhits, nblocks;
@@ -340,9 +338,11 @@ static const char *walk(struct rig *g, size_t n, bool shared, const char *instan
 	snprintf(g->walk, sizeof g->walk, "-");
 	for (size_t i = 0; i < nhits; i++) {
 		const struct kv_worker *w = &g->ws.v[h[i].worker];
-		if (strcmp(w->instance_id, instance) == 0 && w->dp_rank == dp)
-			snprintf(g->walk, sizeof g->walk, "%u/%u/%u%s%.0u%s", h[i].npu, h[i].cpu, h[i].disk,
-				 h[i].cpu_remote ? " +" : "", h[i].cpu_remote, h[i].cpu_remote ? " remote" : "");
+		if (strcmp(w->instance_id, instance) != 0 || w->dp_rank != dp)
+			continue;
+		int len = snprintf(g->walk, sizeof g->walk, "%u/%u/%u", h[i].npu, h[i].cpu, h[i].disk);
+		if (h[i].cpu_remote)
+			snprintf(g->walk + len, sizeof g->walk - (size_t)len, " +%u remote", h[i].cpu_remote);
 	}
 	kv_querier_free(q);
 	kv_qsource_free(&src);
@@ -515,6 +515,13 @@ static void pool_targets_the_backend_host(void)
 				  "confirmed 0xa cpu a/0,a/1\n"
 				  "dropped:no_hashes - cpu a/0,a/1");
 	ASSERT_EQ_STR(held(&g, 0), "a/0:xc a/1:c b/0:d pool:mooncake-daemon-0:c");
+	rig_close(&g);
+
+	/* --backend-serves names the instances a backend_id serves: all their ranks */
+	rig_open(&g, defaults());
+	ASSERT(kv_workers_add_serves(&g.ws, "mooncake-daemon-0=a"));
+	pool(&g, S(100), "stored", "cpu", 0, "mooncake-daemon-0");
+	ASSERT_EQ_STR(states(&g), "queued 0xa cpu a/0,a/1");
 	rig_close(&g);
 }
 
