@@ -212,16 +212,18 @@ static void cleared(struct rig *g, uint64_t t, const char *ep)
 }
 
 /* The memcache pool's event about block k (k < 0: no hash) for backend
- * (NULL: no backend_id). */
+ * (NULL: no backend_id), naming the rig's model (NULL: none). */
 static void pool(struct rig *g, uint64_t t, const char *type, const char *medium, int k, const char *backend)
 {
-	char be[64] = "";
+	char be[64] = "", model[64] = "";
 	if (backend)
 		snprintf(be, sizeof be, ",\"backend_id\":\"%s\"", backend);
+	if (g->model)
+		snprintf(model, sizeof model, ",\"model_name\":\"%s\"", g->model);
 	feed(g, "{\"src\":\"tcp://kvs:5557\",\"recv_ns\":%llu,\"seq\":%llu,\"format\":\"memcache\",\"dp_rank\":null,"
-		"\"type\":\"%s\",\"medium\":\"%s\",\"block_hashes\":[%s]%s,\"model_name\":\"%s\"}",
-	     (unsigned long long)t, (unsigned long long)g->seq++, type, medium, k < 0 ? "" : names(g, k, 1),
-	     be, g->model);
+		"\"type\":\"%s\",\"medium\":\"%s\",\"block_hashes\":[%s]%s%s}",
+	     (unsigned long long)t, (unsigned long long)g->seq++, type, medium, k < 0 ? "" : names(g, k, 1), be,
+	     model);
 }
 
 /* A record that gave no event (kvdecode's no_events line): event time moves to t. */
@@ -522,6 +524,24 @@ static void pool_targets_the_backend_host(void)
 	ASSERT(kv_workers_add_serves(&g.ws, "mooncake-daemon-0=a"));
 	pool(&g, S(100), "stored", "cpu", 0, "mooncake-daemon-0");
 	ASSERT_EQ_STR(states(&g), "queued 0xa cpu a/0,a/1");
+	rig_close(&g);
+}
+
+/* A pool event meets the offloads of its partition: its own model_name,
+ * else its subscriber's registration ("m"); another model's waits. */
+static void pool_event_meets_offloads_of_its_partition(void)
+{
+	struct rig g;
+	rig_open(&g, defaults());
+	store(&g, S(100), E0, "cpu", 0, 2);
+	g.model = "n";
+	pool(&g, S(101), "stored", "cpu", 0, HOST_A);
+	g.model = NULL;
+	pool(&g, S(102), "stored", "cpu", 0, HOST_A);
+	g.model = "m";
+	pool(&g, S(103), "stored", "cpu", 1, HOST_A);
+	ASSERT_EQ_STR(states(&g), "offload_cached 0xa cpu -\noffload_cached 0xb cpu -\nqueued 0xa cpu a/0,a/1\n"
+				  "confirmed 0xa cpu a/0,a/1\nconfirmed 0xb cpu a/0,a/1");
 	rig_close(&g);
 }
 
@@ -981,7 +1001,7 @@ static void engine_removal_releases_its_worker_in_its_medium(void)
 	removed(&g, S(103), E1, "xpu", 0); /* a/1 holds no xpu: counted, nothing changes */
 	ASSERT_EQ_STR(held(&g, 0), "a/0:xd a/1:cd");
 	removed(&g, S(104), E1, "disk", 0);
-	removed(&g, S(105), E0, "xpu", 0);
+	removed(&g, S(105), E0, "unknown", 0); /* an unknown medium is xpu */
 	ASSERT_EQ_STR(states(&g), "applied 0xa cpu a/0\napplied 0xa disk a/1\napplied 0xa xpu a/0");
 	ASSERT_EQ_STR(held(&g, 0), "a/0:d a/1:c");
 	rig_close(&g);
@@ -1318,6 +1338,7 @@ int main(void)
 	RUN(offload_chains_from_its_parent);
 	RUN(engine_store_rules_and_drops);
 	RUN(pool_targets_the_backend_host);
+	RUN(pool_event_meets_offloads_of_its_partition);
 	RUN(match_none_targets_the_pool_subscriber);
 	RUN(pending_entry_expires_exactly_at_pending_ttl);
 	RUN(offload_at_pending_ttl_finds_the_entry_expired);
