@@ -322,6 +322,40 @@ struct ev {
 	const char *lora;     /* an engine's adapter: a partition of its own */
 };
 
+/* A pool's event: its backend_id names the targets, tenant_id the partition. */
+static void pool_fields(struct kv_event *e, const struct ev *v)
+{
+	e->format = KV_FMT_MEMCACHE;
+	e->has = KV_HAS_BACKEND_ID;
+	e->backend_id = (struct kv_str){ v->backend, strlen(v->backend) };
+	if (v->tenant) {
+		e->has |= KV_HAS_TENANT_ID;
+		e->tenant_id = (struct kv_str){ v->tenant, strlen(v->tenant) };
+	}
+}
+
+/* An engine's event; a store carries its blocks' tokens and its parent. */
+static void engine_fields(struct kv_event *e, const struct ev *v, uint32_t *tokens)
+{
+	e->format = KV_FMT_VLLM;
+	e->has_dp = true;
+	e->dp_rank = v->dp;
+	if (v->type == KV_EV_STORED) {
+		for (int i = 0; i < 4 * v->n; i++)
+			tokens[i] = (uint32_t)(4 * v->k + i + 1);
+		e->tokens = tokens;
+		e->ntokens = (size_t)(4 * v->n);
+		e->block_size = 4;
+		e->has = KV_HAS_PARENT | KV_HAS_TOKENS | KV_HAS_BLOCK_SIZE;
+		e->parent_null = v->k == 0;
+		e->parent = 0xa + (uint64_t)v->k - 1;
+	}
+	if (v->lora) {
+		e->has |= KV_HAS_LORA_NAME;
+		e->lora_name = (struct kv_str){ v->lora, strlen(v->lora) };
+	}
+}
+
 static void apply(struct state *s, uint64_t seq, struct ev v)
 {
 	uint64_t hashes[8];
@@ -338,30 +372,10 @@ static void apply(struct state *s, uint64_t seq, struct ev v)
 	e.nhashes = v.hash ? 1 : (size_t)v.n;
 	for (int i = 0; i < v.n; i++)
 		hashes[i] = v.hash ? v.hash : 0xa + (uint64_t)(v.k + i);
-	if (v.backend) {
-		e.format = KV_FMT_MEMCACHE;
-		e.has = KV_HAS_BACKEND_ID | (v.tenant ? KV_HAS_TENANT_ID : 0);
-		e.backend_id = (struct kv_str){ v.backend, strlen(v.backend) };
-		if (v.tenant)
-			e.tenant_id = (struct kv_str){ v.tenant, strlen(v.tenant) };
-	} else {
-		e.format = KV_FMT_VLLM;
-		e.has_dp = true;
-		e.dp_rank = v.dp;
-		if (v.lora)
-			e.lora_name = (struct kv_str){ v.lora, strlen(v.lora) };
-	}
-	if (!v.backend && v.type == KV_EV_STORED) {
-		for (int i = 0; i < 4 * v.n; i++)
-			tokens[i] = (uint32_t)(4 * v.k + i + 1);
-		e.tokens = tokens;
-		e.ntokens = (size_t)(4 * v.n);
-		e.block_size = 4;
-		e.has = KV_HAS_PARENT | KV_HAS_TOKENS | KV_HAS_BLOCK_SIZE;
-		e.parent_null = v.k == 0;
-		e.parent = 0xa + (uint64_t)v.k - 1;
-	}
-	e.has |= v.lora ? KV_HAS_LORA_NAME : 0;
+	if (v.backend)
+		pool_fields(&e, &v);
+	else
+		engine_fields(&e, &v, tokens);
 	struct kv_wire_ctx ctx = kv_wire_ctx_of(&e);
 	if (kv_match_record(&s->m, &ctx, 1))
 		kv_match_event(&s->m, &e);
