@@ -255,18 +255,19 @@ static void field(const char *line, const char *end, const char *key, char *out,
 /* "a/0,a/1" or "pool:NAME" for the workers of a state line; "-" for none. */
 static void workers_of(const char *line, char *out, size_t n)
 {
+	static const char inst_key[] = "{\"instance_id\":\"", pool_key[] = "{\"pool\":\"", dp_key[] = "\",\"dp_rank\":";
 	const char *p = strstr(line, "\"workers\":[") + 11;
 	size_t at = 0;
 	out[0] = 0;
-	while (*p == '{' || *p == ',') {
-		char name[64];
-		long long dp;
-		p += *p == ',';
-		if (sscanf(p, "{\"instance_id\":\"%63[^\"]\",\"dp_rank\":%lld}", name, &dp) == 2)
-			at += (size_t)snprintf(out + at, n - at, "%s%s/%lld", at ? "," : "", name, dp);
-		else if (sscanf(p, "{\"pool\":\"%63[^\"]\"}", name) == 1)
-			at += (size_t)snprintf(out + at, n - at, "%spool:%s", at ? "," : "", name);
-		p = strchr(p, '}') + 1;
+	for (; *p == '{'; p = strchr(p, '}') + 1, p += *p == ',') {
+		bool is_pool = strncmp(p, pool_key, sizeof pool_key - 1) == 0;
+		const char *name = p + (is_pool ? sizeof pool_key : sizeof inst_key) - 1;
+		int len = (int)strcspn(name, "\"");
+		if (is_pool)
+			at += (size_t)snprintf(out + at, n - at, "%spool:%.*s", at ? "," : "", len, name);
+		else
+			at += (size_t)snprintf(out + at, n - at, "%s%.*s/%lld", at ? "," : "", len, name,
+					       strtoll(name + len + sizeof dp_key - 1, NULL, 10));
 	}
 	if (!at)
 		snprintf(out, n, "-");
