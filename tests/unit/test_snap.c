@@ -2,6 +2,7 @@
  * each single-byte change, each truncation, and structural damage behind a
  * valid checksum. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,6 +306,261 @@ static void stream_position(void)
 	free(b);
 }
 
+/* ---- loading: every rule at its boundary --------------------------------- */
+
+/* One event, applied as kvmatch applies an event line: blocks k..k+n-1 of
+ * the prompt 1, 2, 3, ... in blocks of 4, named 0xa + k (hash != 0: that
+ * one hash instead); pool events name their backend and tenant. */
+struct ev {
+	const char *src;
+	int64_t dp;
+	uint64_t t;
+	enum kv_evtype type;
+	enum kv_medium medium;
+	int k, n;
+	uint64_t hash;
+	const char *backend, *tenant;
+	const char *lora;     /* an engine's adapter: a partition of its own */
+};
+
+/* A pool's event: its backend_id names the targets, tenant_id the partition. */
+static void pool_fields(struct kv_event *e, const struct ev *v)
+{
+	e->format = KV_FMT_MEMCACHE;
+	e->has = KV_HAS_BACKEND_ID;
+	e->backend_id = (struct kv_str){ v->backend, strlen(v->backend) };
+	if (v->tenant) {
+		e->has |= KV_HAS_TENANT_ID;
+		e->tenant_id = (struct kv_str){ v->tenant, strlen(v->tenant) };
+	}
+}
+
+/* An engine's event; a store carries its blocks' tokens and its parent. */
+static void engine_fields(struct kv_event *e, const struct ev *v, uint32_t *tokens)
+{
+	e->format = KV_FMT_VLLM;
+	e->has_dp = true;
+	e->dp_rank = v->dp;
+	if (v->type == KV_EV_STORED) {
+		for (int i = 0; i < 4 * v->n; i++)
+			tokens[i] = (uint32_t)(4 * v->k + i + 1);
+		e->tokens = tokens;
+		e->ntokens = 4 * (size_t)v->n;
+		e->block_size = 4;
+		e->has = KV_HAS_PARENT | KV_HAS_TOKENS | KV_HAS_BLOCK_SIZE;
+		e->parent_null = v->k == 0;
+		e->parent = 0xa + (uint64_t)v->k - 1;
+	}
+	if (v->lora) {
+		e->has |= KV_HAS_LORA_NAME;
+		e->lora_name = (struct kv_str){ v->lora, strlen(v->lora) };
+	}
+}
+
+static void apply(struct state *s, uint64_t seq, struct ev v)
+{
+	uint64_t hashes[8];
+	uint32_t tokens[32];
+	struct kv_event e;
+	memset(&e, 0, sizeof e);
+	e.src = (struct kv_str){ v.src, strlen(v.src) };
+	e.recv_ns = v.t;
+	e.has_seq = true;
+	e.seq = seq;
+	e.type = v.type;
+	e.medium = v.medium;
+	for (int i = 0; i < v.n; i++)
+		hashes[i] = v.hash ? v.hash : 0xa + (uint64_t)(v.k + i);
+	e.hashes = hashes;
+	e.nhashes = v.hash ? 1 : (size_t)v.n;
+	if (v.backend)
+		pool_fields(&e, &v);
+	else
+		engine_fields(&e, &v, tokens);
+	struct kv_wire_ctx ctx = kv_wire_ctx_of(&e);
+	if (kv_match_record(&s->m, &ctx, 1))
+		kv_match_event(&s->m, &e);
+}
+
+#define ENG0 "tcp://10.0.0.5:5557"   /* worker 10.0.0.5:5557 dp 0 */
+#define ENG1 "tcp://10.0.0.5:5558"   /* worker 10.0.0.5:5557 dp 1 */
+#define POOL "tcp://kvs:5557"
+
+/* A state with two or more records in every section, made by events only:
+ * 4 blocks of partition default/default (two of them orphans: their
+ * parents were released, and are content), sets of one and two holders,
+ * a pool holder, held and stale engine hashes, two offloads, pending
+ * entries in partition default/t2, three sources; and partition x/default
+ * (an adapter's), whose one block is an orphan, right after those of
+ * default/default. */
+static void rich_state(struct state *s)
+{
+	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
+				   KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
+	kv_index_init(&s->ix);
+	kv_workers_init(&s->ws);
+	kv_match_init(&s->m, &s->ix, &s->ws, &o);
+	uint64_t seq = 0;
+	apply(s, seq++, (struct ev){ .src = ENG0, .t = 100, .medium = KV_XPU, .k = 0, .n = 6 });
+	apply(s, seq++, (struct ev){ .src = ENG1, .dp = 1, .t = 100, .medium = KV_XPU, .k = 0, .n = 1 });
+	apply(s, seq++, (struct ev){ .src = ENG0, .t = 101, .type = KV_EV_REMOVED, .medium = KV_XPU, .k = 2, .n = 1 });
+	apply(s, seq++, (struct ev){ .src = ENG0, .t = 101, .type = KV_EV_REMOVED, .medium = KV_XPU, .k = 4, .n = 1 });
+	apply(s, seq++, (struct ev){ .src = POOL, .t = 102, .medium = KV_CPU, .n = 1, .hash = 0xb, .backend = "10.0.0.5" });
+	apply(s, seq++, (struct ev){ .src = ENG0, .t = 103, .medium = KV_CPU, .k = 6, .n = 2 });
+	apply(s, seq++, (struct ev){ .src = POOL, .t = 104, .medium = KV_CPU, .n = 1, .hash = 0xd, .backend = "daemon" });
+	apply(s, seq++, (struct ev){ .src = POOL, .t = 105, .medium = KV_CPU, .n = 1, .hash = 0x30, .backend = "10.0.0.5" });
+	apply(s, seq++, (struct ev){ .src = POOL, .t = 106, .medium = KV_DISK, .n = 1, .hash = 0x31, .backend = "10.0.0.5",
+				     .tenant = "t2" });
+	apply(s, seq++, (struct ev){ .src = ENG0, .t = 107, .medium = KV_XPU, .k = 0, .n = 2, .lora = "x" });
+	apply(s, seq++, (struct ev){ .src = ENG0, .t = 107, .type = KV_EV_REMOVED, .medium = KV_XPU, .k = 0, .n = 1,
+				     .lora = "x" });
+}
+
+/* The index of the first block of partition 0 whose parent is held. */
+static size_t held_parent(const struct kv_snap *s)
+{
+	for (size_t i = 0; i < s->partitions[0].r[KV_RANGE_BLOCKS].count; i++)
+		if (s->blocks[i].parent < KV_SNAP_PARENT_ROOT)
+			return i;
+	abort();
+}
+
+/* A set of partition 0 with two holders. */
+static size_t pair_set(const struct kv_snap *s)
+{
+	for (size_t i = 0; i < s->nsets; i++)
+		if (s->sets[i].nholders == 2)
+			return i;
+	abort();
+}
+
+/* Damage number k to the records of a checked snapshot (the views are into
+ * the bytes), and the message loading must refuse it with, or NULL when it
+ * must still load; "" when there is no damage k. */
+static const char *damage(int k, struct kv_snap *s, char *msg, size_t n)
+{
+	struct kv_snap_block *b = (struct kv_snap_block *)s->blocks;
+	struct kv_snap_set *sets = (struct kv_snap_set *)s->sets;
+	uint32_t *holders = (uint32_t *)s->holders;
+	struct kv_snap_orphan *orph = (struct kv_snap_orphan *)s->orphans;
+	uint64_t *eh = (uint64_t *)s->ehashes;
+	uint32_t *ehb = (uint32_t *)s->ehash_blocks;
+	struct kv_snap_stale *st = (struct kv_snap_stale *)s->stale;
+	struct kv_snap_content *c = (struct kv_snap_content *)s->content;
+	struct kv_snap_partition *pt = (struct kv_snap_partition *)s->partitions;
+	struct kv_snap_offload *off = (struct kv_snap_offload *)s->offload;
+	struct kv_snap_pending *pd = (struct kv_snap_pending *)s->pending;
+	struct kv_snap_source *src = (struct kv_snap_source *)s->sources;
+	struct kv_snap_worker *w = (struct kv_snap_worker *)s->workers;
+	uint32_t nblocks = (uint32_t)pt[0].r[KV_RANGE_BLOCKS].count, nsets = (uint32_t)pt[0].r[KV_RANGE_SETS].count;
+	size_t j = held_parent(s), ps = pair_set(s);
+	msg[0] = 0;
+	switch (k) {
+	case 0: b[1].chain = b[0].chain; return "block 1: blocks out of order";
+	case 1: b[1].chain = b[0].chain + 1; return NULL;
+	case 2: b[0].set = nsets; return "block 0: set out of its partition's";
+	case 3: b[0].set = nsets - 1; return NULL;
+	case 4: b[j].parent = nblocks; snprintf(msg, n, "block %zu: parent out of bounds", j); return msg;
+	case 5: b[j].parent = KV_SNAP_PARENT_ROOT - 1; snprintf(msg, n, "block %zu: parent out of bounds", j); return msg;
+	case 6: b[j].parent = KV_SNAP_PARENT_ROOT; return NULL;
+	case 7: b[j].parent = nblocks - 1 == j ? 0 : nblocks - 1; return NULL;
+	case 8: sets[0].nholders = 0; return "set 0: holders out of bounds";
+	case 9: holders[sets[ps].holders_first + 1] = holders[sets[ps].holders_first];
+		snprintf(msg, n, "set %zu: holders out of order", ps); return msg;
+	case 10: holders[sets[ps].holders_first + 1] = KV_HOLDER(s->nworkers, 1);
+		snprintf(msg, n, "set %zu: bad holder", ps); return msg;
+	case 11: holders[sets[ps].holders_first + 1] = KV_HOLDER(s->nworkers - 1, 1); return NULL;
+	case 12: holders[sets[ps].holders_first] &= ~7u; snprintf(msg, n, "set %zu: bad holder", ps); return msg;
+	case 13: orph[1].block = orph[0].block;
+		return "orphan 1: not a block whose parent is not held, or out of order";
+	/* the block one past the partition's is the next partition's orphan */
+	case 14: orph[1].block = nblocks; return "orphan 1: not a block whose parent is not held, or out of order";
+	case 15: b[j].parent = KV_SNAP_PARENT_ORPHAN; return "2 orphans for 3 blocks whose parent is not held";
+	case 16: eh[1] = eh[0]; return "engine hash 1: out of order or naming no block";
+	case 17: ehb[0] = nblocks; return "engine hash 0: out of order or naming no block";
+	case 18: ehb[0] = nblocks - 1; return NULL;
+	case 19: st[1].ehash = st[0].ehash; return "stale engine hash 1: out of order";
+	case 20: st[0].ehash = eh[1]; return eh[1] < st[1].ehash ? "engine hash 1: also stale" : "(no damage: stale hashes reordered)";
+	case 21: c[1].chain = c[0].chain; return "content 1: out of order";
+	case 22: pt[0].flags = 2; return "partition 0: unknown flags";
+	case 23: pt[1].tenant = pt[0].tenant; return "partition 1: partitions out of order";
+	case 24: pt[1].r[KV_RANGE_BLOCKS].first = 1; return "partition 1: block range out of bounds";
+	case 25: off[1].ehash = off[0].ehash; return "offload 1: out of order";
+	case 26: off[0].partition = (uint32_t)s->npartitions; return "offload 0: partition out of range";
+	case 27: off[1].partition = 1; return NULL;
+	case 28: pd[0].partition = (uint32_t)s->npartitions; return "pending 0: out of range";
+	case 29: pd[0].worker = (uint32_t)s->nworkers; return "pending 0: out of range";
+	case 30: pd[0].worker = (uint32_t)s->nworkers - 1; return NULL;
+	case 31: pd[0].medium = KV_NMEDIA; return "pending 0: out of range";
+	case 32: pd[0].medium = KV_NMEDIA - 1; return NULL;
+	case 33: pd[1].t = pd[0].t; return NULL;
+	case 34: pd[1].t = pd[0].t - 1; return "pending 1: out of order";
+	case 35: src[0].last_recv_ns = s->meta->now_ns; return NULL;
+	case 36: src[0].last_recv_ns = s->meta->now_ns + 1; return "source 0: bad record";
+	case 37: src[0].seen = 2; return "source 0: bad record";
+	case 38: src[0].last_record = 3; return "source 0: bad record";
+	case 39: src[0].last_record = 2; return NULL;
+	case 40: src[0].last_record = 1, src[0].seen = 0; return "source 0: bad record";
+	case 41: w[0].flags = 3; return "worker 0: unknown flags";
+	case 42: w[2].dp_rank = 1; return "worker 2: unknown flags";
+	case 43: w[1].dp_rank = w[0].dp_rank; return "worker 1: out of order or repeated";
+	case 44: w[1].dp_rank = 2; return NULL;
+	default: return "";
+	}
+}
+
+/* Each rule of loading at its boundary: a key repeated (not only one out of
+ * order), an index one past its range (and the last one in it), a time one
+ * nanosecond past what it may be (and exactly that), behind a valid checksum. */
+static void load_refuses_each_fault_at_its_boundary(void)
+{
+	struct state s;
+	struct kv_snap snap;
+	char err[200], msg[100];
+	rich_state(&s);
+	size_t n;
+	uint8_t *good = write_read(&s, &n);
+	ASSERT(kv_snap_check(good, n, &snap, err, sizeof err));
+	ASSERT_EQ_U64(snap.npartitions, 3);
+	ASSERT_EQ_U64(snap.nworkers, 3);
+	ASSERT_EQ_U64(snap.partitions[0].r[KV_RANGE_BLOCKS].count, 4);
+	ASSERT_EQ_U64(snap.partitions[1].r[KV_RANGE_BLOCKS].count, 0);
+	ASSERT_EQ_U64(snap.partitions[2].r[KV_RANGE_BLOCKS].count, 1);
+	ASSERT(snap.blocks[4].parent == KV_SNAP_PARENT_ORPHAN);
+	ASSERT_EQ_U64(snap.norphans, 3);
+	ASSERT_EQ_U64(snap.nsets, 5);
+	ASSERT_EQ_U64(snap.nehashes, 5);
+	ASSERT_EQ_U64(snap.nstale, 5);
+	ASSERT_EQ_U64(snap.ncontent, 3);
+	ASSERT_EQ_U64(snap.noffload, 2);
+	ASSERT_EQ_U64(snap.npending, 4);
+	ASSERT_EQ_U64(snap.nsources, 3);
+	ASSERT(snap.workers[2].flags == 2);
+	uint8_t *b = malloc(n);
+	int k, wrong = -1;
+	for (k = 0; wrong < 0; k++) {
+		memcpy(b, good, n);
+		if (!kv_snap_check(b, n, &snap, err, sizeof err)) {
+			wrong = k;
+			break;
+		}
+		const char *want = damage(k, &snap, msg, sizeof msg);
+		if (want && !*want)
+			break;
+		reseal(b, n);
+		bool ok = kv_snap_check(b, n, &snap, err, sizeof err);
+		if (ok != !want || (want && strcmp(err, want) != 0)) {
+			printf("# damage %d: %s, expected %s\n", k, ok ? "loaded" : err, want ? want : "to load");
+			wrong = k;
+		}
+	}
+	free(b);
+	free(good);
+	free_state(&s);
+	ASSERT(wrong < 0);
+	ASSERT_EQ_U64(k, 45);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -313,5 +569,6 @@ int main(void)
 	RUN(order_times_and_bounds);
 	RUN(repeated_workers);
 	RUN(stream_position);
+	RUN(load_refuses_each_fault_at_its_boundary);
 	return unit_done();
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int unit_points, unit_failures, unit_current_failed;
 
@@ -19,6 +20,21 @@ static void unit_fail(const char *file, int line, const char *what)
 #define ASSERT(c) do { if (!(c)) { unit_fail(__FILE__, __LINE__, #c); return; } } while (0)
 #define ASSERT_EQ_U64(a, b) do { unsigned long long a_ = (a), b_ = (b); if (a_ != b_) { \
 	printf("# %s:%d: %s == %llu, expected %llu\n", __FILE__, __LINE__, #a, a_, b_); \
+	unit_fail(__FILE__, __LINE__, #a " == " #b); return; } } while (0)
+
+/* Strings compared whole; each line of both shown on failure. */
+static inline void unit_show(const char *label, const char *s)
+{
+	printf("# %s\n#   ", label);
+	for (; *s; s++) {
+		putchar(*s);
+		if (*s == '\n')
+			fputs("#   ", stdout);
+	}
+	putchar('\n');
+}
+#define ASSERT_EQ_STR(a, b) do { const char *a_ = (a), *b_ = (b); if (strcmp(a_, b_) != 0) { \
+	printf("# %s:%d: %s differs\n", __FILE__, __LINE__, #a); unit_show("got", a_); unit_show("expected", b_); \
 	unit_fail(__FILE__, __LINE__, #a " == " #b); return; } } while (0)
 
 #define RUN(fn) unit_run(#fn, fn)
