@@ -25,6 +25,7 @@
 #include "index/match.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "index/snapstate.h"
 #include "index/statelog.h"
 #include "index/workers.h"
 #include "query/query.h"
@@ -55,7 +56,7 @@ static const char medium_letter[KV_NMEDIA] = { 'x', 'c', 'd' };
 struct rig {
 	struct kv_index ix;
 	struct kv_workers ws;
-	struct kv_match m;
+	struct kv_match *m;
 	struct kv_evjson_reader *rd;
 	struct kv_out log;          /* state lines not looked at yet */
 	uint64_t seq;
@@ -89,7 +90,8 @@ static void register_workers(struct kv_workers *ws)
 		abort();
 	close(fd);
 	struct kv_regs regs;
-	if (kv_regs_load(path, &regs) != 0)
+	struct kv_err e = { 0 };
+	if (!kv_regs_load(path, &regs, &e))
 		abort();
 	kv_workers_register(ws, &regs);
 	kv_regs_free(&regs);
@@ -104,7 +106,7 @@ static void rig_open_from(struct rig *g, struct kv_match_opts o, const char *res
 	kv_index_init(&g->ix);
 	o.report = on_report;
 	o.report_arg = g;
-	kv_match_init(&g->m, &g->ix, &g->ws, &o);
+	g->m = kv_match_new(&g->ix, &g->ws, &o);
 	register_workers(&g->ws);
 	if (resume) {
 		struct kv_snap s;
@@ -113,7 +115,7 @@ static void rig_open_from(struct rig *g, struct kv_match_opts o, const char *res
 			printf("# %s: %s\n", resume, err);
 			abort();
 		}
-		kv_snap_restore(&s, &g->ix, &g->ws, &g->m);
+		kv_snap_restore(&s, &g->ix, &g->ws, g->m);
 		kv_snap_unload(&s);
 	}
 	kv_out_open_mem(&g->log);
@@ -136,7 +138,7 @@ static void rig_close(struct rig *g)
 {
 	kv_evjson_reader_free(g->rd);
 	kv_out_free_mem(&g->log);
-	kv_match_free(&g->m);
+	kv_match_delete(g->m);
 	kv_workers_free(&g->ws);
 	kv_index_free(&g->ix);
 }
@@ -160,8 +162,8 @@ static void feed(struct rig *g, const char *fmt, ...)
 	}
 	struct kv_wire_ctx ctx = kv_wire_ctx_of(&e);
 	size_t nev = st == KV_EVJSON_EVENT;
-	if (kv_match_record(&g->m, &ctx, nev) && nev)
-		kv_match_event(&g->m, &e);
+	if (kv_match_record(g->m, &ctx, nev) && nev)
+		kv_match_event(g->m, &e);
 	free(line);
 }
 
@@ -357,7 +359,7 @@ static void snapshot(struct rig *g, struct kv_snap *s)
 {
 	char path[] = "/tmp/kvtools-match-XXXXXX", err[256];
 	close(mkstemp(path));
-	if (!kv_snap_write(path, &g->ix, &g->ws, &g->m) || !kv_snap_load(path, s, err, sizeof err))
+	if (!kv_snap_write(path, &g->ix, &g->ws, g->m) || !kv_snap_load(path, s, err, sizeof err))
 		abort();
 	unlink(path);
 }
@@ -1161,8 +1163,8 @@ static void mooncake_event_keeps_hash_zero(void)
 	ASSERT_EQ_U64(w.nev, 1);
 	struct rig g;
 	rig_open(&g, defaults());
-	if (kv_match_record(&g.m, &ctx, w.nev))
-		kv_match_event(&g.m, &w.ev[0]);
+	if (kv_match_record(g.m, &ctx, w.nev))
+		kv_match_event(g.m, &w.ev[0]);
 	g.name[0] = 0;
 	store(&g, S(101), E0, "cpu", 0, 2);
 	ASSERT_EQ_STR(states(&g), "queued 0x0 disk a/0,a/1\nqueued 0xb disk a/0,a/1\n"
@@ -1266,10 +1268,10 @@ static void stream_position_reached_is_a_duplicate(void)
 	struct rig g;
 	rig_open(&g, defaults());
 	struct kv_wire_ctx ctx = { .src = { E0, strlen(E0) }, .recv_ns = S(100), .has_position = true, .position = 7 };
-	ASSERT(!kv_match_stream_duplicate(&g.m, &ctx, 1));
-	ASSERT(kv_match_stream_duplicate(&g.m, &ctx, 1));
+	ASSERT(!kv_match_stream_duplicate(g.m, &ctx, 1));
+	ASSERT(kv_match_stream_duplicate(g.m, &ctx, 1));
 	ctx.position = 8;
-	ASSERT(!kv_match_stream_duplicate(&g.m, &ctx, 1));
+	ASSERT(!kv_match_stream_duplicate(g.m, &ctx, 1));
 	ASSERT_EQ_STR(states(&g), "dropped:duplicate - - - n=1");
 	rig_close(&g);
 }
@@ -1304,7 +1306,7 @@ static const char *second_half(struct rig *g, int64_t off, char *out, size_t n)
 
 static uint8_t *snapshot_bytes(struct rig *g, const char *path, size_t *len)
 {
-	if (!kv_snap_write(path, &g->ix, &g->ws, &g->m))
+	if (!kv_snap_write(path, &g->ix, &g->ws, g->m))
 		abort();
 	FILE *f = fopen(path, "rb");
 	uint8_t *b = malloc(1 << 16);
@@ -1340,7 +1342,7 @@ static void resumed_run_keeps_every_deadline(void)
 
 		rig_open(&a, o);
 		first_half(&a);
-		if (!kv_snap_write(path, &a.ix, &a.ws, &a.m))
+		if (!kv_snap_write(path, &a.ix, &a.ws, a.m))
 			abort();
 		rig_open_from(&b, o, path);
 		b.seq = a.seq;
