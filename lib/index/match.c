@@ -830,29 +830,32 @@ static void engine_removed(struct kv_match *m, const struct rep *r, uint32_t w, 
 	struct kv_partition *p = &m->ix->p[part];
 	/* Two passes, each fetching ahead: names to chains, then the blocks.
 	 * The scratch local[] says what the first pass found for each hash. */
-	enum { OFFLOAD_GONE, NAMED, UNKNOWN };
+	enum { UNKNOWN, NAMED, OFFLOAD_GONE, NAMED_OFFLOAD_GONE };
 	grow_blocks(m, e->nhashes);
 	for (size_t i = 0; i < e->nhashes; i++) {
 		if (i + PREFETCH < e->nhashes)
 			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
 		uint64_t h = e->hashes[i];
-		struct kv_ehash *eh;
-		/* An offload the engine dropped before any pool confirmed it never reached a tier. */
-		if (medium != KV_XPU && kv_offloads_remove(&pm->offload, h))
-			m->local[i] = OFFLOAD_GONE;
-		else if ((eh = kv_ehashes_find(&p->ehashes, h)))
-			m->chain[i] = eh->chain, m->local[i] = NAMED;
+		/* An offload the engine dropped before any pool confirmed it never
+		 * reached a tier; but the block may be held in the medium already,
+		 * from an earlier offload a pool confirmed (the engine offloads a
+		 * block again when it comes back to its accelerator), and that
+		 * holding ends too. */
+		bool gone = medium != KV_XPU && kv_offloads_remove(&pm->offload, h);
+		struct kv_ehash *eh = kv_ehashes_find(&p->ehashes, h);
+		if (eh)
+			m->chain[i] = eh->chain, m->local[i] = gone ? NAMED_OFFLOAD_GONE : NAMED;
 		else
-			m->local[i] = UNKNOWN;
+			m->local[i] = gone ? OFFLOAD_GONE : UNKNOWN;
 	}
 	for (size_t i = 0; i < e->nhashes; i++) {
-		if (i + PREFETCH < e->nhashes && m->local[i + PREFETCH] == NAMED)
+		if (i + PREFETCH < e->nhashes &&
+		    (m->local[i + PREFETCH] == NAMED || m->local[i + PREFETCH] == NAMED_OFFLOAD_GONE))
 			kv_blocks_prefetch(&p->blocks, m->chain[i + PREFETCH]);
-		if (m->local[i] == OFFLOAD_GONE)
-			continue;
-		if (m->local[i] == NAMED && release_chain(m, part, m->chain[i], w, medium))
+		bool named = m->local[i] == NAMED || m->local[i] == NAMED_OFFLOAD_GONE;
+		if (named && release_chain(m, part, m->chain[i], w, medium))
 			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], (int)medium, &w, 1, 0);
-		else
+		else if (m->local[i] == NAMED || m->local[i] == UNKNOWN)
 			m->st.unknown_removals++;
 	}
 }
