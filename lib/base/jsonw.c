@@ -242,9 +242,3 @@ char *jw_hash_list(char *p, const uint64_t *h, size_t n)
 	}
 	return p;
 }
-
-void jw_overflow(const struct kv_out *o, const char *p)
-{
-	kv_die(KV_EX_SOFTWARE, "internal error: %zu bytes of JSON written past the end of %s's buffer",
-	       (size_t)(p - (o->buf + o->cap)), o->name);
-}

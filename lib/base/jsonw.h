@@ -150,19 +150,4 @@ static inline void jw_put_hash_list(struct jw *w, const uint64_t *h, size_t n)
 	w->p = jw_hash_list(jw_room(w, n * (JW_HASH_MAX + 1)), h, n);
 }
 
-/* ---- counted room, for code not yet on the writer ---------------------- */
-
-/* jw_reserve(o, n) returns room for n bytes the caller counted; jw_done(o, p)
- * commits up to p, and ends the program (status 70) when p went past the
- * buffer: a count that was wrong is an internal error, said at once, never
- * silent damage further on.  New code uses the writer above. */
-static inline char *jw_reserve(struct kv_out *o, size_t n) { return kv_out_reserve(o, n); }
-_Noreturn void jw_overflow(const struct kv_out *o, const char *p);
-static inline void jw_done(struct kv_out *o, const char *p)
-{
-	if (p > o->buf + o->cap)
-		jw_overflow(o, p);
-	o->len = (size_t)(p - o->buf);
-}
-
 #endif

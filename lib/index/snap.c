@@ -814,66 +814,76 @@ int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mle
 
 /* ---- dump ---------------------------------------------------------------- */
 
-static char *snap_str(char *p, const struct kv_snap *s, struct kv_snap_str r)
+static void put_snap_str(struct jw *w, const struct kv_snap *s, struct kv_snap_str r)
 {
 	size_t n;
 	const char *str = kv_snap_string(s, r, &n);
-	return jw_str(p, str, n);
+	jw_put_str(w, str, n);
 }
 
 /* Who holds or waits: "instance_id" and "dp_rank", or for a pool holder
  * "pool" and its backend_id, as state lines name it. */
-static char *dump_who(char *p, const struct kv_snap *s, const struct kv_snap_worker *w)
+static void put_who(struct jw *w, const struct kv_snap *s, const struct kv_snap_worker *wk)
 {
-	if (w->flags & 2)
-		return snap_str(jw_lit(p, "\"pool\":"), s, w->instance_id);
-	p = snap_str(jw_lit(p, "\"instance_id\":"), s, w->instance_id);
-	return jw_u64(jw_lit(p, ",\"dp_rank\":"), w->dp_rank);
+	if (wk->flags & 2) {
+		jw_put_lit(w, "\"pool\":");
+		put_snap_str(w, s, wk->instance_id);
+		return;
+	}
+	jw_put_lit(w, "\"instance_id\":");
+	put_snap_str(w, s, wk->instance_id);
+	jw_put_lit(w, ",\"dp_rank\":");
+	jw_put_u64(w, wk->dp_rank);
 }
 
-static size_t str_room(struct kv_snap_str r)
+static void put_holder(struct jw *w, const struct kv_snap *s, uint32_t h, bool first)
 {
-	return JW_STR_MAX(r.len);
+	static const char *const media[] = { "xpu", "cpu", "disk" };
+	jw_put_lit(w, first ? "{" : ",{");
+	put_who(w, s, &s->workers[KV_HOLDER_WORKER(h)]);
+	jw_put_lit(w, ",\"media\":[");
+	const char *sep = "";
+	for (int med = 0; med < KV_NMEDIA; med++)
+		if (KV_HOLDER_MEDIA(h) & (1u << med)) {
+			jw_put_lit(w, sep);
+			jw_put_char(w, '"');
+			jw_put_lit(w, media[med]);
+			jw_put_char(w, '"');
+			sep = ",";
+		}
+	jw_put_lit(w, "]}");
+}
+
+static void dump_block(const struct kv_snap *s, uint32_t p, const struct kv_snap_block *b, struct kv_out *o)
+{
+	const struct kv_snap_partition *rp = &s->partitions[p];
+	struct jw w;
+	jw_begin(&w, o);
+	jw_put_lit(&w, "{\"kind\":\"block\",\"model\":");
+	put_snap_str(&w, s, rp->model);
+	jw_put_lit(&w, ",\"tenant\":");
+	put_snap_str(&w, s, rp->tenant);
+	jw_put_lit(&w, ",\"chain\":");
+	jw_put_hash(&w, b->chain);
+	jw_put_lit(&w, ",\"parent\":");
+	jw_put_hash(&w, kv_snap_parent(s, p, b));
+	jw_put_lit(&w, ",\"local\":");
+	jw_put_hash(&w, b->local);
+	jw_put_lit(&w, ",\"holders\":[");
+	size_t nh;
+	const uint32_t *hs = kv_snap_holders(s, b, &nh);
+	for (size_t k = 0; k < nh; k++)
+		put_holder(&w, s, hs[k], k == 0);
+	jw_put_lit(&w, "]}\n");
+	jw_end(&w);
 }
 
 static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 {
-	static const char *const media[] = { "xpu", "cpu", "disk" };
 	for (size_t p = 0; p < s->npartitions; p++) {
-		const struct kv_snap_partition *rp = &s->partitions[p];
-		const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
-		for (uint64_t i = r->first; i < r->first + r->count; i++) {
-			const struct kv_snap_block *b = &s->blocks[i];
-			char *q = jw_reserve(o, 160 + str_room(rp->model) + str_room(rp->tenant));
-			q = jw_lit(q, "{\"kind\":\"block\",\"model\":");
-			q = snap_str(q, s, rp->model);
-			q = jw_lit(q, ",\"tenant\":");
-			q = snap_str(q, s, rp->tenant);
-			q = jw_hash(jw_lit(q, ",\"chain\":"), b->chain);
-			q = jw_hash(jw_lit(q, ",\"parent\":"), kv_snap_parent(s, (uint32_t)p, b));
-			q = jw_hash(jw_lit(q, ",\"local\":"), b->local);
-			q = jw_lit(q, ",\"holders\":[");
-			jw_done(o, q);
-			size_t nh;
-			const uint32_t *hs = kv_snap_holders(s, b, &nh);
-			for (size_t k = 0; k < nh; k++) {
-				uint32_t h = hs[k];
-				const struct kv_snap_worker *w = &s->workers[KV_HOLDER_WORKER(h)];
-				q = jw_reserve(o, 96 + str_room(w->instance_id));
-				q = dump_who(jw_lit(q, k ? ",{" : "{"), s, w);
-				q = jw_lit(q, ",\"media\":[");
-				const char *sep = "";
-				for (int med = 0; med < KV_NMEDIA; med++)
-					if (KV_HOLDER_MEDIA(h) & (1u << med)) {
-						q = jw_lit(jw_lit(jw_lit(jw_lit(q, sep), "\""), media[med]), "\"");
-						sep = ",";
-					}
-				q = jw_lit(q, "]}");
-				jw_done(o, q);
-			}
-			kv_out_puts(o, "]}\n");
-			kv_out_flush_if_full(o);
-		}
+		const struct kv_snap_range *r = &s->partitions[p].r[KV_RANGE_BLOCKS];
+		for (uint64_t i = r->first; i < r->first + r->count; i++)
+			dump_block(s, (uint32_t)p, &s->blocks[i], o);
 	}
 }
 
@@ -885,14 +895,36 @@ uint64_t kv_snap_holdings(const struct kv_snap *s)
 	return n;
 }
 
+/* {"kind":KIND,"partition":p, as every per-partition record begins. */
+static void put_kind_partition(struct jw *w, const char *kind, uint64_t p)
+{
+	jw_put_lit(w, "{\"kind\":\"");
+	jw_put_lit(w, kind);
+	jw_put_lit(w, "\",\"partition\":");
+	jw_put_u64(w, p);
+}
+
+static void put_hash_field(struct jw *w, const char *key, uint64_t h)
+{
+	jw_put_lit(w, key);
+	jw_put_hash(w, h);
+}
+
+static void put_u64_field(struct jw *w, const char *key, uint64_t v)
+{
+	jw_put_lit(w, key);
+	jw_put_u64(w, v);
+}
+
 static void dump_ehash(struct kv_out *o, uint32_t p, uint64_t ehash, uint64_t chain)
 {
-	char *q = jw_reserve(o, 128);
-	q = jw_u64(jw_lit(q, "{\"kind\":\"engine_hash\",\"partition\":"), p);
-	q = jw_hash(jw_lit(q, ",\"hash\":"), ehash);
-	q = jw_hash(jw_lit(q, ",\"chain\":"), chain);
-	jw_done(o, jw_lit(q, "}\n"));
-	kv_out_flush_if_full(o);
+	struct jw w;
+	jw_begin(&w, o);
+	put_kind_partition(&w, "engine_hash", p);
+	put_hash_field(&w, ",\"hash\":", ehash);
+	put_hash_field(&w, ",\"chain\":", chain);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
 }
 
 /* A partition's engine hashes in engine-hash order, those naming blocks and
@@ -918,88 +950,139 @@ static void dump_content(const struct kv_snap *s, uint32_t p, struct kv_out *o)
 	const struct kv_snap_range *r = &s->partitions[p].r[KV_RANGE_CONTENT];
 	for (uint64_t i = r->first; i < r->first + r->count; i++) {
 		const struct kv_snap_content *c = &s->content[i];
-		char *q = jw_reserve(o, 160);
-		q = jw_u64(jw_lit(q, "{\"kind\":\"content\",\"partition\":"), p);
-		q = jw_hash(jw_lit(q, ",\"chain\":"), c->chain);
-		q = jw_hash(jw_lit(q, ",\"parent\":"), c->parent);
-		q = jw_hash(jw_lit(q, ",\"local\":"), c->local);
-		q = jw_u64(jw_lit(q, ",\"t\":"), c->t);
-		jw_done(o, jw_lit(q, "}\n"));
+		struct jw w;
+		jw_begin(&w, o);
+		put_kind_partition(&w, "content", p);
+		put_hash_field(&w, ",\"chain\":", c->chain);
+		put_hash_field(&w, ",\"parent\":", c->parent);
+		put_hash_field(&w, ",\"local\":", c->local);
+		put_u64_field(&w, ",\"t\":", c->t);
+		jw_put_lit(&w, "}\n");
+		jw_end(&w);
 	}
 }
 
+static void dump_meta(const struct kv_snap *s, struct kv_out *o)
+{
+	struct jw w;
+	jw_begin(&w, o);
+	put_u64_field(&w, "{\"kind\":\"meta\",\"version\":", KV_SNAP_VERSION);
+	put_u64_field(&w, ",\"now_ns\":", s->meta->now_ns);
+	put_u64_field(&w, ",\"partitions\":", s->npartitions);
+	put_u64_field(&w, ",\"workers\":", s->nworkers);
+	put_u64_field(&w, ",\"blocks\":", s->nblocks);
+	put_u64_field(&w, ",\"holdings\":", kv_snap_holdings(s));
+	put_u64_field(&w, ",\"engine_hashes\":", s->nehashes + s->nstale);
+	put_u64_field(&w, ",\"pending\":", s->npending);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
+}
+
+static void dump_partition(const struct kv_snap *s, const struct kv_snap_partition *rp, struct kv_out *o)
+{
+	struct jw w;
+	jw_begin(&w, o);
+	jw_put_lit(&w, "{\"kind\":\"partition\",\"model\":");
+	put_snap_str(&w, s, rp->model);
+	jw_put_lit(&w, ",\"tenant\":");
+	put_snap_str(&w, s, rp->tenant);
+	put_u64_field(&w, ",\"block_size\":", rp->block_size);
+	put_u64_field(&w, ",\"blocks\":", rp->r[KV_RANGE_BLOCKS].count);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
+}
+
+static void dump_worker(const struct kv_snap *s, const struct kv_snap_worker *wk, struct kv_out *o)
+{
+	struct jw w;
+	jw_begin(&w, o);
+	jw_put_lit(&w, "{\"kind\":\"worker\",\"instance_id\":");
+	put_snap_str(&w, s, wk->instance_id);
+	if (wk->flags & 2)
+		jw_put_lit(&w, ",\"pool\":true,\"dp_rank\":null");
+	else
+		put_u64_field(&w, ",\"dp_rank\":", wk->dp_rank);
+	jw_put_lit(&w, ",\"host\":");
+	put_snap_str(&w, s, wk->host);
+	jw_put_lit(&w, wk->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
+	jw_end(&w);
+}
+
+static void dump_offload(const struct kv_snap_offload *f, struct kv_out *o)
+{
+	struct jw w;
+	jw_begin(&w, o);
+	put_kind_partition(&w, "offload", f->partition);
+	put_hash_field(&w, ",\"hash\":", f->ehash);
+	put_hash_field(&w, ",\"chain\":", f->chain);
+	put_u64_field(&w, ",\"t\":", f->t);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
+}
+
+static void dump_pending(const struct kv_snap *s, const struct kv_snap_pending *p, struct kv_out *o)
+{
+	struct jw w;
+	jw_begin(&w, o);
+	put_kind_partition(&w, "pending", p->partition);
+	put_hash_field(&w, ",\"hash\":", p->ehash);
+	jw_put_char(&w, ',');
+	put_who(&w, s, &s->workers[p->worker]);
+	jw_put_lit(&w, ",\"medium\":\"");
+	jw_put_lit(&w, kv_medium_name((enum kv_medium)p->medium));
+	jw_put_char(&w, '"');
+	put_u64_field(&w, ",\"t\":", p->t);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
+}
+
+static void dump_source(const struct kv_snap *s, const struct kv_snap_source *r, struct kv_out *o)
+{
+	struct jw w;
+	jw_begin(&w, o);
+	jw_put_lit(&w, "{\"kind\":\"source\",\"src\":");
+	put_snap_str(&w, s, r->src);
+	jw_put_lit(&w, ",\"last_seq\":");
+	if (r->seen)
+		jw_put_u64(&w, r->last_seq);
+	else
+		jw_put_lit(&w, "null");
+	put_u64_field(&w, ",\"batches\":", r->batches);
+	put_u64_field(&w, ",\"last_recv_ns\":", r->last_recv_ns);
+	put_u64_field(&w, ",\"gaps\":", r->gaps);
+	put_u64_field(&w, ",\"restarts\":", r->restarts);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
+}
+
+static void dump_stream(const struct kv_snap_stream *st, struct kv_out *o)
+{
+	struct jw w;
+	jw_begin(&w, o);
+	put_u64_field(&w, "{\"kind\":\"stream\",\"last_seq\":", st->last_seq);
+	jw_put_lit(&w, "}\n");
+	jw_end(&w);
+}
+
+/* One JSON line per record (kvsnap(5), kvmatch --dump), each written whole. */
 void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 {
-	char *q = jw_reserve(o, 256);
-	q = jw_lit(q, "{\"kind\":\"meta\",\"version\":");
-	q = jw_u64(q, KV_SNAP_VERSION);
-	q = jw_u64(jw_lit(q, ",\"now_ns\":"), s->meta->now_ns);
-	q = jw_u64(jw_lit(q, ",\"partitions\":"), s->npartitions);
-	q = jw_u64(jw_lit(q, ",\"workers\":"), s->nworkers);
-	q = jw_u64(jw_lit(q, ",\"blocks\":"), s->nblocks);
-	q = jw_u64(jw_lit(q, ",\"holdings\":"), kv_snap_holdings(s));
-	q = jw_u64(jw_lit(q, ",\"engine_hashes\":"), s->nehashes + s->nstale);
-	q = jw_u64(jw_lit(q, ",\"pending\":"), s->npending);
-	q = jw_lit(q, "}\n");
-	jw_done(o, q);
-	for (size_t p = 0; p < s->npartitions; p++) {
-		const struct kv_snap_partition *rp = &s->partitions[p];
-		q = jw_reserve(o, 128 + str_room(rp->model) + str_room(rp->tenant));
-		q = snap_str(jw_lit(q, "{\"kind\":\"partition\",\"model\":"), s, rp->model);
-		q = snap_str(jw_lit(q, ",\"tenant\":"), s, rp->tenant);
-		q = jw_u64(jw_lit(q, ",\"block_size\":"), rp->block_size);
-		q = jw_u64(jw_lit(q, ",\"blocks\":"), rp->r[KV_RANGE_BLOCKS].count);
-		jw_done(o, jw_lit(q, "}\n"));
-	}
-	for (size_t i = 0; i < s->nworkers; i++) {
-		const struct kv_snap_worker *w = &s->workers[i];
-		q = jw_reserve(o, 128 + str_room(w->instance_id) + str_room(w->host));
-		q = snap_str(jw_lit(q, "{\"kind\":\"worker\",\"instance_id\":"), s, w->instance_id);
-		q = w->flags & 2 ? jw_lit(q, ",\"pool\":true,\"dp_rank\":null") : jw_u64(jw_lit(q, ",\"dp_rank\":"), w->dp_rank);
-		q = snap_str(jw_lit(q, ",\"host\":"), s, w->host);
-		q = jw_lit(q, w->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
-		jw_done(o, q);
-	}
+	dump_meta(s, o);
+	for (size_t p = 0; p < s->npartitions; p++)
+		dump_partition(s, &s->partitions[p], o);
+	for (size_t i = 0; i < s->nworkers; i++)
+		dump_worker(s, &s->workers[i], o);
 	dump_blocks(s, o);
 	for (size_t p = 0; p < s->npartitions; p++)
 		dump_ehashes(s, (uint32_t)p, o);
 	for (size_t p = 0; p < s->npartitions; p++)
 		dump_content(s, (uint32_t)p, o);
-	for (size_t i = 0; i < s->noffload; i++) {
-		const struct kv_snap_offload *f = &s->offload[i];
-		q = jw_reserve(o, 192);
-		q = jw_u64(jw_lit(q, "{\"kind\":\"offload\",\"partition\":"), f->partition);
-		q = jw_hash(jw_lit(q, ",\"hash\":"), f->ehash);
-		q = jw_hash(jw_lit(q, ",\"chain\":"), f->chain);
-		q = jw_u64(jw_lit(q, ",\"t\":"), f->t);
-		jw_done(o, jw_lit(q, "}\n"));
-	}
-	for (size_t i = 0; i < s->npending; i++) {
-		const struct kv_snap_pending *p = &s->pending[i];
-		const struct kv_snap_worker *w = &s->workers[p->worker];
-		q = jw_reserve(o, 192 + str_room(w->instance_id));
-		q = jw_u64(jw_lit(q, "{\"kind\":\"pending\",\"partition\":"), p->partition);
-		q = jw_hash(jw_lit(q, ",\"hash\":"), p->ehash);
-		q = dump_who(jw_lit(q, ","), s, w);
-		q = jw_lit(jw_lit(jw_lit(q, ",\"medium\":\""), kv_medium_name((enum kv_medium)p->medium)), "\"");
-		q = jw_u64(jw_lit(q, ",\"t\":"), p->t);
-		jw_done(o, jw_lit(q, "}\n"));
-	}
-	for (size_t i = 0; i < s->nsources; i++) {
-		const struct kv_snap_source *r = &s->sources[i];
-		q = jw_reserve(o, 128 + str_room(r->src));
-		q = snap_str(jw_lit(q, "{\"kind\":\"source\",\"src\":"), s, r->src);
-		q = jw_lit(q, ",\"last_seq\":");
-		q = r->seen ? jw_u64(q, r->last_seq) : jw_lit(q, "null");
-		q = jw_u64(jw_lit(q, ",\"batches\":"), r->batches);
-		q = jw_u64(jw_lit(q, ",\"last_recv_ns\":"), r->last_recv_ns);
-		q = jw_u64(jw_lit(q, ",\"gaps\":"), r->gaps);
-		q = jw_u64(jw_lit(q, ",\"restarts\":"), r->restarts);
-		jw_done(o, jw_lit(q, "}\n"));
-	}
-	if (s->stream) {
-		q = jw_reserve(o, 64);
-		q = jw_u64(jw_lit(q, "{\"kind\":\"stream\",\"last_seq\":"), s->stream->last_seq);
-		jw_done(o, jw_lit(q, "}\n"));
-	}
+	for (size_t i = 0; i < s->noffload; i++)
+		dump_offload(&s->offload[i], o);
+	for (size_t i = 0; i < s->npending; i++)
+		dump_pending(s, &s->pending[i], o);
+	for (size_t i = 0; i < s->nsources; i++)
+		dump_source(s, &s->sources[i], o);
+	if (s->stream)
+		dump_stream(s->stream, o);
 }
