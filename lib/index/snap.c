@@ -20,25 +20,6 @@
 #define TABLE_ENTRY 24
 #define MAX_SECTIONS 64
 
-static const uint32_t record_sizes[KV_SEC_MAX] = {
-	[KV_SEC_META] = sizeof(struct kv_snap_meta),
-	[KV_SEC_STRINGS] = 1,
-	[KV_SEC_PARTITIONS] = sizeof(struct kv_snap_partition),
-	[KV_SEC_WORKERS] = sizeof(struct kv_snap_worker),
-	[KV_SEC_BLOCKS] = sizeof(struct kv_snap_block),
-	[KV_SEC_RUNS] = 1,
-	[KV_SEC_ORPHANS] = sizeof(struct kv_snap_orphan),
-	[KV_SEC_SETS] = sizeof(struct kv_snap_set),
-	[KV_SEC_HOLDERS] = sizeof(uint32_t),
-	[KV_SEC_EHASHES] = sizeof(uint64_t),
-	[KV_SEC_EHASH_BLOCKS] = sizeof(uint32_t),
-	[KV_SEC_STALE] = sizeof(struct kv_snap_stale),
-	[KV_SEC_CONTENT] = sizeof(struct kv_snap_content),
-	[KV_SEC_OFFLOAD] = sizeof(struct kv_snap_offload),
-	[KV_SEC_PENDING] = sizeof(struct kv_snap_pending),
-	[KV_SEC_SOURCES] = sizeof(struct kv_snap_source),
-	[KV_SEC_STREAM] = sizeof(struct kv_snap_stream),
-};
 
 /* The section of each kind of per-partition range. */
 static const enum kv_snap_section range_section[KV_RANGE_MAX] = {
@@ -80,14 +61,14 @@ static size_t buf_add(struct kv_snap_buf *b, const void *p, size_t n)
 	return at;
 }
 
-void kv_snapw_add(struct kv_snap_writer *w, enum kv_snap_section sec, const void *recs, size_t n)
+void kv_snapw_grow(struct kv_snap_buf *b, size_t n)
 {
-	buf_add(&w->sec[sec], recs, n * record_sizes[sec]);
+	b->p = kv_xgrow(b->p, &b->cap, b->len + n, 1);
 }
 
 uint64_t kv_snapw_records(const struct kv_snap_writer *w, enum kv_snap_section sec)
 {
-	return w->sec[sec].len / record_sizes[sec];
+	return w->sec[sec].len / kv_snap_record_size[sec];
 }
 
 struct kv_snap_str kv_snapw_string(struct kv_snap_writer *w, const char *s)
@@ -147,7 +128,7 @@ static bool write_file(int fd, const struct kv_snap_writer *b)
 	for (uint32_t id = 1; id <= nsec; id++) {
 		off = (off + 7) & ~(uint64_t)7;
 		uint8_t *t = table + (id - 1) * TABLE_ENTRY;
-		uint32_t rs = record_sizes[id];
+		uint32_t rs = kv_snap_record_size[id];
 		uint64_t count = b->sec[id].len / rs;
 		memcpy(t, &id, 4);
 		memcpy(t + 4, &rs, 4);
@@ -263,8 +244,8 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 		prev_end = off + cnt * rs;
 		if (id >= KV_SEC_MAX)
 			continue; /* a later version's section: skipped */
-		if (rs != record_sizes[id])
-			return fail(err, errlen, "section %u has records of %u bytes, expected %u", id, rs, record_sizes[id]);
+		if (rs != kv_snap_record_size[id])
+			return fail(err, errlen, "section %u has records of %u bytes, expected %u", id, rs, kv_snap_record_size[id]);
 		ptr[id] = d + off;
 		count[id] = cnt;
 	}

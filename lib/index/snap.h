@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/out.h"
 #include "index/index.h"
@@ -182,6 +183,27 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o);
  * A snapshot being built: its sections, and where the live partitions and
  * workers go in it (the builder of the index's sections sets the orders,
  * snapstate.c; the matcher's sections use them). */
+/* The size of one record of each section. */
+static const uint32_t kv_snap_record_size[KV_SEC_MAX] = {
+	[KV_SEC_META] = sizeof(struct kv_snap_meta),
+	[KV_SEC_STRINGS] = 1,
+	[KV_SEC_PARTITIONS] = sizeof(struct kv_snap_partition),
+	[KV_SEC_WORKERS] = sizeof(struct kv_snap_worker),
+	[KV_SEC_BLOCKS] = sizeof(struct kv_snap_block),
+	[KV_SEC_RUNS] = 1,
+	[KV_SEC_ORPHANS] = sizeof(struct kv_snap_orphan),
+	[KV_SEC_SETS] = sizeof(struct kv_snap_set),
+	[KV_SEC_HOLDERS] = sizeof(uint32_t),
+	[KV_SEC_EHASHES] = sizeof(uint64_t),
+	[KV_SEC_EHASH_BLOCKS] = sizeof(uint32_t),
+	[KV_SEC_STALE] = sizeof(struct kv_snap_stale),
+	[KV_SEC_CONTENT] = sizeof(struct kv_snap_content),
+	[KV_SEC_OFFLOAD] = sizeof(struct kv_snap_offload),
+	[KV_SEC_PENDING] = sizeof(struct kv_snap_pending),
+	[KV_SEC_SOURCES] = sizeof(struct kv_snap_source),
+	[KV_SEC_STREAM] = sizeof(struct kv_snap_stream),
+};
+
 struct kv_snap_buf {
 	char *p;
 	size_t len, cap;
@@ -196,8 +218,21 @@ struct kv_snap_writer {
 
 /* A zeroed kv_snap_writer is an empty snapshot; kv_snapw_free releases it. */
 void kv_snapw_free(struct kv_snap_writer *w);
-/* Appends n records to a section (the section's record size each). */
-void kv_snapw_add(struct kv_snap_writer *w, enum kv_snap_section sec, const void *recs, size_t n);
+void kv_snapw_grow(struct kv_snap_buf *b, size_t n);
+/* Appends n records to a section (the section's record size each).
+ * Inline: the writer appends a record or two at a time, millions of times
+ * for a large index, and with the section known at the call the size and
+ * the copy are constants. */
+static inline void kv_snapw_add(struct kv_snap_writer *w, enum kv_snap_section sec, const void *recs, size_t n)
+{
+	struct kv_snap_buf *b = &w->sec[sec];
+	size_t bytes = n * kv_snap_record_size[sec];
+	if (b->cap - b->len < bytes)
+		kv_snapw_grow(b, bytes);
+	if (bytes)
+		memcpy(b->p + b->len, recs, bytes);
+	b->len += bytes;
+}
 /* Records in a section so far. */
 uint64_t kv_snapw_records(const struct kv_snap_writer *w, enum kv_snap_section sec);
 /* A string (NULL: the empty one) added to the strings. */

@@ -1,4 +1,6 @@
 #include "nats/js.h"
+#include "base/jsonw.h"
+#include "base/out.h"
 #include "base/util.h"
 
 #include <jansson.h>
@@ -552,27 +554,54 @@ static bool restart_after_gap(struct kv_js_sub *s, struct kv_err *e)
 	return bind(s, e);
 }
 
-/* STREAM.MSG.GET: the stream sequence of the message that req (taken) asks
- * for, 0 if there is none.  Only the stream's leader answers with a message; a
+/* What a STREAM.MSG.GET asks for: the last message on filter, or the first
+ * on filter after the stream sequence after. */
+struct msg_get {
+	bool next;
+	uint64_t after;
+	const char *filter;
+};
+
+/* The request's JSON, NUL-terminated. */
+static void msg_get_request(struct kv_out *body, const struct msg_get *q)
+{
+	const char *filter = q->filter && *q->filter ? q->filter : ">";
+	struct jw w;
+	jw_begin(&w, body);
+	if (q->next) {
+		jw_put_lit(&w, "{\"seq\":");
+		jw_put_u64(&w, q->after + 1);
+		jw_put_lit(&w, ",\"next_by_subj\":");
+	} else {
+		jw_put_lit(&w, "{\"last_by_subj\":");
+	}
+	jw_put_cstr(&w, filter);
+	jw_put_char(&w, '}');
+	jw_put_char(&w, '\0');
+	jw_end(&w);
+}
+
+/* STREAM.MSG.GET: the stream sequence of the message q asks for, 0 if
+ * there is none.  Only the stream's leader answers with a message; a
  * member that knows of no leader (a cluster electing one, a server back from
  * a restart) answers at once with an error, so errors are tried again for
  * MSG_GET_RETRY_MS, and only the last one is reported.  (The stream's info,
  * by contrast, comes from such a member too, with what it holds: a replica
  * catching up answers with less than the stream has.) */
-static bool msg_get_seq(struct kv_js *k, const char *stream, json_t *req, uint64_t *seq, struct kv_err *e)
+static bool msg_get_seq(struct kv_js *k, const char *stream, const struct msg_get *q, uint64_t *seq,
+			struct kv_err *e)
 {
 	char subject[300];
 	snprintf(subject, sizeof subject, "$JS.API.STREAM.MSG.GET.%s", stream);
-	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!body)
-		kv_die(KV_EX_SOFTWARE, "out of memory");
+	struct kv_out body;
+	kv_out_open_mem(&body);
+	msg_get_request(&body, q);
 	uint64_t deadline = kv_monotonic_ns() + MSG_GET_RETRY_MS * 1000000ull;
 	char last[256] = "";
 	bool ok = false;
 	for (;;) {
 		natsMsg *resp = NULL;
-		natsStatus st = natsConnection_RequestString(&resp, k->nc, subject, body, API_WAIT_MS);
+		natsStatus st = natsConnection_RequestString(&resp, k->nc, subject, body.buf, API_WAIT_MS);
 		if (st != NATS_OK) {
 			snprintf(last, sizeof last, "%s", why(st));
 		} else {
@@ -593,22 +622,22 @@ static bool msg_get_seq(struct kv_js *k, const char *stream, json_t *req, uint64
 			break;
 		sleep_ms(250);
 	}
-	free(body);
+	kv_out_free_mem(&body);
 	return ok || kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: %s", k->servers, stream, last);
 }
 
 bool kv_js_last_seq(struct kv_js *k, const char *stream, const char *filter, uint64_t *seq, struct kv_err *e)
 {
-	json_t *req = json_pack("{s:s}", "last_by_subj", filter && *filter ? filter : ">");
-	return msg_get_seq(k, stream, req, seq, e);
+	const struct msg_get q = { .next = false, .filter = filter };
+	return msg_get_seq(k, stream, &q, seq, e);
 }
 
 /* The sequence of the stream's first message after pos that the consumer
  * takes (its filter), from the stream's leader; 0 if there is none. */
 static bool next_in_stream(struct kv_js_sub *s, uint64_t pos, uint64_t *seq, struct kv_err *e)
 {
-	json_t *req = json_pack("{s:I,s:s}", "seq", (json_int_t)pos + 1, "next_by_subj", *s->filter ? s->filter : ">");
-	return msg_get_seq(s->k, s->stream, req, seq, e);
+	const struct msg_get q = { .next = true, .after = pos, .filter = s->filter };
+	return msg_get_seq(s->k, s->stream, &q, seq, e);
 }
 
 bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, struct kv_err *e)
