@@ -392,10 +392,8 @@ int main(int argc, char **argv)
 		status = kv_status_merge(status, KV_EX_IOERR);
 	if (o.report && !write_file(o.report, kv_sim_report, sim))
 		status = kv_status_merge(status, KV_EX_IOERR);
-	if (o.snapshot && !kv_sim_write_snapshot(sim, o.snapshot)) {
-		kv_warn_errno("%s", o.snapshot);
-		status = kv_status_merge(status, KV_EX_IOERR);
-	}
+	if (o.snapshot && !kv_sim_write_snapshot(sim, o.snapshot, &e))
+		status = kv_status_merge(status, kv_err_print(&e));
 	if (!o.quiet)
 		kv_sim_summary(sim, stderr);
 	kv_sim_free(sim);

@@ -1,5 +1,4 @@
 /* kvmatch: two-phase matching of engine and pool events into a prefix index. */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -244,10 +243,10 @@ static void write_snapshot(struct run *r)
 	if (!r->o->snapshot)
 		return;
 	uint64_t t0 = kv_monotonic_ns();
-	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, r->m)) {
-		kv_warn_errno("%s", r->o->snapshot);
-		r->status = kv_status_merge(r->status, KV_EX_IOERR);
-	} else if (r->o->verbose && !r->o->quiet) {
+	struct kv_err e = { 0 };
+	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, r->m, &e))
+		r->status = kv_status_merge(r->status, kv_err_print(&e));
+	else if (r->o->verbose && !r->o->quiet) {
 		kv_warn("%s: %" PRIu64 " blocks written in %.1f ms", r->o->snapshot, kv_index_blocks(&r->ix),
 			(double)(kv_monotonic_ns() - t0) / 1e6);
 	}
@@ -311,14 +310,13 @@ static void handle(struct run *r, const struct kv_batch *b)
 static int dump(const char *path)
 {
 	struct kv_snap s;
-	char err[256];
-	if (!kv_snap_load(path, &s, err, sizeof err))
-		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", path, err);
+	struct kv_err e = { 0 };
+	if (!kv_snap_load(path, &s, &e))
+		kv_err_exit(&e);
 	struct kv_out out;
 	kv_out_open_stdout(&out);
 	kv_snap_dump(&s, &out);
 	kv_snap_unload(&s);
-	struct kv_err e = { 0 };
 	return kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 }
 
@@ -350,9 +348,9 @@ static void load_state(struct run *r)
 	}
 	if (r->o->resume) {
 		struct kv_snap s;
-		char err[256];
-		if (!kv_snap_load(r->o->resume, &s, err, sizeof err))
-			kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", r->o->resume, err);
+		struct kv_err e = { 0 };
+		if (!kv_snap_load(r->o->resume, &s, &e))
+			kv_err_exit(&e);
 		kv_snap_restore(&s, &r->ix, &r->ws, r->m);
 		kv_snap_unload(&s);
 	}

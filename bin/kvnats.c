@@ -431,9 +431,9 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 static uint64_t position_after(const char *path)
 {
 	struct kv_snap s;
-	char err[256];
-	if (!kv_snap_load(path, &s, err, sizeof err))
-		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", path, err);
+	struct kv_err e = { 0 };
+	if (!kv_snap_load(path, &s, &e))
+		kv_err_exit(&e);
 	bool has = s.stream != NULL;
 	uint64_t seq = has ? s.stream->last_seq : 0;
 	kv_snap_unload(&s);

@@ -305,11 +305,9 @@ static void rewind_input(struct input *in)
 /* A source met in the input: its route, announced the first time. */
 static bool meet(struct run *r, const char *src, size_t len, struct kv_pub_route *route)
 {
-	char err[600];
-	int rc = kv_pub_lookup(r->pub, src, len, route, err, sizeof err);
-	if (rc) {
-		kv_warn("%s", err);
-		r->fatal = rc;
+	struct kv_err e = { 0 };
+	if (!kv_pub_lookup(r->pub, src, len, route, &e)) {
+		r->fatal = kv_err_print(&e);
 		return false;
 	}
 	if (route->over) {
@@ -419,7 +417,6 @@ static enum play play_record(struct run *r, const struct input *in, const struct
 {
 	const struct options *o = r->o;
 	struct kv_pub_route route;
-	char err[600];
 	r->read++;
 	r->number++;
 	note_first(r, rec->recv_ns);
@@ -453,9 +450,9 @@ static enum play play_record(struct run *r, const struct input *in, const struct
 	uint64_t due = kv_pace_due(&r->pace, rec->recv_ns, kv_monotonic_ns());
 	if (!kv_pub_wait_until(r->pub, due))
 		return PLAY_STOP;
-	if (!kv_pub_send(r->pub, route.src, rec, dropped(o, r->number), err, sizeof err)) {
-		kv_warn("%s", err);
-		r->fatal = KV_EX_SOFTWARE;
+	struct kv_err e = { 0 };
+	if (!kv_pub_send(r->pub, route.src, rec, dropped(o, r->number), &e)) {
+		r->fatal = kv_err_print(&e);
 		return PLAY_STOP;
 	}
 	r->taken++;
@@ -530,26 +527,24 @@ static void play(struct run *r)
 static void setup(struct run *r)
 {
 	const struct options *o = r->o;
-	char err[600];
-	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < o->nreplay_maps; i++) {
+	struct kv_err e = { 0 };
+	bool ok = true;
+	for (size_t i = 0; ok && i < o->nreplay_maps; i++) {
 		char *src = kv_xstrdup(o->replay_maps[i]), *eq = strchr(src, '=');
 		*eq = 0;
-		rc = kv_pub_replay_map(r->pub, src, eq + 1, err, sizeof err);
+		ok = kv_pub_replay_map(r->pub, src, eq + 1, &e);
 		free(src);
 	}
-	for (size_t i = 0; rc == 0 && i < o->nmaps; i++) {
+	for (size_t i = 0; ok && i < o->nmaps; i++) {
 		char *src = kv_xstrdup(o->maps[i]), *eq = strchr(src, '=');
 		*eq = 0;
-		rc = kv_pub_map(r->pub, src, eq + 1, err, sizeof err);
+		ok = kv_pub_map(r->pub, src, eq + 1, &e);
 		free(src);
 	}
-	if (rc == 0)
-		rc = kv_pub_start(r->pub, err, sizeof err);
-	if (rc == KV_EX_USAGE)
-		kv_usage_error("%s", err);
-	if (rc)
-		kv_die(rc, "%s", err);
+	if (ok)
+		ok = kv_pub_start(r->pub, &e);
+	if (!ok)
+		kv_err_exit(&e);
 }
 
 int main(int argc, char **argv)

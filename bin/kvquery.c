@@ -214,9 +214,9 @@ static const struct shard *partition_owner(const struct run *r, const struct sha
 	return NULL;
 }
 
-/* Shards answer for disjoint partitions: "model/tenant in two snapshots", or NULL. */
-static const char *shards_overlap(const struct run *r, const struct shard *sh, const struct kv_snap *s, char *buf,
-				  size_t n)
+/* Shards answer for disjoint partitions: false with "model/tenant in two
+ * snapshots" (65) in e. */
+static bool shards_disjoint(const struct run *r, const struct shard *sh, const struct kv_snap *s, struct kv_err *e)
 {
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct shard *other = partition_owner(r, sh, s, p);
@@ -224,12 +224,12 @@ static const char *shards_overlap(const struct run *r, const struct shard *sh, c
 			size_t mn, tn;
 			const char *m = kv_snap_string(s, s->partitions[p].model, &mn);
 			const char *t = kv_snap_string(s, s->partitions[p].tenant, &tn);
-			snprintf(buf, n, "partition %.*s/%.*s is in %s too: shards must hold disjoint partitions", (int)mn,
-				 m, (int)tn, t, other->path);
-			return buf;
+			return kv_err_set(e, KV_EX_DATAERR,
+					  "%s: partition %.*s/%.*s is in %s too: shards must hold disjoint partitions",
+					  sh->path, (int)mn, m, (int)tn, t, other->path);
 		}
 	}
-	return NULL;
+	return true;
 }
 
 static void measure_names(struct run *r)
@@ -244,23 +244,22 @@ static void measure_names(struct run *r)
 static int load(struct run *r, struct shard *sh, bool fatal)
 {
 	struct kv_snap s;
-	char err[256];
+	struct kv_err e = { 0 };
 	/* the version before reading it: a change while it is read is seen next time */
 	struct stat version = { 0 };
 	stat(sh->path, &version);
-	const char *why = NULL;
-	if (!kv_snap_load(sh->path, &s, err, sizeof err))
-		why = err;
-	else if ((why = shards_overlap(r, sh, &s, err, sizeof err)) != NULL) {
+	bool ok = kv_snap_load(sh->path, &s, &e);
+	if (ok && !shards_disjoint(r, sh, &s, &e)) {
 		kv_snap_unload(&s);
-		errno = 0;
+		ok = false;
 	}
-	if (why) {
+	if (!ok) {
 		if (!fatal) {
-			kv_warn("%s: %s (keeping the snapshot loaded before)", sh->path, why);
+			kv_warn("%s (keeping the snapshot loaded before)", kv_err_msg(&e));
+			kv_err_clear(&e);
 			return -1;
 		}
-		kv_die(errno ? KV_EX_NOINPUT : KV_EX_DATAERR, "%s: %s", sh->path, why);
+		kv_err_exit(&e);
 	}
 	kv_qsource_free(&sh->src);
 	kv_snap_unload(&sh->snap);

@@ -151,7 +151,6 @@ static char *resolve_endpoint(const char *url, bool bind, bool quiet)
 
 static void add_endpoint(struct kv_capture *cap, const struct options *o, const char *url, const char *replay)
 {
-	char err[512];
 	char *ep = resolve_endpoint(url, o->cap.bind, o->quiet);
 	if (!ep)
 		return;
@@ -160,12 +159,10 @@ static void add_endpoint(struct kv_capture *cap, const struct options *o, const 
 		kv_warn("%s; ZeroMQ keeps trying", kv_err_msg(&e));
 		kv_err_clear(&e);
 	}
-	int rc = kv_capture_add(cap, ep, replay, err, sizeof err);
+	bool ok = kv_capture_add(cap, ep, replay, &e);
 	free(ep);
-	if (rc == KV_EX_USAGE)
-		kv_usage_error("%s", err);
-	if (rc)
-		kv_die(rc, "%s", err);
+	if (!ok)
+		kv_err_exit(&e);
 }
 
 static void add_registered(struct kv_capture *cap, const struct options *o)
@@ -188,12 +185,12 @@ static void add_registered(struct kv_capture *cap, const struct options *o)
 
 static void add_replays(struct kv_capture *cap, const struct options *o)
 {
-	char err[512];
+	struct kv_err e = { 0 };
 	for (size_t i = 0; i < o->nreplays; i++) {
 		char *src = kv_xstrdup(o->replays[i]), *eq = strchr(src, '=');
 		*eq = 0;
-		if (!kv_capture_set_replay(cap, src, eq + 1, err, sizeof err))
-			kv_usage_error("%s", err);
+		if (!kv_capture_set_replay(cap, src, eq + 1, &e))
+			kv_err_exit(&e);
 		free(src);
 	}
 }
@@ -255,8 +252,11 @@ int main(int argc, char **argv)
 			timeout = (int)((o.duration_ns - (now - start)) / 1000000) + 1;
 		if (!kv_capture_step(cap, timeout))
 			break;
-		if (o.metrics && kv_metrics_due(&metrics) && !kv_capture_write_metrics(cap, &metrics) && !metrics_failed) {
-			kv_warn_errno("%s", o.metrics);
+		if (o.metrics && kv_metrics_due(&metrics) && !kv_capture_write_metrics(cap, &metrics, &e)) {
+			/* said once: the same failure every interval is noise */
+			if (!metrics_failed)
+				kv_err_print(&e);
+			kv_err_clear(&e);
 			metrics_failed = true;
 		}
 		if (progress && now - last_progress >= 1000000000ull) {
@@ -272,10 +272,8 @@ int main(int argc, char **argv)
 		/* a write that failed on the way counts, as in kvmatch */
 		if (metrics_failed)
 			status = kv_status_merge(status, KV_EX_IOERR);
-		if (!kv_capture_write_metrics(cap, &metrics)) {
-			kv_warn_errno("%s", o.metrics);
-			status = kv_status_merge(status, KV_EX_IOERR);
-		}
+		if (!kv_capture_write_metrics(cap, &metrics, &e))
+			status = kv_status_merge(status, kv_err_print(&e));
 		kv_metrics_free(&metrics);
 	}
 	if (!o.quiet)

@@ -159,10 +159,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *path = fuzz_memfile(d, n);
 	free(d);
 	struct kv_snap s;
-	char err[256];
-	if (!kv_snap_load(path, &s, err, sizeof err)) {
-		if (!err[0])
+	struct kv_err e = { 0 };
+	if (!kv_snap_load(path, &s, &e)) {
+		if (!kv_err_any(&e))
 			__builtin_trap();
+		kv_err_clear(&e);
 		return 0;
 	}
 	struct kv_out out;

@@ -19,17 +19,18 @@
 static void snapcheck(const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
 {
 	const char *dir = getenv("TMPDIR");
-	char path[512], err[256];
+	char path[512];
+	struct kv_err e = { 0 };
 	snprintf(path, sizeof path, "%s/kvtools-fuzz-%ld.kvsnap", dir && *dir ? dir : "/tmp", (long)getpid());
-	if (!kv_snap_write(path, ix, ws, m)) {
-		perror(path);
+	if (!kv_snap_write(path, ix, ws, m, &e)) {
+		fprintf(stderr, "%s\n", kv_err_msg(&e));
 		abort();
 	}
 	struct kv_snap s;
-	bool ok = kv_snap_load(path, &s, err, sizeof err);
+	bool ok = kv_snap_load(path, &s, &e);
 	unlink(path);
 	if (!ok) {
-		fprintf(stderr, "a snapshot kvmatch wrote does not load: %s\n", err);
+		fprintf(stderr, "a snapshot kvmatch wrote does not load: %s\n", kv_err_msg(&e));
 		__builtin_trap();
 	}
 	kv_snap_unload(&s);

@@ -1,4 +1,5 @@
 #include "base/metrics.h"
+#include "base/err.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -39,18 +40,20 @@ bool kv_metrics_due(struct kv_metrics *m)
 	return true;
 }
 
-bool kv_metrics_begin(struct kv_metrics *m)
+bool kv_metrics_begin(struct kv_metrics *m, struct kv_err *e)
 {
 	size_t n = strlen(m->path) + 16;
 	snprintf(m->tmp, n, "%s.tmp.XXXXXX", m->path);
 	int fd = mkstemp(m->tmp);
 	if (fd < 0)
-		return false;
+		return kv_err_set_errno(e, KV_EX_IOERR, "%s", m->path);
 	m->f = fdopen(fd, "w");
 	if (!m->f) {
+		int errnum = errno;
 		close(fd);
 		unlink(m->tmp);
-		return false;
+		errno = errnum;
+		return kv_err_set_errno(e, KV_EX_IOERR, "%s", m->path);
 	}
 	return true;
 }
@@ -93,23 +96,23 @@ void kv_metrics_sample(struct kv_metrics *m, const char *name, double value, con
 		fprintf(m->f, " %.15g\n", value);
 }
 
-bool kv_metrics_commit(struct kv_metrics *m)
+bool kv_metrics_commit(struct kv_metrics *m, struct kv_err *e)
 {
 	FILE *f = m->f;
 	m->f = NULL;
-	int e = 0;
+	int errnum = 0;
 	if (fflush(f) != 0 || ferror(f))
-		e = errno ? errno : EIO;
-	if (fchmod(fileno(f), 0644) != 0 && !e)
-		e = errno;
-	if (fclose(f) != 0 && !e)
-		e = errno;
-	if (!e && rename(m->tmp, m->path) != 0)
-		e = errno;
-	if (e) {
+		errnum = errno ? errno : EIO;
+	if (fchmod(fileno(f), 0644) != 0 && !errnum)
+		errnum = errno;
+	if (fclose(f) != 0 && !errnum)
+		errnum = errno;
+	if (!errnum && rename(m->tmp, m->path) != 0)
+		errnum = errno;
+	if (errnum) {
 		unlink(m->tmp);
-		errno = e;
-		return false;
+		errno = errnum;
+		return kv_err_set_errno(e, KV_EX_IOERR, "%s", m->path);
 	}
 	return true;
 }

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/err.h"
+
 struct kv_metrics {
 	const char *path;
 	char *tmp;
@@ -25,14 +27,17 @@ void kv_metrics_init(struct kv_metrics *m, const char *path, uint64_t interval_n
 void kv_metrics_free(struct kv_metrics *m);
 /* True when a periodic write is due (every interval of wall time, the first at once). */
 bool kv_metrics_due(struct kv_metrics *m);
-bool kv_metrics_begin(struct kv_metrics *m);
+/* Opens a temporary file beside the path to write the samples to; false
+ * with `PATH: why` (74) in e. */
+bool kv_metrics_begin(struct kv_metrics *m, struct kv_err *e);
 /* # HELP and # TYPE of a family ("counter" or "gauge"). */
 void kv_metrics_family(struct kv_metrics *m, const char *name, const char *type, const char *help);
 /* name{labels} value; labels are name/value pairs ending with NULL, or
  * NULL for none: kv_metrics_sample(m, "x", 1, KV_LABELS("src", s)). */
 void kv_metrics_sample(struct kv_metrics *m, const char *name, double value, const char *const *labels);
 #define KV_LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
-/* Renames the file into place; false (with errno) when writing failed. */
-bool kv_metrics_commit(struct kv_metrics *m);
+/* Renames the file into place; false with `PATH: why` (74) in e when
+ * writing failed. */
+bool kv_metrics_commit(struct kv_metrics *m, struct kv_err *e);
 
 #endif

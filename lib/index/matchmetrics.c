@@ -103,12 +103,11 @@ static void sources(const struct kv_match *m, struct kv_metrics *mt)
 
 bool kv_match_write_metrics(const struct kv_match *m, struct kv_metrics *mt, struct kv_err *e)
 {
-	/* kv_metrics_* still say why with errno: kvsub's capture uses them too */
-	if (!kv_metrics_begin(mt))
-		return kv_err_set_errno(e, KV_EX_IOERR, "%s", mt->path);
+	if (!kv_metrics_begin(mt, e))
+		return false;
 	states(m, mt);
 	caches(m, mt);
 	workers(m, mt);
 	sources(m, mt);
-	return kv_metrics_commit(mt) || kv_err_set_errno(e, KV_EX_IOERR, "%s", mt->path);
+	return kv_metrics_commit(mt, e);
 }

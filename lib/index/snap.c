@@ -1,6 +1,7 @@
 #include "index/snap.h"
 #include "index/blockhash.h"
 #include "index/workers.h"
+#include "base/err.h"
 #include "base/jsonw.h"
 #include "base/sort.h"
 #include "base/util.h"
@@ -159,7 +160,7 @@ static bool write_file(int fd, const struct kv_snap_writer *b)
 	return ok && write_all(fd, &sum, 8, NULL);
 }
 
-bool kv_snapw_write(const struct kv_snap_writer *w, const char *path)
+bool kv_snapw_write(const struct kv_snap_writer *w, const char *path, struct kv_err *e)
 {
 	if (kv_snapw_records(w, KV_SEC_META) != 1)
 		kv_die(KV_EX_SOFTWARE, "snapshot: %llu meta records", (unsigned long long)kv_snapw_records(w, KV_SEC_META));
@@ -189,8 +190,10 @@ bool kv_snapw_write(const struct kv_snap_writer *w, const char *path)
 		err = errno;
 	}
 	free(tmp);
+	if (ok)
+		return true;
 	errno = err;
-	return ok;
+	return kv_err_set_errno(e, KV_EX_IOERR, "%s", path);
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -203,27 +206,17 @@ static void release_data(void *d, size_t mapped)
 		free(d);
 }
 
-static bool fail(char *err, size_t errlen, const char *fmt, ...) KV_PRINTF(3, 4);
-static bool fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return false;
-}
-
 static bool str_ok(const struct kv_snap *s, struct kv_snap_str r)
 {
 	return r.off <= s->nstrings && r.len <= s->nstrings - r.off;
 }
 
-static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, char *err, size_t errlen)
+static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, struct kv_err *e)
 {
 	uint32_t nsec;
 	memcpy(&nsec, d + 8, 4);
 	if (nsec == 0 || nsec > MAX_SECTIONS || HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY > size - 8)
-		return fail(err, errlen, "bad section count %u", nsec);
+		return kv_err_set(e, KV_EX_DATAERR, "bad section count %u", nsec);
 	const void *ptr[KV_SEC_MAX] = { 0 };
 	uint64_t count[KV_SEC_MAX] = { 0 };
 	uint64_t prev_end = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
@@ -237,23 +230,23 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 		memcpy(&off, t + 8, 8);
 		memcpy(&cnt, t + 16, 8);
 		if (id <= prev_id)
-			return fail(err, errlen, "section table out of order at entry %u", i);
+			return kv_err_set(e, KV_EX_DATAERR, "section table out of order at entry %u", i);
 		prev_id = id;
 		if (rs == 0 || off % 8 || off < prev_end || off > size - 8 || cnt > (size - 8 - off) / rs)
-			return fail(err, errlen, "section %u out of bounds", id);
+			return kv_err_set(e, KV_EX_DATAERR, "section %u out of bounds", id);
 		prev_end = off + cnt * rs;
 		if (id >= KV_SEC_MAX)
 			continue; /* a later version's section: skipped */
 		if (rs != kv_snap_record_size[id])
-			return fail(err, errlen, "section %u has records of %u bytes, expected %u", id, rs, kv_snap_record_size[id]);
+			return kv_err_set(e, KV_EX_DATAERR, "section %u has records of %u bytes, expected %u", id, rs, kv_snap_record_size[id]);
 		ptr[id] = d + off;
 		count[id] = cnt;
 	}
 	for (uint32_t id = KV_SEC_META; id <= KV_SEC_HOLDERS; id++)
 		if (!ptr[id])
-			return fail(err, errlen, "section %u missing", id);
+			return kv_err_set(e, KV_EX_DATAERR, "section %u missing", id);
 	if (count[KV_SEC_META] != 1)
-		return fail(err, errlen, "meta section holds %llu records", (unsigned long long)count[KV_SEC_META]);
+		return kv_err_set(e, KV_EX_DATAERR, "meta section holds %llu records", (unsigned long long)count[KV_SEC_META]);
 	s->meta = ptr[KV_SEC_META];
 	s->strings = ptr[KV_SEC_STRINGS];
 	s->nstrings = count[KV_SEC_STRINGS];
@@ -279,7 +272,7 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 	s->ncontent = count[KV_SEC_CONTENT];
 	/* the sections that go with another have one record each of its */
 	if (count[KV_SEC_RUNS] != s->nblocks || count[KV_SEC_EHASH_BLOCKS] != s->nehashes)
-		return fail(err, errlen, "runs or engine-hash blocks do not match blocks or engine hashes");
+		return kv_err_set(e, KV_EX_DATAERR, "runs or engine-hash blocks do not match blocks or engine hashes");
 	s->offload = ptr[KV_SEC_OFFLOAD];
 	s->noffload = count[KV_SEC_OFFLOAD];
 	s->pending = ptr[KV_SEC_PENDING];
@@ -287,7 +280,7 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, cha
 	s->sources = ptr[KV_SEC_SOURCES];
 	s->nsources = count[KV_SEC_SOURCES];
 	if (count[KV_SEC_STREAM] > 1)
-		return fail(err, errlen, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
+		return kv_err_set(e, KV_EX_DATAERR, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
 	s->stream = count[KV_SEC_STREAM] ? ptr[KV_SEC_STREAM] : NULL;
 	return true;
 }
@@ -303,18 +296,18 @@ static uint64_t section_count(const struct kv_snap *s, enum kv_snap_range_kind k
 
 /* Each kind of range follows the previous partition's without a gap, and
  * the partitions' ranges cover their section. */
-static bool check_ranges(const struct kv_snap *s, char *err, size_t errlen)
+static bool check_ranges(const struct kv_snap *s, struct kv_err *e)
 {
 	for (int k = 0; k < KV_RANGE_MAX; k++) {
 		uint64_t next = 0, total = section_count(s, (enum kv_snap_range_kind)k);
 		for (size_t p = 0; p < s->npartitions; p++) {
 			const struct kv_snap_range *r = &s->partitions[p].r[k];
 			if (r->first != next || r->count > total - next)
-				return fail(err, errlen, "partition %zu: %s range out of bounds", p, range_name[k]);
+				return kv_err_set(e, KV_EX_DATAERR, "partition %zu: %s range out of bounds", p, range_name[k]);
 			next += r->count;
 		}
 		if (next != total)
-			return fail(err, errlen, "%ss not covered by partitions", range_name[k]);
+			return kv_err_set(e, KV_EX_DATAERR, "%ss not covered by partitions", range_name[k]);
 	}
 	return true;
 }
@@ -322,21 +315,20 @@ static bool check_ranges(const struct kv_snap *s, char *err, size_t errlen)
 /* A partition's sets: each of 1 to KV_MAX_HOLDERS holders, each a worker of
  * the file with media, sorted by worker, the holder ranges one after the
  * other from *holders (which becomes where they end). */
-static bool check_sets(const struct kv_snap *s, const struct kv_snap_range *r, uint64_t *holders, char *err,
-		       size_t errlen)
+static bool check_sets(const struct kv_snap *s, const struct kv_snap_range *r, uint64_t *holders, struct kv_err *e)
 {
 	for (uint64_t i = r->first; i < r->first + r->count; i++) {
 		const struct kv_snap_set *st = &s->sets[i];
 		if (st->nholders == 0 || st->holders_first != *holders || st->nholders > s->nholders - *holders)
-			return fail(err, errlen, "set %llu: holders out of bounds", (unsigned long long)i);
+			return kv_err_set(e, KV_EX_DATAERR, "set %llu: holders out of bounds", (unsigned long long)i);
 		if (st->nholders > KV_MAX_HOLDERS)
-			return fail(err, errlen, "set %llu: more than %u holders", (unsigned long long)i, KV_MAX_HOLDERS);
+			return kv_err_set(e, KV_EX_DATAERR, "set %llu: more than %u holders", (unsigned long long)i, KV_MAX_HOLDERS);
 		const uint32_t *h = s->holders + *holders;
 		for (uint32_t k = 0; k < st->nholders; k++) {
 			if (KV_HOLDER_WORKER(h[k]) >= s->nworkers || KV_HOLDER_MEDIA(h[k]) == 0)
-				return fail(err, errlen, "set %llu: bad holder", (unsigned long long)i);
+				return kv_err_set(e, KV_EX_DATAERR, "set %llu: bad holder", (unsigned long long)i);
 			if (k > 0 && KV_HOLDER_WORKER(h[k]) <= KV_HOLDER_WORKER(h[k - 1]))
-				return fail(err, errlen, "set %llu: holders out of order", (unsigned long long)i);
+				return kv_err_set(e, KV_EX_DATAERR, "set %llu: holders out of order", (unsigned long long)i);
 		}
 		*holders += st->nholders;
 	}
@@ -346,19 +338,18 @@ static bool check_sets(const struct kv_snap *s, const struct kv_snap_range *r, u
 /* A partition's blocks: sorted by chain, each with a set of its partition
  * and a parent that is one of its blocks or a marker; *orphans counts the
  * blocks marked as orphans. */
-static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *orphans, char *err,
-			 size_t errlen)
+static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *orphans, struct kv_err *e)
 {
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS], *sets = &rp->r[KV_RANGE_SETS];
 	const struct kv_snap_block *b = s->blocks + r->first;
 	uint64_t marked = 0;
 	for (uint64_t i = 0; i < r->count; i++) {
 		if (i > 0 && b[i].chain <= b[i - 1].chain)
-			return fail(err, errlen, "block %llu: blocks out of order", ((unsigned long long)r->first + i));
+			return kv_err_set(e, KV_EX_DATAERR, "block %llu: blocks out of order", ((unsigned long long)r->first + i));
 		if (b[i].set < sets->first || b[i].set - sets->first >= sets->count)
-			return fail(err, errlen, "block %llu: set out of its partition's", ((unsigned long long)r->first + i));
+			return kv_err_set(e, KV_EX_DATAERR, "block %llu: set out of its partition's", ((unsigned long long)r->first + i));
 		if (b[i].parent >= r->count && b[i].parent < KV_SNAP_PARENT_ROOT)
-			return fail(err, errlen, "block %llu: parent out of bounds", ((unsigned long long)r->first + i));
+			return kv_err_set(e, KV_EX_DATAERR, "block %llu: parent out of bounds", ((unsigned long long)r->first + i));
 		marked += b[i].parent == KV_SNAP_PARENT_ORPHAN;
 	}
 	*orphans = marked;
@@ -366,40 +357,39 @@ static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition
 }
 
 /* A partition's orphans: one for each block marked so, in block order. */
-static bool check_orphans(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t marked, char *err,
-			  size_t errlen)
+static bool check_orphans(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t marked, struct kv_err *e)
 {
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_ORPHANS], *blocks = &rp->r[KV_RANGE_BLOCKS];
 	const struct kv_snap_orphan *o = s->orphans + r->first;
 	if (r->count != marked)
-		return fail(err, errlen, "%llu orphans for %llu blocks whose parent is not held",
+		return kv_err_set(e, KV_EX_DATAERR, "%llu orphans for %llu blocks whose parent is not held",
 			    (unsigned long long)r->count, (unsigned long long)marked);
 	for (uint64_t i = 0; i < r->count; i++)
 		if ((i > 0 && o[i].block <= o[i - 1].block) || o[i].block >= blocks->count ||
 		    s->blocks[blocks->first + o[i].block].parent != KV_SNAP_PARENT_ORPHAN)
-			return fail(err, errlen, "orphan %llu: not a block whose parent is not held, or out of order",
+			return kv_err_set(e, KV_EX_DATAERR, "orphan %llu: not a block whose parent is not held, or out of order",
 				    ((unsigned long long)r->first + i));
 	return true;
 }
 
 /* A partition's engine hashes: those naming blocks and the stale ones each
  * sorted, none in both, every block named one of the partition's. */
-static bool check_ehashes(const struct kv_snap *s, const struct kv_snap_partition *rp, char *err, size_t errlen)
+static bool check_ehashes(const struct kv_snap *s, const struct kv_snap_partition *rp, struct kv_err *e)
 {
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
-	const uint64_t *e = s->ehashes + r->first;
+	const uint64_t *eh = s->ehashes + r->first;
 	const struct kv_snap_stale *x = s->stale + st->first;
 	for (uint64_t i = 0; i < r->count; i++)
-		if ((i > 0 && e[i] <= e[i - 1]) || s->ehash_blocks[r->first + i] >= rp->r[KV_RANGE_BLOCKS].count)
-			return fail(err, errlen, "engine hash %llu: out of order or naming no block",
+		if ((i > 0 && eh[i] <= eh[i - 1]) || s->ehash_blocks[r->first + i] >= rp->r[KV_RANGE_BLOCKS].count)
+			return kv_err_set(e, KV_EX_DATAERR, "engine hash %llu: out of order or naming no block",
 				    ((unsigned long long)r->first + i));
 	for (uint64_t i = 1; i < st->count; i++)
 		if (x[i].ehash <= x[i - 1].ehash)
-			return fail(err, errlen, "stale engine hash %llu: out of order", ((unsigned long long)st->first + i));
+			return kv_err_set(e, KV_EX_DATAERR, "stale engine hash %llu: out of order", ((unsigned long long)st->first + i));
 	for (uint64_t i = 0, j = 0; i < r->count && j < st->count;) {
-		if (e[i] == x[j].ehash)
-			return fail(err, errlen, "engine hash %llu: also stale", ((unsigned long long)r->first + i));
-		if (e[i] < x[j].ehash)
+		if (eh[i] == x[j].ehash)
+			return kv_err_set(e, KV_EX_DATAERR, "engine hash %llu: also stale", ((unsigned long long)r->first + i));
+		if (eh[i] < x[j].ehash)
 			i++;
 		else
 			j++;
@@ -407,12 +397,12 @@ static bool check_ehashes(const struct kv_snap *s, const struct kv_snap_partitio
 	return true;
 }
 
-static bool check_content(const struct kv_snap *s, const struct kv_snap_partition *rp, char *err, size_t errlen)
+static bool check_content(const struct kv_snap *s, const struct kv_snap_partition *rp, struct kv_err *e)
 {
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_CONTENT];
 	for (uint64_t i = r->first + 1; i < r->first + r->count; i++)
 		if (s->content[i].chain <= s->content[i - 1].chain)
-			return fail(err, errlen, "content %llu: out of order", (unsigned long long)i);
+			return kv_err_set(e, KV_EX_DATAERR, "content %llu: out of order", (unsigned long long)i);
 	return true;
 }
 
@@ -429,27 +419,27 @@ static bool partitions_in_order(const struct kv_snap *s, size_t p)
 	return cm < 0 || (cm == 0 && ct < 0);
 }
 
-static bool check_partitions(const struct kv_snap *s, char *err, size_t errlen)
+static bool check_partitions(const struct kv_snap *s, struct kv_err *e)
 {
-	if (!check_ranges(s, err, errlen))
+	if (!check_ranges(s, e))
 		return false;
 	uint64_t holders = 0;
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
 		if (!str_ok(s, rp->model) || !str_ok(s, rp->tenant))
-			return fail(err, errlen, "partition %zu: string out of bounds", p);
+			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: string out of bounds", p);
 		if (rp->flags > 1)
-			return fail(err, errlen, "partition %zu: unknown flags", p);
+			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: unknown flags", p);
 		if (p > 0 && !partitions_in_order(s, p))
-			return fail(err, errlen, "partition %zu: partitions out of order", p);
+			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: partitions out of order", p);
 		uint64_t orphans = 0;
-		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, err, errlen) ||
-		    !check_blocks(s, rp, &orphans, err, errlen) || !check_orphans(s, rp, orphans, err, errlen) ||
-		    !check_ehashes(s, rp, err, errlen) || !check_content(s, rp, err, errlen))
+		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) ||
+		    !check_blocks(s, rp, &orphans, e) || !check_orphans(s, rp, orphans, e) ||
+		    !check_ehashes(s, rp, e) || !check_content(s, rp, e))
 			return false;
 	}
 	if (holders != s->nholders)
-		return fail(err, errlen, "holders not covered by sets");
+		return kv_err_set(e, KV_EX_DATAERR, "holders not covered by sets");
 	return true;
 }
 
@@ -457,22 +447,22 @@ static bool check_partitions(const struct kv_snap *s, char *err, size_t errlen)
 #define CHECK_KEYED(name, arr, n, keyfield)                                                            \
 	for (size_t i = 0; i < (n); i++) {                                                             \
 		if ((arr)[i].partition >= s->npartitions)                                            \
-			return fail(err, errlen, name " %zu: partition out of range", i);           \
+			return kv_err_set(e, KV_EX_DATAERR, name " %zu: partition out of range", i);           \
 		if (i > 0 && ((arr)[i].partition < (arr)[i - 1].partition ||                       \
 			      ((arr)[i].partition == (arr)[i - 1].partition &&                     \
 			       (arr)[i].keyfield <= (arr)[i - 1].keyfield)))                       \
-			return fail(err, errlen, name " %zu: out of order", i);                      \
+			return kv_err_set(e, KV_EX_DATAERR, name " %zu: out of order", i);                      \
 	}
 
 /* No more than an index can hold, so that resuming cannot go beyond it
  * (restoring finds each partition by name among those before it: past
  * the bound that would take quadratic time). */
-static bool check_limits(const struct kv_snap *s, char *err, size_t errlen)
+static bool check_limits(const struct kv_snap *s, struct kv_err *e)
 {
 	if (s->npartitions > KV_MAX_PARTITIONS)
-		return fail(err, errlen, "more than %u partitions", KV_MAX_PARTITIONS);
+		return kv_err_set(e, KV_EX_DATAERR, "more than %u partitions", KV_MAX_PARTITIONS);
 	if (s->nworkers > KV_MAX_WORKERS)
-		return fail(err, errlen, "more than %u workers", KV_MAX_WORKERS);
+		return kv_err_set(e, KV_EX_DATAERR, "more than %u workers", KV_MAX_WORKERS);
 	return true;
 }
 
@@ -502,59 +492,59 @@ static bool worker_in_order(const struct kv_snap *s, size_t i)
 	return c < 0 || (c == 0 && order_rank(&s->workers[i - 1]) < order_rank(&s->workers[i]));
 }
 
-static bool check_rest(const struct kv_snap *s, char *err, size_t errlen)
+static bool check_rest(const struct kv_snap *s, struct kv_err *e)
 {
 	for (size_t i = 0; i < s->nworkers; i++) {
 		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
-			return fail(err, errlen, "worker %zu: string out of bounds", i);
+			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: string out of bounds", i);
 		if (s->workers[i].flags > 2 || (s->workers[i].flags & 2 && s->workers[i].dp_rank))
-			return fail(err, errlen, "worker %zu: unknown flags", i);
+			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: unknown flags", i);
 		if (!worker_in_order(s, i))
-			return fail(err, errlen, "worker %zu: out of order or repeated", i);
+			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: out of order or repeated", i);
 	}
 	CHECK_KEYED("offload", s->offload, s->noffload, ehash)
 	for (size_t i = 0; i < s->npending; i++) {
 		const struct kv_snap_pending *p = &s->pending[i];
 		if (p->partition >= s->npartitions || p->worker >= s->nworkers || p->medium >= KV_NMEDIA)
-			return fail(err, errlen, "pending %zu: out of range", i);
+			return kv_err_set(e, KV_EX_DATAERR, "pending %zu: out of range", i);
 		/* arrival order: an entry's time is the event time it arrived at */
 		if (i > 0 && p->t < s->pending[i - 1].t)
-			return fail(err, errlen, "pending %zu: out of order", i);
+			return kv_err_set(e, KV_EX_DATAERR, "pending %zu: out of order", i);
 	}
 	/* a source's last batch arrived at or before the event time reached */
 	for (size_t i = 0; i < s->nsources; i++)
 		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns ||
 		    s->sources[i].last_record > 2 || (s->sources[i].last_record && !s->sources[i].seen))
-			return fail(err, errlen, "source %zu: bad record", i);
+			return kv_err_set(e, KV_EX_DATAERR, "source %zu: bad record", i);
 	return true;
 }
 
 /* Runs are not checked against the parents: that is a lookup per block,
  * which doubled the load (kvsnap(5)). */
-bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen)
+bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_err *e)
 {
 	const uint8_t *d = data;
 	memset(s, 0, sizeof *s);
 	if (size < HEADER_SIZE + 8 || memcmp(d, "KVSNAP", 6) != 0)
-		return fail(err, errlen, "not a kvsnap snapshot");
+		return kv_err_set(e, KV_EX_DATAERR, "not a kvsnap snapshot");
 	uint16_t version;
 	uint64_t declared, sum;
 	memcpy(&version, d + 6, 2);
 	memcpy(&declared, d + 16, 8);
 	if (version < KV_SNAP_VERSION)
-		return fail(err, errlen,
+		return kv_err_set(e, KV_EX_DATAERR,
 			    "snapshot version %u is an older format (this kvtools reads version %u): build it again "
 			    "with kvmatch from the captures",
 			    version, KV_SNAP_VERSION);
 	if (version != KV_SNAP_VERSION)
-		return fail(err, errlen, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
+		return kv_err_set(e, KV_EX_DATAERR, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
 	if (declared != size)
-		return fail(err, errlen, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
+		return kv_err_set(e, KV_EX_DATAERR, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
 	memcpy(&sum, d + size - 8, 8);
 	if (XXH3_64bits(d, size - 8) != sum)
-		return fail(err, errlen, "checksum mismatch (corrupt file)");
-	return check_sections(d, size, s, err, errlen) && check_limits(s, err, errlen) && check_partitions(s, err, errlen) &&
-	       check_rest(s, err, errlen);
+		return kv_err_set(e, KV_EX_DATAERR, "checksum mismatch (corrupt file)");
+	return check_sections(d, size, s, e) && check_limits(s, e) && check_partitions(s, e) &&
+	       check_rest(s, e);
 }
 
 /* Chains are uniformly distributed, and sorted within a partition: an
@@ -634,39 +624,38 @@ static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *map
 	return d;
 }
 
-/* Fails for an open failure or a directory with errno set (exit 66), for
- * bad contents with errno 0 (exit 65). */
-static bool fail_errno(char *err, size_t errlen, int e)
+/* An open failure, a directory or a read error is 66, bad contents 65
+ * (README, Exit status). */
+static bool fail_open(struct kv_err *e, const char *path, int errnum)
 {
-	fail(err, errlen, "%s", strerror(e));
-	errno = e;
-	return false;
+	errno = errnum;
+	return kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 }
 
-bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen)
+bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e)
 {
 	memset(s, 0, sizeof *s);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fail_errno(err, errlen, errno);
+		return fail_open(e, path, errno);
 	struct stat st;
 	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-		int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+		int errnum = S_ISDIR(st.st_mode) ? EISDIR : errno;
 		close(fd);
-		return fail_errno(err, errlen, e);
+		return fail_open(e, path, errnum);
 	}
 	size_t size = 0, mapped;
 	void *data = read_whole(fd, &st, &size, &mapped);
-	int e = errno;
+	int errnum = errno;
 	close(fd);
 	if (!data)
-		return fail_errno(err, errlen, e);
-	if (size == 0 || !kv_snap_check(data, size, s, err, errlen)) {
-		if (size == 0)
-			fail(err, errlen, "empty file");
+		return fail_open(e, path, errnum);
+	struct kv_err bad = { 0 };
+	if (size == 0 || !kv_snap_check(data, size, s, &bad)) {
+		kv_err_set(e, KV_EX_DATAERR, "%s: %s", path, size == 0 ? "empty file" : kv_err_msg(&bad));
+		kv_err_clear(&bad);
 		release_data(data, mapped);
 		memset(s, 0, sizeof *s);
-		errno = 0;
 		return false;
 	}
 	s->data = data;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/out.h"
 #include "index/index.h"
 
@@ -135,14 +136,14 @@ struct kv_snap {
 	unsigned *dirbits;
 };
 
-/* Reads (a regular file, a pipe, a device) and validates; false with a message (what is wrong) in err, and
- * errno the reason the file could not be opened or read (a directory is
- * EISDIR), or 0 when it could but is not a valid snapshot (exit 66 against
- * 65). */
-bool kv_snap_load(const char *path, struct kv_snap *s, char *err, size_t errlen);
+/* Reads (a regular file, a pipe, a device) and validates; false with
+ * `PATH: why` in e: 66 when the file could not be opened or read (a
+ * directory among them), 65 when it could but is not a valid snapshot. */
+bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e);
 /* Validates bytes already in memory (the snapshot takes no ownership, and
- * has no directory: lookups fall back to binary search). */
-bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, char *err, size_t errlen);
+ * has no directory: lookups fall back to binary search); false with what
+ * is wrong in e (65, no path). */
+bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_err *e);
 void kv_snap_unload(struct kv_snap *s);
 /* A string of the snapshot (validated: always in bounds). */
 static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap_str r, size_t *len)
@@ -260,8 +261,8 @@ static inline uint32_t kv_snapw_worker(const struct kv_snap_writer *w, uint32_t 
 	return w->wmap[live];
 }
 /* Writes the sections (one META record among them) atomically to path;
- * false with errno set on failure. */
-bool kv_snapw_write(const struct kv_snap_writer *w, const char *path);
+ * false with `PATH: why` (74) in e on failure. */
+bool kv_snapw_write(const struct kv_snap_writer *w, const char *path, struct kv_err *e);
 
 /* ---- restoring ----
  * A snapshot being loaded into live state: the live partition and worker

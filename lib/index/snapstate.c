@@ -3,7 +3,6 @@
 #include "index/blockhash.h"
 #include "base/util.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -393,30 +392,29 @@ static void build_index(struct kv_snap_writer *b, const struct kv_index *ix, con
 	}
 }
 
-static bool write_built(struct kv_snap_writer *b, const char *path)
+static bool write_built(struct kv_snap_writer *b, const char *path, struct kv_err *e)
 {
-	bool ok = kv_snapw_write(b, path);
-	int err = errno;
+	bool ok = kv_snapw_write(b, path, e);
 	kv_snapw_free(b);
-	errno = err;
 	return ok;
 }
 
-bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m)
+bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m,
+		   struct kv_err *e)
 {
 	struct kv_snap_writer b = { 0 };
 	build_index(&b, ix, ws);
 	kv_match_save(m, &b);
-	return write_built(&b, path);
+	return write_built(&b, path, e);
 }
 
 bool kv_snap_write_index(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
-			 const struct kv_snap_meta *meta)
+			 const struct kv_snap_meta *meta, struct kv_err *e)
 {
 	struct kv_snap_writer b = { 0 };
 	build_index(&b, ix, ws);
 	kv_snapw_add(&b, KV_SEC_META, meta, 1);
-	return write_built(&b, path);
+	return write_built(&b, path, e);
 }
 
 /* ---- restoring ----------------------------------------------------------- */

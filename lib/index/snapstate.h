@@ -9,18 +9,20 @@
 
 #include <stdbool.h>
 
+#include "base/err.h"
 #include "index/index.h"
 #include "index/match.h"
 #include "index/snap.h"
 #include "index/workers.h"
 
-/* Writes the state atomically to path; false with errno set on failure. */
+/* Writes the state atomically to path; false with `PATH: why` (74) in e
+ * on failure. */
 bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
-		   const struct kv_match *m);
+		   const struct kv_match *m, struct kv_err *e);
 /* The same for an index without a matcher (kvgen's simulated one): meta
  * as given, nothing cached, pending or known of sources. */
 bool kv_snap_write_index(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
-			 const struct kv_snap_meta *meta);
+			 const struct kv_snap_meta *meta, struct kv_err *e);
 /* Loads the state into live structures, for resuming (kvmatch -i). */
 void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m);
 

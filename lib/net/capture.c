@@ -77,46 +77,36 @@ static struct endpoint *find_ep(struct kv_capture *c, const char *src)
 }
 
 /* A replay endpoint is connected only when needed; this checks ZMQ accepts it. */
-static bool replay_endpoint_ok(struct kv_capture *c, const char *url, char *err, size_t errlen)
+static bool replay_endpoint_ok(struct kv_capture *c, const char *url, struct kv_err *e)
 {
 	void *s = zmq_socket(c->zctx, ZMQ_DEALER);
-	if (!s) {
-		snprintf(err, errlen, "%s: cannot open a socket: %s", url, zmq_strerror(errno));
-		return false;
-	}
+	if (!s)
+		return kv_err_set(e, KV_EX_USAGE, "%s: cannot open a socket: %s", url, zmq_strerror(errno));
 	set_int(s, ZMQ_LINGER, 0);
 	int rc = zmq_connect(s, url);
 	if (rc != 0)
-		snprintf(err, errlen, "%s: invalid replay endpoint (%s)", url, zmq_strerror(errno));
+		kv_err_set(e, KV_EX_USAGE, "%s: invalid replay endpoint (%s)", url, zmq_strerror(errno));
 	zmq_close(s);
 	return rc == 0;
 }
 
-int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *replay_endpoint,
-		   char *err, size_t errlen)
+bool kv_capture_add(struct kv_capture *c, const char *endpoint, const char *replay_endpoint, struct kv_err *e)
 {
-	if (strlen(endpoint) > KV_CAP_MAX_SRC) {
-		/* it would be every record's src, which readers refuse */
-		snprintf(err, errlen, "%.64s...: endpoint longer than %u bytes", endpoint, KV_CAP_MAX_SRC);
-		return KV_EX_USAGE;
-	}
+	if (strlen(endpoint) > KV_CAP_MAX_SRC) /* it would be every record's src, which readers refuse */
+		return kv_err_set(e, KV_EX_USAGE, "%.64s...: endpoint longer than %u bytes", endpoint, KV_CAP_MAX_SRC);
 	const char *problem = c->opts.bind ? NULL : kv_endpoint_connect_problem(endpoint);
-	if (problem) {
-		snprintf(err, errlen, "%s: %s", endpoint, problem);
-		return KV_EX_USAGE;
-	}
+	if (problem)
+		return kv_err_set(e, KV_EX_USAGE, "%s: %s", endpoint, problem);
 	struct endpoint *dup = find_ep(c, endpoint);
 	if (dup) {
 		if (replay_endpoint && !dup->replay_url)
-			return kv_capture_set_replay(c, endpoint, replay_endpoint, err, errlen) ? 0 : KV_EX_USAGE;
-		return 0;
+			return kv_capture_set_replay(c, endpoint, replay_endpoint, e);
+		return true;
 	}
 	void *s = zmq_socket(c->zctx, ZMQ_SUB);
-	if (!s) {
-		snprintf(err, errlen, "%s: cannot open a socket after %zu endpoints: %s", endpoint, c->neps,
-			 zmq_strerror(errno));
-		return KV_EX_UNAVAILABLE;
-	}
+	if (!s)
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: cannot open a socket after %zu endpoints: %s", endpoint,
+				  c->neps, zmq_strerror(errno));
 	set_int(s, ZMQ_LINGER, 0);
 	set_int(s, ZMQ_RCVHWM, c->opts.hwm);
 	int64_t maxmsg = KV_CAP_MAX_RECORD;
@@ -127,12 +117,11 @@ int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *repla
 		zmq_setsockopt(s, ZMQ_SUBSCRIBE, c->opts.topics[i], strlen(c->opts.topics[i]));
 	int rc = c->opts.bind ? zmq_bind(s, endpoint) : zmq_connect(s, endpoint);
 	if (rc != 0) {
-		int e = errno;
+		int errnum = errno;
 		zmq_close(s);
-		bool usage = e == EINVAL || e == EPROTONOSUPPORT || e == ENOCOMPATPROTO || e == ENODEV;
-		snprintf(err, errlen, "%s: cannot %s: %s", endpoint, c->opts.bind ? "bind" : "connect",
-			 zmq_strerror(e));
-		return usage ? KV_EX_USAGE : KV_EX_UNAVAILABLE;
+		bool usage = errnum == EINVAL || errnum == EPROTONOSUPPORT || errnum == ENOCOMPATPROTO || errnum == ENODEV;
+		return kv_err_set(e, usage ? KV_EX_USAGE : KV_EX_UNAVAILABLE, "%s: cannot %s: %s", endpoint,
+				  c->opts.bind ? "bind" : "connect", zmq_strerror(errnum));
 	}
 	c->eps = kv_xgrow(c->eps, &c->capeps, c->neps + 1, sizeof *c->eps);
 	struct endpoint *ep = &c->eps[c->neps++];
@@ -141,20 +130,15 @@ int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *repla
 	ep->src = kv_xstrdup(endpoint);
 	ep->sub = s;
 	kv_gapfill_init(&ep->gf, MAX_HELD, MAX_HELD_BYTES);
-	if (replay_endpoint && !kv_capture_set_replay(c, endpoint, replay_endpoint, err, errlen))
-		return KV_EX_USAGE;
-	return 0;
+	return !replay_endpoint || kv_capture_set_replay(c, endpoint, replay_endpoint, e);
 }
 
-bool kv_capture_set_replay(struct kv_capture *c, const char *src, const char *replay_endpoint,
-			   char *err, size_t errlen)
+bool kv_capture_set_replay(struct kv_capture *c, const char *src, const char *replay_endpoint, struct kv_err *e)
 {
 	struct endpoint *ep = find_ep(c, src);
-	if (!ep) {
-		snprintf(err, errlen, "%s: --replay names an endpoint that is not captured", src);
-		return false;
-	}
-	if (!replay_endpoint_ok(c, replay_endpoint, err, errlen))
+	if (!ep)
+		return kv_err_set(e, KV_EX_USAGE, "%s: --replay names an endpoint that is not captured", src);
+	if (!replay_endpoint_ok(c, replay_endpoint, e))
 		return false;
 	free(ep->replay_url);
 	ep->replay_url = kv_xstrdup(replay_endpoint);
@@ -485,7 +469,7 @@ void kv_capture_free(struct kv_capture *c)
 	free(c);
 }
 
-bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m)
+bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m, struct kv_err *e)
 {
 	static const struct {
 		const char *name, *help;
@@ -500,7 +484,7 @@ bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m)
 		{ "kvtools_sub_restarts_total", "Steps back in seq: publisher restarts.", offsetof(struct endpoint, gf.seq.restarts) },
 		{ "kvtools_sub_bad_seq_total", "Messages of 3 frames or more whose seq frame is not 8 bytes.", offsetof(struct endpoint, bad_seq) },
 	};
-	if (!kv_metrics_begin(m))
+	if (!kv_metrics_begin(m, e))
 		return false;
 	for (size_t k = 0; k < sizeof counters / sizeof counters[0]; k++) {
 		kv_metrics_family(m, counters[k].name, "counter", counters[k].help);
@@ -515,5 +499,5 @@ bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m)
 				  KV_LABELS("src", c->eps[i].src));
 	kv_metrics_family(m, "kvtools_sub_records_total", "counter", "Records written to the capture.");
 	kv_metrics_sample(m, "kvtools_sub_records_total", (double)c->records, NULL);
-	return kv_metrics_commit(m);
+	return kv_metrics_commit(m, e);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/err.h"
 #include "base/out.h"
 
 /* Bytes of records that may wait for a slow reader of a pipe or socket
@@ -32,14 +33,12 @@ struct kv_capture_opts {
 struct kv_capture;
 
 struct kv_capture *kv_capture_new(struct kv_out *out, const struct kv_capture_opts *opts);
-/* Adds an endpoint (deduplicated).  Returns 0, or 64 (ZMQ rejects the
- * endpoint) or 69 (bind failed) with the message in err. */
-int kv_capture_add(struct kv_capture *c, const char *endpoint, const char *replay_endpoint,
-		   char *err, size_t errlen);
-/* Sets the replay endpoint of an added src; false when src is unknown or
- * the replay endpoint is rejected. */
-bool kv_capture_set_replay(struct kv_capture *c, const char *src, const char *replay_endpoint,
-			   char *err, size_t errlen);
+/* Adds an endpoint (deduplicated).  False, with 64 (ZMQ rejects the
+ * endpoint) or 69 (bind failed) and the message in e, when it fails. */
+bool kv_capture_add(struct kv_capture *c, const char *endpoint, const char *replay_endpoint, struct kv_err *e);
+/* Sets the replay endpoint of an added src; false, with 64 in e, when src
+ * is unknown or the replay endpoint is rejected. */
+bool kv_capture_set_replay(struct kv_capture *c, const char *src, const char *replay_endpoint, struct kv_err *e);
 size_t kv_capture_count(const struct kv_capture *c);
 /* Sends the --replay-from requests. */
 void kv_capture_start(struct kv_capture *c);
@@ -55,7 +54,8 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f);
 void kv_capture_print_progress(const struct kv_capture *c, FILE *f);
 void kv_capture_free(struct kv_capture *c);
 struct kv_metrics;
-/* Writes the per-endpoint counters as kvtools_sub_* metrics (kvsub(1)). */
-bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m);
+/* Writes the per-endpoint counters as kvtools_sub_* metrics (kvsub(1));
+ * false with `PATH: why` (74) in e. */
+bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m, struct kv_err *e);
 
 #endif

@@ -111,16 +111,13 @@ static void set_int(void *s, int opt, int v)
 	zmq_setsockopt(s, opt, &v, sizeof v);
 }
 
-/* Binds a new socket of the given type; 0, or 64/69 with err. */
-static int bind_new(struct kv_pub *p, int type, const char *endpoint, void **out, char **shown,
-		    char *err, size_t errlen)
+/* Binds a new socket of the given type; false with 64 or 69 in e. */
+static bool bind_new(struct kv_pub *p, int type, const char *endpoint, void **out, char **shown, struct kv_err *e)
 {
 	void *s = zmq_socket(p->zctx, type);
-	if (!s) {
-		snprintf(err, errlen, "%s: cannot open a socket after %zu: %s", endpoint, p->nsocks + p->nrouters,
-			 zmq_strerror(errno));
-		return KV_EX_UNAVAILABLE;
-	}
+	if (!s)
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: cannot open a socket after %zu: %s", endpoint,
+				  p->nsocks + p->nrouters, zmq_strerror(errno));
 	set_int(s, ZMQ_LINGER, 0);
 	if (type == ZMQ_PUB) {
 		set_int(s, ZMQ_SNDHWM, p->o.hwm);
@@ -135,11 +132,11 @@ static int bind_new(struct kv_pub *p, int type, const char *endpoint, void **out
 	if (strchr(endpoint, '['))
 		set_int(s, ZMQ_IPV6, 1);
 	if (zmq_bind(s, endpoint) != 0) {
-		int e = errno;
+		int errnum = errno;
 		zmq_close(s);
-		bool usage = e == EINVAL || e == EPROTONOSUPPORT || e == ENOCOMPATPROTO || e == ENODEV;
-		snprintf(err, errlen, "%s: cannot bind: %s", endpoint, zmq_strerror(e));
-		return usage ? KV_EX_USAGE : KV_EX_UNAVAILABLE;
+		bool usage = errnum == EINVAL || errnum == EPROTONOSUPPORT || errnum == ENOCOMPATPROTO || errnum == ENODEV;
+		return kv_err_set(e, usage ? KV_EX_USAGE : KV_EX_UNAVAILABLE, "%s: cannot bind: %s", endpoint,
+				  zmq_strerror(errnum));
 	}
 	size_t n = strlen(endpoint);
 	char last[512];
@@ -151,7 +148,7 @@ static int bind_new(struct kv_pub *p, int type, const char *endpoint, void **out
 	else
 		*shown = kv_xstrdup(endpoint);
 	*out = s;
-	return 0;
+	return true;
 }
 
 static char *port_endpoint(const char *host, long port)
@@ -169,34 +166,33 @@ static void add_router_item(struct kv_pub *p, void *router)
 }
 
 /* Gives socket i its replay socket at endpoint; a socket has at most one. */
-static int attach_replay(struct kv_pub *p, size_t i, const char *endpoint, char *err, size_t errlen)
+static bool attach_replay(struct kv_pub *p, size_t i, const char *endpoint, struct kv_err *e)
 {
 	struct sock *k = &p->socks[i];
 	if (k->router) {
 		if (strcmp(k->replay_ep, endpoint) == 0)
-			return 0;
-		snprintf(err, errlen, "%s: already served by the replay socket %s", k->endpoint, k->replay_ep);
-		return KV_EX_USAGE;
+			return true;
+		return kv_err_set(e, KV_EX_USAGE, "%s: already served by the replay socket %s", k->endpoint,
+				  k->replay_ep);
 	}
-	int rc = bind_new(p, ZMQ_ROUTER, endpoint, &k->router, &k->replay_ep, err, errlen);
-	if (rc == 0)
-		add_router_item(p, k->router);
-	return rc;
+	if (!bind_new(p, ZMQ_ROUTER, endpoint, &k->router, &k->replay_ep, e))
+		return false;
+	add_router_item(p, k->router);
+	return true;
 }
 
 /* The index of the PUB socket on endpoint, binding it when new. */
-static int pub_socket(struct kv_pub *p, const char *endpoint, long *index, char *err, size_t errlen)
+static bool pub_socket(struct kv_pub *p, const char *endpoint, long *index, struct kv_err *e)
 {
 	for (size_t i = 0; i < p->nsocks; i++)
 		if (strcmp(p->socks[i].endpoint, endpoint) == 0) {
 			*index = (long)i;
-			return 0;
+			return true;
 		}
 	void *s;
 	char *shown;
-	int rc = bind_new(p, ZMQ_PUB, endpoint, &s, &shown, err, errlen);
-	if (rc)
-		return rc;
+	if (!bind_new(p, ZMQ_PUB, endpoint, &s, &shown, e))
+		return false;
 	p->socks = kv_xgrow(p->socks, &p->capsocks, p->nsocks + 1, sizeof *p->socks);
 	struct sock *k = &p->socks[p->nsocks];
 	memset(k, 0, sizeof *k);
@@ -204,125 +200,110 @@ static int pub_socket(struct kv_pub *p, const char *endpoint, long *index, char 
 	k->endpoint = shown;
 	kv_replaybuf_init(&k->buf, p->o.buffer_steps, p->o.buffer_bytes);
 	*index = (long)p->nsocks++;
-	return 0;
+	return true;
 }
 
 /* The replay socket of socket i: the given endpoint (from a replay map),
  * else, with a replay port base, the port counted by socket. */
-static int replay_for(struct kv_pub *p, long i, const char *replay_ep, char *err, size_t errlen)
+static bool replay_for(struct kv_pub *p, long i, const char *replay_ep, struct kv_err *e)
 {
 	if (replay_ep)
-		return attach_replay(p, (size_t)i, replay_ep, err, errlen);
+		return attach_replay(p, (size_t)i, replay_ep, e);
 	if (p->o.replay_port_base < 0 || p->socks[i].router)
-		return 0;
+		return true;
 	long port = p->o.replay_port_base + i;
-	if (port > 65535) {
-		snprintf(err, errlen, "--replay-port-base %ld: no port left for %s", p->o.replay_port_base,
-			 p->socks[i].endpoint);
-		return KV_EX_USAGE;
-	}
+	if (port > 65535)
+		return kv_err_set(e, KV_EX_USAGE, "--replay-port-base %ld: no port left for %s", p->o.replay_port_base,
+				  p->socks[i].endpoint);
 	char *ep = port_endpoint(p->o.host, port);
-	int rc = attach_replay(p, (size_t)i, ep, err, errlen);
+	bool ok = attach_replay(p, (size_t)i, ep, e);
 	free(ep);
-	return rc;
+	return ok;
 }
 
-static int assign(struct kv_pub *p, struct kv_pub_src *s, long i, char *err, size_t errlen)
+static bool assign(struct kv_pub *p, struct kv_pub_src *s, long i, struct kv_err *e)
 {
 	s->sock = i;
-	return replay_for(p, i, s->replay_ep, err, errlen);
+	return replay_for(p, i, s->replay_ep, e);
 }
 
-int kv_pub_replay_map(struct kv_pub *p, const char *src, const char *endpoint, char *err, size_t errlen)
+bool kv_pub_replay_map(struct kv_pub *p, const char *src, const char *endpoint, struct kv_err *e)
 {
 	struct kv_pub_src *s = find_src(p, src, strlen(src), true);
-	if (!s) {
-		snprintf(err, errlen, "%s: more than %u sources", src, KV_PUB_MAX_SOURCES);
-		return KV_EX_USAGE;
-	}
-	if (s->replay_ep) {
-		snprintf(err, errlen, "%s: --replay-map names it twice", src);
-		return KV_EX_USAGE;
-	}
+	if (!s)
+		return kv_err_set(e, KV_EX_USAGE, "%s: more than %u sources", src, KV_PUB_MAX_SOURCES);
+	if (s->replay_ep)
+		return kv_err_set(e, KV_EX_USAGE, "%s: --replay-map names it twice", src);
 	s->replay_ep = kv_xstrdup(endpoint);
-	return 0;
+	return true;
 }
 
-int kv_pub_map(struct kv_pub *p, const char *src, const char *endpoint, char *err, size_t errlen)
+bool kv_pub_map(struct kv_pub *p, const char *src, const char *endpoint, struct kv_err *e)
 {
 	struct kv_pub_src *s = find_src(p, src, strlen(src), true);
-	if (!s) {
-		snprintf(err, errlen, "%s: more than %u sources", src, KV_PUB_MAX_SOURCES);
-		return KV_EX_USAGE;
-	}
-	if (s->sock != SOCK_UNDECIDED) {
-		snprintf(err, errlen, "%s: --map names it twice", src);
-		return KV_EX_USAGE;
-	}
+	if (!s)
+		return kv_err_set(e, KV_EX_USAGE, "%s: more than %u sources", src, KV_PUB_MAX_SOURCES);
+	if (s->sock != SOCK_UNDECIDED)
+		return kv_err_set(e, KV_EX_USAGE, "%s: --map names it twice", src);
 	s->mapped = true;
 	long i;
-	int rc = pub_socket(p, endpoint, &i, err, errlen);
-	return rc ? rc : assign(p, s, i, err, errlen);
+	return pub_socket(p, endpoint, &i, e) && assign(p, s, i, e);
 }
 
-int kv_pub_start(struct kv_pub *p, char *err, size_t errlen)
+bool kv_pub_start(struct kv_pub *p, struct kv_err *e)
 {
 	if (!p->o.single) {
 		/* With maps alone, a replay map for a source without one would never be used. */
 		for (size_t k = 0; p->o.port_base < 0 && k < p->nsrcs; k++)
-			if (p->srcs[k]->sock == SOCK_UNDECIDED) {
-				snprintf(err, errlen, "--replay-map: %s is not published (no --map for it)",
-					 p->srcs[k]->name);
-				return KV_EX_USAGE;
-			}
-		return 0;
+			if (p->srcs[k]->sock == SOCK_UNDECIDED)
+				return kv_err_set(e, KV_EX_USAGE, "--replay-map: %s is not published (no --map for it)",
+						  p->srcs[k]->name);
+		return true;
 	}
 	long i;
-	int rc = pub_socket(p, p->o.single, &i, err, errlen);
+	if (!pub_socket(p, p->o.single, &i, e))
+		return false;
 	/* Replay maps name sources, but with one socket they all mean its replay socket. */
-	for (size_t k = 0; rc == 0 && k < p->nsrcs; k++)
-		if (p->srcs[k]->replay_ep)
-			rc = assign(p, p->srcs[k], i, err, errlen);
-	return rc ? rc : replay_for(p, i, NULL, err, errlen);
+	for (size_t k = 0; k < p->nsrcs; k++)
+		if (p->srcs[k]->replay_ep && !assign(p, p->srcs[k], i, e))
+			return false;
+	return replay_for(p, i, NULL, e);
 }
 
-int kv_pub_lookup(struct kv_pub *p, const char *src, size_t len, struct kv_pub_route *r,
-		  char *err, size_t errlen)
+bool kv_pub_lookup(struct kv_pub *p, const char *src, size_t len, struct kv_pub_route *r, struct kv_err *e)
 {
 	struct kv_pub_src *s = find_src(p, src, len, true);
 	if (!s) {
 		*r = (struct kv_pub_route){ .over = true };
-		return 0;
+		return true;
 	}
 	*r = (struct kv_pub_route){ .src = s, .name = s->name, .fresh = !s->looked_up };
 	s->looked_up = true;
 	if (s->sock == SOCK_UNDECIDED) {
 		if (p->o.single) {
-			int rc = assign(p, s, 0, err, errlen);
-			if (rc)
-				return rc;
+			if (!assign(p, s, 0, e))
+				return false;
 		} else if (p->o.port_base >= 0) {
 			long port = p->o.port_base + (long)p->nauto, i;
-			if (port > 65535) {
-				snprintf(err, errlen, "--port-base %ld: no port left for %s", p->o.port_base, s->name);
-				return KV_EX_USAGE;
-			}
+			if (port > 65535)
+				return kv_err_set(e, KV_EX_USAGE, "--port-base %ld: no port left for %s", p->o.port_base,
+						  s->name);
 			char *ep = port_endpoint(p->o.host, port);
-			int rc = pub_socket(p, ep, &i, err, errlen);
+			bool ok = pub_socket(p, ep, &i, e);
 			free(ep);
-			if (rc == 0) {
+			if (ok) {
 				p->nauto++;
-				rc = assign(p, s, i, err, errlen);
+				ok = assign(p, s, i, e);
 			}
-			if (rc)
-				return rc;
+			if (!ok)
+				return false;
 			r->bound = true;
 		} else {
 			s->sock = SOCK_NONE;
 		}
 	}
 	r->published = s->sock >= 0;
-	return 0;
+	return true;
 }
 
 /* ---- sending ---- */
@@ -339,7 +320,7 @@ static bool send_frame(void *s, const void *data, size_t n, int flags)
 }
 
 bool kv_pub_send(struct kv_pub *p, const struct kv_pub_src *s, const struct kv_record *rec, bool drop,
-		 char *err, size_t errlen)
+		 struct kv_err *e)
 {
 	struct sock *k = &p->socks[s->sock];
 	if (rec->nframes == 0)
@@ -350,10 +331,9 @@ bool kv_pub_send(struct kv_pub *p, const struct kv_pub_src *s, const struct kv_r
 		uint64_t bytes = 0;
 		for (size_t i = 0; i < rec->nframes; i++) {
 			if (!send_frame(k->pub, rec->frames[i].p, rec->frames[i].n,
-					i + 1 < rec->nframes ? ZMQ_SNDMORE : 0)) {
-				snprintf(err, errlen, "%s: cannot send: %s", k->endpoint, zmq_strerror(zmq_errno()));
-				return false;
-			}
+					i + 1 < rec->nframes ? ZMQ_SNDMORE : 0))
+				return kv_err_set(e, KV_EX_SOFTWARE, "%s: cannot send: %s", k->endpoint,
+						  zmq_strerror(zmq_errno()));
 			bytes += rec->frames[i].n;
 		}
 		k->messages++;

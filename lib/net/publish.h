@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/err.h"
 #include "decode/kvcap.h"
 #include "base/out.h"
 #include "net/replay.h"
@@ -57,26 +58,26 @@ struct kv_pub_route {
 };
 
 struct kv_pub *kv_pub_new(const struct kv_pub_opts *o);
-/* Every setup call returns 0, or 64 (bad endpoint or conflicting maps) or
- * 69 (binding failed) with the message in err. */
+/* Every setup call returns false, with 64 (bad endpoint or conflicting
+ * maps) or 69 (binding failed) and the message in e, when it fails. */
 /* SRC's replay socket; applied when SRC gets its PUB socket. */
-int kv_pub_replay_map(struct kv_pub *p, const char *src, const char *endpoint, char *err, size_t errlen);
+bool kv_pub_replay_map(struct kv_pub *p, const char *src, const char *endpoint, struct kv_err *e);
 /* Publishes SRC on ENDPOINT (bound now; several sources may share one). */
-int kv_pub_map(struct kv_pub *p, const char *src, const char *endpoint, char *err, size_t errlen);
+bool kv_pub_map(struct kv_pub *p, const char *src, const char *endpoint, struct kv_err *e);
 /* Binds the single socket, if any, and the replay sockets known so far. */
-int kv_pub_start(struct kv_pub *p, char *err, size_t errlen);
+bool kv_pub_start(struct kv_pub *p, struct kv_err *e);
 /* The route of a source, binding its socket on first sight when the port
  * base or the single socket says where. */
-int kv_pub_lookup(struct kv_pub *p, const char *src, size_t len, struct kv_pub_route *r,
-		  char *err, size_t errlen);
+bool kv_pub_lookup(struct kv_pub *p, const char *src, size_t len, struct kv_pub_route *r, struct kv_err *e);
 
 /* Sends the record's frames on its source's socket (unless drop: then it is
  * only buffered, as if lost on the way) and keeps [topic, seq, payload]
  * messages for replay.  A seq that goes back (a publisher restart, a new
  * --loop pass) empties the socket's buffer, as a restarted vLLM's is.
- * False, with err, when ZMQ fails. */
+ * False, with the message in e, when ZMQ fails: 70, for a PUB socket
+ * drops what it cannot queue and refuses nothing else. */
 bool kv_pub_send(struct kv_pub *p, const struct kv_pub_src *s, const struct kv_record *rec, bool drop,
-		 char *err, size_t errlen);
+		 struct kv_err *e);
 
 /* Waits until the monotonic time due_ns, answering replay requests; false
  * when a stop signal came first. */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/err.h"
 #include "sim/emit.h"
 #include "index/index.h"
 #include "base/out.h"
@@ -71,8 +72,9 @@ void kv_sim_queries(struct kv_sim *s, FILE *f, bool by_hash);
 void kv_sim_finish(struct kv_sim *s);
 /* The registrations of the simulated cluster, kv-conductor /register bodies. */
 void kv_sim_write_registrations(const struct kv_sim *s, FILE *f);
-/* The simulation's own index as a snapshot. */
-bool kv_sim_write_snapshot(const struct kv_sim *s, const char *path);
+/* The simulation's own index as a snapshot; false with `PATH: why` (74)
+ * in e. */
+bool kv_sim_write_snapshot(const struct kv_sim *s, const char *path, struct kv_err *e);
 /* The summary line (stderr) and the JSON report. */
 void kv_sim_summary(const struct kv_sim *s, FILE *f);
 void kv_sim_report(const struct kv_sim *s, FILE *f);

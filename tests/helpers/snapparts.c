@@ -33,9 +33,10 @@ int main(int argc, char **argv)
 	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
 				   KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
 	kv_match_init(&m, &ix, &ws, &o);
-	bool ok = kv_snap_write(argv[2], &ix, &ws, &m);
+	struct kv_err e = { 0 };
+	bool ok = kv_snap_write(argv[2], &ix, &ws, &m, &e);
 	if (!ok)
-		kv_warn_errno("%s", argv[2]);
+		kv_err_print(&e);
 	kv_match_free(&m);
 	kv_workers_free(&ws);
 	kv_index_free(&ix);

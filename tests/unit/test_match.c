@@ -110,9 +110,9 @@ static void rig_open_from(struct rig *g, struct kv_match_opts o, const char *res
 	register_workers(&g->ws);
 	if (resume) {
 		struct kv_snap s;
-		char err[256];
-		if (!kv_snap_load(resume, &s, err, sizeof err)) {
-			printf("# %s: %s\n", resume, err);
+		struct kv_err e = { 0 };
+		if (!kv_snap_load(resume, &s, &e)) {
+			printf("# %s\n", kv_err_msg(&e));
 			abort();
 		}
 		kv_snap_restore(&s, &g->ix, &g->ws, g->m);
@@ -357,9 +357,10 @@ static const char *walk(struct rig *g, size_t n, bool shared, const char *instan
 /* The state as kvmatch -o writes it, read back as kvquery and kvmatch -i read it. */
 static void snapshot(struct rig *g, struct kv_snap *s)
 {
-	char path[] = "/tmp/kvtools-match-XXXXXX", err[256];
+	char path[] = "/tmp/kvtools-match-XXXXXX";
+	struct kv_err e = { 0 };
 	close(mkstemp(path));
-	if (!kv_snap_write(path, &g->ix, &g->ws, g->m) || !kv_snap_load(path, s, err, sizeof err))
+	if (!kv_snap_write(path, &g->ix, &g->ws, g->m, &e) || !kv_snap_load(path, s, &e))
 		abort();
 	unlink(path);
 }
@@ -1306,7 +1307,8 @@ static const char *second_half(struct rig *g, int64_t off, char *out, size_t n)
 
 static uint8_t *snapshot_bytes(struct rig *g, const char *path, size_t *len)
 {
-	if (!kv_snap_write(path, &g->ix, &g->ws, g->m))
+	struct kv_err e = { 0 };
+	if (!kv_snap_write(path, &g->ix, &g->ws, g->m, &e))
 		abort();
 	FILE *f = fopen(path, "rb");
 	uint8_t *b = malloc(1 << 16);
@@ -1342,7 +1344,8 @@ static void resumed_run_keeps_every_deadline(void)
 
 		rig_open(&a, o);
 		first_half(&a);
-		if (!kv_snap_write(path, &a.ix, &a.ws, a.m))
+		struct kv_err e = { 0 };
+		if (!kv_snap_write(path, &a.ix, &a.ws, a.m, &e))
 			abort();
 		rig_open_from(&b, o, path);
 		b.seq = a.seq;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "base/err.h"
 #include "index/blockhash.h"
 #include "index/index.h"
 #include "index/matchstate.h"
@@ -67,7 +68,8 @@ static uint8_t *write_read(struct state *s, size_t *len)
 	char path[] = "/tmp/kvtools-snap-XXXXXX";
 	int fd = mkstemp(path);
 	close(fd);
-	if (!kv_snap_write(path, &s->ix, &s->ws, &s->m))
+	struct kv_err e = { 0 };
+	if (!kv_snap_write(path, &s->ix, &s->ws, &s->m, &e))
 		abort();
 	fd = open(path, O_RDONLY);
 	*len = (size_t)lseek(fd, 0, SEEK_END);
@@ -79,6 +81,21 @@ static uint8_t *write_read(struct state *s, size_t *len)
 	return b;
 }
 
+/* kv_snap_check, its message (when it fails) in err; a refusal must be 65
+ * and say why. */
+static bool check_bytes(const void *data, size_t size, struct kv_snap *snap, char *err, size_t errlen)
+{
+	struct kv_err e = { 0 };
+	bool ok = kv_snap_check(data, size, snap, &e);
+	if (ok != !kv_err_any(&e) || (!ok && e.status != KV_EX_DATAERR)) {
+		printf("# kv_snap_check: %s, status %d, \"%s\"\n", ok ? "true" : "false", e.status, kv_err_msg(&e));
+		abort();
+	}
+	snprintf(err, errlen, "%s", kv_err_msg(&e));
+	kv_err_clear(&e);
+	return ok;
+}
+
 static void round_trip(void)
 {
 	struct state s, t;
@@ -87,7 +104,7 @@ static void round_trip(void)
 	uint8_t *b = write_read(&s, &n);
 	struct kv_snap snap;
 	char err[200];
-	ASSERT(kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
 	ASSERT_EQ_U64(snap.npartitions, 2);
 	ASSERT_EQ_U64(snap.nworkers, 2);
 	ASSERT_EQ_U64(snap.nblocks, 6);
@@ -140,13 +157,13 @@ static void every_byte_and_cut(void)
 	for (size_t i = 0; i < n; i++) {
 		for (unsigned flip = 1; flip < 256; flip <<= 1) {
 			b[i] ^= (uint8_t)flip;
-			ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+			ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
 			b[i] ^= (uint8_t)flip;
 		}
 	}
 	for (size_t cut = 0; cut < n; cut++)
-		ASSERT(!kv_snap_check(b, cut, &snap, err, sizeof err));
-	ASSERT(kv_snap_check(b, n, &snap, err, sizeof err));
+		ASSERT(!check_bytes(b, cut, &snap, err, sizeof err));
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
 	free(b);
 	free_state(&s);
 }
@@ -171,7 +188,7 @@ static void damage_with_valid_checksum(void)
 			b[i] = values[v];
 			uint64_t sum = XXH3_64bits(b, n - 8);
 			memcpy(b + n - 8, &sum, 8);
-			if (!kv_snap_check(b, n, &snap, err, sizeof err)) {
+			if (!check_bytes(b, n, &snap, err, sizeof err)) {
 				refused++;
 			} else {
 				for (size_t p = 0; p < snap.npartitions; p++)
@@ -189,7 +206,7 @@ static void damage_with_valid_checksum(void)
 	}
 	uint64_t sum = XXH3_64bits(b, n - 8);
 	memcpy(b + n - 8, &sum, 8);
-	ASSERT(kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
 	ASSERT(refused > 100);
 	free(b);
 	free_state(&s);
@@ -216,7 +233,7 @@ static void order_times_and_bounds(void)
 	kv_srcstats_get(&s.m.sources, "tcp://x:1", 9)->last_recv_ns = s.m.now;
 	size_t n;
 	uint8_t *b = write_read(&s, &n);
-	ASSERT(kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
 	/* arrival order, not partition order: "m" (index 1) first, then "a" (0) */
 	ASSERT_EQ_U64(snap.npending, 2);
 	ASSERT_EQ_U64(snap.pending[0].partition, 1);
@@ -226,14 +243,14 @@ static void order_times_and_bounds(void)
 	uint64_t t = 4;
 	memcpy(b + pend + sizeof(struct kv_snap_pending) + offsetof(struct kv_snap_pending, t), &t, 8);
 	reseal(b, n);
-	ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
 	ASSERT(strcmp(err, "pending 1: out of order") == 0);
 	t = 7;
 	memcpy(b + pend + sizeof(struct kv_snap_pending) + offsetof(struct kv_snap_pending, t), &t, 8);
 	t = 123456790;
 	memcpy(b + src + offsetof(struct kv_snap_source, last_recv_ns), &t, 8);
 	reseal(b, n);
-	ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
 	ASSERT(strcmp(err, "source 0: bad record") == 0);
 	free(b);
 	/* one partition more than KV_MAX_PARTITIONS */
@@ -243,7 +260,7 @@ static void order_times_and_bounds(void)
 		kv_index_partition(&s.ix, model, strlen(model), "t", 1);
 	}
 	b = write_read(&s, &n);
-	ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
 	ASSERT(strcmp(err, "more than 4096 partitions") == 0);
 	free(b);
 	free_state(&s);
@@ -260,7 +277,7 @@ static void repeated_workers(void)
 	kv_workers_add(&s.ws, "w", 1ll << 32, "10.0.0.5", false);
 	size_t n;
 	uint8_t *b = write_read(&s, &n);
-	ASSERT(!kv_snap_check(b, n, &snap, err, sizeof err));
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
 	ASSERT(strcmp(err, "worker 2: out of order or repeated") == 0);
 	free(b);
 	free_state(&s);
@@ -280,14 +297,14 @@ static void stream_position(void)
 	uint32_t nsec;
 	memcpy(&nsec, plain + 8, 4);
 	ASSERT_EQ_U64(nsec, 16);
-	ASSERT(kv_snap_check(plain, n, &snap, err, sizeof err) && snap.stream == NULL);
+	ASSERT(check_bytes(plain, n, &snap, err, sizeof err) && snap.stream == NULL);
 	s.m.has_position = true;
 	s.m.position = 4242;
 	uint8_t *b = write_read(&s, &m);
 	memcpy(&nsec, b + 8, 4);
 	ASSERT_EQ_U64(nsec, 17);
 	ASSERT(m == n + 24 + 16);
-	ASSERT(kv_snap_check(b, m, &snap, err, sizeof err) && snap.stream && snap.stream->last_seq == 4242);
+	ASSERT(check_bytes(b, m, &snap, err, sizeof err) && snap.stream && snap.stream->last_seq == 4242);
 	struct kv_match_opts o = s.m.o;
 	kv_index_init(&t.ix);
 	kv_workers_init(&t.ws);
@@ -299,7 +316,7 @@ static void stream_position(void)
 	memcpy(b + 32 + 16 * 24 + 16, &two, 8);
 	sum = XXH3_64bits(b, m - 8);
 	memcpy(b + m - 8, &sum, 8);
-	ASSERT(!kv_snap_check(b, m, &snap, err, sizeof err));
+	ASSERT(!check_bytes(b, m, &snap, err, sizeof err));
 	free_state(&t);
 	free_state(&s);
 	free(plain);
@@ -520,7 +537,7 @@ static void load_refuses_each_fault_at_its_boundary(void)
 	rich_state(&s);
 	size_t n;
 	uint8_t *good = write_read(&s, &n);
-	ASSERT(kv_snap_check(good, n, &snap, err, sizeof err));
+	ASSERT(check_bytes(good, n, &snap, err, sizeof err));
 	ASSERT_EQ_U64(snap.npartitions, 3);
 	ASSERT_EQ_U64(snap.nworkers, 3);
 	ASSERT_EQ_U64(snap.partitions[0].r[KV_RANGE_BLOCKS].count, 4);
@@ -540,7 +557,7 @@ static void load_refuses_each_fault_at_its_boundary(void)
 	int k, wrong = -1;
 	for (k = 0; wrong < 0; k++) {
 		memcpy(b, good, n);
-		if (!kv_snap_check(b, n, &snap, err, sizeof err)) {
+		if (!check_bytes(b, n, &snap, err, sizeof err)) {
 			wrong = k;
 			break;
 		}
@@ -548,7 +565,7 @@ static void load_refuses_each_fault_at_its_boundary(void)
 		if (want && !*want)
 			break;
 		reseal(b, n);
-		bool ok = kv_snap_check(b, n, &snap, err, sizeof err);
+		bool ok = check_bytes(b, n, &snap, err, sizeof err);
 		if (ok != !want || (want && strcmp(err, want) != 0)) {
 			printf("# damage %d: %s, expected %s\n", k, ok ? "loaded" : err, want ? want : "to load");
 			wrong = k;
@@ -561,6 +578,60 @@ static void load_refuses_each_fault_at_its_boundary(void)
 	ASSERT_EQ_U64(k, 45);
 }
 
+/* What kvmatch -i, kvquery and kvnats --after tell the user: `PATH: why`,
+ * 66 for a file that cannot be opened or read, 65 for one that is not a
+ * snapshot; a write that cannot be done is 74. */
+static void load_and_write_failures_say_path_and_status(void)
+{
+	char dir[] = "/tmp/kvtools-snaperr-XXXXXX", path[64], want[128];
+	ASSERT(mkdtemp(dir) != NULL);
+	struct kv_snap snap;
+	struct kv_err e = { 0 };
+
+	snprintf(path, sizeof path, "%s/missing", dir);
+	ASSERT(!kv_snap_load(path, &snap, &e));
+	snprintf(want, sizeof want, "%s: No such file or directory", path);
+	ASSERT_EQ_STR(kv_err_msg(&e), want);
+	ASSERT_EQ_U64(e.status, KV_EX_NOINPUT);
+	kv_err_clear(&e);
+
+	ASSERT(!kv_snap_load(dir, &snap, &e));
+	snprintf(want, sizeof want, "%s: Is a directory", dir);
+	ASSERT_EQ_STR(kv_err_msg(&e), want);
+	ASSERT_EQ_U64(e.status, KV_EX_NOINPUT);
+	kv_err_clear(&e);
+
+	snprintf(path, sizeof path, "%s/empty", dir);
+	close(open(path, O_WRONLY | O_CREAT, 0600));
+	ASSERT(!kv_snap_load(path, &snap, &e));
+	snprintf(want, sizeof want, "%s: empty file", path);
+	ASSERT_EQ_STR(kv_err_msg(&e), want);
+	ASSERT_EQ_U64(e.status, KV_EX_DATAERR);
+	kv_err_clear(&e);
+
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	ASSERT(write(fd, "KVSNAQ and then some bytes, enough for a header", 48) == 48);
+	close(fd);
+	ASSERT(!kv_snap_load(path, &snap, &e));
+	snprintf(want, sizeof want, "%s: not a kvsnap snapshot", path);
+	ASSERT_EQ_STR(kv_err_msg(&e), want);
+	ASSERT_EQ_U64(e.status, KV_EX_DATAERR);
+	kv_err_clear(&e);
+	unlink(path);
+
+	struct state s;
+	make_state(&s);
+	snprintf(path, sizeof path, "%s/no/such/dir", dir);
+	bool wrote = kv_snap_write(path, &s.ix, &s.ws, &s.m, &e);
+	free_state(&s);
+	ASSERT(!wrote);
+	snprintf(want, sizeof want, "%s: No such file or directory", path);
+	ASSERT_EQ_STR(kv_err_msg(&e), want);
+	ASSERT_EQ_U64(e.status, KV_EX_IOERR);
+	kv_err_clear(&e);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -570,5 +641,6 @@ int main(void)
 	RUN(repeated_workers);
 	RUN(stream_position);
 	RUN(load_refuses_each_fault_at_its_boundary);
+	RUN(load_and_write_failures_say_path_and_status);
 	return unit_done();
 }

@@ -87,13 +87,15 @@ static void random_state(struct world *w)
 
 static bool load(struct world *w, struct kv_snap *s)
 {
-	char path[] = "/tmp/kvtools-walk-XXXXXX", err[200];
+	char path[] = "/tmp/kvtools-walk-XXXXXX";
+	struct kv_err e = { 0 };
 	int fd = mkstemp(path);
 	close(fd);
-	bool ok = kv_snap_write(path, &w->ix, &w->ws, &w->m) && kv_snap_load(path, s, err, sizeof err);
+	bool ok = kv_snap_write(path, &w->ix, &w->ws, &w->m, &e) && kv_snap_load(path, s, &e);
 	unlink(path);
 	if (!ok)
-		printf("# %s\n", err);
+		printf("# %s\n", kv_err_msg(&e));
+	kv_err_clear(&e);
 	return ok;
 }
 
