@@ -189,8 +189,8 @@ static bool pub_socket(struct kv_pub *p, const char *endpoint, long *index, stru
 			*index = (long)i;
 			return true;
 		}
-	void *s;
-	char *shown;
+	void *s = NULL;
+	char *shown = NULL;
 	if (!bind_new(p, ZMQ_PUB, endpoint, &s, &shown, e))
 		return false;
 	p->socks = kv_xgrow(p->socks, &p->capsocks, p->nsocks + 1, sizeof *p->socks);
