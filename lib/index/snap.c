@@ -581,21 +581,41 @@ static void build_directories(struct kv_snap *s)
  * file truncated or rewritten in place (`: >`, cp, rsync --inplace) is
  * SIGBUS or different bytes under checks already passed.  Reading also
  * takes what has no size to map: a pipe, /dev/stdin.  A regular file of
- * READ_MAPPED and more is read into anonymous memory faulted in at once
- * (MAP_POPULATE): page faults one at a time were a third of loading the
- * bench's 241 MB snapshot.  *mapped is that memory's size (0: malloc'ed).
- * NULL with errno set on a read error. */
+ * READ_MAPPED and more is read into anonymous memory of its own. *mapped is
+ * that memory's size (0: malloc'ed).  NULL with errno set on a read error. */
 #define READ_MAPPED ((size_t)1 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* Anonymous memory for CAP bytes on 2 MiB boundaries, asking for
+ * transparent huge pages and faulting it in at once: the kernel zeroing
+ * and mapping 4 KiB pages one fault at a time was half of loading a large
+ * snapshot (the bench's 10M blocks: 210 -> 95 ms).  Where huge pages are
+ * off, MADV_POPULATE_WRITE still faults the small pages in one call (as
+ * MAP_POPULATE did); a kernel without it faults them in as read() writes.
+ * *len is the size to unmap; NULL when there is no such memory. */
+static char *huge_alloc(size_t cap, size_t *len)
+{
+	size_t n = (cap + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	char *r = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r == MAP_FAILED)
+		return NULL;
+	char *a = (char *)(((uintptr_t)r + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	if (a > r)
+		munmap(r, (size_t)(a - r));
+	munmap(a + n, (size_t)(r + HUGE_PAGE - a));
+	(void)madvise(a, n, MADV_HUGEPAGE);
+	(void)madvise(a, n, MADV_POPULATE_WRITE);
+	*len = n;
+	return a;
+}
 
 static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *mapped)
 {
 	size_t cap = S_ISREG(st->st_mode) && st->st_size > 0 ? (size_t)st->st_size + 1 : 1 << 16, len = 0;
 	char *d = NULL;
 	*mapped = 0;
-	if (cap >= READ_MAPPED) {
-		d = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-		*mapped = d == MAP_FAILED ? 0 : cap;
-	}
+	if (cap >= READ_MAPPED)
+		d = huge_alloc(cap, mapped);
 	if (!*mapped)
 		d = kv_xmalloc(cap);
 	for (;;) {
