@@ -599,7 +599,7 @@ static char *huge_alloc(size_t cap, size_t *len)
 	char *r = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (r == MAP_FAILED)
 		return NULL;
-	char *a = (char *)(((uintptr_t)r + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	char *a = r + (HUGE_PAGE - (uintptr_t)r % HUGE_PAGE) % HUGE_PAGE;
 	if (a > r)
 		munmap(r, (size_t)(a - r));
 	munmap(a + n, (size_t)(r + HUGE_PAGE - a));
