@@ -183,7 +183,8 @@ struct wstate {
 enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64 };
 
 struct kv_querier {
-	uint64_t *local, *chain;
+	uint64_t *local, *chains;      /* a token query's local hashes and chains */
+	const uint64_t *chain;          /* the query's chains: q->chains, or those given */
 	size_t cap;
 	struct wstate *w;
 	size_t capw;
@@ -206,7 +207,7 @@ void kv_querier_free(struct kv_querier *q)
 	if (!q)
 		return;
 	free(q->local);
-	free(q->chain);
+	free(q->chains);
 	free(q->w);
 	free(q->active);
 	free(q->next);
@@ -222,55 +223,60 @@ static void start_worker(struct wstate *s, uint32_t epoch)
 }
 
 /* Block i, in whose media (bits) the worker has it; own: its own holding
- * (differs from bits with a shared pool).  Returns false once every run ended. */
+ * (differs from bits with a shared pool).  Returns false once every run
+ * ended.  The walks' flags are worked on in locals and stored once: a
+ * test of all five flags read back as one word right after their byte
+ * stores waited for the stores to retire (a third of a walk's time). */
 static inline __attribute__((always_inline)) bool step(struct wstate *s, uint32_t i, unsigned bits, unsigned own)
 {
 	bool cpu_here = bits & KV_MEDIUM_BIT(KV_CPU), disk_here = bits & KV_MEDIUM_BIT(KV_DISK);
-	if (s->npu) {
+	bool npu = s->npu, cpu0 = s->cpu0, cpu1 = s->cpu1, disk0 = s->disk0, disk1 = s->disk1;
+	if (npu) {
 		if (bits & KV_MEDIUM_BIT(KV_XPU))
 			s->npu_end = i + 1;
 		else {
-			s->npu = false;
-			s->cpu1 = s->cpu1_started = true;
+			npu = false;
+			cpu1 = s->cpu1_started = true;
 			s->cpu1_end = i;
 		}
 	}
 	bool counted_cpu = false;
-	if (s->cpu0) {
+	if (cpu0) {
 		if (cpu_here) {
 			s->cpu0_end = i + 1;
-			counted_cpu = !s->npu;
+			counted_cpu = !npu;
 		} else {
-			s->cpu0 = false;
+			cpu0 = false;
 		}
 	}
-	if (s->cpu1) {
+	if (cpu1) {
 		if (cpu_here) {
 			s->cpu1_end = i + 1;
 			counted_cpu = true;
 		} else {
-			s->cpu1 = false;
+			cpu1 = false;
 		}
 	}
 	if (counted_cpu && (own & KV_MEDIUM_BIT(KV_CPU)))
 		s->cpu_own++;
-	if (s->disk0) {
+	if (disk0) {
 		if (disk_here)
 			s->disk0_end = i + 1;
 		else
-			s->disk0 = false;
+			disk0 = false;
 	}
-	if (!s->disk1_started && !s->npu && !s->cpu0 && !s->cpu1) {
-		s->disk1 = s->disk1_started = true;
+	if (!s->disk1_started && !npu && !cpu0 && !cpu1) {
+		disk1 = s->disk1_started = true;
 		s->disk1_end = i;
 	}
-	if (s->disk1) {
+	if (disk1) {
 		if (disk_here)
 			s->disk1_end = i + 1;
 		else
-			s->disk1 = false;
+			disk1 = false;
 	}
-	return s->npu || s->cpu0 || s->cpu1 || s->disk0 || s->disk1;
+	s->npu = npu, s->cpu0 = cpu0, s->cpu1 = cpu1, s->disk0 = disk0, s->disk1 = disk1;
+	return npu || cpu0 || cpu1 || disk0 || disk1;
 }
 
 static void finish(struct wstate *s, uint32_t i, enum kv_stop why)
@@ -299,28 +305,30 @@ static struct kv_hit to_hit(const struct wstate *s, uint32_t w)
 	return h;
 }
 
+/* The query's chains in q->chain, and the local hash of its first block
+ * (routing's tie-break; 0 for chains given).  Chains or local hashes given
+ * are read where they are, not copied. */
 static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 {
 	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0)
 		   : r->chains ? r->nchains : r->nlocals;
-	if (n > q->cap) {
-		q->local = kv_xrealloc(q->local, n * sizeof *q->local);
-		q->chain = kv_xrealloc(q->chain, n * sizeof *q->chain);
-		q->cap = n;
-	}
-	if (r->tokens)
-		return kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chain, n);
+	q->first_local = 0;
 	if (r->chains) {
-		if (n) { /* q->chain is NULL before the first block of any query */
-			memcpy(q->chain, r->chains, n * sizeof *q->chain);
-			memset(q->local, 0, n * sizeof *q->local);
-		}
+		q->chain = r->chains;
 		return n;
 	}
-	if (n) {
-		memcpy(q->local, r->locals, n * sizeof *q->local);
-		kv_chain_hashes(KV_CHAIN_ROOT, q->local, q->chain, n);
+	if (n > q->cap) {
+		q->local = kv_xrealloc(q->local, n * sizeof *q->local);
+		q->chains = kv_xrealloc(q->chains, n * sizeof *q->chains);
+		q->cap = n;
 	}
+	q->chain = q->chains;
+	if (r->tokens)
+		n = kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chains, n);
+	else if (n)
+		kv_chain_hashes(KV_CHAIN_ROOT, r->locals, q->chains, n);
+	if (n)
+		q->first_local = r->tokens ? q->local[0] : r->locals[0];
 	return n;
 }
 
@@ -468,7 +476,6 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	size_t n = hash_query(q, req);
 	*nblocks = n;
 	q->src = src;
-	q->first_local = n ? q->local[0] : 0;
 	if (src->nworkers > q->capw) {
 		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
 		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);
