@@ -178,8 +178,8 @@ struct wstate {
 /* Looking up a block costs dependent cache misses (a directory or table
  * slot, then the block record): lookups known ahead are started early.
  * From a live index the walk goes block by block, each looked up
- * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps
- * KV_QUERY_JUMP blocks at a time, all the jumps started at once. */
+ * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps between
+ * checkpoints, the multiples of KV_QUERY_JUMP, all started at once. */
 enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64 };
 
 struct kv_querier {
@@ -375,20 +375,33 @@ static size_t live_run(const struct kv_querier *q, const struct kv_qsource *src,
 	return j - i;
 }
 
-/* The blocks a walk will look at next, fetched together: all their
- * directory slots, then all their records, so that the misses overlap.
- * From block lo on: the block lo (when its own run begins there), the
- * blocks a run from lo jumps to, and the last. */
-static void fetch_ahead(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t before, size_t lo,
-			size_t n)
+/* The checkpoint a run from block lo jumps to first: the next multiple of
+ * KV_QUERY_JUMP.  Every run of a walk jumps between the same checkpoints,
+ * so they are fetched once for all the runs (fetch_checkpoints). */
+static size_t next_checkpoint(size_t lo)
+{
+	return (lo / KV_QUERY_JUMP + 1) * KV_QUERY_JUMP;
+}
+
+/* The blocks a walk's jumps look at, every checkpoint and the last block:
+ * all their directory slots, then all their records, so that the misses
+ * overlap. */
+static void fetch_checkpoints(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n)
 {
 	for (int stage = 0; stage < 2; stage++) {
-		if (before < lo)
-			kv_qsource_prefetch(src, part, q->chain[before], stage);
-		for (size_t j = lo; j < n; j += KV_QUERY_JUMP)
+		for (size_t j = KV_QUERY_JUMP; j < n; j += KV_QUERY_JUMP)
 			kv_qsource_prefetch(src, part, q->chain[j], stage);
-		if (lo + 1 < n)
-			kv_qsource_prefetch(src, part, q->chain[n - 1], stage);
+		kv_qsource_prefetch(src, part, q->chain[n - 1], stage);
+	}
+}
+
+/* Where a jump failed: the block where the run most often ends and the
+ * one after it, where the next run begins, fetched together. */
+static void fetch_pair(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t last)
+{
+	for (int stage = 0; stage < 2; stage++) {
+		kv_qsource_prefetch(src, part, q->chain[last], stage);
+		kv_qsource_prefetch(src, part, q->chain[last + 1], stage);
 	}
 }
 
@@ -411,8 +424,9 @@ static bool continues(const struct kv_querier *q, const struct kv_qsource *src, 
 	return false;
 }
 
-/* Snapshot: block i's holders go on through block lo while a block
- * KV_QUERY_JUMP further is held with them and its run reaches back to lo;
+/* Snapshot: block i's holders go on through block lo while the next
+ * checkpoint (or the last block) is held with them and its run reaches
+ * back to lo;
  * where that fails, the run's last block is searched between, where the
  * failed block said the run ends first (a block is in the run exactly when
  * its run reaches back to lo). */
@@ -420,10 +434,10 @@ static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src,
 		       const struct kv_qblock *cur, struct run_end *end)
 {
 	size_t lo = i, hi = n;
-	if (i == 0)
-		fetch_ahead(q, src, part, n, 0, n);
+	if (i == 0 && n > 1)
+		fetch_checkpoints(q, src, part, n);
 	while (lo + 1 < hi) {
-		size_t j = lo + KV_QUERY_JUMP < n ? lo + KV_QUERY_JUMP : n - 1;
+		size_t j = next_checkpoint(lo) < n ? next_checkpoint(lo) : n - 1;
 		size_t h = j;
 		if (!continues(q, src, part, lo, j, cur->set, &h)) {
 			hi = h;
@@ -433,8 +447,8 @@ static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src,
 	}
 	/* Most often the run ends just before where the failed block's began,
 	 * and the next run begins there. */
-	if (hi < n)
-		fetch_ahead(q, src, part, hi - 1, hi, n);
+	if (hi < n && lo + 1 < hi)
+		fetch_pair(q, src, part, hi - 1);
 	if (lo + 1 < hi) {
 		size_t h = hi - 1;
 		if (continues(q, src, part, lo, hi - 1, cur->set, &h))
