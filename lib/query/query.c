@@ -543,17 +543,22 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 			}
 		/* Active workers and holders are both sorted by worker: walk them together. */
 		size_t keep = 0, k = 0;
+		enum kv_stop elsewhere = pools_only(src, h, nh) ? KV_STOP_POOL_ONLY : KV_STOP_ELSEWHERE;
 		for (size_t a = 0; a < nactive; a++) {
 			uint32_t w = q->active[a];
 			while (k < nh && KV_HOLDER_WORKER(h[k]) < w)
 				k++;
 			unsigned own = k < nh && KV_HOLDER_WORKER(h[k]) == w ? KV_HOLDER_MEDIA(h[k]) : 0;
 			unsigned bits = o->shared_pool ? (own & KV_MEDIUM_BIT(KV_XPU)) | pool : own;
-			if (step_run(&q->w[w], i, (uint32_t)len, bits, own))
+			/* A block held in no medium that counts for the worker (its
+			 * fate at the first change of holders, most often) ends its
+			 * walks where they are: step() would only start the cpu and
+			 * disk walks from block i to end them at once, which to_hit
+			 * reads as ending there anyway. */
+			if (bits && step_run(&q->w[w], i, (uint32_t)len, bits, own))
 				q->next[keep++] = w;
 			else
-				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : pools_only(src, h, nh) ? KV_STOP_POOL_ONLY
-											 : KV_STOP_ELSEWHERE);
+				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : elsewhere);
 		}
 		uint32_t *t = q->active;
 		q->active = q->next;
