@@ -468,6 +468,34 @@ static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src,
 	return lo + 1 - i;
 }
 
+/* The first run without a shared pool: its holders start their walks
+ * (q->active, sorted), the only workers that can match.  They all start
+ * alike, so each combination of media is stepped once and its state copied
+ * to the holders of the run in it (a state names no worker); one that
+ * stops is finished as the loop of kv_query_run finishes it.  How many
+ * walk on. */
+static size_t first_run(struct kv_querier *q, const uint32_t *h, size_t nh, uint32_t len, uint32_t epoch,
+			enum kv_stop elsewhere)
+{
+	struct wstate after[8];
+	bool alive[8], stepped[8] = { false };
+	size_t keep = 0;
+	for (size_t k = 0; k < nh; k++) {
+		unsigned own = KV_HOLDER_MEDIA(h[k]);
+		if (!stepped[own]) {
+			start_worker(&after[own], epoch);
+			alive[own] = own && step_run(&after[own], 0, len, own, own);
+			if (!alive[own])
+				finish(&after[own], 0, own ? KV_STOP_OTHER_MEDIUM : elsewhere);
+			stepped[own] = true;
+		}
+		q->w[KV_HOLDER_WORKER(h[k])] = after[own];
+		if (alive[own])
+			q->active[keep++] = KV_HOLDER_WORKER(h[k]);
+	}
+	return keep;
+}
+
 static int by_worker_name(const void *a, const void *b, void *ctx)
 {
 	const struct kv_qsource *s = ctx;
@@ -536,14 +564,14 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 		if (o->shared_pool)
 			for (size_t k = 0; k < nh; k++)
 				pool |= KV_HOLDER_MEDIA(h[k]) & (KV_MEDIUM_BIT(KV_CPU) | KV_MEDIUM_BIT(KV_DISK));
-		if (i == 0 && !o->shared_pool)
-			for (size_t k = 0; k < nh; k++) {
-				start_worker(&q->w[KV_HOLDER_WORKER(h[k])], epoch);
-				q->active[nactive++] = KV_HOLDER_WORKER(h[k]);
-			}
+		enum kv_stop elsewhere = pools_only(src, h, nh) ? KV_STOP_POOL_ONLY : KV_STOP_ELSEWHERE;
+		if (i == 0 && !o->shared_pool) {
+			nactive = first_run(q, h, nh, (uint32_t)len, epoch, elsewhere);
+			i += (uint32_t)len;
+			continue;
+		}
 		/* Active workers and holders are both sorted by worker: walk them together. */
 		size_t keep = 0, k = 0;
-		enum kv_stop elsewhere = pools_only(src, h, nh) ? KV_STOP_POOL_ONLY : KV_STOP_ELSEWHERE;
 		for (size_t a = 0; a < nactive; a++) {
 			uint32_t w = q->active[a];
 			while (k < nh && KV_HOLDER_WORKER(h[k]) < w)
