@@ -426,10 +426,9 @@ static bool continues(const struct kv_querier *q, const struct kv_qsource *src, 
 
 /* Snapshot: block i's holders go on through block lo while the next
  * checkpoint (or the last block) is held with them and its run reaches
- * back to lo;
- * where that fails, the run's last block is searched between, where the
- * failed block said the run ends first (a block is in the run exactly when
- * its run reaches back to lo). */
+ * back to lo; where that fails, the run's last block is searched between,
+ * where the failed block said the run ends first (a block is in the run
+ * exactly when its run reaches back to lo). */
 static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
 		       const struct kv_qblock *cur, struct run_end *end)
 {
