@@ -333,6 +333,23 @@ for line in open(sys.argv[1]):
 	assert_output '{"default":{"10.0.0.7:6000":{"DP":{"10":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":128,"npu_blocks":1},"2":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":128,"npu_blocks":1}},"longest_matched":128}}}'
 }
 
+@test "DP keys in serde's string order for instances of many ranks: 12 (sorted in place) and 20 (qsort)" {
+	for n in 12 20; do
+		for dp in $(seq 0 $((n - 1))); do store "tcp://10.0.0.7:$((6000 + dp))" 1 $dp xpu '"0x1"' null "$(seq -s, 1 128)" 128; done > ev$n.jsonl
+		kvmatch -q --log none -o dp$n.kvsnap ev$n.jsonl
+		dp='{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":128,"npu_blocks":1}'
+		keys=$(seq 0 $((n - 1)) | LC_ALL=C sort)
+		want=$(for k in $keys; do printf ',"%s":%s' "$k" "$dp"; done)
+		run --separate-stderr kvquery -s dp$n.kvsnap <<<"[$(seq -s, 1 128)]"
+		assert_success
+		assert_output "{\"default\":{\"10.0.0.7:6000\":{\"DP\":{${want#,}},\"longest_matched\":128}}}"
+		want=$(for k in $keys; do printf ',"%s":128' "$k"; done)
+		run --separate-stderr kvquery -s dp$n.kvsnap --api mooncake <<<"[$(seq -s, 1 128)]"
+		assert_success
+		assert_output "{\"default\":{\"10.0.0.7:6000\":{\"CPU\":128,\"DISK\":128,\"DP\":{${want#,}},\"GPU\":128,\"longest_matched\":128}}}"
+	done
+}
+
 @test "token ids are kv-conductor's i64, hashed as u32 as it casts them" {
 	printf '{"token_ids": [%s]}\n{"token_ids": [%s]}\n' "$(seq -s, 1 128)" "$(seq -s, 4294967297 4294967424)" > q.jsonl
 	run --separate-stderr kvquery -s s.kvsnap q.jsonl

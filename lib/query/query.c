@@ -178,12 +178,13 @@ struct wstate {
 /* Looking up a block costs dependent cache misses (a directory or table
  * slot, then the block record): lookups known ahead are started early.
  * From a live index the walk goes block by block, each looked up
- * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps
- * KV_QUERY_JUMP blocks at a time, all the jumps started at once. */
+ * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps between
+ * checkpoints, the multiples of KV_QUERY_JUMP, all started at once. */
 enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64 };
 
 struct kv_querier {
-	uint64_t *local, *chain;
+	uint64_t *local, *chains;      /* a token query's local hashes and chains */
+	const uint64_t *chain;          /* the query's chains: q->chains, or those given */
 	size_t cap;
 	struct wstate *w;
 	size_t capw;
@@ -206,7 +207,7 @@ void kv_querier_free(struct kv_querier *q)
 	if (!q)
 		return;
 	free(q->local);
-	free(q->chain);
+	free(q->chains);
 	free(q->w);
 	free(q->active);
 	free(q->next);
@@ -222,55 +223,60 @@ static void start_worker(struct wstate *s, uint32_t epoch)
 }
 
 /* Block i, in whose media (bits) the worker has it; own: its own holding
- * (differs from bits with a shared pool).  Returns false once every run ended. */
+ * (differs from bits with a shared pool).  Returns false once every run
+ * ended.  The walks' flags are worked on in locals and stored once: a
+ * test of all five flags read back as one word right after their byte
+ * stores waited for the stores to retire (a third of a walk's time). */
 static inline __attribute__((always_inline)) bool step(struct wstate *s, uint32_t i, unsigned bits, unsigned own)
 {
 	bool cpu_here = bits & KV_MEDIUM_BIT(KV_CPU), disk_here = bits & KV_MEDIUM_BIT(KV_DISK);
-	if (s->npu) {
+	bool npu = s->npu, cpu0 = s->cpu0, cpu1 = s->cpu1, disk0 = s->disk0, disk1 = s->disk1;
+	if (npu) {
 		if (bits & KV_MEDIUM_BIT(KV_XPU))
 			s->npu_end = i + 1;
 		else {
-			s->npu = false;
-			s->cpu1 = s->cpu1_started = true;
+			npu = false;
+			cpu1 = s->cpu1_started = true;
 			s->cpu1_end = i;
 		}
 	}
 	bool counted_cpu = false;
-	if (s->cpu0) {
+	if (cpu0) {
 		if (cpu_here) {
 			s->cpu0_end = i + 1;
-			counted_cpu = !s->npu;
+			counted_cpu = !npu;
 		} else {
-			s->cpu0 = false;
+			cpu0 = false;
 		}
 	}
-	if (s->cpu1) {
+	if (cpu1) {
 		if (cpu_here) {
 			s->cpu1_end = i + 1;
 			counted_cpu = true;
 		} else {
-			s->cpu1 = false;
+			cpu1 = false;
 		}
 	}
 	if (counted_cpu && (own & KV_MEDIUM_BIT(KV_CPU)))
 		s->cpu_own++;
-	if (s->disk0) {
+	if (disk0) {
 		if (disk_here)
 			s->disk0_end = i + 1;
 		else
-			s->disk0 = false;
+			disk0 = false;
 	}
-	if (!s->disk1_started && !s->npu && !s->cpu0 && !s->cpu1) {
-		s->disk1 = s->disk1_started = true;
+	if (!s->disk1_started && !npu && !cpu0 && !cpu1) {
+		disk1 = s->disk1_started = true;
 		s->disk1_end = i;
 	}
-	if (s->disk1) {
+	if (disk1) {
 		if (disk_here)
 			s->disk1_end = i + 1;
 		else
-			s->disk1 = false;
+			disk1 = false;
 	}
-	return s->npu || s->cpu0 || s->cpu1 || s->disk0 || s->disk1;
+	s->npu = npu, s->cpu0 = cpu0, s->cpu1 = cpu1, s->disk0 = disk0, s->disk1 = disk1;
+	return npu || cpu0 || cpu1 || disk0 || disk1;
 }
 
 static void finish(struct wstate *s, uint32_t i, enum kv_stop why)
@@ -299,28 +305,30 @@ static struct kv_hit to_hit(const struct wstate *s, uint32_t w)
 	return h;
 }
 
+/* The query's chains in q->chain, and the local hash of its first block
+ * (routing's tie-break; 0 for chains given).  Chains or local hashes given
+ * are read where they are, not copied. */
 static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 {
 	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0)
 		   : r->chains ? r->nchains : r->nlocals;
-	if (n > q->cap) {
-		q->local = kv_xrealloc(q->local, n * sizeof *q->local);
-		q->chain = kv_xrealloc(q->chain, n * sizeof *q->chain);
-		q->cap = n;
-	}
-	if (r->tokens)
-		return kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chain, n);
+	q->first_local = 0;
 	if (r->chains) {
-		if (n) { /* q->chain is NULL before the first block of any query */
-			memcpy(q->chain, r->chains, n * sizeof *q->chain);
-			memset(q->local, 0, n * sizeof *q->local);
-		}
+		q->chain = r->chains;
 		return n;
 	}
-	if (n) {
-		memcpy(q->local, r->locals, n * sizeof *q->local);
-		kv_chain_hashes(KV_CHAIN_ROOT, q->local, q->chain, n);
+	if (n > q->cap) {
+		q->local = kv_xrealloc(q->local, n * sizeof *q->local);
+		q->chains = kv_xrealloc(q->chains, n * sizeof *q->chains);
+		q->cap = n;
 	}
+	q->chain = q->chains;
+	if (r->tokens)
+		n = kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chains, n);
+	else if (n)
+		kv_chain_hashes(KV_CHAIN_ROOT, r->locals, q->chains, n);
+	if (n)
+		q->first_local = r->tokens ? q->local[0] : r->locals[0];
 	return n;
 }
 
@@ -367,20 +375,33 @@ static size_t live_run(const struct kv_querier *q, const struct kv_qsource *src,
 	return j - i;
 }
 
-/* The blocks a walk will look at next, fetched together: all their
- * directory slots, then all their records, so that the misses overlap.
- * From block lo on: the block lo (when its own run begins there), the
- * blocks a run from lo jumps to, and the last. */
-static void fetch_ahead(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t before, size_t lo,
-			size_t n)
+/* The checkpoint a run from block lo jumps to first: the next multiple of
+ * KV_QUERY_JUMP.  Every run of a walk jumps between the same checkpoints,
+ * so they are fetched once for all the runs (fetch_checkpoints). */
+static size_t next_checkpoint(size_t lo)
+{
+	return (lo / KV_QUERY_JUMP + 1) * KV_QUERY_JUMP;
+}
+
+/* The blocks a walk's jumps look at, every checkpoint and the last block:
+ * all their directory slots, then all their records, so that the misses
+ * overlap. */
+static void fetch_checkpoints(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n)
 {
 	for (int stage = 0; stage < 2; stage++) {
-		if (before < lo)
-			kv_qsource_prefetch(src, part, q->chain[before], stage);
-		for (size_t j = lo; j < n; j += KV_QUERY_JUMP)
+		for (size_t j = KV_QUERY_JUMP; j < n; j += KV_QUERY_JUMP)
 			kv_qsource_prefetch(src, part, q->chain[j], stage);
-		if (lo + 1 < n)
-			kv_qsource_prefetch(src, part, q->chain[n - 1], stage);
+		kv_qsource_prefetch(src, part, q->chain[n - 1], stage);
+	}
+}
+
+/* Where a jump failed: the block where the run most often ends and the
+ * one after it, where the next run begins, fetched together. */
+static void fetch_pair(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t last)
+{
+	for (int stage = 0; stage < 2; stage++) {
+		kv_qsource_prefetch(src, part, q->chain[last], stage);
+		kv_qsource_prefetch(src, part, q->chain[last + 1], stage);
 	}
 }
 
@@ -403,19 +424,19 @@ static bool continues(const struct kv_querier *q, const struct kv_qsource *src, 
 	return false;
 }
 
-/* Snapshot: block i's holders go on through block lo while a block
- * KV_QUERY_JUMP further is held with them and its run reaches back to lo;
- * where that fails, the run's last block is searched between, where the
- * failed block said the run ends first (a block is in the run exactly when
- * its run reaches back to lo). */
+/* Snapshot: block i's holders go on through block lo while the next
+ * checkpoint (or the last block) is held with them and its run reaches
+ * back to lo; where that fails, the run's last block is searched between,
+ * where the failed block said the run ends first (a block is in the run
+ * exactly when its run reaches back to lo). */
 static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
 		       const struct kv_qblock *cur, struct run_end *end)
 {
 	size_t lo = i, hi = n;
-	if (i == 0)
-		fetch_ahead(q, src, part, n, 0, n);
+	if (i == 0 && n > 1)
+		fetch_checkpoints(q, src, part, n);
 	while (lo + 1 < hi) {
-		size_t j = lo + KV_QUERY_JUMP < n ? lo + KV_QUERY_JUMP : n - 1;
+		size_t j = next_checkpoint(lo) < n ? next_checkpoint(lo) : n - 1;
 		size_t h = j;
 		if (!continues(q, src, part, lo, j, cur->set, &h)) {
 			hi = h;
@@ -425,8 +446,8 @@ static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src,
 	}
 	/* Most often the run ends just before where the failed block's began,
 	 * and the next run begins there. */
-	if (hi < n)
-		fetch_ahead(q, src, part, hi - 1, hi, n);
+	if (hi < n && lo + 1 < hi)
+		fetch_pair(q, src, part, hi - 1);
 	if (lo + 1 < hi) {
 		size_t h = hi - 1;
 		if (continues(q, src, part, lo, hi - 1, cur->set, &h))
@@ -444,6 +465,34 @@ static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src,
 	if (lo + 1 < n)
 		end->held = kv_qsource_block(src, part, q->chain[lo + 1], &end->next);
 	return lo + 1 - i;
+}
+
+/* The first run without a shared pool: its holders start their walks
+ * (q->active, sorted), the only workers that can match.  They all start
+ * alike, so each combination of media is stepped once and its state copied
+ * to the holders of the run in it (a state names no worker); one that
+ * stops is finished as the loop of kv_query_run finishes it.  How many
+ * walk on. */
+static size_t first_run(struct kv_querier *q, const uint32_t *h, size_t nh, uint32_t len, uint32_t epoch,
+			enum kv_stop elsewhere)
+{
+	struct wstate after[8];
+	bool alive[8], stepped[8] = { false };
+	size_t keep = 0;
+	for (size_t k = 0; k < nh; k++) {
+		unsigned own = KV_HOLDER_MEDIA(h[k]);
+		if (!stepped[own]) {
+			start_worker(&after[own], epoch);
+			alive[own] = own && step_run(&after[own], 0, len, own, own);
+			if (!alive[own])
+				finish(&after[own], 0, own ? KV_STOP_OTHER_MEDIUM : elsewhere);
+			stepped[own] = true;
+		}
+		q->w[KV_HOLDER_WORKER(h[k])] = after[own];
+		if (alive[own])
+			q->active[keep++] = KV_HOLDER_WORKER(h[k]);
+	}
+	return keep;
 }
 
 static int by_worker_name(const void *a, const void *b, void *ctx)
@@ -468,7 +517,6 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	size_t n = hash_query(q, req);
 	*nblocks = n;
 	q->src = src;
-	q->first_local = n ? q->local[0] : 0;
 	if (src->nworkers > q->capw) {
 		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
 		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);
@@ -515,11 +563,12 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 		if (o->shared_pool)
 			for (size_t k = 0; k < nh; k++)
 				pool |= KV_HOLDER_MEDIA(h[k]) & (KV_MEDIUM_BIT(KV_CPU) | KV_MEDIUM_BIT(KV_DISK));
-		if (i == 0 && !o->shared_pool)
-			for (size_t k = 0; k < nh; k++) {
-				start_worker(&q->w[KV_HOLDER_WORKER(h[k])], epoch);
-				q->active[nactive++] = KV_HOLDER_WORKER(h[k]);
-			}
+		enum kv_stop elsewhere = pools_only(src, h, nh) ? KV_STOP_POOL_ONLY : KV_STOP_ELSEWHERE;
+		if (i == 0 && !o->shared_pool) {
+			nactive = first_run(q, h, nh, (uint32_t)len, epoch, elsewhere);
+			i += (uint32_t)len;
+			continue;
+		}
 		/* Active workers and holders are both sorted by worker: walk them together. */
 		size_t keep = 0, k = 0;
 		for (size_t a = 0; a < nactive; a++) {
@@ -528,11 +577,15 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 				k++;
 			unsigned own = k < nh && KV_HOLDER_WORKER(h[k]) == w ? KV_HOLDER_MEDIA(h[k]) : 0;
 			unsigned bits = o->shared_pool ? (own & KV_MEDIUM_BIT(KV_XPU)) | pool : own;
-			if (step_run(&q->w[w], i, (uint32_t)len, bits, own))
+			/* A block held in no medium that counts for the worker (its
+			 * fate at the first change of holders, most often) ends its
+			 * walks where they are: step() would only start the cpu and
+			 * disk walks from block i to end them at once, which to_hit
+			 * reads as ending there anyway. */
+			if (bits && step_run(&q->w[w], i, (uint32_t)len, bits, own))
 				q->next[keep++] = w;
 			else
-				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : pools_only(src, h, nh) ? KV_STOP_POOL_ONLY
-											 : KV_STOP_ELSEWHERE);
+				finish(&q->w[w], i, own ? KV_STOP_OTHER_MEDIUM : elsewhere);
 		}
 		uint32_t *t = q->active;
 		q->active = q->next;

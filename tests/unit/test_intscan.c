@@ -303,6 +303,49 @@ static void test_what_must_be_declined(void)
 	ASSERT(declines("-0]", KV_INTSCAN_U64_HEX));
 }
 
+/* The fast lane reads 64 bytes at a time: every byte value, in place of
+ * every byte of an array long enough for the lane, on both sides of a
+ * block's edge ('/' and ':' are just outside the digits, 0xb0 to 0xb9 are
+ * digits with the top bit set, 0x2c is the comma). */
+static void test_every_byte_in_the_lane(void)
+{
+	char base[200];
+	size_t len = 0;
+	for (int i = 0; len < 150; i++)
+		len += (size_t)snprintf(base + len, sizeof base - len, "%d,", 100 + 37 * i);
+	len += (size_t)snprintf(base + len, sizeof base - len, "5]");
+	char buf[sizeof base];
+	for (unsigned c = 0; c < 256; c++)
+		for (size_t at = 0; at < len; at += 7) {
+			memcpy(buf, base, len);
+			buf[at] = (char)c;
+			ASSERT(same_both_kinds(buf, len));
+		}
+}
+
+/* Elements of every length from 1 to 21 digits, at every offset of a
+ * 64-byte block: plain, with a leading zero, and at 2^64 and beyond. */
+static void test_every_length_at_every_offset(void)
+{
+	static const char *const digits[] = { "12345678901234567890123", "01234567890123456789012",
+					      "18446744073709551615", "18446744073709551616",
+					      "99999999999999999999999", "9223372036854775808" };
+	char buf[400];
+	for (size_t d = 0; d < COUNT(digits); d++)
+		for (size_t k = 1; k <= 21 && k <= strlen(digits[d]); k++)
+			for (size_t pad = 0; pad < 64; pad++) {
+				size_t len = 0;
+				for (size_t i = 0; i < pad; i++)
+					buf[len++] = '7', buf[len++] = ',';
+				memcpy(buf + len, digits[d], k);
+				len += k;
+				len += (size_t)snprintf(buf + len, sizeof buf - len,
+							",1,22,333,4444,55555,666666,7777777,88888888,"
+							"999999999,1234567890,12345678901,123456789012]");
+				ASSERT(same_both_kinds(buf, len));
+			}
+}
+
 /* ---- random arrays --------------------------------------------------- */
 
 struct rng {
@@ -402,6 +445,8 @@ int main(void)
 	RUN(test_every_separator);
 	RUN(test_nul_bytes);
 	RUN(test_every_prefix);
+	RUN(test_every_byte_in_the_lane);
+	RUN(test_every_length_at_every_offset);
 	RUN(test_random_arrays);
 	return unit_done();
 }

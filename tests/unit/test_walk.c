@@ -213,10 +213,37 @@ static void walks_begin_inside_runs(void)
 	}
 }
 
+/* Runs longer than a block's run count can say (KV_SNAP_RUN_MAX): a jump
+ * must never ask a block to vouch for more ancestors than that. */
+static void walks_over_runs_longer_than_their_count(void)
+{
+	static const size_t splits[] = { 256, 300, 450, 600, N - 1 };
+	static const unsigned media[][2] = { { 1, 4 }, { 1, 2 }, { 3, 1 }, { 7, 6 } };
+	for (size_t k = 0; k < sizeof splits / sizeof *splits; k++)
+		for (size_t m2 = 0; m2 < sizeof media / sizeof *media; m2++) {
+			struct world w;
+			world_init(&w);
+			for (size_t i = 0; i < N; i++)
+				for (enum kv_medium m = KV_XPU; m <= KV_DISK; m++)
+					if (media[m2][i >= splits[k]] & KV_MEDIUM_BIT(m))
+						kv_index_hold(&w.ix, w.part, chain[i], i ? chain[i - 1] : KV_CHAIN_ROOT,
+							      local[i], 0, m);
+			struct kv_snap s;
+			ASSERT(load(&w, &s));
+			for (size_t len = 250; len <= N; len += 50)
+				for (int opt = 0; opt < 8; opt++)
+					agree(&w, &s, len, opt & 1, opt & 2, opt & 4);
+			kv_snap_unload(&s);
+			world_free(&w);
+			ASSERT(!unit_current_failed);
+		}
+}
+
 int main(void)
 {
 	RUN(snapshot_walk_agrees_with_live);
 	RUN(walks_begin_inside_runs);
+	RUN(walks_over_runs_longer_than_their_count);
 	RUN(runs_follow_their_definition);
 	return unit_done();
 }
