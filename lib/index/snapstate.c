@@ -351,12 +351,12 @@ static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *i
 	uint32_t *hs = NULL;
 	size_t hcap = 0;
 	for (size_t i = 0; i < n; i++) {
-		/* In chain order the table's slots are random: fetch ahead, the
-		 * slot BUILD_AHEAD blocks on, its holders half as far. */
+		/* In chain order the table's slots are random: fetch ahead.  Not
+		 * the holders: finding them reads the slot fetched (a stall when
+		 * it has not arrived), and a block's set is looked up once per
+		 * set, of which there are few. */
 		if (i + BUILD_AHEAD < n)
 			__builtin_prefetch(kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD]));
-		if (i + BUILD_AHEAD / 2 < n)
-			__builtin_prefetch(kv_block_holders(ix, kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD / 2])));
 		const struct kv_block *blk = kv_blocks_at_const(&p->blocks, idx[i]);
 		node[i].set = block_set(b, ix, blk, &met, &sets, &hs, &hcap);
 		parents[i] = blk->parent;
