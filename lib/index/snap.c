@@ -711,18 +711,21 @@ static void build_directories(struct kv_snap *s)
 	}
 }
 
-/* The whole file in memory of our own.  Not a mapping: a snapshot being
- * answered from must stay valid whatever happens to its path, and a mapped
- * file truncated or rewritten in place (`: >`, cp, rsync --inplace) is
- * SIGBUS or different bytes under checks already passed.  Reading also
- * takes what has no size to map: a pipe, /dev/stdin.  A regular file of
- * READ_MAPPED and more is read into anonymous memory of its own. *mapped is
+/* The file (whole, or the parts read) in memory of our own.  Not a
+ * mapping: a snapshot being answered from must stay valid whatever happens
+ * to its path, and a mapped file truncated or rewritten in place (`: >`,
+ * cp, rsync --inplace) is SIGBUS or different bytes under checks already
+ * passed; a part read later is checked against the table read at first.
+ * Reading also takes what has no size to map: a pipe, /dev/stdin.  A
+ * regular file of READ_MAPPED and more is read in parts (open_parts) into
+ * anonymous memory of its own; read_whole reads the rest whole. *mapped is
  * that memory's size (0: malloc'ed).  NULL with errno set on a read error. */
 #define READ_MAPPED ((size_t)1 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
 
 /* Anonymous memory for CAP bytes on 2 MiB boundaries, asking for
- * transparent huge pages and faulting it in at once: the kernel zeroing
+ * transparent huge pages and (populate) faulting it in at once (read_at
+ * faults in the parts it reads): the kernel zeroing
  * and mapping 4 KiB pages one fault at a time was half of loading a large
  * snapshot (the bench's 10M blocks: 210 -> 95 ms).  Where huge pages are
  * off, MADV_POPULATE_WRITE still faults the small pages in one call (as
