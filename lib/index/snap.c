@@ -136,7 +136,7 @@ static bool write_file(int fd, const struct kv_snap_writer *b)
 	 * files has the 16 sections it had before the section existed */
 	uint32_t nsec = b->sec[KV_SEC_STREAM].len ? KV_SEC_STREAM : KV_SEC_STREAM - 1;
 	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
-	uint8_t table[MAX_SECTIONS * TABLE_ENTRY];
+	uint8_t table[MAX_SECTIONS * TABLE_ENTRY] = { 0 };
 	static const uint8_t zeros[8];
 	for (uint32_t id = 1; id <= nsec; id++) {
 		uint8_t *t = table + (id - 1) * TABLE_ENTRY;
@@ -333,21 +333,25 @@ static bool sums_ok(const uint8_t *d, unsigned parts, struct kv_err *e)
 	return true;
 }
 
-/* The views of parts (NULL for the sections of the others), and every
- * section's count. */
+/* The views of parts and their counts (NULL and 0 for the sections of the
+ * others), and what the table says each kind of range covers. */
 static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 {
 	const void *ptr[KV_SEC_MAX] = { 0 };
-	uint64_t count[KV_SEC_MAX] = { 0 };
+	uint64_t count[KV_SEC_MAX] = { 0 }, total[KV_SEC_MAX] = { 0 };
 	uint32_t nsec = section_total(d);
 	for (uint32_t i = 0; i < nsec; i++) {
 		struct entry x = table_entry(d, i);
 		if (x.id >= KV_SEC_MAX)
 			continue; /* a later version's section: skipped */
-		count[x.id] = x.count;
-		if (part_of(x.id) & parts)
+		total[x.id] = x.count;
+		if (part_of(x.id) & parts) {
 			ptr[x.id] = d + x.off;
+			count[x.id] = x.count;
+		}
 	}
+	for (int k = 0; k < KV_RANGE_MAX; k++)
+		s->range_total[k] = total[range_section[k]];
 	s->meta = ptr[KV_SEC_META];
 	s->strings = ptr[KV_SEC_STRINGS];
 	s->nstrings = count[KV_SEC_STRINGS];
@@ -412,8 +416,7 @@ static const char *const range_name[KV_RANGE_MAX] = { "block", "orphan", "set", 
 
 static uint64_t section_count(const struct kv_snap *s, enum kv_snap_range_kind k)
 {
-	const size_t n[KV_RANGE_MAX] = { s->nblocks, s->norphans, s->nsets, s->nehashes, s->nstale, s->ncontent };
-	return n[k];
+	return s->range_total[k];
 }
 
 /* Each kind of range follows the previous partition's without a gap, and
@@ -665,6 +668,8 @@ static bool check_parts(const uint8_t *d, unsigned parts, struct kv_snap *s, str
 	bool ok = sums_ok(d, parts, e);
 	if (ok) {
 		set_views(d, s->parts | parts, s);
+		if (!(s->parts & KV_SNAP_PART_BLOCKS) && !(parts & KV_SNAP_PART_BLOCKS))
+			kv_die(KV_EX_SOFTWARE, "snapshot: a part read before its blocks");
 		ok = (!(parts & KV_SNAP_PART_BLOCKS) || (check_limits(s, e) && check_partitions(s, e) && check_workers(s, e))) &&
 		     (!(parts & KV_SNAP_PART_EHASHES) || check_engine_hashes(s, e)) &&
 		     (!(parts & KV_SNAP_PART_MATCHER) || check_matcher(s, e));
@@ -737,7 +742,7 @@ static char *huge_alloc(size_t cap, bool populate, size_t *len)
 	char *r = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (r == MAP_FAILED)
 		return NULL;
-	char *a = (char *)(((uintptr_t)r + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	char *a = r + (HUGE_PAGE - (uintptr_t)r % HUGE_PAGE) % HUGE_PAGE;
 	if (a > r)
 		munmap(r, (size_t)(a - r));
 	munmap(a + n, (size_t)(r + HUGE_PAGE - a));
@@ -788,12 +793,9 @@ static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *map
  * a read error, or 0 when the file is shorter than that. */
 static bool read_at(int fd, char *d, size_t mapped, uint64_t from, uint64_t to)
 {
-	if (mapped && to > from) {
-		uintptr_t a = (uintptr_t)(d + from) & ~(uintptr_t)(HUGE_PAGE - 1);
-		uintptr_t z = ((uintptr_t)(d + to) + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-		if (z > (uintptr_t)d + mapped)
-			z = (uintptr_t)d + mapped;
-		(void)madvise((void *)a, z - a, MADV_POPULATE_WRITE);
+	if (mapped && to > from) { /* d starts on a huge page */
+		uint64_t a = from & ~(uint64_t)(HUGE_PAGE - 1), z = (to + HUGE_PAGE - 1) & ~(uint64_t)(HUGE_PAGE - 1);
+		(void)madvise(d + a, (size_t)((z < mapped ? z : mapped) - a), MADV_POPULATE_WRITE);
 	}
 	while (from < to) {
 		ssize_t r = pread(fd, d + from, (size_t)(to - from), (off_t)from);

@@ -110,8 +110,7 @@ struct kv_snap_source {
 struct kv_snap_stream { uint64_t last_seq, reserved; };
 
 /* A loaded, validated snapshot: views into the file's bytes, read into
- * memory.  The views of a part not read (parts) are NULL, their counts
- * those of the table. */
+ * memory.  The views of a part not read (parts) are NULL, their counts 0. */
 struct kv_snap {
 	void *data;
 	size_t size;
@@ -154,6 +153,7 @@ struct kv_snap {
 	 * directory slot and a block or two); NULL: binary search */
 	uint32_t **dir;
 	unsigned *dirbits;
+	uint64_t range_total[KV_RANGE_MAX];   /* records of each kind of range in the file, read or not */
 };
 
 /* Reads (a regular file, a pipe, a device) and validates the parts asked

@@ -141,7 +141,6 @@ struct run_node {
  * and merging them with the keys took twice the time). */
 struct key_dir {
 	const uint64_t *keys;
-	size_t n;
 	uint32_t *dir;
 	unsigned shift;
 };
@@ -151,7 +150,7 @@ static struct key_dir key_dir_build(const uint64_t *keys, size_t n)
 	unsigned bits = 0;
 	while (bits < 30 && ((size_t)2 << bits) <= n)
 		bits++;
-	struct key_dir d = { keys, n, kv_xcalloc(((size_t)1 << bits) + 1, sizeof *d.dir), 64 - bits };
+	struct key_dir d = { keys, kv_xcalloc(((size_t)1 << bits) + 1, sizeof *d.dir), 64 - bits };
 	for (size_t i = 0; i < n; i++)
 		d.dir[bits ? (keys[i] >> d.shift) + 1 : 1]++;
 	for (size_t k = 1; k <= (size_t)1 << bits; k++)
