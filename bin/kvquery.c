@@ -248,7 +248,8 @@ static int load(struct run *r, struct shard *sh, bool fatal)
 	/* the version before reading it: a change while it is read is seen next time */
 	struct stat version = { 0 };
 	stat(sh->path, &version);
-	bool ok = kv_snap_load(sh->path, &s, &e);
+	/* what lookups need; the engine hashes when a line first needs them */
+	bool ok = kv_snap_open(sh->path, KV_SNAP_PART_BLOCKS, &s, &e);
 	if (ok && !shards_disjoint(r, sh, &s, &e)) {
 		kv_snap_unload(&s);
 		ok = false;
@@ -414,6 +415,19 @@ static void hash_rfc1403(struct run *r, const struct kv_qline *q, struct kv_quer
 	resolve_seq_hashes(r, r->seq, n, req);
 }
 
+/* Sequence hashes name chains through the snapshot's engine hashes, read
+ * (and checked) when the first line needs them: lines without need only
+ * the blocks. */
+static bool engine_hashes(struct run *r, const char *file, uint64_t lineno)
+{
+	struct kv_err e = { 0 };
+	if (kv_snap_read(&r->cur->snap, KV_SNAP_PART_EHASHES, &e))
+		return true;
+	bad_line(r, file, lineno, kv_err_msg(&e));
+	kv_err_clear(&e);
+	return false;
+}
+
 static void answer(struct run *r, const char *file, uint64_t lineno, const char *text, size_t n)
 {
 	struct kv_qline *q = &r->line;
@@ -434,6 +448,8 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	tenant.p = kv_snap_string(&r->cur->snap, r->cur->snap.partitions[part].tenant, &tenant.n);
 	struct kv_query req = { (uint32_t)part, bs, q->by_hash ? NULL : q->tokens, q->ntokens,
 				q->by_hash && !q->by_seq ? q->hashes : NULL, q->nhashes, NULL, 0 };
+	if ((q->by_seq || (r->o->rfc_hash && !q->by_hash)) && !engine_hashes(r, file, lineno))
+		return;
 	if (q->by_seq)
 		resolve_seq_hashes(r, q->hashes, q->nhashes, &req);
 	else if (r->o->rfc_hash && !q->by_hash)

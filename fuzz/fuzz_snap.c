@@ -6,8 +6,8 @@
  * -i's restore into live structures, written again as kvmatch -o would.
  * The first byte picks the options:
  *   bit 0 keep the input's size and checksum fields (else the harness
- *   writes the right ones, so that mutations get past the checksum to the
- *   checks behind it), bit 1 shared pool, bit 2 every worker (explain,
+ *   writes the right ones, so that mutations get past the checksums to the
+ *   checks behind them), bit 1 shared pool, bit 2 every worker (explain,
  *   route), bit 3 restore (and write again).
  * Checked beyond "no crash": a rejected snapshot says why; in a loaded one
  * every block is found by its chain and every partition by its name; the
@@ -38,16 +38,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_SCAN 1024
 #define MAX_WALK 64
 
-/* The size field and the trailing checksum a writer would have put there
- * (in anything that holds a 32-byte header and a checksum). */
+/* The size field and the checksums a writer would have put there (in
+ * anything that holds a 32-byte header): each section's that lies in the
+ * input, then the header's over itself and the table (kvsnap(5)). */
 static void fix_up(uint8_t *d, size_t n)
 {
-	if (n < 40)
+	if (n < 32)
 		return;
 	uint64_t size = n;
 	memcpy(d + 16, &size, 8);
-	uint64_t sum = XXH3_64bits(d, n - 8);
-	memcpy(d + n - 8, &sum, 8);
+	uint32_t nsec;
+	memcpy(&nsec, d + 8, 4);
+	if (nsec > 64 || 32 + (size_t)nsec * 32 > n)
+		return;
+	for (uint32_t i = 0; i < nsec; i++) {
+		uint8_t *t = d + 32 + (size_t)i * 32;
+		uint32_t rs;
+		uint64_t off, count;
+		memcpy(&rs, t + 4, 4);
+		memcpy(&off, t + 8, 8);
+		memcpy(&count, t + 16, 8);
+		if (rs && off <= n && count <= (n - off) / rs) {
+			uint64_t sum = XXH3_64bits(d + off, (size_t)(count * rs));
+			memcpy(t + 24, &sum, 8);
+		}
+	}
+	uint8_t buf[24 + 64 * 32];
+	memcpy(buf, d, 24);
+	memcpy(buf + 24, d + 32, (size_t)nsec * 32);
+	uint64_t sum = XXH3_64bits(buf, 24 + (size_t)nsec * 32);
+	memcpy(d + 24, &sum, 8);
 }
 
 static void check_lookups(const struct kv_snap *s, uint32_t p)

@@ -325,7 +325,7 @@ signal_run() {
 	else
 		case $size in
 		0) want="empty file" ;;
-		[1-9] | [1-3][0-9]) want="not a kvsnap snapshot" ;;
+		[1-9] | [12][0-9] | 3[01]) want="not a kvsnap snapshot" ;;
 		*) want="truncated or padded: $size bytes, header says $(stat -c %s complete.kvsnap)" ;;
 		esac
 		run --separate-stderr kvmatch --dump "$tmp"
@@ -375,7 +375,7 @@ signal_run() {
 		assert_equal "$output" ""
 		[ ! -e out.kvsnap ]
 	}
-	check flip.kvsnap "checksum mismatch (corrupt file)"
+	check flip.kvsnap "section 5 checksum mismatch (corrupt file)"  # a byte of BLOCKS
 	check cut.kvsnap "truncated or padded: $((size - 8)) bytes, header says $size"
 	check in.kvcap "not a kvsnap snapshot"
 	check text.kvsnap "not a kvsnap snapshot"
@@ -529,7 +529,7 @@ small_snapshot() {
 	assert_success
 	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":2,"cpu_local_blocks":2,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":20,"npu_blocks":3}},"longest_matched":20}}}'
 	size=$(stat -c %s s.kvsnap)
-	mkdir flip cut
+	mkdir flip cut want
 	# each byte complemented, one file per byte; each length from 0 to size-1
 	perl -e 'local $/; binmode STDIN; my $d = <STDIN>;
 		for my $i (0 .. length($d) - 1) {
@@ -537,17 +537,31 @@ small_snapshot() {
 			open my $f, ">:raw", "flip/$i" or die; print $f $c; close $f;
 			open $f, ">:raw", "cut/$i" or die; print $f substr($d, 0, $i); close $f;
 		}' < s.kvsnap
-	# The checksum (XXH3-64 of all bytes before it, kvsnap(5)) covers every
-	# byte, padding and reserved fields too: no byte can change unnoticed.
-	# The header's fields are checked first.
+	# The checksums (kvsnap(5): the header's over itself and the table, each
+	# section's in its table entry) and zero padding cover every byte,
+	# reserved fields too: no byte can change unnoticed.  The header's
+	# fields are checked first; a file this small is read and checked whole.
+	perl -e 'local $/; binmode STDIN; my $d = <STDIN>;
+		my $nsec = unpack("V", substr($d, 8, 4));
+		for my $k (0 .. $nsec - 1) {
+			my ($id, $rs, $off, $cnt) = unpack("V V Q< Q<", substr($d, 32 + 32 * $k, 24));
+			my $end = $off + $cnt * $rs;
+			for my $i ($off .. (($end + 7) & ~7) - 1) {
+				open my $f, ">", "want/$i" or die;
+				print $f $i < $end ? "section $id checksum mismatch (corrupt file)" : "section $id: padding not zero";
+				close $f;
+			}
+		}' < s.kvsnap
 	bad=0 tried=0
 	for ((i = 0; i < size; i++)); do
 		case $i in
 		[0-5]) want="not a kvsnap snapshot" ;;
-		6) want="snapshot version $((0x04 ^ 0xff)) (this kvtools reads version 4)" ;;
-		7) want="snapshot version $((0xff04)) (this kvtools reads version 4)" ;;
+		6) want="snapshot version $((0x05 ^ 0xff)) (this kvtools reads version 5)" ;;
+		7) want="snapshot version $((0xff05)) (this kvtools reads version 5)" ;;
+		8) want="bad section count $((16 ^ 0xff))" ;;
+		9 | 1[01]) want="bad section count $(perl -e 'local $/; open my $f, "<:raw", $ARGV[0]; my $d = <$f>; print unpack("V", substr($d, 8, 4))' flip/$i)" ;;
 		1[6-9] | 2[0-3]) want="truncated or padded: $size bytes, header says $(perl -e 'local $/; open my $f, "<:raw", $ARGV[0]; my $d = <$f>; print unpack("Q<", substr($d, 16, 8))' flip/$i)" ;;
-		*) want="checksum mismatch (corrupt file)" ;;
+		*) if [ -f want/$i ]; then want=$(cat want/$i); else want="header checksum mismatch (corrupt file)"; fi ;;
 		esac
 		kvquery -s flip/$i q.txt > out 2> err && st=0 || st=$?
 		mapfile -t msg < err
@@ -558,7 +572,7 @@ small_snapshot() {
 		fi
 		case $i in
 		0) want="empty file" ;;
-		[1-9] | [1-3][0-9]) want="not a kvsnap snapshot" ;;
+		[1-9] | [12][0-9] | 3[01]) want="not a kvsnap snapshot" ;;
 		*) want="truncated or padded: $i bytes, header says $size" ;;
 		esac
 		kvquery -s cut/$i q.txt > out 2> err && st=0 || st=$?

@@ -635,3 +635,49 @@ beta false"
 	assert_equal "$stderr" "kvquery: all.kvsnap: partition alpha/default is in a.kvsnap too: shards must hold disjoint partitions"
 	assert_equal "$output" ""
 }
+
+@test "a snapshot of 1 MiB and more: the engine hashes are read at the first line that needs them, from the file opened at load" {
+	synthcap -n 1000 -e 1 -b 32 -s 4 > big.kvcap
+	kvmatch -q --log none -o big.kvsnap big.kvcap
+	[ "$(stat -c %s big.kvsnap)" -ge 1048576 ] # read in parts (kvsnap(5))
+	root=$(kvmatch --dump big.kvsnap | jq -r 'select(.kind == "block" and .parent == "0x0000000000000539") | .chain' | head -1)
+	eh=$(kvmatch --dump big.kvsnap | jq -r --arg c "$root" 'select(.kind == "engine_hash" and .chain == $c) | .hash')
+	echo "{\"model\": \"default\", \"seq_hashes\": [\"$eh\"]}" > seq.jsonl
+	echo "{\"model\": \"default\", \"token_ids\": [1, 2, 3, 4]}" > tok.jsonl
+	want='{"default":{"10.0.0.0:5557":{"CPU":16,"DISK":16,"DP":{"0":16},"GPU":16,"longest_matched":16}}}'
+	run --separate-stderr kvquery -s big.kvsnap --api mooncake seq.jsonl
+	assert_success
+	assert_output "$want"
+	run --separate-stderr kvquery -s /dev/stdin --api mooncake seq.jsonl < big.kvsnap
+	assert_success
+	assert_output "$want"
+	# EHASHES (section 10) damaged in place after the load: the line that
+	# needs it is refused, 65, and the others answered from what was read
+	off=$(od -An -tu8 -j $((32 + 9 * 32 + 8)) -N8 big.kvsnap | tr -d ' ')
+	mkfifo in
+	kvquery -v -s big.kvsnap --api mooncake in > out 2> err &
+	pid=$!
+	exec 4> in
+	for ((i = 0; i < 200; i++)); do grep -q 'loaded and checked' err && break; sleep 0.05; done
+	printf '\xff' | dd of=big.kvsnap bs=1 seek=$((off + 8)) conv=notrunc status=none
+	cat tok.jsonl seq.jsonl tok.jsonl >&4
+	exec 4>&-
+	wait $pid && status=0 || status=$?
+	assert_equal "$status" 65
+	assert_equal "$(sed -n 2p err)" "kvquery: in: line 2: big.kvsnap: changed since it was loaded: section 10 checksum mismatch (corrupt file)"
+	assert_equal "$(sed -n 2p out)" null
+	assert_equal "$(sed -n 1p out)" "$(sed -n 3p out)"
+	assert_equal "$(wc -l < out)" 3
+	# a new file renamed over the path: the one opened is read
+	kvmatch -q --log none -o big2.kvsnap big.kvcap
+	kvquery -v -s big2.kvsnap --api mooncake in > out 2> err &
+	pid=$!
+	exec 4> in
+	for ((i = 0; i < 200; i++)); do grep -q 'loaded and checked' err && break; sleep 0.05; done
+	mv big.kvsnap big2.kvsnap
+	cat seq.jsonl >&4
+	exec 4>&-
+	wait $pid && status=0 || status=$?
+	assert_equal "$status" 0
+	assert_equal "$(cat out)" "$want"
+}

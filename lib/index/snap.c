@@ -18,7 +18,7 @@
 #include <xxhash.h>
 
 #define HEADER_SIZE 32
-#define TABLE_ENTRY 24
+#define TABLE_ENTRY 32
 #define MAX_SECTIONS 64
 
 
@@ -96,11 +96,9 @@ void kv_snapw_range_end(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range
 
 #define WRITE_CHUNK ((size_t)4 << 20)
 
-static bool write_all(int fd, const void *p, size_t n, XXH3_state_t *h)
+static bool write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
-	if (h)
-		XXH3_64bits_update(h, p, n);
 	while (n) {
 		/* in pieces: one write of a section of hundreds of MiB copied into
 		 * the page cache a third slower here than pieces of 4 MiB */
@@ -118,46 +116,51 @@ static bool write_all(int fd, const void *p, size_t n, XXH3_state_t *h)
 	return true;
 }
 
+static uint64_t align8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
+/* The header's checksum: XXH3-64 of its first 24 bytes, then the table. */
+static uint64_t header_sum(const uint8_t *header, const uint8_t *table, uint32_t nsec)
+{
+	uint8_t buf[24 + MAX_SECTIONS * TABLE_ENTRY];
+	memcpy(buf, header, 24);
+	memcpy(buf + 24, table, (size_t)nsec * TABLE_ENTRY);
+	return XXH3_64bits(buf, 24 + (size_t)nsec * TABLE_ENTRY);
+}
+
 static bool write_file(int fd, const struct kv_snap_writer *b)
 {
 	/* the stream section only when there is a position: a snapshot of
-	 * files is byte for byte what kvtools wrote before it existed */
+	 * files has the 16 sections it had before the section existed */
 	uint32_t nsec = b->sec[KV_SEC_STREAM].len ? KV_SEC_STREAM : KV_SEC_STREAM - 1;
 	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
-	uint8_t table[MAX_SECTIONS * TABLE_ENTRY];
+	uint8_t table[MAX_SECTIONS * TABLE_ENTRY] = { 0 };
 	static const uint8_t zeros[8];
 	for (uint32_t id = 1; id <= nsec; id++) {
-		off = (off + 7) & ~(uint64_t)7;
 		uint8_t *t = table + (id - 1) * TABLE_ENTRY;
 		uint32_t rs = kv_snap_record_size[id];
-		uint64_t count = b->sec[id].len / rs;
+		uint64_t count = b->sec[id].len / rs, sum = XXH3_64bits(b->sec[id].p, b->sec[id].len);
 		memcpy(t, &id, 4);
 		memcpy(t + 4, &rs, 4);
 		memcpy(t + 8, &off, 8);
 		memcpy(t + 16, &count, 8);
-		off += b->sec[id].len;
+		memcpy(t + 24, &sum, 8);
+		off = align8(off + b->sec[id].len);
 	}
-	off = (off + 7) & ~(uint64_t)7;
-	uint64_t size = off + 8;
 	uint8_t header[HEADER_SIZE] = { 'K', 'V', 'S', 'N', 'A', 'P' };
 	uint16_t version = KV_SNAP_VERSION;
 	memcpy(header + 6, &version, 2);
 	memcpy(header + 8, &nsec, 4);
-	memcpy(header + 16, &size, 8);
-	XXH3_state_t *h = XXH3_createState();
-	XXH3_64bits_reset(h);
-	bool ok = write_all(fd, header, sizeof header, h) && write_all(fd, table, nsec * TABLE_ENTRY, h);
-	uint64_t at = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
-	for (uint32_t id = 1; ok && id <= nsec; id++) {
-		size_t pad = (size_t)(((at + 7) & ~(uint64_t)7) - at);
-		ok = write_all(fd, zeros, pad, h) && write_all(fd, b->sec[id].p, b->sec[id].len, h);
-		at += pad + b->sec[id].len;
-	}
-	size_t pad = (size_t)(((at + 7) & ~(uint64_t)7) - at);
-	ok = ok && write_all(fd, zeros, pad, h);
-	uint64_t sum = XXH3_64bits_digest(h);
-	XXH3_freeState(h);
-	return ok && write_all(fd, &sum, 8, NULL);
+	memcpy(header + 16, &off, 8);
+	uint64_t hsum = header_sum(header, table, nsec);
+	memcpy(header + 24, &hsum, 8);
+	bool ok = write_all(fd, header, sizeof header) && write_all(fd, table, nsec * TABLE_ENTRY);
+	for (uint32_t id = 1; ok && id <= nsec; id++)
+		ok = write_all(fd, b->sec[id].p, b->sec[id].len) &&
+		     write_all(fd, zeros, (size_t)(align8(b->sec[id].len) - b->sec[id].len));
+	return ok;
 }
 
 bool kv_snapw_write(const struct kv_snap_writer *w, const char *path, struct kv_err *e)
@@ -211,42 +214,144 @@ static bool str_ok(const struct kv_snap *s, struct kv_snap_str r)
 	return r.off <= s->nstrings && r.len <= s->nstrings - r.off;
 }
 
-static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, struct kv_err *e)
+/* A section table entry (kvsnap(5), Layout). */
+struct entry {
+	uint32_t id, rs;
+	uint64_t off, count, sum;
+};
+
+static struct entry table_entry(const uint8_t *d, uint32_t i)
+{
+	const uint8_t *t = d + HEADER_SIZE + (size_t)i * TABLE_ENTRY;
+	struct entry x;
+	memcpy(&x.id, t, 4);
+	memcpy(&x.rs, t + 4, 4);
+	memcpy(&x.off, t + 8, 8);
+	memcpy(&x.count, t + 16, 8);
+	memcpy(&x.sum, t + 24, 8);
+	return x;
+}
+
+static uint32_t section_total(const uint8_t *d)
 {
 	uint32_t nsec;
 	memcpy(&nsec, d + 8, 4);
-	if (nsec == 0 || nsec > MAX_SECTIONS || HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY > size - 8)
+	return nsec;
+}
+
+/* The part a section belongs to (those of later versions: the last). */
+static unsigned part_of(uint32_t id)
+{
+	return id <= KV_SEC_HOLDERS ? KV_SNAP_PART_BLOCKS : id <= KV_SEC_STALE ? KV_SNAP_PART_EHASHES : KV_SNAP_PART_MATCHER;
+}
+
+/* The header of a file of size bytes: magic, version, section count and
+ * size; the rest of the header and the table, once read, by table_ok. */
+static bool header_ok(const uint8_t *d, size_t size, struct kv_err *e)
+{
+	if (size < HEADER_SIZE || memcmp(d, "KVSNAP", 6) != 0)
+		return kv_err_set(e, KV_EX_DATAERR, "not a kvsnap snapshot");
+	uint16_t version;
+	uint64_t declared;
+	memcpy(&version, d + 6, 2);
+	memcpy(&declared, d + 16, 8);
+	if (version < KV_SNAP_VERSION)
+		return kv_err_set(e, KV_EX_DATAERR,
+			    "snapshot version %u is an older format (this kvtools reads version %u): build it again "
+			    "with kvmatch from the captures",
+			    version, KV_SNAP_VERSION);
+	if (version != KV_SNAP_VERSION)
+		return kv_err_set(e, KV_EX_DATAERR, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
+	if (declared != size)
+		return kv_err_set(e, KV_EX_DATAERR, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
+	uint32_t nsec = section_total(d);
+	if (nsec == 0 || nsec > MAX_SECTIONS || HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY > size)
 		return kv_err_set(e, KV_EX_DATAERR, "bad section count %u", nsec);
-	const void *ptr[KV_SEC_MAX] = { 0 };
-	uint64_t count[KV_SEC_MAX] = { 0 };
-	uint64_t prev_end = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
+	return true;
+}
+
+/* The header's checksum and the table: sections in ascending id order,
+ * each at the first multiple of 8 after the one before, the file ending at
+ * the first after the last; known ones of their record size. */
+static bool table_ok(const uint8_t *d, size_t size, struct kv_err *e)
+{
+	uint32_t nsec = section_total(d);
+	uint64_t sum;
+	memcpy(&sum, d + 24, 8);
+	if (header_sum(d, d + HEADER_SIZE, nsec) != sum)
+		return kv_err_set(e, KV_EX_DATAERR, "header checksum mismatch (corrupt file)");
+	uint64_t at = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
 	uint32_t prev_id = 0;
 	for (uint32_t i = 0; i < nsec; i++) {
-		const uint8_t *t = d + HEADER_SIZE + i * TABLE_ENTRY;
-		uint32_t id, rs;
-		uint64_t off, cnt;
-		memcpy(&id, t, 4);
-		memcpy(&rs, t + 4, 4);
-		memcpy(&off, t + 8, 8);
-		memcpy(&cnt, t + 16, 8);
-		if (id <= prev_id)
+		struct entry x = table_entry(d, i);
+		if (x.id <= prev_id)
 			return kv_err_set(e, KV_EX_DATAERR, "section table out of order at entry %u", i);
-		prev_id = id;
-		if (rs == 0 || off % 8 || off < prev_end || off > size - 8 || cnt > (size - 8 - off) / rs)
-			return kv_err_set(e, KV_EX_DATAERR, "section %u out of bounds", id);
-		prev_end = off + cnt * rs;
-		if (id >= KV_SEC_MAX)
-			continue; /* a later version's section: skipped */
-		if (rs != kv_snap_record_size[id])
-			return kv_err_set(e, KV_EX_DATAERR, "section %u has records of %u bytes, expected %u", id, rs, kv_snap_record_size[id]);
-		ptr[id] = d + off;
-		count[id] = cnt;
+		prev_id = x.id;
+		if (x.rs == 0 || x.off != at || x.count > (size - x.off) / x.rs)
+			return kv_err_set(e, KV_EX_DATAERR, "section %u out of bounds", x.id);
+		if (x.id < KV_SEC_MAX && x.rs != kv_snap_record_size[x.id])
+			return kv_err_set(e, KV_EX_DATAERR, "section %u has records of %u bytes, expected %u", x.id, x.rs,
+				    kv_snap_record_size[x.id]);
+		at = align8(x.off + x.count * x.rs);
 	}
-	for (uint32_t id = KV_SEC_META; id <= KV_SEC_HOLDERS; id++)
-		if (!ptr[id])
-			return kv_err_set(e, KV_EX_DATAERR, "section %u missing", id);
-	if (count[KV_SEC_META] != 1)
-		return kv_err_set(e, KV_EX_DATAERR, "meta section holds %llu records", (unsigned long long)count[KV_SEC_META]);
+	if (at != size)
+		return kv_err_set(e, KV_EX_DATAERR, "section table does not end at the end of the file");
+	return true;
+}
+
+/* Where the sections of parts lie: [*from, *to) of the file (empty when
+ * the file has none of them). */
+static void part_span(const uint8_t *d, unsigned parts, uint64_t *from, uint64_t *to)
+{
+	uint32_t nsec = section_total(d);
+	*from = *to = 0;
+	for (uint32_t i = 0; i < nsec; i++) {
+		struct entry x = table_entry(d, i);
+		if (!(part_of(x.id) & parts))
+			continue;
+		if (*from == *to)
+			*from = x.off;
+		*to = align8(x.off + x.count * x.rs);
+	}
+}
+
+/* The checksums of the sections of parts, and their padding zero. */
+static bool sums_ok(const uint8_t *d, unsigned parts, struct kv_err *e)
+{
+	uint32_t nsec = section_total(d);
+	for (uint32_t i = 0; i < nsec; i++) {
+		struct entry x = table_entry(d, i);
+		if (!(part_of(x.id) & parts))
+			continue;
+		uint64_t len = x.count * x.rs;
+		if (XXH3_64bits(d + x.off, (size_t)len) != x.sum)
+			return kv_err_set(e, KV_EX_DATAERR, "section %u checksum mismatch (corrupt file)", x.id);
+		for (uint64_t k = x.off + len; k < align8(x.off + len); k++)
+			if (d[k])
+				return kv_err_set(e, KV_EX_DATAERR, "section %u: padding not zero", x.id);
+	}
+	return true;
+}
+
+/* The views of parts and their counts (NULL and 0 for the sections of the
+ * others), and what the table says each kind of range covers. */
+static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
+{
+	const void *ptr[KV_SEC_MAX] = { 0 };
+	uint64_t count[KV_SEC_MAX] = { 0 }, total[KV_SEC_MAX] = { 0 };
+	uint32_t nsec = section_total(d);
+	for (uint32_t i = 0; i < nsec; i++) {
+		struct entry x = table_entry(d, i);
+		if (x.id >= KV_SEC_MAX)
+			continue; /* a later version's section: skipped */
+		total[x.id] = x.count;
+		if (part_of(x.id) & parts) {
+			ptr[x.id] = d + x.off;
+			count[x.id] = x.count;
+		}
+	}
+	for (int k = 0; k < KV_RANGE_MAX; k++)
+		s->range_total[k] = total[range_section[k]];
 	s->meta = ptr[KV_SEC_META];
 	s->strings = ptr[KV_SEC_STRINGS];
 	s->nstrings = count[KV_SEC_STRINGS];
@@ -270,18 +375,39 @@ static bool check_sections(const uint8_t *d, size_t size, struct kv_snap *s, str
 	s->nstale = count[KV_SEC_STALE];
 	s->content = ptr[KV_SEC_CONTENT];
 	s->ncontent = count[KV_SEC_CONTENT];
-	/* the sections that go with another have one record each of its */
-	if (count[KV_SEC_RUNS] != s->nblocks || count[KV_SEC_EHASH_BLOCKS] != s->nehashes)
-		return kv_err_set(e, KV_EX_DATAERR, "runs or engine-hash blocks do not match blocks or engine hashes");
 	s->offload = ptr[KV_SEC_OFFLOAD];
 	s->noffload = count[KV_SEC_OFFLOAD];
 	s->pending = ptr[KV_SEC_PENDING];
 	s->npending = count[KV_SEC_PENDING];
 	s->sources = ptr[KV_SEC_SOURCES];
 	s->nsources = count[KV_SEC_SOURCES];
+	s->stream = count[KV_SEC_STREAM] && ptr[KV_SEC_STREAM] ? ptr[KV_SEC_STREAM] : NULL;
+}
+
+/* What the table says of sections alone: those every reader needs are
+ * there, META has one record, STREAM at most one, and the sections that go
+ * with another have one record each of its. */
+static bool counts_ok(const uint8_t *d, struct kv_err *e)
+{
+	bool have[KV_SEC_MAX] = { 0 };
+	uint64_t count[KV_SEC_MAX] = { 0 };
+	uint32_t nsec = section_total(d);
+	for (uint32_t i = 0; i < nsec; i++) {
+		struct entry x = table_entry(d, i);
+		if (x.id < KV_SEC_MAX) {
+			have[x.id] = true;
+			count[x.id] = x.count;
+		}
+	}
+	for (uint32_t id = KV_SEC_META; id <= KV_SEC_HOLDERS; id++)
+		if (!have[id])
+			return kv_err_set(e, KV_EX_DATAERR, "section %u missing", id);
+	if (count[KV_SEC_META] != 1)
+		return kv_err_set(e, KV_EX_DATAERR, "meta section holds %llu records", (unsigned long long)count[KV_SEC_META]);
+	if (count[KV_SEC_RUNS] != count[KV_SEC_BLOCKS] || count[KV_SEC_EHASH_BLOCKS] != count[KV_SEC_EHASHES])
+		return kv_err_set(e, KV_EX_DATAERR, "runs or engine-hash blocks do not match blocks or engine hashes");
 	if (count[KV_SEC_STREAM] > 1)
 		return kv_err_set(e, KV_EX_DATAERR, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
-	s->stream = count[KV_SEC_STREAM] ? ptr[KV_SEC_STREAM] : NULL;
 	return true;
 }
 
@@ -290,8 +416,7 @@ static const char *const range_name[KV_RANGE_MAX] = { "block", "orphan", "set", 
 
 static uint64_t section_count(const struct kv_snap *s, enum kv_snap_range_kind k)
 {
-	const size_t n[KV_RANGE_MAX] = { s->nblocks, s->norphans, s->nsets, s->nehashes, s->nstale, s->ncontent };
-	return n[k];
+	return s->range_total[k];
 }
 
 /* Each kind of range follows the previous partition's without a gap, and
@@ -434,8 +559,7 @@ static bool check_partitions(const struct kv_snap *s, struct kv_err *e)
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: partitions out of order", p);
 		uint64_t orphans = 0;
 		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) ||
-		    !check_blocks(s, rp, &orphans, e) || !check_orphans(s, rp, orphans, e) ||
-		    !check_ehashes(s, rp, e) || !check_content(s, rp, e))
+		    !check_blocks(s, rp, &orphans, e) || !check_orphans(s, rp, orphans, e))
 			return false;
 	}
 	if (holders != s->nholders)
@@ -492,7 +616,7 @@ static bool worker_in_order(const struct kv_snap *s, size_t i)
 	return c < 0 || (c == 0 && order_rank(&s->workers[i - 1]) < order_rank(&s->workers[i]));
 }
 
-static bool check_rest(const struct kv_snap *s, struct kv_err *e)
+static bool check_workers(const struct kv_snap *s, struct kv_err *e)
 {
 	for (size_t i = 0; i < s->nworkers; i++) {
 		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
@@ -502,6 +626,22 @@ static bool check_rest(const struct kv_snap *s, struct kv_err *e)
 		if (!worker_in_order(s, i))
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: out of order or repeated", i);
 	}
+	return true;
+}
+
+static bool check_engine_hashes(const struct kv_snap *s, struct kv_err *e)
+{
+	for (size_t p = 0; p < s->npartitions; p++)
+		if (!check_ehashes(s, &s->partitions[p], e))
+			return false;
+	return true;
+}
+
+static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
+{
+	for (size_t p = 0; p < s->npartitions; p++)
+		if (!check_content(s, &s->partitions[p], e))
+			return false;
 	CHECK_KEYED("offload", s->offload, s->noffload, ehash)
 	for (size_t i = 0; i < s->npending; i++) {
 		const struct kv_snap_pending *p = &s->pending[i];
@@ -519,32 +659,32 @@ static bool check_rest(const struct kv_snap *s, struct kv_err *e)
 	return true;
 }
 
-/* Runs are not checked against the parents: that is a lookup per block,
- * which doubled the load (kvsnap(5)). */
+/* Checks the sections of parts (the header, table and counts checked
+ * before, the parts in s->parts too) and adds their views to s.  Runs are
+ * not checked against the parents: that is a lookup per block, which
+ * doubled the load (kvsnap(5)). */
+static bool check_parts(const uint8_t *d, unsigned parts, struct kv_snap *s, struct kv_err *e)
+{
+	bool ok = sums_ok(d, parts, e);
+	if (ok) {
+		set_views(d, s->parts | parts, s);
+		if (!(s->parts & KV_SNAP_PART_BLOCKS) && !(parts & KV_SNAP_PART_BLOCKS))
+			kv_die(KV_EX_SOFTWARE, "snapshot: a part read before its blocks");
+		ok = (!(parts & KV_SNAP_PART_BLOCKS) || (check_limits(s, e) && check_partitions(s, e) && check_workers(s, e))) &&
+		     (!(parts & KV_SNAP_PART_EHASHES) || check_engine_hashes(s, e)) &&
+		     (!(parts & KV_SNAP_PART_MATCHER) || check_matcher(s, e));
+	}
+	if (ok)
+		s->parts |= parts;
+	set_views(d, s->parts, s);
+	return ok;
+}
+
 bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_err *e)
 {
 	const uint8_t *d = data;
 	memset(s, 0, sizeof *s);
-	if (size < HEADER_SIZE + 8 || memcmp(d, "KVSNAP", 6) != 0)
-		return kv_err_set(e, KV_EX_DATAERR, "not a kvsnap snapshot");
-	uint16_t version;
-	uint64_t declared, sum;
-	memcpy(&version, d + 6, 2);
-	memcpy(&declared, d + 16, 8);
-	if (version < KV_SNAP_VERSION)
-		return kv_err_set(e, KV_EX_DATAERR,
-			    "snapshot version %u is an older format (this kvtools reads version %u): build it again "
-			    "with kvmatch from the captures",
-			    version, KV_SNAP_VERSION);
-	if (version != KV_SNAP_VERSION)
-		return kv_err_set(e, KV_EX_DATAERR, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
-	if (declared != size)
-		return kv_err_set(e, KV_EX_DATAERR, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
-	memcpy(&sum, d + size - 8, 8);
-	if (XXH3_64bits(d, size - 8) != sum)
-		return kv_err_set(e, KV_EX_DATAERR, "checksum mismatch (corrupt file)");
-	return check_sections(d, size, s, e) && check_limits(s, e) && check_partitions(s, e) &&
-	       check_rest(s, e);
+	return header_ok(d, size, e) && table_ok(d, size, e) && counts_ok(d, e) && check_parts(d, KV_SNAP_PART_ALL, s, e);
 }
 
 /* Chains are uniformly distributed, and sorted within a partition: an
@@ -576,24 +716,27 @@ static void build_directories(struct kv_snap *s)
 	}
 }
 
-/* The whole file in memory of our own.  Not a mapping: a snapshot being
- * answered from must stay valid whatever happens to its path, and a mapped
- * file truncated or rewritten in place (`: >`, cp, rsync --inplace) is
- * SIGBUS or different bytes under checks already passed.  Reading also
- * takes what has no size to map: a pipe, /dev/stdin.  A regular file of
- * READ_MAPPED and more is read into anonymous memory of its own. *mapped is
+/* The file (whole, or the parts read) in memory of our own.  Not a
+ * mapping: a snapshot being answered from must stay valid whatever happens
+ * to its path, and a mapped file truncated or rewritten in place (`: >`,
+ * cp, rsync --inplace) is SIGBUS or different bytes under checks already
+ * passed; a part read later is checked against the table read at first.
+ * Reading also takes what has no size to map: a pipe, /dev/stdin.  A
+ * regular file of READ_MAPPED and more is read in parts (open_parts) into
+ * anonymous memory of its own; read_whole reads the rest whole. *mapped is
  * that memory's size (0: malloc'ed).  NULL with errno set on a read error. */
 #define READ_MAPPED ((size_t)1 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
 
 /* Anonymous memory for CAP bytes on 2 MiB boundaries, asking for
- * transparent huge pages and faulting it in at once: the kernel zeroing
+ * transparent huge pages and (populate) faulting it in at once (read_at
+ * faults in the parts it reads): the kernel zeroing
  * and mapping 4 KiB pages one fault at a time was half of loading a large
  * snapshot (the bench's 10M blocks: 210 -> 95 ms).  Where huge pages are
  * off, MADV_POPULATE_WRITE still faults the small pages in one call (as
  * MAP_POPULATE did); a kernel without it faults them in as read() writes.
  * *len is the size to unmap; NULL when there is no such memory. */
-static char *huge_alloc(size_t cap, size_t *len)
+static char *huge_alloc(size_t cap, bool populate, size_t *len)
 {
 	size_t n = (cap + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 	char *r = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -604,7 +747,8 @@ static char *huge_alloc(size_t cap, size_t *len)
 		munmap(r, (size_t)(a - r));
 	munmap(a + n, (size_t)(r + HUGE_PAGE - a));
 	(void)madvise(a, n, MADV_HUGEPAGE);
-	(void)madvise(a, n, MADV_POPULATE_WRITE);
+	if (populate)
+		(void)madvise(a, n, MADV_POPULATE_WRITE);
 	*len = n;
 	return a;
 }
@@ -615,7 +759,7 @@ static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *map
 	char *d = NULL;
 	*mapped = 0;
 	if (cap >= READ_MAPPED)
-		d = huge_alloc(cap, mapped);
+		d = huge_alloc(cap, true, mapped);
 	if (!*mapped)
 		d = kv_xmalloc(cap);
 	for (;;) {
@@ -644,6 +788,29 @@ static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *map
 	return d;
 }
 
+/* Bytes [from, to) of the file into d at the same place: those pages
+ * faulted in at once first (huge_alloc says why).  False with errno set on
+ * a read error, or 0 when the file is shorter than that. */
+static bool read_at(int fd, char *d, size_t mapped, uint64_t from, uint64_t to)
+{
+	if (mapped && to > from) { /* d starts on a huge page */
+		uint64_t a = from & ~(uint64_t)(HUGE_PAGE - 1), z = (to + HUGE_PAGE - 1) & ~(uint64_t)(HUGE_PAGE - 1);
+		(void)madvise(d + a, (size_t)((z < mapped ? z : mapped) - a), MADV_POPULATE_WRITE);
+	}
+	while (from < to) {
+		ssize_t r = pread(fd, d + from, (size_t)(to - from), (off_t)from);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = 0;
+			return false;
+		}
+		from += (uint64_t)r;
+	}
+	return true;
+}
+
 /* An open failure, a directory or a read error is 66, bad contents 65
  * (README, Exit status). */
 static bool fail_open(struct kv_err *e, const char *path, int errnum)
@@ -652,9 +819,76 @@ static bool fail_open(struct kv_err *e, const char *path, int errnum)
 	return kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 }
 
-bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e)
+/* A read that failed (errno) or came short (a file cut while read). */
+static bool fail_read(struct kv_err *e, const char *path, int errnum)
+{
+	if (errnum == 0)
+		return kv_err_set(e, KV_EX_DATAERR, "%s: truncated while read", path);
+	return fail_open(e, path, errnum);
+}
+
+static bool fail_check(struct kv_err *e, const char *path, struct kv_err *bad)
+{
+	kv_err_set(e, KV_EX_DATAERR, "%s: %s", path, kv_err_msg(bad));
+	kv_err_clear(bad);
+	return false;
+}
+
+/* The header and table of a regular file, then the parts asked for: each
+ * read at its place in memory for the whole file, whose other pages are
+ * never touched (so never memory). */
+static bool open_parts(int fd, const char *path, size_t size, unsigned parts, struct kv_snap *s, struct kv_err *e)
+{
+	uint8_t head[HEADER_SIZE];
+	struct kv_err bad = { 0 };
+	if (!read_at(fd, (char *)head, 0, 0, HEADER_SIZE))
+		return fail_read(e, path, errno);
+	if (!header_ok(head, size, &bad))
+		return fail_check(e, path, &bad);
+	size_t mapped = 0;
+	char *d = huge_alloc(size, false, &mapped);
+	if (!d)
+		d = kv_xmalloc(size);
+	s->data = d;
+	s->size = size;
+	s->mapped = mapped;
+	uint64_t from, to;
+	if (!read_at(fd, d, mapped, 0, HEADER_SIZE + (uint64_t)section_total(head) * TABLE_ENTRY))
+		return fail_read(e, path, errno);
+	if (!table_ok((const uint8_t *)d, size, &bad) || !counts_ok((const uint8_t *)d, &bad))
+		return fail_check(e, path, &bad);
+	part_span((const uint8_t *)d, parts, &from, &to);
+	if (!read_at(fd, d, mapped, from, to))
+		return fail_read(e, path, errno);
+	if (!check_parts((const uint8_t *)d, parts, s, &bad))
+		return fail_check(e, path, &bad);
+	return true;
+}
+
+/* Anything else, read whole and checked whole (the parts not asked for
+ * cost little to check: a small file, or a pipe that had to be read). */
+static bool read_all(int fd, const char *path, const struct stat *st, struct kv_snap *s, struct kv_err *e)
+{
+	size_t size = 0, mapped;
+	void *data = read_whole(fd, st, &size, &mapped);
+	if (!data)
+		return fail_open(e, path, errno);
+	s->data = data;
+	s->size = size;
+	s->mapped = mapped;
+	struct kv_err bad = { 0 };
+	if (size == 0)
+		return kv_err_set(e, KV_EX_DATAERR, "%s: empty file", path);
+	if (!header_ok(data, size, &bad) || !table_ok(data, size, &bad) || !counts_ok(data, &bad) ||
+	    !check_parts(data, KV_SNAP_PART_ALL, s, &bad))
+		return fail_check(e, path, &bad);
+	return true;
+}
+
+bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
 {
 	memset(s, 0, sizeof *s);
+	parts |= KV_SNAP_PART_BLOCKS;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail_open(e, path, errno);
@@ -664,24 +898,52 @@ bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e)
 		close(fd);
 		return fail_open(e, path, errnum);
 	}
-	size_t size = 0, mapped;
-	void *data = read_whole(fd, &st, &size, &mapped);
-	int errnum = errno;
-	close(fd);
-	if (!data)
-		return fail_open(e, path, errnum);
-	struct kv_err bad = { 0 };
-	if (size == 0 || !kv_snap_check(data, size, s, &bad)) {
-		kv_err_set(e, KV_EX_DATAERR, "%s: %s", path, size == 0 ? "empty file" : kv_err_msg(&bad));
-		kv_err_clear(&bad);
-		release_data(data, mapped);
+	/* a small file is read whole: one read */
+	bool partial = S_ISREG(st.st_mode) && (size_t)st.st_size >= READ_MAPPED;
+	bool ok = partial ? open_parts(fd, path, (size_t)st.st_size, parts, s, e) : read_all(fd, path, &st, s, e);
+	if (!ok) {
+		close(fd);
+		release_data(s->data, s->mapped);
 		memset(s, 0, sizeof *s);
 		return false;
 	}
-	s->data = data;
-	s->size = size;
-	s->mapped = mapped;
+	if (partial && s->parts != KV_SNAP_PART_ALL) {
+		s->fd = fd;
+		s->path = kv_xstrdup(path);
+	} else {
+		close(fd);
+	}
 	build_directories(s);
+	return true;
+}
+
+bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e)
+{
+	return kv_snap_open(path, KV_SNAP_PART_ALL, s, e);
+}
+
+bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
+{
+	parts &= ~s->parts;
+	if (!parts)
+		return true;
+	struct kv_err bad = { 0 };
+	const char *path = s->path ? s->path : "snapshot";
+	uint64_t from, to;
+	part_span(s->data, parts, &from, &to);
+	if (s->path && !read_at(s->fd, s->data, s->mapped, from, to))
+		return fail_read(e, path, errno);
+	/* the table read at first says what these bytes must be */
+	if (!check_parts(s->data, parts, s, &bad)) {
+		kv_err_set(e, KV_EX_DATAERR, "%s: %s%s", path, s->path ? "changed since it was loaded: " : "", kv_err_msg(&bad));
+		kv_err_clear(&bad);
+		return false;
+	}
+	if (s->parts == KV_SNAP_PART_ALL && s->path) {
+		close(s->fd);
+		free(s->path);
+		s->path = NULL;
+	}
 	return true;
 }
 
@@ -692,6 +954,9 @@ void kv_snap_unload(struct kv_snap *s)
 		free(s->dir[p]);
 	free(s->dir);
 	free(s->dirbits);
+	if (s->path)
+		close(s->fd);
+	free(s->path);
 	memset(s, 0, sizeof *s);
 }
 

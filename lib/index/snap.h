@@ -1,18 +1,21 @@
 /* snap: the kvsnap snapshot file (kvsnap(5)), both directions,
  * as bytes.  Little-endian, versioned: a header with magic "KVSNAP", a
- * section table, fixed-size records, and an XXH3-64 checksum over everything
- * before it.  A writer gathers the sections record by record and writes
- * them atomically (temporary file, fsync, rename); what the records say is
- * their owners' business (snapstate.c: the index and its workers; the
- * matcher: its own, kv_match_save), and they write canonically (sorted; no
- * pointers, no time of writing), so equal state gives equal bytes.  Loading
- * reads the whole file into memory of its own (never a mapping: whatever
- * later happens to the path cannot change or cut the bytes in use; a pipe
- * loads too) and checks every count, offset and index before anything uses
- * them; queries then run on those records directly (blocks are sorted by
- * chain within their partition: a lookup reads the slot of the chain's top
- * bits in a directory built at load, then binary-searches the few blocks of
- * that slot).  Reading needs nothing of the live index or the matcher. */
+ * section table, fixed-size records; each section has an XXH3-64 checksum
+ * in its table entry, and the header one over itself and the table, so
+ * that a reader can read and check only the sections it uses.  A writer
+ * gathers the sections record by record and writes them atomically
+ * (temporary file, fsync, rename); what the records say is their owners'
+ * business (snapstate.c: the index and its workers; the matcher: its own,
+ * kv_match_save), and they write canonically (sorted; no pointers, no time
+ * of writing), so equal state gives equal bytes.  Loading reads the file
+ * (all of it, or the parts asked for) into memory of its own (never a
+ * mapping: whatever later happens to the path cannot change or cut the
+ * bytes in use; a pipe loads too) and checks every count, offset and index
+ * of what it read before anything uses them; queries then run on those
+ * records directly (blocks are sorted by chain within their partition: a
+ * lookup reads the slot of the chain's top bits in a directory built at
+ * load, then binary-searches the few blocks of that slot).  Reading needs
+ * nothing of the live index or the matcher. */
 #ifndef KV_SNAP_H
 #define KV_SNAP_H
 
@@ -28,8 +31,20 @@
 /* 3: pool holders (worker flags bit 1), a source's last record state
  * 4: holder sets stored once per partition (SETS), a block names its set
  *    and the run of ancestors it shares that set with; engine hashes in
- *    per-partition ranges */
-#define KV_SNAP_VERSION 4
+ *    per-partition ranges
+ * 5: a checksum per section (in the table) and over the header and table,
+ *    none over the whole file: a reader reads and checks what it uses */
+#define KV_SNAP_VERSION 5
+
+/* The parts of a snapshot a reader reads and checks (kv_snap_open), each a
+ * run of whole sections: what prefix lookups need (META to HOLDERS, the
+ * ORPHANS among them), the engine hashes (EHASHES, EHASH_BLOCKS, STALE:
+ * sequence hashes and resuming), and the matcher's state with any sections
+ * of later versions (CONTENT on). */
+#define KV_SNAP_PART_BLOCKS 1u
+#define KV_SNAP_PART_EHASHES 2u
+#define KV_SNAP_PART_MATCHER 4u
+#define KV_SNAP_PART_ALL 7u
 
 enum kv_snap_section {
 	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_RUNS, KV_SEC_ORPHANS,
@@ -94,11 +109,15 @@ struct kv_snap_source {
 /* Where the input stopped in the JetStream stream it was consumed from. */
 struct kv_snap_stream { uint64_t last_seq, reserved; };
 
-/* A loaded, validated snapshot: views into the file's bytes, read into memory. */
+/* A loaded, validated snapshot: views into the file's bytes, read into
+ * memory.  The views of a part not read (parts) are NULL, their counts 0. */
 struct kv_snap {
 	void *data;
 	size_t size;
 	size_t mapped;      /* data is anonymous memory of this size (0: malloc'ed) */
+	unsigned parts;     /* KV_SNAP_PART_* read and checked */
+	char *path;         /* not NULL while parts of the file are left to read: its name */
+	int fd;             /* and the file, open then */
 	const struct kv_snap_meta *meta;
 	const char *strings;
 	size_t nstrings;
@@ -134,12 +153,22 @@ struct kv_snap {
 	 * directory slot and a block or two); NULL: binary search */
 	uint32_t **dir;
 	unsigned *dirbits;
+	uint64_t range_total[KV_RANGE_MAX];   /* records of each kind of range in the file, read or not */
 };
 
-/* Reads (a regular file, a pipe, a device) and validates; false with
- * `PATH: why` in e: 66 when the file could not be opened or read (a
- * directory among them), 65 when it could but is not a valid snapshot. */
+/* Reads (a regular file, a pipe, a device) and validates the parts asked
+ * for (KV_SNAP_PART_*; the header and table always); false with `PATH: why`
+ * in e: 66 when the file could not be opened or read (a directory among
+ * them), 65 when it could but is not a valid snapshot.  Of a regular file
+ * only those parts are read, and the file stays open for kv_snap_read;
+ * anything else is read whole. */
+bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e);
+/* kv_snap_open of every part. */
 bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e);
+/* Reads and validates more parts of a snapshot kv_snap_open loaded (none
+ * when they are there already).  A file changed in place since is refused
+ * then, when the bytes read do not match the table read at first (65). */
+bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e);
 /* Validates bytes already in memory (the snapshot takes no ownership, and
  * has no directory: lookups fall back to binary search); false with what
  * is wrong in e (65, no path). */

@@ -83,6 +83,16 @@ static uint32_t intern_set(struct kv_snap_writer *b, struct set_table *t, const 
 	}
 }
 
+/* The snapshot's set of each live set met in a partition, keyed by where
+ * the live set's holders are (the index interns sets: one place a set, for
+ * as long as the index is unchanged), so that translating, sorting and
+ * hashing holders is done once a set, not once a block. */
+struct live_set {
+	uint64_t key;
+	uint32_t id;
+};
+KV_TABLE_DEFINE(live_sets, struct live_set)
+
 /* A block's holders as snapshot workers, sorted (the snapshot's worker
  * order is not the live one). */
 static const uint32_t *snapshot_holders(const struct kv_snap_writer *b, const struct kv_index *ix,
@@ -125,37 +135,60 @@ struct run_node {
 	uint32_t run;
 };
 
-/* Where each of n chains is among the sorted keys (NO_POS: not there): the
- * chains sorted, then merged with the keys. */
-static uint32_t *positions_of(const uint64_t *chains, size_t n, const uint64_t *keys, size_t nkeys)
+/* A partition's block chains in order, and where each prefix of their top
+ * bits starts among them: chains are uniform, so a chain is found with a
+ * read of the directory and one of the keys (sorting the chains looked for
+ * and merging them with the keys took twice the time). */
+struct key_dir {
+	const uint64_t *keys;
+	uint32_t *dir;
+	unsigned shift;
+};
+
+static struct key_dir key_dir_build(const uint64_t *keys, size_t n)
 {
-	uint64_t *c = kv_xmalloc((n + 1) * sizeof *c);
-	uint32_t *who = kv_xmalloc((n + 1) * sizeof *who), *pos = kv_xmalloc((n + 1) * sizeof *pos);
-	memcpy(c, chains, n * sizeof *c);
+	unsigned bits = 0;
+	while (bits < 30 && ((size_t)2 << bits) <= n)
+		bits++;
+	struct key_dir d = { keys, kv_xcalloc(((size_t)1 << bits) + 1, sizeof *d.dir), 64 - bits };
 	for (size_t i = 0; i < n; i++)
-		who[i] = (uint32_t)i;
-	kv_sort_keys(c, who, n);
-	size_t at = 0;
-	for (size_t j = 0; j < n; j++) {
-		while (at < nkeys && keys[at] < c[j])
-			at++;
-		pos[who[j]] = at < nkeys && keys[at] == c[j] ? (uint32_t)at : NO_POS;
-	}
-	free(c);
-	free(who);
-	return pos;
+		d.dir[bits ? (keys[i] >> d.shift) + 1 : 1]++;
+	for (size_t k = 1; k <= (size_t)1 << bits; k++)
+		d.dir[k] += d.dir[k - 1];
+	return d;
 }
 
-/* Each block's parent among the partition's blocks in chain order (NO_POS
- * when nobody holds it), by positions_of.  Looking each parent up in the
- * live table instead was two random reads a block: about 290 ms of CPU for
- * the bench's 4 million blocks, against 160. */
-static void find_parents(const uint64_t *chains, const uint64_t *parents, size_t n, struct run_node *node)
+static size_t key_slot(const struct key_dir *d, uint64_t chain)
 {
-	uint32_t *pos = positions_of(parents, n, chains, n);
-	for (size_t i = 0; i < n; i++)
-		node[i].parent = pos[i];
-	free(pos);
+	return d->shift < 64 ? (size_t)(chain >> d->shift) : 0;
+}
+
+/* The position of chain among the keys, or NO_POS (a binary search within
+ * the slot: keys that are not uniform cost a logarithm, not a scan). */
+static uint32_t key_find(const struct key_dir *d, uint64_t chain)
+{
+	size_t k = key_slot(d, chain), lo = d->dir[k], hi = d->dir[k + 1];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->keys[mid] < chain)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->dir[k + 1] && d->keys[lo] == chain ? (uint32_t)lo : NO_POS;
+}
+
+/* Where each of n chains is among the keys, into pos: the slots and keys
+ * of those ahead fetched meanwhile. */
+static void positions_of(const uint64_t *chains, size_t n, const struct key_dir *d, uint32_t *pos, size_t stride)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i + 2 * BUILD_AHEAD < n)
+			__builtin_prefetch(&d->dir[key_slot(d, chains[i + 2 * BUILD_AHEAD])]);
+		if (i + BUILD_AHEAD < n)
+			__builtin_prefetch(&d->keys[d->dir[key_slot(d, chains[i + BUILD_AHEAD])]]);
+		*(uint32_t *)((char *)pos + i * stride) = key_find(d, chains[i]);
+	}
 }
 
 /* A block's run from its parent's: one more when the parent is held with
@@ -273,9 +306,33 @@ static uint32_t parent_field(struct kv_snap_writer *b, uint32_t pos, uint32_t se
 	return KV_SNAP_PARENT_ORPHAN;
 }
 
-/* A partition's blocks, their runs, orphans and holder sets; returns their
- * chains in order (n of them), which the engine hashes are placed by. */
-static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k, size_t *nkeys)
+/* Room for n records more in a section, to write in place. */
+static void *section_room(struct kv_snap_writer *b, enum kv_snap_section sec, size_t n)
+{
+	struct kv_snap_buf *buf = &b->sec[sec];
+	kv_snapw_grow(buf, (n + 1) * kv_snap_record_size[sec]); /* never NULL, even for none */
+	return buf->p + buf->len;
+}
+
+/* A block's set in the snapshot: the live set's, once met. */
+static uint32_t block_set(struct kv_snap_writer *b, const struct kv_index *ix, const struct kv_block *blk,
+			  struct live_sets *met, struct set_table *sets, uint32_t **hs, size_t *hcap)
+{
+	const uint32_t *live = kv_block_holders(ix, blk);
+	bool added;
+	struct live_set *m = live_sets_upsert(met, (uint64_t)(uintptr_t)live, &added);
+	if (added) {
+		size_t nh;
+		const uint32_t *h = snapshot_holders(b, ix, blk, hs, hcap, &nh);
+		m->id = intern_set(b, sets, h, nh);
+	}
+	return m->id;
+}
+
+/* A partition's blocks, their runs, orphans and holder sets, written in
+ * place in their sections (the table read once, in chain order); returns
+ * their chains in order (n of them), which the engine hashes are placed by. */
+static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k, struct key_dir *d)
 {
 	const struct kv_partition *p = &ix->p[kv_snapw_live_partition(b, k)];
 	struct kv_sorted sorted = kv_blocks_sorted(&p->blocks);
@@ -286,56 +343,50 @@ static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *i
 	kv_snapw_range_begin(b, k, KV_RANGE_ORPHANS);
 	kv_snapw_range_begin(b, k, KV_RANGE_SETS);
 	struct set_table sets = { 0 };
+	struct live_sets met = { 0 };
 	struct run_node *node = kv_xmalloc((n + 1) * sizeof *node);
 	uint64_t *parents = kv_xmalloc((n + 1) * sizeof *parents);
+	struct kv_snap_block *out = section_room(b, KV_SEC_BLOCKS, n);
 	uint32_t *hs = NULL;
 	size_t hcap = 0;
 	for (size_t i = 0; i < n; i++) {
-		/* In chain order the table's slots are random: fetch ahead, the
-		 * slot BUILD_AHEAD blocks on, its holders half as far. */
+		/* In chain order the table's slots are random: fetch ahead.  Not
+		 * the holders: finding them reads the slot fetched (a stall when
+		 * it has not arrived), and a block's set is looked up once per
+		 * set, of which there are few. */
 		if (i + BUILD_AHEAD < n)
 			__builtin_prefetch(kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD]));
-		if (i + BUILD_AHEAD / 2 < n)
-			__builtin_prefetch(kv_block_holders(ix, kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD / 2])));
-		size_t nh;
 		const struct kv_block *blk = kv_blocks_at_const(&p->blocks, idx[i]);
-		const uint32_t *h = snapshot_holders(b, ix, blk, &hs, &hcap, &nh);
-		node[i].set = intern_set(b, &sets, h, nh);
+		node[i].set = block_set(b, ix, blk, &met, &sets, &hs, &hcap);
 		parents[i] = blk->parent;
+		out[i] = (struct kv_snap_block){ keys[i], blk->local, 0, node[i].set };
 	}
 	free(hs);
+	free(sorted.pos);
+	live_sets_free(&met);
 	set_table_free(&sets);
 	kv_snapw_range_end(b, k, KV_RANGE_SETS);
-	find_parents(keys, parents, n, node);
-	free(parents);
+	*d = key_dir_build(keys, n);
+	positions_of(parents, n, d, &node[0].parent, sizeof *node);
 	block_runs(node, n);
-	struct kv_snap_block *out = kv_xmalloc((n + 1) * sizeof *out);
-	uint8_t *runs = kv_xmalloc(n + 1);
+	uint8_t *runs = section_room(b, KV_SEC_RUNS, n);
 	for (size_t i = 0; i < n; i++) {
-		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD]));
-		const struct kv_block *blk = kv_blocks_at_const(&p->blocks, idx[i]);
-		out[i] = (struct kv_snap_block){ blk->key, blk->local, parent_field(b, node[i].parent, (uint32_t)i, blk->parent),
-						 node[i].set };
+		out[i].parent = parent_field(b, node[i].parent, (uint32_t)i, parents[i]);
 		runs[i] = (uint8_t)(node[i].run < KV_SNAP_RUN_MAX ? node[i].run : KV_SNAP_RUN_MAX);
 	}
-	kv_snapw_add(b, KV_SEC_BLOCKS, out, n);
-	kv_snapw_add(b, KV_SEC_RUNS, runs, n);
+	b->sec[KV_SEC_BLOCKS].len += n * sizeof *out;
+	b->sec[KV_SEC_RUNS].len += n;
 	kv_snapw_range_end(b, k, KV_RANGE_BLOCKS);
 	kv_snapw_range_end(b, k, KV_RANGE_ORPHANS);
-	free(runs);
-	free(out);
+	free(parents);
 	free(node);
-	free(sorted.pos);
-	*nkeys = n;
 	return keys;
 }
 
 /* The engine hashes of a partition in engine-hash order: those naming a
  * block held by the block's position, the others (stale, kept until the
  * next sweep) with their chain. */
-static void build_ehashes(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k, const uint64_t *blocks,
-			  size_t nblocks)
+static void build_ehashes(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k, const struct key_dir *d)
 {
 	const struct kv_partition *p = &ix->p[kv_snapw_live_partition(b, k)];
 	struct kv_sorted sorted = kv_ehashes_sorted(&p->ehashes);
@@ -348,18 +399,28 @@ static void build_ehashes(struct kv_snap_writer *b, const struct kv_index *ix, u
 			__builtin_prefetch(kv_ehashes_at_const(&p->ehashes, idx[i + BUILD_AHEAD]));
 		chains[i] = kv_ehashes_at_const(&p->ehashes, idx[i])->chain;
 	}
-	uint32_t *pos = positions_of(chains, n, blocks, nblocks);
+	uint32_t *pos = kv_xmalloc((n + 1) * sizeof *pos);
+	positions_of(chains, n, d, pos, sizeof *pos);
 	kv_snapw_range_begin(b, k, KV_RANGE_EHASHES);
 	kv_snapw_range_begin(b, k, KV_RANGE_STALE);
+	size_t named = 0, stale = 0;
+	for (size_t i = 0; i < n; i++)
+		named += pos[i] != NO_POS;
+	uint64_t *eh = section_room(b, KV_SEC_EHASHES, named);
+	uint32_t *ehb = section_room(b, KV_SEC_EHASH_BLOCKS, named);
+	struct kv_snap_stale *st = section_room(b, KV_SEC_STALE, n - named);
+	named = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (pos[i] != NO_POS) {
-			kv_snapw_add(b, KV_SEC_EHASHES, &keys[i], 1);
-			kv_snapw_add(b, KV_SEC_EHASH_BLOCKS, &pos[i], 1);
+			eh[named] = keys[i];
+			ehb[named++] = pos[i];
 		} else {
-			struct kv_snap_stale st = { keys[i], chains[i] };
-			kv_snapw_add(b, KV_SEC_STALE, &st, 1);
+			st[stale++] = (struct kv_snap_stale){ keys[i], chains[i] };
 		}
 	}
+	b->sec[KV_SEC_EHASHES].len += named * sizeof *eh;
+	b->sec[KV_SEC_EHASH_BLOCKS].len += named * sizeof *ehb;
+	b->sec[KV_SEC_STALE].len += stale * sizeof *st;
 	kv_snapw_range_end(b, k, KV_RANGE_EHASHES);
 	kv_snapw_range_end(b, k, KV_RANGE_STALE);
 	free(pos);
@@ -385,9 +446,10 @@ static void build_index(struct kv_snap_writer *b, const struct kv_index *ix, con
 		struct kv_snap_partition rp = { kv_snapw_string(b, p->model), kv_snapw_string(b, p->tenant), p->block_size,
 						p->stale_possible ? 1u : 0u, p->ehash_mark, { { 0, 0 } } };
 		kv_snapw_add(b, KV_SEC_PARTITIONS, &rp, 1);
-		size_t nkeys;
-		uint64_t *keys = build_blocks(b, ix, k, &nkeys);
-		build_ehashes(b, ix, k, keys, nkeys);
+		struct key_dir d;
+		uint64_t *keys = build_blocks(b, ix, k, &d);
+		build_ehashes(b, ix, k, &d);
+		free(d.dir);
 		free(keys);
 	}
 }

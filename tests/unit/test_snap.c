@@ -1,6 +1,7 @@
 /* kvsnap: written canonically, read back, and every corruption refused:
- * each single-byte change, each truncation, and structural damage behind a
- * valid checksum. */
+ * each single-byte change, each truncation, and structural damage behind
+ * valid checksums; a large file read in parts, and each part checked when
+ * it is read. */
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -168,6 +169,42 @@ static void every_byte_and_cut(void)
 	free_state(&s);
 }
 
+/* The header's checksum over its first 24 bytes and the table. */
+static void reseal_header(uint8_t *b, size_t n)
+{
+	uint32_t nsec;
+	memcpy(&nsec, b + 8, 4);
+	if (nsec > 64 || 32 + (size_t)nsec * 32 > n)
+		return;
+	uint8_t *buf = malloc(24 + (size_t)nsec * 32);
+	memcpy(buf, b, 24);
+	memcpy(buf + 24, b + 32, (size_t)nsec * 32);
+	uint64_t sum = XXH3_64bits(buf, 24 + (size_t)nsec * 32);
+	memcpy(b + 24, &sum, 8);
+	free(buf);
+}
+
+/* Rewrites the checksums after a change: each section's that lies in the
+ * file, then the header's. */
+static void reseal(uint8_t *b, size_t n)
+{
+	uint32_t nsec;
+	memcpy(&nsec, b + 8, 4);
+	for (uint32_t i = 0; i < nsec && i < 64 && 32 + (size_t)(i + 1) * 32 <= n; i++) {
+		uint8_t *t = b + 32 + (size_t)i * 32;
+		uint32_t rs;
+		uint64_t off, count;
+		memcpy(&rs, t + 4, 4);
+		memcpy(&off, t + 8, 8);
+		memcpy(&count, t + 16, 8);
+		if (rs && off <= n && count <= (n - off) / rs) {
+			uint64_t sum = XXH3_64bits(b + off, count * rs);
+			memcpy(t + 24, &sum, 8);
+		}
+	}
+	reseal_header(b, n);
+}
+
 /* Damage behind a valid checksum must be caught by the structural checks,
  * or leave a snapshot that is still safe to use (walked here in full). */
 static void damage_with_valid_checksum(void)
@@ -179,15 +216,19 @@ static void damage_with_valid_checksum(void)
 	struct kv_snap snap;
 	char err[200];
 	unsigned refused = 0;
-	for (size_t i = 0; i + 8 < n; i++) {
+	/* resealing a damaged table can write into sections: each damage
+	 * starts from the good bytes */
+	uint8_t good[4096];
+	ASSERT(n <= sizeof good);
+	memcpy(good, b, n);
+	for (size_t i = 0; i < n; i++) {
 		static const uint8_t values[] = { 0x00, 0x01, 0x7f, 0x80, 0xff };
-		for (size_t v = 0; v < sizeof values; v++) {
-			uint8_t old = b[i];
-			if (old == values[v])
+		for (size_t v = 0; v < sizeof values && (i < 24 || i >= 32); v++) {
+			if (good[i] == values[v])
 				continue;
+			memcpy(b, good, n);
 			b[i] = values[v];
-			uint64_t sum = XXH3_64bits(b, n - 8);
-			memcpy(b + n - 8, &sum, 8);
+			reseal(b, n);
 			if (!check_bytes(b, n, &snap, err, sizeof err)) {
 				refused++;
 			} else {
@@ -201,22 +242,13 @@ static void damage_with_valid_checksum(void)
 							ASSERT(KV_HOLDER_WORKER(hs[h]) < snap.nworkers);
 					}
 			}
-			b[i] = old;
 		}
 	}
-	uint64_t sum = XXH3_64bits(b, n - 8);
-	memcpy(b + n - 8, &sum, 8);
+	memcpy(b, good, n);
 	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
 	ASSERT(refused > 100);
 	free(b);
 	free_state(&s);
-}
-
-/* Rewrites the checksum after a change to the bytes before it. */
-static void reseal(uint8_t *b, size_t n)
-{
-	uint64_t sum = XXH3_64bits(b, n - 8);
-	memcpy(b + n - 8, &sum, 8);
 }
 
 /* What format 2 checks behind a valid checksum: pending entries in arrival
@@ -303,7 +335,7 @@ static void stream_position(void)
 	uint8_t *b = write_read(&s, &m);
 	memcpy(&nsec, b + 8, 4);
 	ASSERT_EQ_U64(nsec, 17);
-	ASSERT(m == n + 24 + 16);
+	ASSERT(m == n + 32 + 16);
 	ASSERT(check_bytes(b, m, &snap, err, sizeof err) && snap.stream && snap.stream->last_seq == 4242);
 	struct kv_match_opts o = s.m.o;
 	kv_index_init(&t.ix);
@@ -311,11 +343,10 @@ static void stream_position(void)
 	kv_match_init(&t.m, &t.ix, &t.ws, &o);
 	kv_snap_restore(&snap, &t.ix, &t.ws, &t.m);
 	ASSERT(t.m.has_position && t.m.position == 4242);
-	/* two records in the section: refused (count at table entry 17, checksum fixed) */
-	uint64_t two = 2, sum;
-	memcpy(b + 32 + 16 * 24 + 16, &two, 8);
-	sum = XXH3_64bits(b, m - 8);
-	memcpy(b + m - 8, &sum, 8);
+	/* two records in the section: refused (count at table entry 17, checksums fixed) */
+	uint64_t two = 2;
+	memcpy(b + 32 + 16 * 32 + 16, &two, 8);
+	reseal(b, m);
 	ASSERT(!check_bytes(b, m, &snap, err, sizeof err));
 	free_state(&t);
 	free_state(&s);
@@ -632,6 +663,150 @@ static void load_and_write_failures_say_path_and_status(void)
 	rmdir(dir);
 }
 
+/* ---- loading in parts ---------------------------------------------------- */
+
+/* A state of one chain of n blocks, each named by an engine hash: a file
+ * of more than 1 MiB, which loading reads in parts. */
+static void long_state(struct state *s, uint64_t n)
+{
+	make_state(s);
+	uint32_t p = (uint32_t)kv_index_find_partition(&s->ix, "m", "t");
+	uint32_t w = 0;
+	uint64_t chain = KV_CHAIN_ROOT;
+	for (uint64_t i = 1; i <= n; i++) {
+		uint64_t next = kv_chain_next(chain, 1000 + i);
+		kv_index_hold(&s->ix, p, next, chain, 1000 + i, w, KV_XPU);
+		bool added;
+		kv_ehashes_upsert(&s->ix.p[p].ehashes, 5000 + i, &added)->chain = next;
+		chain = next;
+	}
+}
+
+/* The offset in the file of a section's records. */
+static uint64_t section_offset(const char *path, uint32_t id)
+{
+	uint8_t t[32];
+	int fd = open(path, O_RDONLY);
+	if (pread(fd, t, 32, 32 + 32 * (off_t)(id - 1)) != 32)
+		abort();
+	close(fd);
+	uint64_t off;
+	memcpy(&off, t + 8, 8);
+	return off;
+}
+
+static void flip_byte(const char *path, uint64_t at)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t c;
+	if (pread(fd, &c, 1, (off_t)at) != 1)
+		abort();
+	c ^= 0xff;
+	if (pwrite(fd, &c, 1, (off_t)at) != 1)
+		abort();
+	close(fd);
+}
+
+static void expect_refusal(struct kv_err *e, const char *path, const char *why)
+{
+	char want[256];
+	snprintf(want, sizeof want, "%s: %s", path, why);
+	ASSERT_EQ_STR(kv_err_msg(e), want);
+	ASSERT_EQ_U64(e->status, KV_EX_DATAERR);
+	kv_err_clear(e);
+}
+
+/* A large file: what lookups need read and checked at open, the engine
+ * hashes and the matcher's part when asked, each checked against the table
+ * read at open (a damaged part is refused when it is read, not before). */
+static void parts_read_when_asked(void)
+{
+	char path[] = "/tmp/kvtools-parts-XXXXXX";
+	close(mkstemp(path));
+	struct state s;
+	long_state(&s, 60000);
+	struct kv_err e = { 0 };
+	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
+	free_state(&s);
+	struct kv_snap snap;
+	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+	ASSERT_EQ_U64(snap.parts, KV_SNAP_PART_BLOCKS);
+	ASSERT(snap.ehashes == NULL && snap.ehash_blocks == NULL && snap.stale == NULL && snap.content == NULL &&
+	       snap.pending == NULL && snap.sources == NULL);
+	ASSERT_EQ_U64(snap.nblocks, 60006);
+	ASSERT_EQ_U64(snap.nehashes, 0);
+	ASSERT_EQ_U64(snap.range_total[KV_RANGE_EHASHES], 60005);
+	int64_t part = kv_snap_partition(&snap, "m", 1, "t", 1);
+	ASSERT(part == 1);
+	ASSERT(kv_snap_find(&snap, (uint32_t)part, kv_chain_next(KV_CHAIN_ROOT, 1)) != NULL);
+	/* the engine hashes damaged after the open: refused when read */
+	uint64_t eh = section_offset(path, KV_SEC_EHASHES) + 8;
+	flip_byte(path, eh);
+	ASSERT(!kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
+	expect_refusal(&e, path, "changed since it was loaded: section 10 checksum mismatch (corrupt file)");
+	ASSERT(snap.ehashes == NULL && snap.parts == KV_SNAP_PART_BLOCKS);
+	/* and the whole file refused at once, while the lookup part alone loads */
+	struct kv_snap all;
+	ASSERT(!kv_snap_load(path, &all, &e));
+	expect_refusal(&e, path, "section 10 checksum mismatch (corrupt file)");
+	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &all, &e));
+	kv_snap_unload(&all);
+	flip_byte(path, eh);
+	ASSERT(kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
+	ASSERT(snap.ehashes != NULL && snap.parts == (KV_SNAP_PART_BLOCKS | KV_SNAP_PART_EHASHES));
+	ASSERT_EQ_U64(snap.nehashes, 60005);
+	uint64_t chain;
+	ASSERT(kv_snap_ehash_chain(&snap, (uint32_t)part, 101, &chain) && chain == kv_chain_next(KV_CHAIN_ROOT, 1));
+	/* the last part read: the file is closed */
+	ASSERT(snap.path != NULL);
+	ASSERT(kv_snap_read(&snap, KV_SNAP_PART_MATCHER, &e));
+	ASSERT(snap.parts == KV_SNAP_PART_ALL && snap.path == NULL && snap.npending == 1 && snap.pending != NULL);
+	kv_snap_unload(&snap);
+	/* cut after the open: refused when read */
+	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+	ASSERT(truncate(path, (off_t)section_offset(path, KV_SEC_EHASHES) + 8) == 0);
+	ASSERT(!kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
+	expect_refusal(&e, path, "truncated while read");
+	kv_snap_unload(&snap);
+	unlink(path);
+}
+
+/* A section's checksum in the table damaged, the header's made right
+ * again: refused by the section's (a part read is checked whole). */
+static void section_checksum_damaged(void)
+{
+	char path[] = "/tmp/kvtools-parts-XXXXXX";
+	close(mkstemp(path));
+	struct state s;
+	long_state(&s, 60000);
+	struct kv_err e = { 0 };
+	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
+	free_state(&s);
+	int fd = open(path, O_RDWR);
+	uint8_t head[32 + 17 * 32];
+	ASSERT(pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head);
+	static const uint32_t ids[] = { KV_SEC_BLOCKS, KV_SEC_HOLDERS };
+	for (size_t k = 0; k < 2; k++) {
+		uint8_t *sum = head + 32 + 32 * (ids[k] - 1) + 24;
+		sum[0] ^= 1;
+		reseal_header(head, sizeof head);
+		ASSERT(pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head);
+		struct kv_snap snap;
+		ASSERT(!kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+		char why[64];
+		snprintf(why, sizeof why, "section %u checksum mismatch (corrupt file)", ids[k]);
+		expect_refusal(&e, path, why);
+		sum[0] ^= 1;
+	}
+	reseal_header(head, sizeof head);
+	ASSERT(pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head);
+	close(fd);
+	struct kv_snap snap;
+	ASSERT(kv_snap_load(path, &snap, &e));
+	kv_snap_unload(&snap);
+	unlink(path);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -642,5 +817,7 @@ int main(void)
 	RUN(stream_position);
 	RUN(load_refuses_each_fault_at_its_boundary);
 	RUN(load_and_write_failures_say_path_and_status);
+	RUN(parts_read_when_asked);
+	RUN(section_checksum_damaged);
 	return unit_done();
 }
