@@ -75,8 +75,11 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		memset(t, 0, sizeof *t);                                                             \
 	}                                                                                        \
                                                                                                  \
-	/* A hint that key is about to be looked up: its slot is fetched meanwhile. */           \
-	static inline void name##_prefetch(const struct name *t, uint64_t key)                   \
+	/* A hint that key is about to be looked up: its slot is fetched meanwhile.              \
+	 * Always inlined: GCC takes a function that only prefetches for one                     \
+	 * without effects and drops the calls to it before inlining them. */                    \
+	static inline __attribute__((always_inline)) void name##_prefetch(const struct name *t, \
+									uint64_t key)            \
 	{                                                                                        \
 		if (t->cap)                                                                          \
 			__builtin_prefetch(&t->slots[kv_mix64(key) & (t->cap - 1)]);                 \
