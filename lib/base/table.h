@@ -35,6 +35,12 @@ static inline uint64_t kv_mix64(uint64_t k)
 	return k;
 }
 
+/* For a function that only prefetches (or looks up to prefetch): GCC takes
+ * such a function for one without effects and deletes the calls to it
+ * before it would inline them, prefetches and all.  Inlined early, the
+ * prefetches stay. */
+#define KV_PREFETCHING static inline __attribute__((always_inline))
+
 /* Every position of an entry of table t, of the table type name:
  *     KV_TABLE_EACH(kv_blocks, t, pos) { const struct kv_block *b = kv_blocks_at_const(t, pos); ... }
  * The table must not change meanwhile (remove_if is the way to remove). */
@@ -75,11 +81,8 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		memset(t, 0, sizeof *t);                                                             \
 	}                                                                                        \
                                                                                                  \
-	/* A hint that key is about to be looked up: its slot is fetched meanwhile.              \
-	 * Always inlined: GCC takes a function that only prefetches for one                     \
-	 * without effects and drops the calls to it before inlining them. */                    \
-	static inline __attribute__((always_inline)) void name##_prefetch(const struct name *t, \
-									uint64_t key)            \
+	/* A hint that key is about to be looked up: its slot is fetched meanwhile. */           \
+	KV_PREFETCHING void name##_prefetch(const struct name *t, uint64_t key)                  \
 	{                                                                                        \
 		if (t->cap)                                                                          \
 			__builtin_prefetch(&t->slots[kv_mix64(key) & (t->cap - 1)]);                 \
