@@ -78,8 +78,9 @@ static inline size_t kv_table_home(uint64_t key, size_t homes)
  * (offloads waiting for their pool) fill and drain again and again.
  * Larger ones grow by 1/KV_TABLE_STEP of the power of two below: half,
  * not a quarter, for a table at 80% load probes several slots, several
- * cache lines (on the cluster capture quarters took 30% more user time,
- * halves 10% more and as much less system time, zeroing fewer pages).
+ * cache lines (on the cluster capture quarters took 30 to 50% more user
+ * time, halves up to 10% more and about as much less system time, zeroing
+ * fewer pages).
  * Unit tests set them lower to test the steps on small tables. */
 #ifndef KV_TABLE_FINE
 #define KV_TABLE_FINE (1u << 22)
