@@ -1,7 +1,9 @@
 /* table: open-addressing hash tables keyed by a u64, one definition per
- * entry type (KV_TABLE_DEFINE).  Linear probing, backward-shift deletion, no
- * tombstones; grows at 80% load.  Key 0 lives beside the slots (0 marks an
- * empty slot).  Entries move on insert and remove: pointers to them last
+ * entry type (KV_TABLE_DEFINE).  Linear probing that never wraps (slots past
+ * the last home take the last clusters), backward-shift deletion, no
+ * tombstones; grows in place at 80% load, by doubling while small, then by
+ * half the power of two below (kv_table_grown).  Key 0 lives beside the slots (0 marks an empty
+ * slot).  Entries move on insert and remove: pointers to them last
  * until the next change of the table.  Tables shrink again below 10% load,
  * and large slot arrays are mapped directly, so that memory goes back to the
  * system when what the table holds goes away. */
@@ -35,6 +37,12 @@ static inline uint64_t kv_mix64(uint64_t k)
 	return k;
 }
 
+/* For a function that only prefetches (or looks up to prefetch): GCC takes
+ * such a function for one without effects and deletes the calls to it
+ * before it would inline them, prefetches and all.  Inlined early, the
+ * prefetches stay. */
+#define KV_PREFETCHING static inline __attribute__((always_inline))
+
 /* Every position of an entry of table t, of the table type name:
  *     KV_TABLE_EACH(kv_blocks, t, pos) { const struct kv_block *b = kv_blocks_at_const(t, pos); ... }
  * The table must not change meanwhile (remove_if is the way to remove). */
@@ -55,6 +63,52 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 	free(s->pos);
 }
 
+/* A key's home among homes slots: the high half of its mix times homes,
+ * so that homes need not be a power of two (large tables grow by half the
+ * power of two below, not by doubling: a table of 4.1M entries has 6.3M
+ * homes, not 8.4M) and homes follow the mixed keys' order, which lets a
+ * table grow where it is (name##_grow). */
+__extension__ typedef unsigned __int128 kv_u128_;
+static inline size_t kv_table_home(uint64_t key, size_t homes)
+{
+	return (size_t)(((kv_u128_)kv_mix64(key) * homes) >> 64);
+}
+
+/* Tables of fewer homes double: their memory matters little, and some
+ * (offloads waiting for their pool) fill and drain again and again.
+ * Larger ones grow by 1/KV_TABLE_STEP of the power of two below: half,
+ * not a quarter, for a table at 80% load probes several slots, several
+ * cache lines (on the cluster capture quarters took 30 to 50% more user
+ * time, halves up to 10% more and about as much less system time, zeroing
+ * fewer pages).
+ * Unit tests set them lower to test the steps on small tables. */
+#ifndef KV_TABLE_FINE
+#define KV_TABLE_FINE (1u << 22)
+#endif
+#ifndef KV_TABLE_STEP
+#define KV_TABLE_STEP 2
+#endif
+
+/* The homes after a step of growth: 16, 32, ... 2^22, then 1.5 * 2^22,
+ * 2^23, 1.5 * 2^23, ... */
+static inline size_t kv_table_grown(size_t homes)
+{
+	if (homes < KV_TABLE_FINE)
+		return 2 * homes;
+	size_t p = KV_TABLE_FINE;
+	while (2 * p <= homes)
+		p *= 2;
+	return homes + p / KV_TABLE_STEP;
+}
+
+/* Slots past the last home, where the clusters of the last homes run on
+ * (probes never wrap around); the last slot stays empty, so that every
+ * probe ends at an empty slot without a bound. */
+static inline size_t kv_table_slots(size_t homes)
+{
+	return homes + 32 + homes / 1024;
+}
+
 /* The functions of one table all sit on the line that defines it, and
  * cppcheck's whole-program check (make lint) takes them for one: none takes
  * a pointer where another takes a key, which may be 0 (a key of 0 to find
@@ -62,7 +116,8 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 #define KV_TABLE_DEFINE(name, entry_t)                                                       \
 	struct name {                                                                            \
 		entry_t *slots;                                                                      \
-		size_t cap, n;                                                                       \
+		size_t cap, n;         /* slots (kv_table_slots of homes), entries in them */       \
+		size_t homes;                                                                        \
 		bool has_zero;                                                                       \
 		entry_t zero;                                                                        \
 	};                                                                                       \
@@ -76,10 +131,10 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 	}                                                                                        \
                                                                                                  \
 	/* A hint that key is about to be looked up: its slot is fetched meanwhile. */           \
-	static inline void name##_prefetch(const struct name *t, uint64_t key)                   \
+	KV_PREFETCHING void name##_prefetch(const struct name *t, uint64_t key)                  \
 	{                                                                                        \
 		if (t->cap)                                                                          \
-			__builtin_prefetch(&t->slots[kv_mix64(key) & (t->cap - 1)]);                 \
+			__builtin_prefetch(&t->slots[kv_table_home(key, t->homes)]);                 \
 	}                                                                                        \
                                                                                                  \
 	static inline entry_t *name##_find(struct name *t, uint64_t key)                         \
@@ -134,61 +189,67 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		return o;                                                                            \
 	}                                                                                        \
                                                                                                  \
-	static inline void name##_resize(struct name *t, size_t cap)                             \
+	/* Puts e (not in the table) at the first empty slot from slot i on;                     \
+	 * false when that would be the last slot, which stays empty. */                         \
+	static inline bool name##_place_from(struct name *t, size_t i, const entry_t *e)         \
+	{                                                                                        \
+		while (t->slots[i].key)                                                              \
+			i++;                                                                             \
+		if (i == t->cap - 1)                                                                 \
+			return false;                                                                    \
+		t->slots[i] = *e;                                                                    \
+		return true;                                                                         \
+	}                                                                                        \
+                                                                                                 \
+	/* A new slot array for homes homes, the entries moved into it (more                     \
+	 * homes, should the last ones' clusters not fit). */                                    \
+	static inline void name##_resize(struct name *t, size_t homes)                           \
 	{                                                                                        \
 		entry_t *old = t->slots;                                                             \
 		size_t oldcap = t->cap;                                                              \
-		t->slots = kv_slots_alloc(cap * sizeof *t->slots);                                   \
-		t->cap = cap;                                                                        \
-		for (size_t j = 0; j < oldcap; j++) {                                                \
-			if (old[j].key == 0)                                                             \
-				continue;                                                                    \
-			size_t i = kv_mix64(old[j].key) & (cap - 1);                                     \
-			while (t->slots[i].key)                                                          \
-				i = (i + 1) & (cap - 1);                                                     \
-			t->slots[i] = old[j];                                                            \
+		for (;; homes = kv_table_grown(homes)) {                                             \
+			t->cap = kv_table_slots(homes);                                                  \
+			t->homes = homes;                                                                \
+			t->slots = kv_slots_alloc(t->cap * sizeof *t->slots);                            \
+			size_t j = 0;                                                                    \
+			for (; j < oldcap; j++)                                                          \
+				if (old[j].key && !name##_place_from(t, kv_table_home(old[j].key, homes), &old[j])) \
+					break;                                                                   \
+			if (j == oldcap)                                                                 \
+				break;                                                                       \
+			kv_slots_free(t->slots, t->cap * sizeof *t->slots);                              \
 		}                                                                                    \
 		kv_slots_free(old, oldcap * sizeof *old);                                            \
 	}                                                                                        \
                                                                                                  \
-	/* Doubles the table where it is, without a second slot array.  Entries \
-	 * are taken out in probe order, from just after an empty slot, and put   \
-	 * back from their new home: one whose home is in the lower half lands at \
-	 * or before the slot it left (every slot between was taken out before    \
-	 * it) or, if its cluster wrapped around the old end, in the upper half;  \
-	 * one whose home is in the upper half lands there.  So no slot that a    \
-	 * placed entry's probe passed is emptied later.  Only an entry that      \
-	 * would wrap past the new end, into slots not yet taken out, waits in    \
-	 * spill until all others are placed. */                                  \
-	static inline void name##_double(struct name *t)                                         \
+	/* One step more homes, where the slots are (no second slot array).  The \
+	 * entries are taken out from the last slot down, each put back from its  \
+	 * new home, which is at or after its old home.  When that is at or after \
+	 * the slot it left, every slot its probe passes holds an entry put back  \
+	 * already, which stays; else (a cluster longer than its distance from    \
+	 * slot 0 grows, near the start) it waits in spill, as does one that      \
+	 * would reach the last slot, until all others are placed. */             \
+	static inline void name##_grow(struct name *t)                                           \
 	{                                                                                        \
-		size_t oldcap = t->cap, cap = 2 * oldcap, mask = cap - 1, start = 0, nspill = 0, capspill = 0; \
+		size_t oldcap = t->cap, homes = kv_table_grown(t->homes), nspill = 0, capspill = 0;  \
 		entry_t *spill = NULL;                                                               \
-		t->slots = kv_slots_grow(t->slots, oldcap * sizeof *t->slots, cap * sizeof *t->slots); \
-		t->cap = cap;                                                                        \
-		while (t->slots[start].key)                                                          \
-			start++;                                                                         \
-		for (size_t k = 1; k < oldcap; k++) {                                                \
-			size_t j = (start + k) & (oldcap - 1), i;                                        \
+		t->cap = kv_table_slots(homes);                                                      \
+		t->homes = homes;                                                                    \
+		t->slots = kv_slots_grow(t->slots, oldcap * sizeof *t->slots, t->cap * sizeof *t->slots); \
+		for (size_t j = oldcap; j-- > 0;) {                                                  \
 			if (t->slots[j].key == 0)                                                        \
 				continue;                                                                    \
 			entry_t e = t->slots[j];                                                         \
 			t->slots[j].key = 0;                                                             \
-			for (i = kv_mix64(e.key) & mask; i < cap && t->slots[i].key; i++)               \
-				;                                                                            \
-			if (i < cap) {                                                                   \
-				t->slots[i] = e;                                                             \
+			size_t h = kv_table_home(e.key, homes);                                          \
+			if (h >= j && name##_place_from(t, h, &e))                                       \
 				continue;                                                                    \
-			}                                                                                \
 			spill = kv_xgrow(spill, &capspill, nspill + 1, sizeof *spill);                   \
 			spill[nspill++] = e;                                                             \
 		}                                                                                    \
-		for (size_t k = 0; k < nspill; k++) {                                                \
-			size_t i = kv_mix64(spill[k].key) & mask;                                        \
-			while (t->slots[i].key)                                                          \
-				i = (i + 1) & mask;                                                          \
-			t->slots[i] = spill[k];                                                          \
-		}                                                                                    \
+		for (size_t k = 0; k < nspill; k++)                                                  \
+			while (!name##_place_from(t, kv_table_home(spill[k].key, t->homes), &spill[k]))  \
+				name##_grow(t);                                                              \
 		free(spill);                                                                         \
 	}                                                                                        \
                                                                                                  \
@@ -205,31 +266,30 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		}                                                                                    \
 		if (!t->cap)                                                                         \
 			name##_resize(t, 16);                                                            \
-		else if (5 * (t->n + 1) > 4 * t->cap)                                                \
-			name##_double(t);                                                                \
-		size_t mask = t->cap - 1, i = kv_mix64(key) & mask;                                  \
-		for (;; i = (i + 1) & mask) {                                                        \
-			if (t->slots[i].key == key)                                                      \
+		else if (5 * (t->n + 1) > 4 * t->homes)                                              \
+			name##_grow(t);                                                                  \
+		for (;;) {                                                                           \
+			size_t i = kv_table_home(key, t->homes);                                         \
+			for (; t->slots[i].key; i++)                                                     \
+				if (t->slots[i].key == key)                                                  \
+					return &t->slots[i];                                                     \
+			if (i < t->cap - 1) {                                                            \
+				memset(&t->slots[i], 0, sizeof t->slots[i]);                                 \
+				t->slots[i].key = key;                                                       \
+				t->n++;                                                                      \
+				*added = true;                                                               \
 				return &t->slots[i];                                                         \
-			if (t->slots[i].key == 0)                                                        \
-				break;                                                                       \
+			}                                                                                \
+			name##_grow(t); /* its cluster ran into the last slot */                         \
 		}                                                                                    \
-		memset(&t->slots[i], 0, sizeof t->slots[i]);                                         \
-		t->slots[i].key = key;                                                               \
-		t->n++;                                                                              \
-		*added = true;                                                                       \
-		return &t->slots[i];                                                                 \
 	}                                                                                        \
                                                                                                  \
 	/* Empties slot i: later members of its cluster shift back so that no                    \
-	 * probe breaks (only into slot i or slots after it, up to the cluster's                 \
-	 * end). */                                                                              \
+	 * probe breaks (one whose home is at or before the slot emptied). */                    \
 	static inline void name##_unslot(struct name *t, size_t i)                               \
 	{                                                                                        \
-		size_t mask = t->cap - 1;                                                            \
-		for (size_t j = (i + 1) & mask; t->slots[j].key; j = (j + 1) & mask) {               \
-			size_t home = kv_mix64(t->slots[j].key) & mask;                                  \
-			if (((j - home) & mask) >= ((j - i) & mask)) {                                   \
+		for (size_t j = i + 1; t->slots[j].key; j++) {                                       \
+			if (kv_table_home(t->slots[j].key, t->homes) <= i) {                             \
 				t->slots[i] = t->slots[j];                                                   \
 				i = j;                                                                       \
 			}                                                                                \
@@ -238,14 +298,14 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		t->n--;                                                                              \
 	}                                                                                        \
                                                                                                  \
-	/* Below 10% load the table halves (to no fewer than 64 slots). */                       \
+	/* Below 10% load the table halves its homes (to no fewer than 64). */                   \
 	static inline void name##_shrink(struct name *t)                                         \
 	{                                                                                        \
-		size_t cap = t->cap;                                                                 \
-		while (cap > 64 && 10 * t->n < cap)                                                  \
-			cap /= 2;                                                                        \
-		if (cap != t->cap)                                                                   \
-			name##_resize(t, cap);                                                           \
+		size_t homes = t->homes;                                                             \
+		while (homes > 64 && 10 * t->n < homes)                                              \
+			homes /= 2;                                                                      \
+		if (homes != t->homes)                                                               \
+			name##_resize(t, homes < 64 ? 64 : homes);                                       \
 	}                                                                                        \
                                                                                                  \
 	static inline bool name##_remove(struct name *t, uint64_t key)                           \
@@ -257,38 +317,34 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		}                                                                                    \
 		if (!t->cap)                                                                         \
 			return false;                                                                    \
-		size_t mask = t->cap - 1, i = kv_mix64(key) & mask;                                  \
+		size_t i = kv_table_home(key, t->homes);                                             \
 		while (t->slots[i].key != key) {                                                     \
 			if (t->slots[i].key == 0)                                                        \
 				return false;                                                                \
-			i = (i + 1) & mask;                                                              \
+			i++;                                                                             \
 		}                                                                                    \
 		name##_unslot(t, i);                                                                 \
-		if (t->cap > 64 && 10 * t->n < t->cap)                                               \
-			name##_resize(t, t->cap / 2);                                                    \
+		if (t->homes > 64 && 10 * t->n < t->homes)                                           \
+			name##_resize(t, t->homes / 2 < 64 ? 64 : t->homes / 2);                         \
 		return true;                                                                         \
 	}                                                                                        \
                                                                                                  \
 	/* Calls gone once for every entry, in no particular order, and removes                  \
 	 * those it returns true for (it may change an entry's other fields, not                 \
-	 * its key, and must not change the table); returns how many went.  The                  \
-	 * walk starts after an empty slot: a removal then shifts only entries not               \
-	 * yet seen, into the slot just emptied, which is looked at again. */                    \
+	 * its key, and must not change the table); returns how many went.  A                    \
+	 * removal shifts back only entries after the slot emptied, not yet                      \
+	 * seen, into that slot, which is looked at again. */                                    \
 	static inline size_t name##_remove_if(struct name *t, bool (*gone)(entry_t *e, void *arg), \
 						  void *arg)                                                         \
 	{                                                                                        \
 		size_t removed = 0;                                                                  \
 		if (t->n) {                                                                          \
-			size_t mask = t->cap - 1, start = 0;                                             \
-			while (t->slots[start].key)                                                      \
-				start++;                                                                     \
-			for (size_t k = 1; k < t->cap;) {                                                \
-				size_t i = (start + k) & mask;                                               \
+			for (size_t i = 0; i < t->cap;) {                                                \
 				if (t->slots[i].key && gone(&t->slots[i], arg)) {                            \
 					name##_unslot(t, i);                                                     \
 					removed++;                                                               \
 				} else {                                                                     \
-					k++;                                                                     \
+					i++;                                                                     \
 				}                                                                            \
 			}                                                                                \
 			name##_shrink(t);                                                                \
@@ -300,15 +356,15 @@ static inline void kv_sorted_free(struct kv_sorted *s)
 		return removed;                                                                      \
 	}
 
-/* The body of find, for the const and the other variant. */
+/* The body of find, for the const and the other variant: the last slot is
+ * empty, so the probe needs no bound. */
 #define KV_TABLE_FIND_(t, key)                                                               \
 	do {                                                                                     \
 		if ((key) == 0)                                                                      \
 			return (t)->has_zero ? &(t)->zero : NULL;                                        \
 		if (!(t)->cap)                                                                       \
 			return NULL;                                                                     \
-		size_t mask_ = (t)->cap - 1, i_ = kv_mix64(key) & mask_;                             \
-		for (;; i_ = (i_ + 1) & mask_) {                                                     \
+		for (size_t i_ = kv_table_home(key, (t)->homes);; i_++) {                            \
 			if ((t)->slots[i_].key == (key))                                                 \
 				return &(t)->slots[i_];                                                      \
 			if ((t)->slots[i_].key == 0)                                                     \

@@ -1,5 +1,6 @@
 #include "decode/wire.h"
 #include "decode/mpscan.h"
+#include "decode/mpunpack.h"
 #include "decode/pool.h"
 #include "decode/vllm.h"
 #include "decode/wireparts.h"
@@ -165,8 +166,7 @@ bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint
 	}
 	msgpack_zone_clear(&w->zone);
 	msgpack_object root;
-	size_t used = 0;
-	if (msgpack_unpack((const char *)p, size, &used, &w->zone, &root) < 0) {
+	if (!kv_mp_unpack(p, size, &w->zone, &root)) {
 		snprintf(w->error, sizeof w->error, "undecodable MessagePack");
 		return false;
 	}

@@ -731,8 +731,46 @@ static void engine_offload_block(struct kv_match *m, const struct rep *r, uint32
 /* The start of a source's stream, where missing parents are expected. */
 #define KV_EARLY_NS (10ull * 1000000000ull)
 
-/* How far ahead the loops over an event's blocks fetch table slots. */
+/* How far ahead the loops over an event's blocks fetch table slots.  A
+ * slot found through another (the block an engine hash names) is fetched
+ * half as far ahead, once the first slot has arrived. */
 #define PREFETCH 8
+
+/* Slots of the engine hashes [from, to) of an event, fetched ahead. */
+KV_PREFETCHING void fetch_names(const struct kv_partition *p, const uint64_t *hashes, size_t from,
+				size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		kv_ehashes_prefetch(&p->ehashes, hashes[i]);
+}
+
+/* What the lookups of hash i of an event of n hashes need next: the slot
+ * of the name PREFETCH on (the first ones at i 0: an event starts cold),
+ * and the block of the name half as far on, whose slot has arrived. */
+KV_PREFETCHING void fetch_named_ahead(const struct kv_partition *p, const uint64_t *hashes, size_t n,
+				      size_t i)
+{
+	if (i == 0)
+		fetch_names(p, hashes, 0, n < PREFETCH ? n : PREFETCH);
+	if (i + PREFETCH < n)
+		kv_ehashes_prefetch(&p->ehashes, hashes[i + PREFETCH]);
+	if (i + PREFETCH / 2 < n) {
+		const struct kv_ehash *ahead = kv_ehashes_find_const(&p->ehashes, hashes[i + PREFETCH / 2]);
+		if (ahead)
+			kv_blocks_prefetch(&p->blocks, ahead->chain);
+	}
+}
+
+/* The slots a store of block chain named ehash will touch. */
+KV_PREFETCHING void fetch_stored(const struct kv_partition *p, const struct kv_pmatch *pm, uint64_t chain,
+				 uint64_t ehash, bool offload)
+{
+	kv_ehashes_prefetch(&p->ehashes, ehash);
+	if (offload)
+		kv_offloads_prefetch(&pm->offload, ehash);
+	else
+		kv_blocks_prefetch(&p->blocks, chain);
+}
 
 static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
 {
@@ -765,12 +803,14 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 			return;
 		}
 		struct kv_partition *p = &m->ix->p[part];
+		struct kv_pmatch *pm = kv_match_partition(m, part);
+		/* Blocks of an event land all over the tables: fetch ahead, the
+		 * first ones too (an event starts cold). */
+		for (size_t i = 0; i < nblocks && i < PREFETCH; i++)
+			fetch_stored(p, pm, m->chain[i], e->hashes[i], offload);
 		for (size_t i = 0; i < nblocks; i++) {
-			/* Blocks of an event land all over the tables: fetch ahead. */
-			if (i + PREFETCH < nblocks) {
-				kv_blocks_prefetch(&p->blocks, m->chain[i + PREFETCH]);
-				kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
-			}
+			if (i + PREFETCH < nblocks)
+				fetch_stored(p, pm, m->chain[i + PREFETCH], e->hashes[i + PREFETCH], offload);
 			struct content c = { m->chain[i], i ? m->chain[i - 1] : parent, m->local[i] };
 			if (offload) {
 				learn(m, part, e->hashes[i], c.chain);
@@ -789,7 +829,12 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 		return;
 	}
 	/* No tokens (an offload placeholder): the hashes must name known content. */
+	struct kv_partition *p = &m->ix->p[part];
+	struct kv_pmatch *pm = kv_match_partition(m, part);
 	for (size_t i = 0; i < e->nhashes; i++) {
+		fetch_named_ahead(p, e->hashes, e->nhashes, i);
+		if (offload && i + PREFETCH / 2 < e->nhashes)
+			kv_offloads_prefetch(&pm->offload, e->hashes[i + PREFETCH / 2]);
 		struct content c;
 		if (!known_content(m, part, e->hashes[i], &c)) {
 			struct kv_offload *o = kv_offloads_find(&kv_match_partition(m, part)->offload, e->hashes[i]);
@@ -823,6 +868,20 @@ static bool release_chain(struct kv_match *m, uint32_t part, uint64_t chain, uin
 }
 
 
+/* What the first pass of a removal found for a hash (engine_removed). */
+enum { UNKNOWN, NAMED, OFFLOAD_GONE, NAMED_OFFLOAD_GONE };
+
+/* The block of the i-th hash of a removal, if the first pass named one
+ * (engine_removed), and the content slot it leaves behind if freed. */
+KV_PREFETCHING void fetch_released(const struct kv_match *m, const struct kv_partition *p,
+				   const struct kv_pmatch *pm, size_t i)
+{
+	if (m->local[i] != NAMED && m->local[i] != NAMED_OFFLOAD_GONE)
+		return;
+	kv_blocks_prefetch(&p->blocks, m->chain[i]);
+	kv_contents_prefetch(&pm->content, m->chain[i]);
+}
+
 static void engine_removed(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
 {
 	enum kv_medium medium = e->medium == KV_UNKNOWN ? KV_XPU : e->medium;
@@ -830,8 +889,8 @@ static void engine_removed(struct kv_match *m, const struct rep *r, uint32_t w, 
 	struct kv_partition *p = &m->ix->p[part];
 	/* Two passes, each fetching ahead: names to chains, then the blocks.
 	 * The scratch local[] says what the first pass found for each hash. */
-	enum { UNKNOWN, NAMED, OFFLOAD_GONE, NAMED_OFFLOAD_GONE };
 	grow_blocks(m, e->nhashes);
+	fetch_names(p, e->hashes, 0, e->nhashes < PREFETCH ? e->nhashes : PREFETCH);
 	for (size_t i = 0; i < e->nhashes; i++) {
 		if (i + PREFETCH < e->nhashes)
 			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
@@ -848,10 +907,13 @@ static void engine_removed(struct kv_match *m, const struct rep *r, uint32_t w, 
 		else
 			m->local[i] = gone ? OFFLOAD_GONE : UNKNOWN;
 	}
+	/* Blocks, and where their content goes should they be freed, the
+	 * first ones fetched before the loop. */
+	for (size_t i = 0; i < e->nhashes && i < PREFETCH; i++)
+		fetch_released(m, p, pm, i);
 	for (size_t i = 0; i < e->nhashes; i++) {
-		if (i + PREFETCH < e->nhashes &&
-		    (m->local[i + PREFETCH] == NAMED || m->local[i + PREFETCH] == NAMED_OFFLOAD_GONE))
-			kv_blocks_prefetch(&p->blocks, m->chain[i + PREFETCH]);
+		if (i + PREFETCH < e->nhashes)
+			fetch_released(m, p, pm, i + PREFETCH);
 		bool named = m->local[i] == NAMED || m->local[i] == NAMED_OFFLOAD_GONE;
 		if (named && release_chain(m, part, m->chain[i], w, medium))
 			report(m, r, KV_ST_APPLIED, KV_R_NONE, &e->hashes[i], (int)medium, &w, 1, 0);
@@ -983,17 +1045,38 @@ static size_t pool_holder_target(struct kv_match *m, const struct kv_event *e)
 	return 1;
 }
 
+/* The block a pool's store of ehash will hold, named by a waiting offload
+ * or by the engine-hash map (whose slots have arrived). */
+KV_PREFETCHING void fetch_confirmed(const struct kv_match *m, const struct kv_partition *p,
+				    const struct kv_pmatch *pm, uint64_t ehash)
+{
+	const struct kv_offload *o = kv_offloads_find_const(&pm->offload, ehash);
+	if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
+		kv_blocks_prefetch(&p->blocks, o->chain);
+		return;
+	}
+	const struct kv_ehash *eh = kv_ehashes_find_const(&p->ehashes, ehash);
+	if (eh)
+		kv_blocks_prefetch(&p->blocks, eh->chain);
+}
+
 static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, const struct kv_event *e,
 			const uint32_t *t, size_t nt, enum kv_medium medium)
 {
 	struct kv_pmatch *pm = kv_match_partition(m, part);
 	struct kv_partition *p = &m->ix->p[part];
+	for (size_t i = 0; i < e->nhashes && i < PREFETCH; i++) {
+		kv_offloads_prefetch(&pm->offload, e->hashes[i]);
+		kv_ehashes_prefetch(&p->ehashes, e->hashes[i]);
+	}
 	for (size_t i = 0; i < e->nhashes; i++) {
 		uint64_t h = e->hashes[i];
 		if (i + PREFETCH < e->nhashes) {
 			kv_offloads_prefetch(&pm->offload, e->hashes[i + PREFETCH]);
 			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
 		}
+		if (i + PREFETCH / 2 < e->nhashes)
+			fetch_confirmed(m, p, pm, e->hashes[i + PREFETCH / 2]);
 		struct content c;
 		struct kv_offload *o = kv_offloads_find(&pm->offload, h);
 		bool known = false, named = false;
@@ -1027,15 +1110,19 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 {
 	struct kv_pmatch *pm = kv_match_partition(m, part);
 	struct kv_partition *p = &m->ix->p[part];
+	fetch_names(p, e->hashes, 0, e->nhashes < PREFETCH ? e->nhashes : PREFETCH);
 	for (size_t i = 0; i < e->nhashes; i++) {
 		uint64_t h = e->hashes[i];
 		if (i + PREFETCH < e->nhashes)
 			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
-		/* the block of a hash half as far on: its name has arrived */
+		/* the block of a hash half as far on (its name has arrived), and
+		 * where its content goes should it be freed */
 		const struct kv_ehash *ahead = i + PREFETCH / 2 < e->nhashes ?
 			kv_ehashes_find(&p->ehashes, e->hashes[i + PREFETCH / 2]) : NULL;
-		if (ahead)
+		if (ahead) {
 			kv_blocks_prefetch(&p->blocks, ahead->chain);
+			kv_contents_prefetch(&pm->content, ahead->chain);
+		}
 		kv_offloads_remove(&pm->offload, h);
 		bool any = false;
 		if (kv_pending_waits(&m->pending, part, h))

@@ -241,7 +241,7 @@ static void slots_reused(void)
 	ASSERT(kv_lru_pop(&l, &out) && out.chain == 49001 * 0x9e3779b97f4a7c15ull);
 	ASSERT(!kv_lru_pop(&l, &out));
 	ASSERT_EQ_U64(kv_lru_map_count(&l.map), 0);
-	ASSERT(l.map.cap <= 64);
+	ASSERT(l.map.homes <= 64);
 	kv_lru_free(&l);
 }
 
