@@ -1,6 +1,5 @@
 #include "decode/wire.h"
 #include "decode/mpscan.h"
-#include "decode/mpunpack.h"
 #include "decode/pool.h"
 #include "decode/vllm.h"
 #include "decode/wireparts.h"
@@ -166,7 +165,8 @@ bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint
 	}
 	msgpack_zone_clear(&w->zone);
 	msgpack_object root;
-	if (!kv_mp_unpack(p, size, &w->zone, &root)) {
+	size_t used = 0;
+	if (msgpack_unpack((const char *)p, size, &used, &w->zone, &root) < 0) {
 		snprintf(w->error, sizeof w->error, "undecodable MessagePack");
 		return false;
 	}
