@@ -1068,3 +1068,15 @@ sql#w8a8 default 1"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "worker") | "\(.instance_id)/\(.dp_rank) \(.host)"')" "a/0 10.0.0.5
 b/0 10.0.0.6"
 }
+
+# GCC took a function that only prefetches for one without effects and
+# deleted the calls before inlining them: the matcher ran with no prefetch
+# at all, about a quarter slower (README, "What the misses are").  In the
+# release build the event loop must keep its hints.
+@test "the matcher's event loop keeps its prefetch hints after compiling" {
+	run objdump -d --no-show-raw-insn --disassemble=kv_match_event "$(command -v kvmatch)"
+	assert_success
+	local n
+	n=$(grep -c 'prefetch' <<<"$output" || true)
+	[ "$n" -ge 1 ] || fail "kv_match_event has no prefetch instruction"
+}
