@@ -17,7 +17,9 @@ bool kv_input_open(const char *path, int *fd, struct kv_err *e);
 /* For a program whose input is all or nothing (kvmatch: a snapshot of part
  * of the input would replace the last good one): before anything is read
  * or written, every one of the n named files must open.  False when one
- * does not, with a message for each that does not, in order. */
+ * does not, with a message for each that does not, in order.  A named
+ * pipe (or other file that is not a regular file) must be readable by its
+ * permissions instead: it is opened once, when it is read. */
 bool kv_inputs_check(char *const *paths, size_t n, struct kv_err *e);
 
 #endif
