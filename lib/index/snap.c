@@ -853,7 +853,10 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 	s->size = size;
 	s->mapped = mapped;
 	uint64_t from, to;
-	if (!read_at(fd, d, mapped, 0, HEADER_SIZE + (uint64_t)section_total(head) * TABLE_ENTRY))
+	/* the header checked above, not read again: a file rewritten between
+	 * two reads would have its table read by a header never checked */
+	memcpy(d, head, HEADER_SIZE);
+	if (!read_at(fd, d, mapped, HEADER_SIZE, HEADER_SIZE + (uint64_t)section_total(head) * TABLE_ENTRY))
 		return fail_read(e, path, errno);
 	if (!table_ok((const uint8_t *)d, size, &bad) || !counts_ok((const uint8_t *)d, &bad))
 		return fail_check(e, path, &bad);
