@@ -7,12 +7,13 @@ set -eu
 # build: compiler, pkg-config and the libraries (libcurl: kvstat's HTTP
 # scrapes, and only kvstat links it; libnats: kvnats alone, JetStream);
 # test: bats, mandoc, script(1), nats-server (kvnats tests), objdump (the
-# matcher's prefetch hints kept by the compiler);
+# matcher's prefetch hints kept by the compiler), strace (how often an
+# input is opened);
 # bench and experiments: Python baselines, gnuplot; lint and fuzz: clang tools.
 packages="gcc make pkg-config libc6-dev
 libzmq3-dev libmsgpack-dev libjansson-dev libyajl-dev libxxhash-dev libcurl4-openssl-dev
 libnats-dev nats-server
-bats bats-support bats-assert mandoc man-db bsdutils bash-completion zsh jq binutils
+bats bats-support bats-assert mandoc man-db bsdutils bash-completion zsh jq binutils strace
 python3 python3-msgpack python3-xxhash gnuplot-nox
 clang libclang-rt-14-dev cppcheck clang-tidy valgrind"
 

@@ -717,3 +717,35 @@ inputs() {
 	EOT
 	[ "$wrong" = 0 ]
 }
+
+# A program that opened an input to check it, closed it and opened it again
+# to read it left a named pipe without a reader for a moment: a writer that
+# wrote then got EPIPE (a shell, SIGPIPE), and a writer that had written and
+# closed by then took its bytes away with it.  The window is microseconds,
+# so the opens are counted (strace) rather than raced.
+@test "every program: a named pipe given as an input is opened once, so its writer never finds it closed" {
+	inputs
+	cp "$ROOT/share/traces/conversation-300.jsonl" trace.jsonl
+	local cmd src opens wrong=0
+	while IFS='|' read -r cmd src; do
+		rm -f p tr
+		mkfifo p
+		(timeout 20 cat "$src" > p 2>/dev/null &)
+		# shellcheck disable=SC2086
+		timeout 20 strace -f -qq -e trace=open,openat -o tr $cmd > /dev/null 2>&1 < /dev/null || true
+		opens=$(grep -c '"p"' tr || true)
+		[ "$opens" = 1 ] || { echo "# $cmd: the pipe was opened $opens times" >&3; wrong=1; }
+	done <<-EOT
+	kvdecode p|in.kvcap
+	kvmatch -q --log none p|in.kvcap
+	kvmatch -q --log none -o o.kvsnap p|in.kvcap
+	kvmatch -q --log none -r p in.kvcap|regs.jsonl
+	kvmatch -q --log none -i p in.kvcap|s.kvsnap
+	kvmatch --dump p|s.kvsnap
+	kvquery -s s.kvsnap p|q.jsonl
+	kvquery -s p q.jsonl|s.kvsnap
+	kvgen -q -n p|trace.jsonl
+	kvpub -q --single ipc://$T/pub --slow-joiner-wait 0 --linger 0 -s max p|in.kvcap
+	EOT
+	[ "$wrong" = 0 ]
+}
