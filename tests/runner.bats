@@ -1,0 +1,44 @@
+#!/usr/bin/env bats
+# tests/run, the runner of make check: what it counts, and that no test can
+# hang it.  Each test gives it a directory of stand-in unit tests.
+load helper
+
+# unit NAME BODY: a stand-in unit test, a shell script.
+unit() {
+	mkdir -p units
+	printf '#!/bin/sh\n%s\n' "$2" > "units/$1"
+	chmod +x "units/$1"
+}
+
+runner() { run env KVTOOLS_TESTBIN="$T/units" KVTOOLS_VALGRIND= timeout 60 "$ROOT/tests/run" "$@"; }
+
+@test "tests/run: a unit test running past KVTOOLS_UNIT_TIMEOUT is killed with its children and counted failed" {
+	unit test_fine 'echo "ok 1 - fine"'
+	unit test_hangs 'echo "ok 1 - first"; sleep 50 & wait'
+	SECONDS=0
+	KVTOOLS_UNIT_TIMEOUT=1 runner unit
+	assert_failure 1
+	assert_output "# unit: test_fine
+ok 1 - fine
+# unit: test_hangs
+ok 1 - first
+not ok - test_hangs did not finish in 1 s (KVTOOLS_UNIT_TIMEOUT)
+2 passed, 1 failed"
+	# the sleep went with it: the output ended when it was killed
+	[ "$SECONDS" -lt 20 ] || fail "the run took $SECONDS s: the stand-in's child held its output open"
+}
+
+@test "tests/run: a skip is neither passed nor failed, and a test that exits non-zero without a 'not ok' fails" {
+	unit test_skips 'echo "ok 1 - done"; echo "ok 2 - later # SKIP not here"'
+	unit test_dies 'echo "ok 1 - before"; exit 3'
+	runner unit
+	assert_failure 1
+	assert_output "# unit: test_dies
+ok 1 - before
+not ok - test_dies exited with status 3
+# unit: test_skips
+ok 1 - done
+ok 2 - later # SKIP not here
+1 skipped
+2 passed, 1 failed"
+}
