@@ -292,6 +292,20 @@ dropped no_hashes - cpu a/0,a/1"
 0xcb38e4d7fb2dca5c b/0 xpu"
 }
 
+# A clear names no partition: the worker's holdings in every model and
+# tenant go (the line named the first partition's model, whoever's it was).
+@test "cleared: an engine's clear line names its worker and no model or tenant, since it clears every partition" {
+	sed -i 's/"instance_id": "b", \(.*\)"modelname": "m"/"instance_id": "b", \1"modelname": "l"/' regs.jsonl
+	{ store $E2 1 0 xpu '"0xc"' null 1,2,3,4
+	  store $E0 2 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
+	  cleared $E0 3 0; } > ev.jsonl
+	run --separate-stderr kvmatch -r regs.jsonl --log applied ev.jsonl
+	assert_success
+	assert_equal "$(jq -c '[.model, .tenant]' <<<"${lines[0]}")" '["l","default"]'
+	assert_equal "$(tail -1 <<<"$output" | jq -c '[.state, .count, .model, .tenant, [.workers[] | "\(.instance_id)/\(.dp_rank)"]]')" \
+		'["applied",2,null,null,["a/0"]]'
+}
+
 @test "engine removals in cpu and disk: its worker stops holding there; an unconfirmed offload is forgotten" {
 	{ store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8
 	  store $E0 2 0 cpu '"0xa"' null '' 0

@@ -957,7 +957,8 @@ static void engine_event(struct kv_match *m, const struct kv_event *e)
 		return;
 	}
 	if (e->type == KV_EV_CLEARED) {
-		struct rep r = { &ctx, 0 };
+		/* every partition the worker holds in: its line names none */
+		struct rep r = { &ctx, KV_NO_PARTITION };
 		engine_cleared(m, &r, w);
 		return;
 	}
