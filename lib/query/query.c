@@ -194,6 +194,8 @@ struct kv_querier {
 	struct kv_hit *hits;
 	size_t caphits;
 	uint64_t first_local;
+	struct kv_qblock *ck;           /* the checkpoints read (read_checkpoints): h NULL for one nobody holds */
+	size_t nck, capck;
 	const struct kv_qsource *src;
 };
 
@@ -212,6 +214,7 @@ void kv_querier_free(struct kv_querier *q)
 	free(q->active);
 	free(q->next);
 	free(q->hits);
+	free(q->ck);
 	free(q);
 }
 
@@ -395,6 +398,75 @@ static void fetch_checkpoints(const struct kv_querier *q, const struct kv_qsourc
 	}
 }
 
+/* The checkpoint a block is, or -1: checkpoint k is block k *
+ * KV_QUERY_JUMP, the last one block n - 1 (also when it is a multiple). */
+static ptrdiff_t checkpoint_of(size_t j, size_t n)
+{
+	if (j + 1 == n)
+		return (ptrdiff_t)((n - 1) / KV_QUERY_JUMP + 1);
+	return j && j % KV_QUERY_JUMP == 0 ? (ptrdiff_t)(j / KV_QUERY_JUMP) : -1;
+}
+
+/* Block j as continues() reads it: from what read_checkpoints kept of it
+ * when it is a checkpoint read, else looked up. */
+static bool block_at(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t j, size_t n,
+		     struct kv_qblock *b)
+{
+	ptrdiff_t k = checkpoint_of(j, n);
+	if (k >= 0 && (size_t)k < q->nck) {
+		*b = q->ck[k];
+		return b->h != NULL;
+	}
+	return kv_qsource_block(src, part, q->chain[j], b);
+}
+
+/* Reads the checkpoints fetched (fetch_checkpoints) into q->ck, up to the
+ * first one nobody holds, and fetches where the runs they see start: for
+ * each checkpoint whose holders changed since the one before, the first
+ * block of its run and the one before it, where snap_run's search for the
+ * run's end looks first (fetch_pair).  All of them at once, so that the
+ * walk finds them in cache instead of waiting for two dependent misses at
+ * each change of holders. */
+static void read_checkpoints(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n,
+			     const struct kv_qblock *first)
+{
+	size_t nck = (n - 1) / KV_QUERY_JUMP + 2;
+	if (nck > q->capck) {
+		q->ck = kv_xrealloc(q->ck, nck * sizeof *q->ck);
+		q->capck = nck;
+	}
+	q->ck[0] = *first;
+	q->nck = 1;
+	size_t prev = 0, at[32], k = 0;
+	for (size_t j = next_checkpoint(0) < n ? next_checkpoint(0) : n - 1; q->nck < nck;
+	     j = next_checkpoint(j) < n ? next_checkpoint(j) : n - 1) {
+		struct kv_qblock *b = &q->ck[checkpoint_of(j, n)];
+		bool held = kv_qsource_block(src, part, q->chain[j], b);
+		q->nck = (size_t)checkpoint_of(j, n) + 1;
+		if (!held) {
+			b->h = NULL;
+			break;
+		}
+		const struct kv_qblock *p = &q->ck[checkpoint_of(prev, n) < 0 ? 0 : checkpoint_of(prev, n)];
+		size_t back = j - prev;
+		if (b->set != p->set || b->run < back) {
+			size_t start = j - (b->run < back ? b->run : back);
+			at[k++] = start - 1;
+			at[k++] = start;
+		}
+		if (k == sizeof at / sizeof at[0] || q->nck == nck) {
+			for (int stage = 0; stage < 2; stage++)
+				for (size_t x = 0; x < k; x++)
+					kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
+			k = 0;
+		}
+		prev = j;
+	}
+	for (int stage = 0; stage < 2; stage++)
+		for (size_t x = 0; x < k; x++)
+			kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
+}
+
 /* Where a jump failed: the block where the run most often ends and the
  * one after it, where the next run begins, fetched together. */
 static void fetch_pair(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t last)
@@ -411,10 +483,10 @@ static void fetch_pair(const struct kv_querier *q, const struct kv_qsource *src,
  * with another set none of them is in lo's run, and with the same set the
  * block before them breaks it. */
 static bool continues(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t lo, size_t j,
-		      uintptr_t set, size_t *hi)
+		      size_t n, uintptr_t set, size_t *hi)
 {
 	struct kv_qblock b;
-	if (!kv_qsource_block(src, part, q->chain[j], &b))
+	if (!block_at(q, src, part, j, n, &b))
 		return false;
 	if (b.set == set && b.run >= j - lo)
 		return true;
@@ -429,16 +501,18 @@ static bool continues(const struct kv_querier *q, const struct kv_qsource *src, 
  * back to lo; where that fails, the run's last block is searched between,
  * where the failed block said the run ends first (a block is in the run
  * exactly when its run reaches back to lo). */
-static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
+static size_t snap_run(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
 		       const struct kv_qblock *cur, struct run_end *end)
 {
 	size_t lo = i, hi = n;
-	if (i == 0 && n > 1)
+	if (i == 0 && n > 1) {
 		fetch_checkpoints(q, src, part, n);
+		read_checkpoints(q, src, part, n, cur);
+	}
 	while (lo + 1 < hi) {
 		size_t j = next_checkpoint(lo) < n ? next_checkpoint(lo) : n - 1;
 		size_t h = j;
-		if (!continues(q, src, part, lo, j, cur->set, &h)) {
+		if (!continues(q, src, part, lo, j, n, cur->set, &h)) {
 			hi = h;
 			break;
 		}
@@ -450,14 +524,14 @@ static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src,
 		fetch_pair(q, src, part, hi - 1);
 	if (lo + 1 < hi) {
 		size_t h = hi - 1;
-		if (continues(q, src, part, lo, hi - 1, cur->set, &h))
+		if (continues(q, src, part, lo, hi - 1, n, cur->set, &h))
 			lo = hi - 1;
 		else
 			hi = h;
 	}
 	while (lo + 1 < hi) {
 		size_t mid = lo + (hi - lo) / 2, h = mid;
-		if (continues(q, src, part, lo, mid, cur->set, &h))
+		if (continues(q, src, part, lo, mid, n, cur->set, &h))
 			lo = mid;
 		else
 			hi = h;
@@ -517,6 +591,7 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	size_t n = hash_query(q, req);
 	*nblocks = n;
 	q->src = src;
+	q->nck = 0;
 	if (src->nworkers > q->capw) {
 		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
 		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);
