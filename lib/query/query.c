@@ -180,7 +180,7 @@ struct wstate {
  * From a live index the walk goes block by block, each looked up
  * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps between
  * checkpoints, the multiples of KV_QUERY_JUMP, all started at once. */
-enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64 };
+enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64, BACK_PROBES = 3 };
 
 struct kv_querier {
 	uint64_t *local, *chains;      /* a token query's local hashes and chains */
@@ -519,15 +519,22 @@ static size_t snap_run(struct kv_querier *q, const struct kv_qsource *src, uint3
 		lo = j;
 	}
 	/* Most often the run ends just before where the failed block's began,
-	 * and the next run begins there. */
-	if (hi < n && lo + 1 < hi)
-		fetch_pair(q, src, part, hi - 1);
-	if (lo + 1 < hi) {
+	 * and the next run begins there; else just before where the run of
+	 * the block before it begins, and so on back over a few short runs
+	 * (each probe a pair of lookups fetched together), before a binary
+	 * search. */
+	for (int back = 0; back < BACK_PROBES && lo + 1 < hi; back++) {
+		if (hi < n)
+			fetch_pair(q, src, part, hi - 1);
 		size_t h = hi - 1;
-		if (continues(q, src, part, lo, hi - 1, n, cur->set, &h))
+		if (continues(q, src, part, lo, hi - 1, n, cur->set, &h)) {
 			lo = hi - 1;
-		else
-			hi = h;
+			break;
+		}
+		bool told = h < hi - 1;
+		hi = h;
+		if (!told)
+			break;   /* nobody holds it: the block says nothing of the runs before it */
 	}
 	while (lo + 1 < hi) {
 		size_t mid = lo + (hi - lo) / 2, h = mid;
