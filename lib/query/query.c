@@ -308,10 +308,48 @@ static struct kv_hit to_hit(const struct wstate *s, uint32_t w)
 	return h;
 }
 
+/* The checkpoint a run from block lo jumps to first: the next multiple of
+ * KV_QUERY_JUMP.  Every run of a walk jumps between the same checkpoints,
+ * so they are fetched once for all the runs (fetch_checkpoints). */
+static size_t next_checkpoint(size_t lo)
+{
+	return (lo / KV_QUERY_JUMP + 1) * KV_QUERY_JUMP;
+}
+
+/* The chains of blocks [from, to), after the chain of block from - 1. */
+static void hash_blocks(struct kv_querier *q, const struct kv_query *r, size_t from, size_t to)
+{
+	uint64_t parent = from ? q->chains[from - 1] : KV_CHAIN_ROOT;
+	if (r->tokens)
+		kv_block_hashes(r->tokens + from * r->block_size, r->ntokens - from * r->block_size, r->block_size,
+				parent, q->local + from, q->chains + from, to - from);
+	else
+		kv_chain_hashes(parent, r->locals + from, q->chains + from, to - from);
+}
+
+/* The chains, a checkpoint at a time: the directory slots of block 0 and
+ * of each checkpoint are fetched while the hashes after them are computed
+ * (a chain of dependent hashes leaves the memory idle), so that
+ * fetch_checkpoints finds them arrived.  Only the slots: a record's
+ * address is read from its slot, and a load that misses in the middle of
+ * the chain stalls it once the processor's window is full. */
+static void hash_fetching_slots(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *r,
+				size_t n)
+{
+	hash_blocks(q, r, 0, 1);
+	kv_qsource_prefetch(src, r->part, q->chains[0], 0);
+	for (size_t from = 1; from < n;) {
+		size_t to = next_checkpoint(from - 1) + 1 < n ? next_checkpoint(from - 1) + 1 : n;
+		hash_blocks(q, r, from, to);
+		kv_qsource_prefetch(src, r->part, q->chains[to - 1], 0);
+		from = to;
+	}
+}
+
 /* The query's chains in q->chain, and the local hash of its first block
  * (routing's tie-break; 0 for chains given).  Chains or local hashes given
  * are read where they are, not copied. */
-static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
+static size_t hash_query(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *r)
 {
 	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0)
 		   : r->chains ? r->nchains : r->nlocals;
@@ -326,12 +364,10 @@ static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 		q->cap = n;
 	}
 	q->chain = q->chains;
-	if (r->tokens)
-		n = kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chains, n);
-	else if (n)
-		kv_chain_hashes(KV_CHAIN_ROOT, r->locals, q->chains, n);
-	if (n)
+	if (n) {
+		hash_fetching_slots(q, src, r, n);
 		q->first_local = r->tokens ? q->local[0] : r->locals[0];
+	}
 	return n;
 }
 
@@ -376,14 +412,6 @@ static size_t live_run(const struct kv_querier *q, const struct kv_qsource *src,
 			break;
 	}
 	return j - i;
-}
-
-/* The checkpoint a run from block lo jumps to first: the next multiple of
- * KV_QUERY_JUMP.  Every run of a walk jumps between the same checkpoints,
- * so they are fetched once for all the runs (fetch_checkpoints). */
-static size_t next_checkpoint(size_t lo)
-{
-	return (lo / KV_QUERY_JUMP + 1) * KV_QUERY_JUMP;
 }
 
 /* The blocks a walk's jumps look at, every checkpoint and the last block:
@@ -595,7 +623,7 @@ static bool pools_only(const struct kv_qsource *src, const uint32_t *h, size_t n
 const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,
 				  const struct kv_query_opts *o, size_t *nhits, size_t *nblocks)
 {
-	size_t n = hash_query(q, req);
+	size_t n = hash_query(q, src, req);
 	*nblocks = n;
 	q->src = src;
 	q->nck = 0;
