@@ -329,10 +329,12 @@ static void hash_blocks(struct kv_querier *q, const struct kv_query *r, size_t f
 
 /* The chains, a checkpoint at a time: the directory slots of block 0 and
  * of each checkpoint are fetched while the hashes after them are computed
- * (a chain of dependent hashes leaves the memory idle), so that
- * fetch_checkpoints finds them arrived.  Only the slots: a record's
- * address is read from its slot, and a load that misses in the middle of
- * the chain stalls it once the processor's window is full. */
+ * (a chain of dependent hashes of given local hashes leaves the memory
+ * idle), so that fetch_checkpoints finds them arrived.  Only the slots: a
+ * record's address is read from its slot, and a load that misses in the
+ * middle of the chain stalls it once the processor's window is full.  Not
+ * for tokens: hashing them keeps the processor busy (the local hashes
+ * beside the chain), and fetching then made a line slower, not faster. */
 static void hash_fetching_slots(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *r,
 				size_t n)
 {
@@ -364,10 +366,12 @@ static size_t hash_query(struct kv_querier *q, const struct kv_qsource *src, con
 		q->cap = n;
 	}
 	q->chain = q->chains;
-	if (n) {
+	if (n && r->tokens)
+		hash_blocks(q, r, 0, n);
+	else if (n)
 		hash_fetching_slots(q, src, r, n);
+	if (n)
 		q->first_local = r->tokens ? q->local[0] : r->locals[0];
-	}
 	return n;
 }
 
