@@ -180,7 +180,7 @@ struct wstate {
  * From a live index the walk goes block by block, each looked up
  * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps between
  * checkpoints, the multiples of KV_QUERY_JUMP, all started at once. */
-enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64 };
+enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64, BACK_PROBES = 3 };
 
 struct kv_querier {
 	uint64_t *local, *chains;      /* a token query's local hashes and chains */
@@ -194,6 +194,8 @@ struct kv_querier {
 	struct kv_hit *hits;
 	size_t caphits;
 	uint64_t first_local;
+	struct kv_qblock *ck;           /* the checkpoints read (read_checkpoints): h NULL for one nobody holds */
+	size_t nck, capck;
 	const struct kv_qsource *src;
 };
 
@@ -212,6 +214,7 @@ void kv_querier_free(struct kv_querier *q)
 	free(q->active);
 	free(q->next);
 	free(q->hits);
+	free(q->ck);
 	free(q);
 }
 
@@ -305,10 +308,50 @@ static struct kv_hit to_hit(const struct wstate *s, uint32_t w)
 	return h;
 }
 
+/* The checkpoint a run from block lo jumps to first: the next multiple of
+ * KV_QUERY_JUMP.  Every run of a walk jumps between the same checkpoints,
+ * so they are fetched once for all the runs (fetch_checkpoints). */
+static size_t next_checkpoint(size_t lo)
+{
+	return (lo / KV_QUERY_JUMP + 1) * KV_QUERY_JUMP;
+}
+
+/* The chains of blocks [from, to), after the chain of block from - 1. */
+static void hash_blocks(struct kv_querier *q, const struct kv_query *r, size_t from, size_t to)
+{
+	uint64_t parent = from ? q->chains[from - 1] : KV_CHAIN_ROOT;
+	if (r->tokens)
+		kv_block_hashes(r->tokens + from * r->block_size, r->ntokens - from * r->block_size, r->block_size,
+				parent, q->local + from, q->chains + from, to - from);
+	else
+		kv_chain_hashes(parent, r->locals + from, q->chains + from, to - from);
+}
+
+/* The chains, a checkpoint at a time: the directory slots of block 0 and
+ * of each checkpoint are fetched while the hashes after them are computed
+ * (a chain of dependent hashes of given local hashes leaves the memory
+ * idle), so that fetch_checkpoints finds them arrived.  Only the slots: a
+ * record's address is read from its slot, and a load that misses in the
+ * middle of the chain stalls it once the processor's window is full.  Not
+ * for tokens: hashing them keeps the processor busy (the local hashes
+ * beside the chain), and fetching then made a line slower, not faster. */
+static void hash_fetching_slots(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *r,
+				size_t n)
+{
+	hash_blocks(q, r, 0, 1);
+	kv_qsource_prefetch(src, r->part, q->chains[0], 0);
+	for (size_t from = 1; from < n;) {
+		size_t to = next_checkpoint(from - 1) + 1 < n ? next_checkpoint(from - 1) + 1 : n;
+		hash_blocks(q, r, from, to);
+		kv_qsource_prefetch(src, r->part, q->chains[to - 1], 0);
+		from = to;
+	}
+}
+
 /* The query's chains in q->chain, and the local hash of its first block
  * (routing's tie-break; 0 for chains given).  Chains or local hashes given
  * are read where they are, not copied. */
-static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
+static size_t hash_query(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *r)
 {
 	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0)
 		   : r->chains ? r->nchains : r->nlocals;
@@ -323,10 +366,10 @@ static size_t hash_query(struct kv_querier *q, const struct kv_query *r)
 		q->cap = n;
 	}
 	q->chain = q->chains;
-	if (r->tokens)
-		n = kv_block_hashes(r->tokens, r->ntokens, r->block_size, KV_CHAIN_ROOT, q->local, q->chains, n);
+	if (n && r->tokens)
+		hash_blocks(q, r, 0, n);
 	else if (n)
-		kv_chain_hashes(KV_CHAIN_ROOT, r->locals, q->chains, n);
+		hash_fetching_slots(q, src, r, n);
 	if (n)
 		q->first_local = r->tokens ? q->local[0] : r->locals[0];
 	return n;
@@ -375,14 +418,6 @@ static size_t live_run(const struct kv_querier *q, const struct kv_qsource *src,
 	return j - i;
 }
 
-/* The checkpoint a run from block lo jumps to first: the next multiple of
- * KV_QUERY_JUMP.  Every run of a walk jumps between the same checkpoints,
- * so they are fetched once for all the runs (fetch_checkpoints). */
-static size_t next_checkpoint(size_t lo)
-{
-	return (lo / KV_QUERY_JUMP + 1) * KV_QUERY_JUMP;
-}
-
 /* The blocks a walk's jumps look at, every checkpoint and the last block:
  * all their directory slots, then all their records, so that the misses
  * overlap. */
@@ -393,6 +428,75 @@ static void fetch_checkpoints(const struct kv_querier *q, const struct kv_qsourc
 			kv_qsource_prefetch(src, part, q->chain[j], stage);
 		kv_qsource_prefetch(src, part, q->chain[n - 1], stage);
 	}
+}
+
+/* The checkpoint a block is, or -1: checkpoint k is block k *
+ * KV_QUERY_JUMP, the last one block n - 1 (also when it is a multiple). */
+static ptrdiff_t checkpoint_of(size_t j, size_t n)
+{
+	if (j + 1 == n)
+		return (ptrdiff_t)((n - 1) / KV_QUERY_JUMP + 1);
+	return j && j % KV_QUERY_JUMP == 0 ? (ptrdiff_t)(j / KV_QUERY_JUMP) : -1;
+}
+
+/* Block j as continues() reads it: from what read_checkpoints kept of it
+ * when it is a checkpoint read, else looked up. */
+static bool block_at(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t j, size_t n,
+		     struct kv_qblock *b)
+{
+	ptrdiff_t k = checkpoint_of(j, n);
+	if (k >= 0 && (size_t)k < q->nck) {
+		*b = q->ck[k];
+		return b->h != NULL;
+	}
+	return kv_qsource_block(src, part, q->chain[j], b);
+}
+
+/* Reads the checkpoints fetched (fetch_checkpoints) into q->ck, up to the
+ * first one nobody holds, and fetches where the runs they see start: for
+ * each checkpoint whose holders changed since the one before, the first
+ * block of its run and the one before it, where snap_run's search for the
+ * run's end looks first (fetch_pair).  All of them at once, so that the
+ * walk finds them in cache instead of waiting for two dependent misses at
+ * each change of holders. */
+static void read_checkpoints(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n,
+			     const struct kv_qblock *first)
+{
+	size_t nck = (n - 1) / KV_QUERY_JUMP + 2;
+	if (nck > q->capck) {
+		q->ck = kv_xrealloc(q->ck, nck * sizeof *q->ck);
+		q->capck = nck;
+	}
+	q->ck[0] = *first;
+	q->nck = 1;
+	size_t prev = 0, at[32], k = 0;
+	for (size_t j = next_checkpoint(0) < n ? next_checkpoint(0) : n - 1; q->nck < nck;
+	     j = next_checkpoint(j) < n ? next_checkpoint(j) : n - 1) {
+		struct kv_qblock *b = &q->ck[checkpoint_of(j, n)];
+		bool held = kv_qsource_block(src, part, q->chain[j], b);
+		q->nck = (size_t)checkpoint_of(j, n) + 1;
+		if (!held) {
+			b->h = NULL;
+			break;
+		}
+		const struct kv_qblock *p = &q->ck[checkpoint_of(prev, n) < 0 ? 0 : checkpoint_of(prev, n)];
+		size_t back = j - prev;
+		if (b->set != p->set || b->run < back) {
+			size_t start = j - (b->run < back ? b->run : back);
+			at[k++] = start - 1;
+			at[k++] = start;
+		}
+		if (k == sizeof at / sizeof at[0] || q->nck == nck) {
+			for (int stage = 0; stage < 2; stage++)
+				for (size_t x = 0; x < k; x++)
+					kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
+			k = 0;
+		}
+		prev = j;
+	}
+	for (int stage = 0; stage < 2; stage++)
+		for (size_t x = 0; x < k; x++)
+			kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
 }
 
 /* Where a jump failed: the block where the run most often ends and the
@@ -411,10 +515,10 @@ static void fetch_pair(const struct kv_querier *q, const struct kv_qsource *src,
  * with another set none of them is in lo's run, and with the same set the
  * block before them breaks it. */
 static bool continues(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t lo, size_t j,
-		      uintptr_t set, size_t *hi)
+		      size_t n, uintptr_t set, size_t *hi)
 {
 	struct kv_qblock b;
-	if (!kv_qsource_block(src, part, q->chain[j], &b))
+	if (!block_at(q, src, part, j, n, &b))
 		return false;
 	if (b.set == set && b.run >= j - lo)
 		return true;
@@ -429,35 +533,44 @@ static bool continues(const struct kv_querier *q, const struct kv_qsource *src, 
  * back to lo; where that fails, the run's last block is searched between,
  * where the failed block said the run ends first (a block is in the run
  * exactly when its run reaches back to lo). */
-static size_t snap_run(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
+static size_t snap_run(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t i, size_t n,
 		       const struct kv_qblock *cur, struct run_end *end)
 {
 	size_t lo = i, hi = n;
-	if (i == 0 && n > 1)
+	if (i == 0 && n > 1) {
 		fetch_checkpoints(q, src, part, n);
+		read_checkpoints(q, src, part, n, cur);
+	}
 	while (lo + 1 < hi) {
 		size_t j = next_checkpoint(lo) < n ? next_checkpoint(lo) : n - 1;
 		size_t h = j;
-		if (!continues(q, src, part, lo, j, cur->set, &h)) {
+		if (!continues(q, src, part, lo, j, n, cur->set, &h)) {
 			hi = h;
 			break;
 		}
 		lo = j;
 	}
 	/* Most often the run ends just before where the failed block's began,
-	 * and the next run begins there. */
-	if (hi < n && lo + 1 < hi)
-		fetch_pair(q, src, part, hi - 1);
-	if (lo + 1 < hi) {
+	 * and the next run begins there; else just before where the run of
+	 * the block before it begins, and so on back over a few short runs
+	 * (each probe a pair of lookups fetched together), before a binary
+	 * search. */
+	for (int back = 0; back < BACK_PROBES && lo + 1 < hi; back++) {
+		if (hi < n)
+			fetch_pair(q, src, part, hi - 1);
 		size_t h = hi - 1;
-		if (continues(q, src, part, lo, hi - 1, cur->set, &h))
+		if (continues(q, src, part, lo, hi - 1, n, cur->set, &h)) {
 			lo = hi - 1;
-		else
-			hi = h;
+			break;
+		}
+		bool told = h < hi - 1;
+		hi = h;
+		if (!told)
+			break;   /* nobody holds it: the block says nothing of the runs before it */
 	}
 	while (lo + 1 < hi) {
 		size_t mid = lo + (hi - lo) / 2, h = mid;
-		if (continues(q, src, part, lo, mid, cur->set, &h))
+		if (continues(q, src, part, lo, mid, n, cur->set, &h))
 			lo = mid;
 		else
 			hi = h;
@@ -514,9 +627,10 @@ static bool pools_only(const struct kv_qsource *src, const uint32_t *h, size_t n
 const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,
 				  const struct kv_query_opts *o, size_t *nhits, size_t *nblocks)
 {
-	size_t n = hash_query(q, req);
+	size_t n = hash_query(q, src, req);
 	*nblocks = n;
 	q->src = src;
+	q->nck = 0;
 	if (src->nworkers > q->capw) {
 		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
 		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);

@@ -9,7 +9,10 @@
  * walk checks every KV_QUERY_JUMP-th block and searches back only where the
  * holders changed, so a query costs its hashing, about blocks/KV_QUERY_JUMP
  * lookups plus a few per change of holders, and work per holder of each
- * run; from a live index (kvgen) one lookup per block.  The walk stops at
+ * run; from a live index (kvgen) one lookup per block.  The lookups known
+ * ahead are fetched together: the checkpoints' directory slots while
+ * given local hashes are chained, their records at once after, then where
+ * every run they see starts.  The walk stops at
  * the first block nobody holds. */
 #ifndef KV_QUERY_H
 #define KV_QUERY_H

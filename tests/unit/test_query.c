@@ -3,6 +3,7 @@
  * end, middle segments that must not count, the shared pool, routing ties. */
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "index/blockhash.h"
 #include "index/index.h"
@@ -256,6 +257,25 @@ static void rfc_seq_hashes(void)
 	ASSERT_EQ_U64(kv_rfc_seq_hashes(toks, 3, 4, 1337, seq, 4), 0);
 }
 
+/* Blocks of 16 tokens take a path of their own (XXH3 inlined with the
+ * length a constant): the same local hashes and chains as libxxhash's own
+ * XXH3 (called, not inlined), for full blocks and the partial one after. */
+static void sixteen_token_blocks(void)
+{
+	uint32_t toks[40];
+	uint64_t loc[3], ch[3];
+	for (uint32_t i = 0; i < 40; i++)
+		toks[i] = 1000 + 77 * i;
+	ASSERT_EQ_U64(kv_block_hashes(toks, 40, 16, KV_CHAIN_ROOT, loc, ch, 3), 3);
+	uint64_t parent = KV_CHAIN_ROOT;
+	for (int b = 0; b < 3; b++) {
+		size_t len = b < 2 ? 16 : 8;
+		ASSERT_EQ_U64(loc[b], XXH3_64bits_withSeed(toks + 16 * b, len * sizeof *toks, KV_HASH_SEED));
+		parent = XXH3_64bits_withSeed(&loc[b], sizeof loc[b], parent);
+		ASSERT_EQ_U64(ch[b], parent);
+	}
+}
+
 int main(void)
 {
 	RUN(xpu_prefix_only);
@@ -269,5 +289,6 @@ int main(void)
 	RUN(routing_and_ties);
 	RUN(query_by_local_hashes);
 	RUN(rfc_seq_hashes);
+	RUN(sixteen_token_blocks);
 	return unit_done();
 }
