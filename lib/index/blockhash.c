@@ -11,9 +11,15 @@
 #error "kvtools hashes token arrays in place and needs a little-endian host"
 #endif
 
-uint64_t kv_local_hash(const uint32_t *tokens, size_t n)
+/* The rule, once: XXH3-64 seeded KV_HASH_SEED over the tokens' u32 bytes. */
+static inline uint64_t local_hash(const uint32_t *tokens, size_t n)
 {
 	return XXH3_64bits_withSeed(tokens, n * sizeof *tokens, KV_HASH_SEED);
+}
+
+uint64_t kv_local_hash(const uint32_t *tokens, size_t n)
+{
+	return local_hash(tokens, n);
 }
 
 uint64_t kv_chain_next(uint64_t parent_chain, uint64_t local)
@@ -34,8 +40,8 @@ void kv_chain_hashes(uint64_t parent_chain, const uint64_t *local, uint64_t *cha
 static uint64_t block_local_hash(const uint32_t *tokens, size_t len)
 {
 	if (len == 16)
-		return XXH3_64bits_withSeed(tokens, 16 * sizeof *tokens, KV_HASH_SEED);
-	return kv_local_hash(tokens, len);
+		return local_hash(tokens, 16);
+	return local_hash(tokens, len);
 }
 
 size_t kv_block_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size,
