@@ -31,7 +31,6 @@ static const enum kv_snap_section range_section[KV_RANGE_MAX] = {
 _Static_assert(sizeof(struct kv_snap_meta) == 64, "meta record");
 _Static_assert(sizeof(struct kv_snap_partition) == 128, "partition record");
 _Static_assert(sizeof(struct kv_snap_worker) == 32, "worker record");
-_Static_assert(sizeof(struct kv_snap_block) == 24, "block record");
 _Static_assert(sizeof(struct kv_snap_orphan) == 16, "orphan record");
 _Static_assert(sizeof(struct kv_snap_set) == 8, "set record");
 _Static_assert(sizeof(struct kv_snap_stale) == 16, "stale engine hash record");
@@ -359,9 +358,12 @@ static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 	s->npartitions = count[KV_SEC_PARTITIONS];
 	s->workers = ptr[KV_SEC_WORKERS];
 	s->nworkers = count[KV_SEC_WORKERS];
-	s->blocks = ptr[KV_SEC_BLOCKS];
-	s->nblocks = count[KV_SEC_BLOCKS];
+	s->chains = ptr[KV_SEC_BLOCKS];
+	s->block_sets = ptr[KV_SEC_BLOCK_SETS];
 	s->runs = ptr[KV_SEC_RUNS];
+	s->parents = ptr[KV_SEC_PARENTS];
+	s->locals = ptr[KV_SEC_LOCALS];
+	s->nblocks = count[KV_SEC_BLOCKS];
 	s->orphans = ptr[KV_SEC_ORPHANS];
 	s->norphans = count[KV_SEC_ORPHANS];
 	s->sets = ptr[KV_SEC_SETS];
@@ -386,7 +388,8 @@ static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 
 /* What the table says of sections alone: those every reader needs are
  * there, META has one record, STREAM at most one, and the sections that go
- * with another have one record each of its. */
+ * with another have one record each of its (the block columns each one a
+ * block). */
 static bool counts_ok(const uint8_t *d, struct kv_err *e)
 {
 	bool have[KV_SEC_MAX] = { 0 };
@@ -399,13 +402,15 @@ static bool counts_ok(const uint8_t *d, struct kv_err *e)
 			count[x.id] = x.count;
 		}
 	}
-	for (uint32_t id = KV_SEC_META; id <= KV_SEC_HOLDERS; id++)
+	for (uint32_t id = KV_SEC_META; id <= KV_SEC_LOCALS; id++)
 		if (!have[id])
 			return kv_err_set(e, KV_EX_DATAERR, "section %u missing", id);
 	if (count[KV_SEC_META] != 1)
 		return kv_err_set(e, KV_EX_DATAERR, "meta section holds %llu records", (unsigned long long)count[KV_SEC_META]);
-	if (count[KV_SEC_RUNS] != count[KV_SEC_BLOCKS] || count[KV_SEC_EHASH_BLOCKS] != count[KV_SEC_EHASHES])
-		return kv_err_set(e, KV_EX_DATAERR, "runs or engine-hash blocks do not match blocks or engine hashes");
+	uint64_t nb = count[KV_SEC_BLOCKS];
+	if (count[KV_SEC_BLOCK_SETS] != nb || count[KV_SEC_RUNS] != nb || count[KV_SEC_PARENTS] != nb ||
+	    count[KV_SEC_LOCALS] != nb || count[KV_SEC_EHASH_BLOCKS] != count[KV_SEC_EHASHES])
+		return kv_err_set(e, KV_EX_DATAERR, "block columns or engine-hash blocks do not match blocks or engine hashes");
 	if (count[KV_SEC_STREAM] > 1)
 		return kv_err_set(e, KV_EX_DATAERR, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
 	return true;
@@ -460,22 +465,34 @@ static bool check_sets(const struct kv_snap *s, const struct kv_snap_range *r, u
 	return true;
 }
 
-/* A partition's blocks: sorted by chain, each with a set of its partition
- * and a parent that is one of its blocks or a marker; *orphans counts the
- * blocks marked as orphans. */
-static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *orphans, struct kv_err *e)
+/* A partition's blocks: sorted by chain, each with a set of its
+ * partition (their parents are checked with the engine hashes, read with
+ * them). */
+static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition *rp, struct kv_err *e)
 {
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS], *sets = &rp->r[KV_RANGE_SETS];
-	const struct kv_snap_block *b = s->blocks + r->first;
+	const uint64_t *c = s->chains + r->first;
+	const uint32_t *set = s->block_sets + r->first;
+	for (uint64_t i = 0; i < r->count; i++) {
+		if (i > 0 && c[i] <= c[i - 1])
+			return kv_err_set(e, KV_EX_DATAERR, "block %llu: blocks out of order", ((unsigned long long)r->first + i));
+		if (set[i] < sets->first || set[i] - sets->first >= sets->count)
+			return kv_err_set(e, KV_EX_DATAERR, "block %llu: set out of its partition's", ((unsigned long long)r->first + i));
+	}
+	return true;
+}
+
+/* A partition's parents: each one of its blocks or a marker; *orphans
+ * counts the blocks marked as orphans. */
+static bool check_parents(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *orphans, struct kv_err *e)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
+	const uint32_t *parent = s->parents + r->first;
 	uint64_t marked = 0;
 	for (uint64_t i = 0; i < r->count; i++) {
-		if (i > 0 && b[i].chain <= b[i - 1].chain)
-			return kv_err_set(e, KV_EX_DATAERR, "block %llu: blocks out of order", ((unsigned long long)r->first + i));
-		if (b[i].set < sets->first || b[i].set - sets->first >= sets->count)
-			return kv_err_set(e, KV_EX_DATAERR, "block %llu: set out of its partition's", ((unsigned long long)r->first + i));
-		if (b[i].parent >= r->count && b[i].parent < KV_SNAP_PARENT_ROOT)
+		if (parent[i] >= r->count && parent[i] < KV_SNAP_PARENT_ROOT)
 			return kv_err_set(e, KV_EX_DATAERR, "block %llu: parent out of bounds", ((unsigned long long)r->first + i));
-		marked += b[i].parent == KV_SNAP_PARENT_ORPHAN;
+		marked += parent[i] == KV_SNAP_PARENT_ORPHAN;
 	}
 	*orphans = marked;
 	return true;
@@ -491,7 +508,7 @@ static bool check_orphans(const struct kv_snap *s, const struct kv_snap_partitio
 			    (unsigned long long)r->count, (unsigned long long)marked);
 	for (uint64_t i = 0; i < r->count; i++)
 		if ((i > 0 && o[i].block <= o[i - 1].block) || o[i].block >= blocks->count ||
-		    s->blocks[blocks->first + o[i].block].parent != KV_SNAP_PARENT_ORPHAN)
+		    s->parents[blocks->first + o[i].block] != KV_SNAP_PARENT_ORPHAN)
 			return kv_err_set(e, KV_EX_DATAERR, "orphan %llu: not a block whose parent is not held, or out of order",
 				    ((unsigned long long)r->first + i));
 	return true;
@@ -557,9 +574,7 @@ static bool check_partitions(const struct kv_snap *s, struct kv_err *e)
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: unknown flags", p);
 		if (p > 0 && !partitions_in_order(s, p))
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: partitions out of order", p);
-		uint64_t orphans = 0;
-		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) ||
-		    !check_blocks(s, rp, &orphans, e) || !check_orphans(s, rp, orphans, e))
+		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) || !check_blocks(s, rp, e))
 			return false;
 	}
 	if (holders != s->nholders)
@@ -629,11 +644,15 @@ static bool check_workers(const struct kv_snap *s, struct kv_err *e)
 	return true;
 }
 
-static bool check_engine_hashes(const struct kv_snap *s, struct kv_err *e)
+/* The blocks' links (parents, orphans) and the engine hashes. */
+static bool check_links(const struct kv_snap *s, struct kv_err *e)
 {
-	for (size_t p = 0; p < s->npartitions; p++)
-		if (!check_ehashes(s, &s->partitions[p], e))
+	for (size_t p = 0; p < s->npartitions; p++) {
+		uint64_t orphans = 0;
+		if (!check_parents(s, &s->partitions[p], &orphans, e) || !check_orphans(s, &s->partitions[p], orphans, e) ||
+		    !check_ehashes(s, &s->partitions[p], e))
 			return false;
+	}
 	return true;
 }
 
@@ -671,7 +690,7 @@ static bool check_parts(const uint8_t *d, unsigned parts, struct kv_snap *s, str
 		if (!(s->parts & KV_SNAP_PART_BLOCKS) && !(parts & KV_SNAP_PART_BLOCKS))
 			kv_die(KV_EX_SOFTWARE, "snapshot: a part read before its blocks");
 		ok = (!(parts & KV_SNAP_PART_BLOCKS) || (check_limits(s, e) && check_partitions(s, e) && check_workers(s, e))) &&
-		     (!(parts & KV_SNAP_PART_EHASHES) || check_engine_hashes(s, e)) &&
+		     (!(parts & KV_SNAP_PART_EHASHES) || check_links(s, e)) &&
 		     (!(parts & KV_SNAP_PART_MATCHER) || check_matcher(s, e));
 	}
 	if (ok)
@@ -706,9 +725,9 @@ static void build_directories(struct kv_snap *s)
 		 * passes (merging slots and blocks mispredicted a branch a
 		 * step: 80 ms of a 10-million-block load) */
 		uint32_t *d = kv_xcalloc(nb + 1, sizeof *d);
-		const struct kv_snap_block *b = s->blocks + s->partitions[p].r[KV_RANGE_BLOCKS].first;
+		const uint64_t *c = s->chains + s->partitions[p].r[KV_RANGE_BLOCKS].first;
 		for (size_t i = 0; i < n; i++)
-			d[(b[i].chain >> (64 - bits)) + 1]++;
+			d[(c[i] >> (64 - bits)) + 1]++;
 		for (size_t k = 1; k <= nb; k++)
 			d[k] += d[k - 1];
 		s->dir[p] = d;
@@ -965,10 +984,10 @@ void kv_snap_unload(struct kv_snap *s)
 
 /* ---- using --------------------------------------------------------------- */
 
-const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
+uint64_t kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
 {
 	const struct kv_snap_partition *p = &s->partitions[part];
-	const struct kv_snap_block *b = s->blocks + p->r[KV_RANGE_BLOCKS].first;
+	const uint64_t *c = s->chains + p->r[KV_RANGE_BLOCKS].first;
 	size_t n = p->r[KV_RANGE_BLOCKS].count, lo = 0, hi = n;
 	if (s->dir && s->dir[part]) {
 		uint64_t k = chain >> (64 - s->dirbits[part]);
@@ -977,12 +996,12 @@ const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part,
 	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (b[mid].chain < chain)
+		if (c[mid] < chain)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < n && b[lo].chain == chain ? &b[lo] : NULL;
+	return lo < n && c[lo] == chain ? p->r[KV_RANGE_BLOCKS].first + lo : KV_SNAP_NO_BLOCK;
 }
 
 /* The first of n sorted u64 keys, stride bytes apart, not less than key. */
@@ -1018,16 +1037,17 @@ bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash,
 	return false;
 }
 
-uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, const struct kv_snap_block *b)
+uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, uint64_t b)
 {
 	const struct kv_snap_partition *rp = &s->partitions[part];
-	if (b->parent == KV_SNAP_PARENT_ROOT)
+	uint32_t parent = s->parents[b];
+	if (parent == KV_SNAP_PARENT_ROOT)
 		return KV_CHAIN_ROOT;
-	if (b->parent != KV_SNAP_PARENT_ORPHAN)
-		return s->blocks[rp->r[KV_RANGE_BLOCKS].first + b->parent].chain;
+	if (parent != KV_SNAP_PARENT_ORPHAN)
+		return s->chains[rp->r[KV_RANGE_BLOCKS].first + parent];
 	/* one orphan record for each block so marked: checked at load */
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_ORPHANS];
-	uint32_t self = (uint32_t)(b - (s->blocks + rp->r[KV_RANGE_BLOCKS].first));
+	uint32_t self = (uint32_t)(b - rp->r[KV_RANGE_BLOCKS].first);
 	size_t lo = 0, hi = r->count;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -1048,14 +1068,14 @@ void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, in
 		__builtin_prefetch(d);
 		return;
 	}
-	/* the records of the slot (one or two on average, two lines at most)
-	 * and their runs */
-	uint64_t first = s->partitions[part].r[KV_RANGE_BLOCKS].first;
-	const struct kv_snap_block *b = s->blocks + first;
-	__builtin_prefetch(&b[d[0]]);
-	__builtin_prefetch(&s->runs[first + d[0]]);
+	/* the chains of the slot (one or two on average, two lines at most),
+	 * and the set and run of its first */
+	uint64_t at = s->partitions[part].r[KV_RANGE_BLOCKS].first + d[0];
+	__builtin_prefetch(&s->chains[at]);
+	__builtin_prefetch(&s->block_sets[at]);
+	__builtin_prefetch(&s->runs[at]);
 	if (d[1] > d[0] + 1)
-		__builtin_prefetch(&b[d[1] - 1]);
+		__builtin_prefetch(&s->chains[at + (d[1] - d[0]) - 1]);
 }
 
 int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen)
@@ -1112,7 +1132,7 @@ static void put_holder(struct jw *w, const struct kv_snap *s, uint32_t h, bool f
 	jw_put_lit(w, "]}");
 }
 
-static void dump_block(const struct kv_snap *s, uint32_t p, const struct kv_snap_block *b, struct kv_out *o)
+static void dump_block(const struct kv_snap *s, uint32_t p, uint64_t b, struct kv_out *o)
 {
 	const struct kv_snap_partition *rp = &s->partitions[p];
 	struct jw w;
@@ -1122,11 +1142,11 @@ static void dump_block(const struct kv_snap *s, uint32_t p, const struct kv_snap
 	jw_put_lit(&w, ",\"tenant\":");
 	put_snap_str(&w, s, rp->tenant);
 	jw_put_lit(&w, ",\"chain\":");
-	jw_put_hash(&w, b->chain);
+	jw_put_hash(&w, s->chains[b]);
 	jw_put_lit(&w, ",\"parent\":");
 	jw_put_hash(&w, kv_snap_parent(s, p, b));
 	jw_put_lit(&w, ",\"local\":");
-	jw_put_hash(&w, b->local);
+	jw_put_hash(&w, s->locals[b]);
 	jw_put_lit(&w, ",\"holders\":[");
 	size_t nh;
 	const uint32_t *hs = kv_snap_holders(s, b, &nh);
@@ -1141,7 +1161,7 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_range *r = &s->partitions[p].r[KV_RANGE_BLOCKS];
 		for (uint64_t i = r->first; i < r->first + r->count; i++)
-			dump_block(s, (uint32_t)p, &s->blocks[i], o);
+			dump_block(s, (uint32_t)p, i, o);
 	}
 }
 
@@ -1149,7 +1169,7 @@ uint64_t kv_snap_holdings(const struct kv_snap *s)
 {
 	uint64_t n = 0;
 	for (size_t i = 0; i < s->nblocks; i++)
-		n += s->sets[s->blocks[i].set].nholders;
+		n += s->sets[s->block_sets[i]].nholders;
 	return n;
 }
 
