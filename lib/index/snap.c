@@ -298,24 +298,9 @@ static bool table_ok(const uint8_t *d, size_t size, struct kv_err *e)
 	return true;
 }
 
-/* Where the sections of parts lie: [*from, *to) of the file (empty when
- * the file has none of them). */
-static void part_span(const uint8_t *d, unsigned parts, uint64_t *from, uint64_t *to)
-{
-	uint32_t nsec = section_total(d);
-	*from = *to = 0;
-	for (uint32_t i = 0; i < nsec; i++) {
-		struct entry x = table_entry(d, i);
-		if (!(part_of(x.id) & parts))
-			continue;
-		if (*from == *to)
-			*from = x.off;
-		*to = align8(x.off + x.count * x.rs);
-	}
-}
-
-/* The checksums of the sections of parts, and their padding zero. */
-static bool sums_ok(const uint8_t *d, unsigned parts, struct kv_err *e)
+/* The checksums of the sections of parts, and their padding zero; sum[i],
+ * when given, is table entry i's worked out as its section was read. */
+static bool sums_ok(const uint8_t *d, unsigned parts, const uint64_t *sum, struct kv_err *e)
 {
 	uint32_t nsec = section_total(d);
 	for (uint32_t i = 0; i < nsec; i++) {
@@ -323,7 +308,7 @@ static bool sums_ok(const uint8_t *d, unsigned parts, struct kv_err *e)
 		if (!(part_of(x.id) & parts))
 			continue;
 		uint64_t len = x.count * x.rs;
-		if (XXH3_64bits(d + x.off, (size_t)len) != x.sum)
+		if ((sum ? sum[i] : XXH3_64bits(d + x.off, (size_t)len)) != x.sum)
 			return kv_err_set(e, KV_EX_DATAERR, "section %u checksum mismatch (corrupt file)", x.id);
 		for (uint64_t k = x.off + len; k < align8(x.off + len); k++)
 			if (d[k])
@@ -465,21 +450,201 @@ static bool check_sets(const struct kv_snap *s, const struct kv_snap_range *r, u
 	return true;
 }
 
-/* A partition's blocks: sorted by chain, each with a set of its
- * partition (their parents are checked with the engine hashes, read with
- * them). */
-static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition *rp, struct kv_err *e)
+/* The top bits of a partition's chains its directory is by (0: none, a
+ * partition too small to need one). */
+static unsigned dir_bits(uint64_t n)
 {
-	const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS], *sets = &rp->r[KV_RANGE_SETS];
-	const uint64_t *c = s->chains + r->first;
-	const uint32_t *set = s->block_sets + r->first;
-	for (uint64_t i = 0; i < r->count; i++) {
-		if (i > 0 && c[i] <= c[i - 1])
-			return kv_err_set(e, KV_EX_DATAERR, "block %llu: blocks out of order", ((unsigned long long)r->first + i));
-		if (set[i] < sets->first || set[i] - sets->first >= sets->count)
-			return kv_err_set(e, KV_EX_DATAERR, "block %llu: set out of its partition's", ((unsigned long long)r->first + i));
+	unsigned bits = 0;
+	if (n < 64)
+		return 0;
+	while (bits < 30 && (2ull << bits) <= n)
+		bits++;
+	return bits;
+}
+
+/* What the checks of the blocks find in their chains and sets, column by
+ * column, a piece at a time: so that each piece is checked (and counted
+ * into its partition's directory) while it is in the cache, just read
+ * (read_summed), not in passes of their own over memory afterwards (which
+ * took 8 ms of a 19 ms load of the cluster snapshot).  Per partition: the
+ * first block out of order, and the first whose set is not the
+ * partition's (count: none); with directories, its blocks counted by slot
+ * (dir_bits). */
+struct block_scan {
+	const struct kv_snap_partition *parts;
+	size_t np, p;                    /* p: the partition of the last piece */
+	uint64_t *order_bad, *set_bad;
+	struct kv_snap *dirs;            /* whose directories are counted (NULL: none) */
+	bool on;
+};
+
+static char *huge_alloc(size_t cap, bool populate, size_t *len);
+
+/* A directory of 2^bits slots and one, zeroed: a large one in memory
+ * faulted in at once (huge_alloc), not a page at a time as the scan
+ * writes it, which was a fault every 1,024 slots. */
+#define DIR_MAPPED ((size_t)1 << 20)
+static size_t dir_size(unsigned bits)
+{
+	return (((size_t)1 << bits) + 1) * sizeof(uint32_t);
+}
+
+static uint32_t *dir_alloc(unsigned bits)
+{
+	size_t len;
+	if (dir_size(bits) < DIR_MAPPED)
+		return kv_xcalloc(((size_t)1 << bits) + 1, sizeof(uint32_t));
+	char *d = huge_alloc(dir_size(bits), true, &len);
+	if (!d)
+		kv_die(KV_EX_SOFTWARE, "out of memory (%zu bytes)", dir_size(bits));
+	return (uint32_t *)(void *)d;
+}
+
+static void dir_free(uint32_t *d, unsigned bits)
+{
+	size_t len = dir_size(bits), huge = ((size_t)2 << 20) - 1;
+	if (d && len >= DIR_MAPPED)
+		munmap(d, (len + huge) & ~huge);
+	else
+		free(d);
+}
+
+/* A scan of the blocks of these partitions (their ranges checked), with
+ * the directories of dirs when not NULL. */
+static void scan_begin(struct block_scan *sc, const struct kv_snap_partition *parts, size_t np, struct kv_snap *dirs)
+{
+	*sc = (struct block_scan){ parts, np, 0, kv_xmalloc((np + 1) * sizeof *sc->order_bad),
+				   kv_xmalloc((np + 1) * sizeof *sc->set_bad), dirs, true };
+	for (size_t p = 0; p < np; p++)
+		sc->order_bad[p] = sc->set_bad[p] = parts[p].r[KV_RANGE_BLOCKS].count;
+	if (!dirs)
+		return;
+	dirs->dir = kv_xcalloc(np + 1, sizeof *dirs->dir);
+	dirs->dirbits = kv_xcalloc(np + 1, sizeof *dirs->dirbits);
+	dirs->ndirs = np;
+	for (size_t p = 0; p < np; p++) {
+		unsigned bits = dir_bits(parts[p].r[KV_RANGE_BLOCKS].count);
+		dirs->dirbits[p] = bits;
+		dirs->dir[p] = bits ? dir_alloc(bits) : NULL;
 	}
+}
+
+static void scan_end(struct block_scan *sc)
+{
+	free(sc->order_bad);
+	free(sc->set_bad);
+	memset(sc, 0, sizeof *sc);
+}
+
+/* The partition block lo is in, and where its blocks end (the ranges
+ * follow one another: checked before a scan begins). */
+static const struct kv_snap_range *scan_partition(struct block_scan *sc, uint64_t lo)
+{
+	if (lo < sc->parts[sc->p].r[KV_RANGE_BLOCKS].first)
+		sc->p = 0;
+	while (sc->parts[sc->p].r[KV_RANGE_BLOCKS].first + sc->parts[sc->p].r[KV_RANGE_BLOCKS].count <= lo)
+		sc->p++;
+	return &sc->parts[sc->p].r[KV_RANGE_BLOCKS];
+}
+
+/* Chains [from, end) of a partition whose blocks start at c (c[from - 1]
+ * read already, from > 0), each marking the end of the slot of its top
+ * bits (shift: 64 less those bits) in d: the slot after it, d[slot + 1],
+ * gets the position after the chain's, and the last chain of a slot
+ * writes last (plain stores: counting blocks per slot, d[slot + 1]++,
+ * waited on the store before whenever two chains shared a slot, half the
+ * time).  True when one is not after the chain before it. */
+static bool mark_slot_ends(uint32_t *d, unsigned shift, const uint64_t *c, uint64_t from, uint64_t end)
+{
+	bool unordered = false;
+	for (uint64_t i = from; i < end; i++) {
+		unordered |= c[i] <= c[i - 1];
+		d[(c[i] >> shift) + 1] = (uint32_t)(i + 1);
+	}
+	return unordered;
+}
+
+static bool any_unordered(const uint64_t *c, uint64_t from, uint64_t end)
+{
+	bool unordered = false;
+	for (uint64_t i = from; i < end; i++)
+		unordered |= c[i] <= c[i - 1];
+	return unordered;
+}
+
+/* Chains [lo, hi) of the column c (the chain before lo read already). */
+static void scan_chains(struct block_scan *sc, const uint64_t *c, uint64_t lo, uint64_t hi)
+{
+	while (lo < hi) {
+		const struct kv_snap_range *r = scan_partition(sc, lo);
+		const uint64_t *pc = c + r->first;   /* the partition's */
+		uint64_t from = lo - r->first, end = (r->first + r->count < hi ? r->first + r->count : hi) - r->first;
+		uint32_t *d = sc->dirs ? sc->dirs->dir[sc->p] : NULL;
+		unsigned shift = d ? 64 - sc->dirs->dirbits[sc->p] : 0;
+		if (d && from == 0)
+			d[(pc[0] >> shift) + 1] = 1;
+		from += from == 0;
+		/* in order: one test at the end of the piece, not a branch a block */
+		bool unordered = d ? mark_slot_ends(d, shift, pc, from, end) : any_unordered(pc, from, end);
+		for (uint64_t i = from; unordered && i < end; i++)
+			if (pc[i] <= pc[i - 1] && sc->order_bad[sc->p] == r->count)
+				sc->order_bad[sc->p] = i;
+		lo = r->first + end;
+	}
+}
+
+/* Sets [lo, hi) of the column set. */
+static void scan_sets(struct block_scan *sc, const uint32_t *set, uint64_t lo, uint64_t hi)
+{
+	while (lo < hi) {
+		const struct kv_snap_range *r = scan_partition(sc, lo), *sets = &sc->parts[sc->p].r[KV_RANGE_SETS];
+		uint64_t end = r->first + r->count < hi ? r->first + r->count : hi, first = sets->first, count = sets->count;
+		bool out = false;
+		for (uint64_t i = lo; i < end; i++)
+			out |= (uint64_t)set[i] - first >= count;
+		for (uint64_t i = lo; out && i < end; i++)
+			if ((uint64_t)set[i] - first >= count && sc->set_bad[sc->p] == r->count)
+				sc->set_bad[sc->p] = i - r->first;
+		lo = end;
+	}
+}
+
+/* A partition's blocks, as the scan found them: sorted by chain, each with
+ * a set of its partition (their parents are checked with the engine
+ * hashes, read with them). */
+static bool check_blocks(const struct block_scan *sc, size_t p, struct kv_err *e)
+{
+	const struct kv_snap_range *r = &sc->parts[p].r[KV_RANGE_BLOCKS];
+	uint64_t order = sc->order_bad[p], set = sc->set_bad[p];
+	if (order < r->count && order <= set)
+		return kv_err_set(e, KV_EX_DATAERR, "block %llu: blocks out of order", ((unsigned long long)r->first + order));
+	if (set < r->count)
+		return kv_err_set(e, KV_EX_DATAERR, "block %llu: set out of its partition's", ((unsigned long long)r->first + set));
 	return true;
+}
+
+/* Chains are uniformly distributed, and sorted within a partition: an
+ * index by their top bits (about one slot per block) finds any of them in
+ * one or two probes.  A binary search would take 22 cache misses at 4M.
+ * Partition p's, the end of each slot with blocks marked (the scan), made
+ * into where each slot starts: where the last slot before it with blocks
+ * ends (0 for none). */
+static void finish_directory(struct kv_snap *s, size_t p)
+{
+	uint32_t *d = s->dir[p];
+	for (size_t k = 1; d && k <= (size_t)1 << s->dirbits[p]; k++)
+		d[k] = d[k] > d[k - 1] ? d[k] : d[k - 1];
+}
+
+static void free_directories(struct kv_snap *s)
+{
+	for (size_t p = 0; s->dir && p < s->ndirs; p++)
+		dir_free(s->dir[p], s->dirbits[p]);
+	free(s->dir);
+	free(s->dirbits);
+	s->dir = NULL;
+	s->dirbits = NULL;
+	s->ndirs = 0;
 }
 
 /* A partition's parents: each one of its blocks or a marker; *orphans
@@ -561,10 +726,9 @@ static bool partitions_in_order(const struct kv_snap *s, size_t p)
 	return cm < 0 || (cm == 0 && ct < 0);
 }
 
-static bool check_partitions(const struct kv_snap *s, struct kv_err *e)
+/* The partitions' records, sets and blocks (the ranges checked). */
+static bool check_scanned(struct kv_snap *s, const struct block_scan *sc, struct kv_err *e)
 {
-	if (!check_ranges(s, e))
-		return false;
 	uint64_t holders = 0;
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
@@ -574,12 +738,34 @@ static bool check_partitions(const struct kv_snap *s, struct kv_err *e)
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: unknown flags", p);
 		if (p > 0 && !partitions_in_order(s, p))
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: partitions out of order", p);
-		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) || !check_blocks(s, rp, e))
+		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) || !check_blocks(sc, p, e))
 			return false;
+		if (sc->dirs)
+			finish_directory(s, p);
 	}
 	if (holders != s->nholders)
 		return kv_err_set(e, KV_EX_DATAERR, "holders not covered by sets");
 	return true;
+}
+
+/* The partitions and what they hold, their blocks as sc found them as
+ * they were read (NULL: scanned here); with dirs, each one's directory
+ * built too (kv_snap_open's). */
+static bool check_partitions(struct kv_snap *s, const struct block_scan *sc, bool dirs, struct kv_err *e)
+{
+	if (!check_ranges(s, e))
+		return false;
+	struct block_scan here;
+	if (!sc || !sc->on) {
+		scan_begin(&here, s->partitions, s->npartitions, dirs ? s : NULL);
+		scan_chains(&here, s->chains, 0, s->nblocks);
+		scan_sets(&here, s->block_sets, 0, s->nblocks);
+		sc = &here;
+	}
+	bool ok = check_scanned(s, sc, e);
+	if (sc == &here)
+		scan_end(&here);
+	return ok;
 }
 
 /* Records that carry (partition, key) must be in range and sorted by both. */
@@ -679,17 +865,18 @@ static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 }
 
 /* Checks the sections of parts (the header, table and counts checked
- * before, the parts in s->parts too) and adds their views to s.  Runs are
- * not checked against the parents: that is a lookup per block, which
- * doubled the load (kvsnap(5)). */
-static bool check_parts(const uint8_t *d, unsigned parts, struct kv_snap *s, struct kv_err *e)
+ * before, the parts in s->parts too) and adds their views to s, and with
+ * dirs the directories of the blocks.  Runs are not checked against the
+ * parents: that is a lookup per block, which doubled the load (kvsnap(5)). */
+static bool check_parts(const uint8_t *d, unsigned parts, const uint64_t *sum, const struct block_scan *sc, bool dirs,
+			struct kv_snap *s, struct kv_err *e)
 {
-	bool ok = sums_ok(d, parts, e);
+	bool ok = sums_ok(d, parts, sum, e);
 	if (ok) {
 		set_views(d, s->parts | parts, s);
 		if (!(s->parts & KV_SNAP_PART_BLOCKS) && !(parts & KV_SNAP_PART_BLOCKS))
 			kv_die(KV_EX_SOFTWARE, "snapshot: a part read before its blocks");
-		ok = (!(parts & KV_SNAP_PART_BLOCKS) || (check_limits(s, e) && check_partitions(s, e) && check_workers(s, e))) &&
+		ok = (!(parts & KV_SNAP_PART_BLOCKS) || (check_limits(s, e) && check_partitions(s, sc, dirs, e) && check_workers(s, e))) &&
 		     (!(parts & KV_SNAP_PART_EHASHES) || check_links(s, e)) &&
 		     (!(parts & KV_SNAP_PART_MATCHER) || check_matcher(s, e));
 	}
@@ -703,36 +890,7 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_e
 {
 	const uint8_t *d = data;
 	memset(s, 0, sizeof *s);
-	return header_ok(d, size, e) && table_ok(d, size, e) && counts_ok(d, e) && check_parts(d, KV_SNAP_PART_ALL, s, e);
-}
-
-/* Chains are uniformly distributed, and sorted within a partition: an
- * index by their top bits (about one slot per block) finds any of them in
- * one or two probes.  A binary search would take 22 cache misses at 4M. */
-static void build_directories(struct kv_snap *s)
-{
-	s->dir = kv_xcalloc(s->npartitions + 1, sizeof *s->dir);
-	s->dirbits = kv_xcalloc(s->npartitions + 1, sizeof *s->dirbits);
-	for (size_t p = 0; p < s->npartitions; p++) {
-		uint64_t n = s->partitions[p].r[KV_RANGE_BLOCKS].count;
-		if (n < 64)
-			continue;
-		unsigned bits = 0;
-		while (bits < 30 && (2ull << bits) <= n)
-			bits++;
-		size_t nb = (size_t)1 << bits;
-		/* blocks per slot, then where each slot starts: two straight
-		 * passes (merging slots and blocks mispredicted a branch a
-		 * step: 80 ms of a 10-million-block load) */
-		uint32_t *d = kv_xcalloc(nb + 1, sizeof *d);
-		const uint64_t *c = s->chains + s->partitions[p].r[KV_RANGE_BLOCKS].first;
-		for (size_t i = 0; i < n; i++)
-			d[(c[i] >> (64 - bits)) + 1]++;
-		for (size_t k = 1; k <= nb; k++)
-			d[k] += d[k - 1];
-		s->dir[p] = d;
-		s->dirbits[p] = bits;
-	}
+	return header_ok(d, size, e) && table_ok(d, size, e) && counts_ok(d, e) && check_parts(d, KV_SNAP_PART_ALL, NULL, NULL, false, s, e);
 }
 
 /* The file (whole, or the parts read) in memory of our own.  Not a
@@ -830,6 +988,77 @@ static bool read_at(int fd, char *d, size_t mapped, uint64_t from, uint64_t to)
 	return true;
 }
 
+/* Before the blocks' columns are read: when the sections before them
+ * (read, entries 0 to upto of the table) have their checksums and hold
+ * partitions whose ranges are right, a scan of the blocks as they are read
+ * begins (else they are scanned after, by check_partitions, whose checks
+ * of those sections come first). */
+static void scan_if_sound(const uint8_t *d, const uint64_t *sum, uint32_t upto, struct block_scan *sc, struct kv_snap *s)
+{
+	for (uint32_t i = 0; i < upto; i++)
+		if (sum[i] != table_entry(d, i).sum)
+			return;
+	struct kv_snap v = { 0 };
+	struct kv_err e = { 0 };
+	set_views(d, KV_SNAP_PART_BLOCKS, &v);
+	if (check_limits(&v, &e) && check_ranges(&v, &e))
+		scan_begin(sc, v.partitions, v.npartitions, s);
+	kv_err_clear(&e);
+}
+
+/* What read_summed does with a piece of a section just read, [at, to) of
+ * the file (whole records: pieces end on huge pages, sections start on 8
+ * bytes, the block columns' records are 8 and 4 bytes). */
+static void scan_piece(struct block_scan *sc, const uint8_t *d, const struct entry *x, uint64_t at, uint64_t to)
+{
+	uint64_t lo = (at - x->off) / x->rs, hi = (to - x->off) / x->rs;
+	if (x->id == KV_SEC_BLOCKS)
+		scan_chains(sc, (const uint64_t *)(const void *)(d + x->off), lo, hi);
+	else if (x->id == KV_SEC_BLOCK_SETS)
+		scan_sets(sc, (const uint32_t *)(const void *)(d + x->off), lo, hi);
+}
+
+/* The sections of parts read (read_at) in pieces of READ_CHUNK, each
+ * hashed into its section's checksum (sum, by table entry) as soon as it
+ * is read, and with sc its blocks scanned: while its bytes are still in
+ * the cache, rather than in passes of their own over memory.  False as
+ * read_at. */
+#define READ_CHUNK ((size_t)256 << 10)
+static bool read_summed(int fd, char *d, size_t mapped, unsigned parts, uint64_t *sum, struct block_scan *sc,
+			struct kv_snap *s)
+{
+	const uint8_t *t = (const uint8_t *)d;
+	uint32_t nsec = section_total(t);
+	XXH3_state_t *st = XXH3_createState();
+	if (!st)
+		kv_die(KV_EX_SOFTWARE, "out of memory (an XXH3 state)");
+	bool ok = true;
+	for (uint32_t i = 0; ok && i < nsec; i++) {
+		struct entry x = table_entry(t, i);
+		if (!(part_of(x.id) & parts))
+			continue;
+		uint64_t end = x.off + x.count * x.rs, to = align8(end);
+		if (sc && x.id == KV_SEC_BLOCKS)
+			scan_if_sound(t, sum, i, sc, s);
+		bool scan = sc && sc->on && (x.id == KV_SEC_BLOCKS || x.id == KV_SEC_BLOCK_SETS);
+		XXH3_64bits_reset(st);
+		for (uint64_t at = x.off; ok && at < to;) {
+			uint64_t next = (at / READ_CHUNK + 1) * READ_CHUNK;
+			next = next < to ? next : to;
+			ok = read_at(fd, d, mapped, at, next);
+			if (ok && at < end) {
+				XXH3_64bits_update(st, d + at, (size_t)((next < end ? next : end) - at));
+				if (scan)
+					scan_piece(sc, t, &x, at, next < end ? next : end);
+			}
+			at = next;
+		}
+		sum[i] = XXH3_64bits_digest(st);
+	}
+	XXH3_freeState(st);
+	return ok;
+}
+
 /* An open failure, a directory or a read error is 66, bad contents 65
  * (README, Exit status). */
 static bool fail_open(struct kv_err *e, const char *path, int errnum)
@@ -871,7 +1100,6 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 	s->data = d;
 	s->size = size;
 	s->mapped = mapped;
-	uint64_t from, to;
 	/* the header checked above, not read again: a file rewritten between
 	 * two reads would have its table read by a header never checked */
 	memcpy(d, head, HEADER_SIZE);
@@ -879,12 +1107,15 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 		return fail_read(e, path, errno);
 	if (!table_ok((const uint8_t *)d, size, &bad) || !counts_ok((const uint8_t *)d, &bad))
 		return fail_check(e, path, &bad);
-	part_span((const uint8_t *)d, parts, &from, &to);
-	if (!read_at(fd, d, mapped, from, to))
-		return fail_read(e, path, errno);
-	if (!check_parts((const uint8_t *)d, parts, s, &bad))
-		return fail_check(e, path, &bad);
-	return true;
+	uint64_t sum[MAX_SECTIONS];
+	struct block_scan sc = { 0 };
+	bool ok = read_summed(fd, d, mapped, parts, sum, &sc, s);
+	if (!ok)
+		fail_read(e, path, errno);
+	else if (!check_parts((const uint8_t *)d, parts, sum, &sc, true, s, &bad))
+		ok = fail_check(e, path, &bad);
+	scan_end(&sc);
+	return ok;
 }
 
 /* Anything else, read whole and checked whole (the parts not asked for
@@ -902,7 +1133,7 @@ static bool read_all(int fd, const char *path, const struct stat *st, struct kv_
 	if (size == 0)
 		return kv_err_set(e, KV_EX_DATAERR, "%s: empty file", path);
 	if (!header_ok(data, size, &bad) || !table_ok(data, size, &bad) || !counts_ok(data, &bad) ||
-	    !check_parts(data, KV_SNAP_PART_ALL, s, &bad))
+	    !check_parts(data, KV_SNAP_PART_ALL, NULL, NULL, true, s, &bad))
 		return fail_check(e, path, &bad);
 	return true;
 }
@@ -926,6 +1157,7 @@ bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv
 	if (!ok) {
 		close(fd);
 		release_data(s->data, s->mapped);
+		free_directories(s);
 		memset(s, 0, sizeof *s);
 		return false;
 	}
@@ -935,7 +1167,6 @@ bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv
 	} else {
 		close(fd);
 	}
-	build_directories(s);
 	return true;
 }
 
@@ -951,12 +1182,11 @@ bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
 		return true;
 	struct kv_err bad = { 0 };
 	const char *path = s->path ? s->path : "snapshot";
-	uint64_t from, to;
-	part_span(s->data, parts, &from, &to);
-	if (s->path && !read_at(s->fd, s->data, s->mapped, from, to))
+	uint64_t sum[MAX_SECTIONS];
+	if (s->path && !read_summed(s->fd, s->data, s->mapped, parts, sum, NULL, NULL))
 		return fail_read(e, path, errno);
 	/* the table read at first says what these bytes must be */
-	if (!check_parts(s->data, parts, s, &bad)) {
+	if (!check_parts(s->data, parts, s->path ? sum : NULL, NULL, false, s, &bad)) {
 		kv_err_set(e, KV_EX_DATAERR, "%s: %s%s", path, s->path ? "changed since it was loaded: " : "", kv_err_msg(&bad));
 		kv_err_clear(&bad);
 		return false;
@@ -972,10 +1202,7 @@ bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
 void kv_snap_unload(struct kv_snap *s)
 {
 	release_data(s->data, s->mapped);
-	for (size_t p = 0; s->dir && p < s->npartitions; p++)
-		free(s->dir[p]);
-	free(s->dir);
-	free(s->dirbits);
+	free_directories(s);
 	if (s->path)
 		close(s->fd);
 	free(s->path);

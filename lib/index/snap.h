@@ -160,6 +160,7 @@ struct kv_snap {
 	 * directory slot and a block or two); NULL: binary search */
 	uint32_t **dir;
 	unsigned *dirbits;
+	size_t ndirs;       /* of dir and dirbits */
 	uint64_t range_total[KV_RANGE_MAX];   /* records of each kind of range in the file, read or not */
 };
 

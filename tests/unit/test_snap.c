@@ -818,6 +818,94 @@ static void section_checksum_damaged(void)
 	unlink(path);
 }
 
+static uint8_t *read_file(const char *path, size_t *n)
+{
+	int fd = open(path, O_RDONLY);
+	*n = (size_t)lseek(fd, 0, SEEK_END);
+	uint8_t *b = malloc(*n);
+	if (pread(fd, b, *n, 0) != (ssize_t)*n)
+		abort();
+	close(fd);
+	return b;
+}
+
+static void write_file(const char *path, const uint8_t *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	if (write(fd, b, n) != (ssize_t)n)
+		abort();
+	close(fd);
+}
+
+/* A large file's blocks are checked, and their directory built, piece by
+ * piece as they are read: every block of a partition after the first (the
+ * scan's partition cursor) found through the directory, and a chain out
+ * of order or a set not the partition's, behind valid checksums, refused
+ * with the message the whole-file check gives, at the first block of a
+ * piece (its chain before is in the piece before) and in the middle of
+ * one. */
+static void blocks_checked_as_read(void)
+{
+	char path[] = "/tmp/kvtools-scan-XXXXXX";
+	close(mkstemp(path));
+	struct state s;
+	long_state(&s, 60000);
+	struct kv_err e = { 0 };
+	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
+	free_state(&s);
+	struct kv_snap snap;
+	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+	ASSERT(snap.dir && snap.dir[1] && !snap.dir[0]);
+	const struct kv_snap_range *r = &snap.partitions[1].r[KV_RANGE_BLOCKS];
+	ASSERT_EQ_U64(r->first, 1);
+	for (uint64_t b = r->first; b < r->first + r->count; b++) {
+		ASSERT(kv_snap_find(&snap, 1, snap.chains[b]) == b);
+		ASSERT(snap.chains[b] + 1 == (b + 1 < r->first + r->count ? snap.chains[b + 1] : 0) ||
+		       kv_snap_find(&snap, 1, snap.chains[b] + 1) == KV_SNAP_NO_BLOCK);
+	}
+	ASSERT(kv_snap_find(&snap, 0, snap.chains[0]) == 0);
+	/* each slot starts where the chains of the slots before it end */
+	size_t nslots = (size_t)1 << snap.dirbits[1];
+	uint32_t *starts = calloc(nslots + 1, sizeof *starts);
+	for (uint64_t b = r->first; b < r->first + r->count; b++)
+		starts[(snap.chains[b] >> (64 - snap.dirbits[1])) + 1]++;
+	for (size_t k = 1; k <= nslots; k++)
+		starts[k] += starts[k - 1];
+	ASSERT(memcmp(starts, snap.dir[1], (nslots + 1) * sizeof *starts) == 0);
+	free(starts);
+	kv_snap_unload(&snap);
+	size_t n;
+	uint8_t *good = read_file(path, &n), *b = malloc(n);
+	uint64_t chains = section_offset(path, KV_SEC_BLOCKS), sets = section_offset(path, KV_SEC_BLOCK_SETS);
+	uint64_t piece = (size_t)256 << 10, edge = ((chains + piece) / piece * piece - chains) / 8;
+	ASSERT(edge > 1 && edge + 1000 < 60006);
+	uint64_t at[] = { edge, edge + 1000 };
+	for (int k = 0; k < 4; k++) {
+		uint64_t i = at[k % 2];
+		char want[100], err[200];
+		memcpy(b, good, n);
+		if (k < 2) {
+			memcpy(b + chains + i * 8, b + chains + (i - 1) * 8, 8);
+			snprintf(want, sizeof want, "block %llu: blocks out of order", (unsigned long long)i);
+		} else {
+			uint64_t nsets; /* SETS' count in its table entry: one past the last partition's */
+			memcpy(&nsets, b + 32 + 32 * (KV_SEC_SETS - 1) + 16, 8);
+			uint32_t none = (uint32_t)nsets;
+			memcpy(b + sets + i * 4, &none, 4);
+			snprintf(want, sizeof want, "block %llu: set out of its partition's", (unsigned long long)i);
+		}
+		reseal(b, n);
+		write_file(path, b, n);
+		ASSERT(!kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+		expect_refusal(&e, path, want);
+		ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+		ASSERT_EQ_STR(err, want);
+	}
+	free(b);
+	free(good);
+	unlink(path);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -830,5 +918,6 @@ int main(void)
 	RUN(load_and_write_failures_say_path_and_status);
 	RUN(parts_read_when_asked);
 	RUN(section_checksum_damaged);
+	RUN(blocks_checked_as_read);
 	return unit_done();
 }
