@@ -1107,7 +1107,7 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 		return fail_read(e, path, errno);
 	if (!table_ok((const uint8_t *)d, size, &bad) || !counts_ok((const uint8_t *)d, &bad))
 		return fail_check(e, path, &bad);
-	uint64_t sum[MAX_SECTIONS];
+	uint64_t sum[MAX_SECTIONS] = { 0 };
 	struct block_scan sc = { 0 };
 	bool ok = read_summed(fd, d, mapped, parts, sum, &sc, s);
 	if (!ok)
@@ -1182,7 +1182,7 @@ bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
 		return true;
 	struct kv_err bad = { 0 };
 	const char *path = s->path ? s->path : "snapshot";
-	uint64_t sum[MAX_SECTIONS];
+	uint64_t sum[MAX_SECTIONS] = { 0 };
 	if (s->path && !read_summed(s->fd, s->data, s->mapped, parts, sum, NULL, NULL))
 		return fail_read(e, path, errno);
 	/* the table read at first says what these bytes must be */

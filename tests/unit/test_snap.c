@@ -837,6 +837,40 @@ static void write_file(const char *path, const uint8_t *b, size_t n)
 	close(fd);
 }
 
+/* Block i of the file's bytes b damaged behind valid checksums (its chain
+ * made its predecessor's, or its set one past the last partition's, at
+ * column), written to path: refused at open, as by the whole-file check. */
+static bool block_damage_refused(const char *path, uint8_t *b, size_t n, uint64_t column, bool chain, uint64_t i)
+{
+	char want[100], err[200];
+	struct kv_snap snap;
+	struct kv_err e = { 0 };
+	if (chain) {
+		memcpy(b + column + i * 8, b + column + (i - 1) * 8, 8);
+		snprintf(want, sizeof want, "block %llu: blocks out of order", (unsigned long long)i);
+	} else {
+		uint64_t nsets; /* SETS' count in its table entry: one past the last partition's */
+		memcpy(&nsets, b + 32 + 32 * (KV_SEC_SETS - 1) + 16, 8);
+		uint32_t none = (uint32_t)nsets;
+		memcpy(b + column + i * 4, &none, 4);
+		snprintf(want, sizeof want, "block %llu: set out of its partition's", (unsigned long long)i);
+	}
+	reseal(b, n);
+	write_file(path, b, n);
+	if (kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e)) {
+		kv_snap_unload(&snap);
+		unit_fail(__FILE__, __LINE__, "a damaged block loaded");
+		return false;
+	}
+	expect_refusal(&e, path, want);
+	if (check_bytes(b, n, &snap, err, sizeof err) || strcmp(err, want) != 0) {
+		printf("# the whole-file check: \"%s\", expected \"%s\"\n", err, want);
+		unit_fail(__FILE__, __LINE__, "the whole-file check differs");
+		return false;
+	}
+	return true;
+}
+
 /* A large file's blocks are checked, and their directory built, piece by
  * piece as they are read: every block of a partition after the first (the
  * scan's partition cursor) found through the directory, and a chain out
@@ -871,35 +905,20 @@ static void blocks_checked_as_read(void)
 		starts[(snap.chains[b] >> (64 - snap.dirbits[1])) + 1]++;
 	for (size_t k = 1; k <= nslots; k++)
 		starts[k] += starts[k - 1];
-	ASSERT(memcmp(starts, snap.dir[1], (nslots + 1) * sizeof *starts) == 0);
+	bool same = memcmp(starts, snap.dir[1], (nslots + 1) * sizeof *starts) == 0;
 	free(starts);
+	ASSERT(same);
 	kv_snap_unload(&snap);
-	size_t n;
-	uint8_t *good = read_file(path, &n), *b = malloc(n);
 	uint64_t chains = section_offset(path, KV_SEC_BLOCKS), sets = section_offset(path, KV_SEC_BLOCK_SETS);
 	uint64_t piece = (size_t)256 << 10, edge = ((chains + piece) / piece * piece - chains) / 8;
 	ASSERT(edge > 1 && edge + 1000 < 60006);
-	uint64_t at[] = { edge, edge + 1000 };
+	size_t n;
+	uint8_t *good = read_file(path, &n), *b = malloc(n);
+	const uint64_t at[] = { edge, edge + 1000 };
 	for (int k = 0; k < 4; k++) {
-		uint64_t i = at[k % 2];
-		char want[100], err[200];
 		memcpy(b, good, n);
-		if (k < 2) {
-			memcpy(b + chains + i * 8, b + chains + (i - 1) * 8, 8);
-			snprintf(want, sizeof want, "block %llu: blocks out of order", (unsigned long long)i);
-		} else {
-			uint64_t nsets; /* SETS' count in its table entry: one past the last partition's */
-			memcpy(&nsets, b + 32 + 32 * (KV_SEC_SETS - 1) + 16, 8);
-			uint32_t none = (uint32_t)nsets;
-			memcpy(b + sets + i * 4, &none, 4);
-			snprintf(want, sizeof want, "block %llu: set out of its partition's", (unsigned long long)i);
-		}
-		reseal(b, n);
-		write_file(path, b, n);
-		ASSERT(!kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
-		expect_refusal(&e, path, want);
-		ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
-		ASSERT_EQ_STR(err, want);
+		if (!block_damage_refused(path, b, n, k < 2 ? chains : sets, k < 2, at[k % 2]))
+			break;
 	}
 	free(b);
 	free(good);
