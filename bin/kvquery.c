@@ -389,10 +389,10 @@ static void resolve_seq_hashes(struct run *r, const uint64_t *hashes, size_t nha
 	}
 	size_t n = 0;
 	uint64_t parent = KV_CHAIN_ROOT;
-	const struct kv_snap_block *b;
+	uint64_t b;
 	/* a sequence hash names a whole prefix: it must follow the one before */
 	while (n < nhashes && kv_snap_ehash_chain(&r->cur->snap, req->part, hashes[n], &r->chains[n]) &&
-	       (b = kv_snap_find(&r->cur->snap, req->part, r->chains[n])) &&
+	       (b = kv_snap_find(&r->cur->snap, req->part, r->chains[n])) != KV_SNAP_NO_BLOCK &&
 	       kv_snap_parent(&r->cur->snap, req->part, b) == parent)
 		parent = r->chains[n++];
 	req->tokens = NULL;

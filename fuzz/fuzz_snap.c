@@ -73,9 +73,9 @@ static void fix_up(uint8_t *d, size_t n)
 static void check_lookups(const struct kv_snap *s, uint32_t p)
 {
 	const struct kv_snap_partition *rp = &s->partitions[p];
-	const struct kv_snap_block *b = s->blocks + rp->r[KV_RANGE_BLOCKS].first;
+	uint64_t first = rp->r[KV_RANGE_BLOCKS].first;
 	for (uint64_t i = 0; i < rp->r[KV_RANGE_BLOCKS].count && i < MAX_SCAN; i++)
-		if (kv_snap_find(s, p, b[i].chain) != &b[i])
+		if (kv_snap_find(s, p, s->chains[first + i]) != first + i)
 			__builtin_trap();
 	size_t mn, tn;
 	const char *model = kv_snap_string(s, rp->model, &mn), *tenant = kv_snap_string(s, rp->tenant, &tn);
@@ -88,17 +88,17 @@ static void check_lookups(const struct kv_snap *s, uint32_t p)
 static size_t walk(const struct kv_snap *s, uint32_t p, uint64_t *locals)
 {
 	const struct kv_snap_partition *rp = &s->partitions[p];
-	const struct kv_snap_block *b = s->blocks + rp->r[KV_RANGE_BLOCKS].first;
+	uint64_t first = rp->r[KV_RANGE_BLOCKS].first;
 	uint64_t n_blocks = rp->r[KV_RANGE_BLOCKS].count, at = KV_CHAIN_ROOT;
 	size_t n = 0;
 	while (n < MAX_WALK) {
 		uint64_t i = 0;
-		while (i < n_blocks && i < MAX_SCAN && kv_snap_parent(s, p, &b[i]) != at)
+		while (i < n_blocks && i < MAX_SCAN && kv_snap_parent(s, p, first + i) != at)
 			i++;
 		if (i == n_blocks || i == MAX_SCAN)
 			break;
-		locals[n++] = b[i].local;
-		at = b[i].chain;
+		locals[n++] = s->locals[first + i];
+		at = s->chains[first + i];
 	}
 	return n;
 }

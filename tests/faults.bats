@@ -375,7 +375,7 @@ signal_run() {
 		assert_equal "$output" ""
 		[ ! -e out.kvsnap ]
 	}
-	check flip.kvsnap "section 5 checksum mismatch (corrupt file)"  # a byte of BLOCKS
+	check flip.kvsnap "section 10 checksum mismatch (corrupt file)"  # a byte of PARENTS
 	check cut.kvsnap "truncated or padded: $((size - 8)) bytes, header says $size"
 	check in.kvcap "not a kvsnap snapshot"
 	check text.kvsnap "not a kvsnap snapshot"
@@ -556,9 +556,9 @@ small_snapshot() {
 	for ((i = 0; i < size; i++)); do
 		case $i in
 		[0-5]) want="not a kvsnap snapshot" ;;
-		6) want="snapshot version $((0x05 ^ 0xff)) (this kvtools reads version 5)" ;;
-		7) want="snapshot version $((0xff05)) (this kvtools reads version 5)" ;;
-		8) want="bad section count $((16 ^ 0xff))" ;;
+		6) want="snapshot version $((0x06 ^ 0xff)) (this kvtools reads version 6)" ;;
+		7) want="snapshot version $((0xff06)) (this kvtools reads version 6)" ;;
+		8) want="bad section count $((19 ^ 0xff))" ;;
 		9 | 1[01]) want="bad section count $(perl -e 'local $/; open my $f, "<:raw", $ARGV[0]; my $d = <$f>; print unpack("V", substr($d, 8, 4))' flip/$i)" ;;
 		1[6-9] | 2[0-3]) want="truncated or padded: $size bytes, header says $(perl -e 'local $/; open my $f, "<:raw", $ARGV[0]; my $d = <$f>; print unpack("Q<", substr($d, 16, 8))' flip/$i)" ;;
 		*) if [ -f want/$i ]; then want=$(cat want/$i); else want="header checksum mismatch (corrupt file)"; fi ;;

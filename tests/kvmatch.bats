@@ -639,15 +639,14 @@ Try 'kvmatch --help'."
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvmatch: cut.kvsnap: truncated or padded: $((size - 1)) bytes, header says $size"
 	cp s.kvsnap flip.kvsnap
-	# a byte of the section table (16 entries of 32 bytes after the header),
-	# then one of META, the first section after it, and one of RUNS'
-	# checksum (table entry 6, bytes 24 on)
+	# a byte of the section table (19 entries of 32 bytes after the header),
+	# then one of META, the first section after it
 	printf '\xff' | dd of=flip.kvsnap bs=1 seek=200 conv=notrunc 2>/dev/null
 	run --separate-stderr kvmatch --dump flip.kvsnap
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvmatch: flip.kvsnap: header checksum mismatch (corrupt file)"
 	cp s.kvsnap flip.kvsnap
-	printf '\xff' | dd of=flip.kvsnap bs=1 seek=$((32 + 16 * 32 + 8)) conv=notrunc 2>/dev/null
+	printf '\xff' | dd of=flip.kvsnap bs=1 seek=$((32 + 19 * 32 + 8)) conv=notrunc 2>/dev/null
 	run --separate-stderr kvmatch --dump flip.kvsnap
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvmatch: flip.kvsnap: section 1 checksum mismatch (corrupt file)"
@@ -942,18 +941,18 @@ b 1 held_by_pool_only"
 	done
 }
 
-@test "a snapshot of an older format (before pool holders, before holder sets) gets a clear message" {
+@test "a snapshot of an older format (before pool holders, holder sets, section checksums, block columns) gets a clear message" {
 	kvmatch -q --log none -o s.kvsnap /dev/null
-	# versions 2 to 4 in the header: the rest is checked after the version
-	for v in 2 3 4; do
+	# versions 2 to 5 in the header: the rest is checked after the version
+	for v in 2 3 4 5; do
 		cp s.kvsnap old.kvsnap
 		printf "\\00$v\\000" | dd of=old.kvsnap bs=1 seek=6 conv=notrunc status=none
 		run --separate-stderr kvquery -s old.kvsnap /dev/null
 		assert_equal "$status" 65
-		assert_equal "$stderr" "kvquery: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 5): build it again with kvmatch from the captures"
+		assert_equal "$stderr" "kvquery: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 6): build it again with kvmatch from the captures"
 		run --separate-stderr kvmatch -i old.kvsnap /dev/null
 		assert_equal "$status" 65
-		assert_equal "$stderr" "kvmatch: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 5): build it again with kvmatch from the captures"
+		assert_equal "$stderr" "kvmatch: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 6): build it again with kvmatch from the captures"
 	done
 }
 

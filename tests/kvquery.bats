@@ -651,9 +651,9 @@ beta false"
 	run --separate-stderr kvquery -s /dev/stdin --api mooncake seq.jsonl < big.kvsnap
 	assert_success
 	assert_output "$want"
-	# EHASHES (section 10) damaged in place after the load: the line that
+	# EHASHES (section 13) damaged in place after the load: the line that
 	# needs it is refused, 65, and the others answered from what was read
-	off=$(od -An -tu8 -j $((32 + 9 * 32 + 8)) -N8 big.kvsnap | tr -d ' ')
+	off=$(od -An -tu8 -j $((32 + 12 * 32 + 8)) -N8 big.kvsnap | tr -d ' ')
 	mkfifo in
 	kvquery -v -s big.kvsnap --api mooncake in > out 2> err &
 	pid=$!
@@ -664,7 +664,7 @@ beta false"
 	exec 4>&-
 	wait $pid && status=0 || status=$?
 	assert_equal "$status" 65
-	assert_equal "$(sed -n 2p err)" "kvquery: in: line 2: big.kvsnap: changed since it was loaded: section 10 checksum mismatch (corrupt file)"
+	assert_equal "$(sed -n 2p err)" "kvquery: in: line 2: big.kvsnap: changed since it was loaded: section 13 checksum mismatch (corrupt file)"
 	assert_equal "$(sed -n 2p out)" null
 	assert_equal "$(sed -n 1p out)" "$(sed -n 3p out)"
 	assert_equal "$(wc -l < out)" 3

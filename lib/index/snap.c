@@ -31,7 +31,6 @@ static const enum kv_snap_section range_section[KV_RANGE_MAX] = {
 _Static_assert(sizeof(struct kv_snap_meta) == 64, "meta record");
 _Static_assert(sizeof(struct kv_snap_partition) == 128, "partition record");
 _Static_assert(sizeof(struct kv_snap_worker) == 32, "worker record");
-_Static_assert(sizeof(struct kv_snap_block) == 24, "block record");
 _Static_assert(sizeof(struct kv_snap_orphan) == 16, "orphan record");
 _Static_assert(sizeof(struct kv_snap_set) == 8, "set record");
 _Static_assert(sizeof(struct kv_snap_stale) == 16, "stale engine hash record");
@@ -299,24 +298,9 @@ static bool table_ok(const uint8_t *d, size_t size, struct kv_err *e)
 	return true;
 }
 
-/* Where the sections of parts lie: [*from, *to) of the file (empty when
- * the file has none of them). */
-static void part_span(const uint8_t *d, unsigned parts, uint64_t *from, uint64_t *to)
-{
-	uint32_t nsec = section_total(d);
-	*from = *to = 0;
-	for (uint32_t i = 0; i < nsec; i++) {
-		struct entry x = table_entry(d, i);
-		if (!(part_of(x.id) & parts))
-			continue;
-		if (*from == *to)
-			*from = x.off;
-		*to = align8(x.off + x.count * x.rs);
-	}
-}
-
-/* The checksums of the sections of parts, and their padding zero. */
-static bool sums_ok(const uint8_t *d, unsigned parts, struct kv_err *e)
+/* The checksums of the sections of parts, and their padding zero; sum[i],
+ * when given, is table entry i's worked out as its section was read. */
+static bool sums_ok(const uint8_t *d, unsigned parts, const uint64_t *sum, struct kv_err *e)
 {
 	uint32_t nsec = section_total(d);
 	for (uint32_t i = 0; i < nsec; i++) {
@@ -324,7 +308,7 @@ static bool sums_ok(const uint8_t *d, unsigned parts, struct kv_err *e)
 		if (!(part_of(x.id) & parts))
 			continue;
 		uint64_t len = x.count * x.rs;
-		if (XXH3_64bits(d + x.off, (size_t)len) != x.sum)
+		if ((sum ? sum[i] : XXH3_64bits(d + x.off, (size_t)len)) != x.sum)
 			return kv_err_set(e, KV_EX_DATAERR, "section %u checksum mismatch (corrupt file)", x.id);
 		for (uint64_t k = x.off + len; k < align8(x.off + len); k++)
 			if (d[k])
@@ -359,9 +343,12 @@ static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 	s->npartitions = count[KV_SEC_PARTITIONS];
 	s->workers = ptr[KV_SEC_WORKERS];
 	s->nworkers = count[KV_SEC_WORKERS];
-	s->blocks = ptr[KV_SEC_BLOCKS];
-	s->nblocks = count[KV_SEC_BLOCKS];
+	s->chains = ptr[KV_SEC_BLOCKS];
+	s->block_sets = ptr[KV_SEC_BLOCK_SETS];
 	s->runs = ptr[KV_SEC_RUNS];
+	s->parents = ptr[KV_SEC_PARENTS];
+	s->locals = ptr[KV_SEC_LOCALS];
+	s->nblocks = count[KV_SEC_BLOCKS];
 	s->orphans = ptr[KV_SEC_ORPHANS];
 	s->norphans = count[KV_SEC_ORPHANS];
 	s->sets = ptr[KV_SEC_SETS];
@@ -386,7 +373,8 @@ static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 
 /* What the table says of sections alone: those every reader needs are
  * there, META has one record, STREAM at most one, and the sections that go
- * with another have one record each of its. */
+ * with another have one record each of its (the block columns each one a
+ * block). */
 static bool counts_ok(const uint8_t *d, struct kv_err *e)
 {
 	bool have[KV_SEC_MAX] = { 0 };
@@ -399,13 +387,15 @@ static bool counts_ok(const uint8_t *d, struct kv_err *e)
 			count[x.id] = x.count;
 		}
 	}
-	for (uint32_t id = KV_SEC_META; id <= KV_SEC_HOLDERS; id++)
+	for (uint32_t id = KV_SEC_META; id <= KV_SEC_LOCALS; id++)
 		if (!have[id])
 			return kv_err_set(e, KV_EX_DATAERR, "section %u missing", id);
 	if (count[KV_SEC_META] != 1)
 		return kv_err_set(e, KV_EX_DATAERR, "meta section holds %llu records", (unsigned long long)count[KV_SEC_META]);
-	if (count[KV_SEC_RUNS] != count[KV_SEC_BLOCKS] || count[KV_SEC_EHASH_BLOCKS] != count[KV_SEC_EHASHES])
-		return kv_err_set(e, KV_EX_DATAERR, "runs or engine-hash blocks do not match blocks or engine hashes");
+	uint64_t nb = count[KV_SEC_BLOCKS];
+	if (count[KV_SEC_BLOCK_SETS] != nb || count[KV_SEC_RUNS] != nb || count[KV_SEC_PARENTS] != nb ||
+	    count[KV_SEC_LOCALS] != nb || count[KV_SEC_EHASH_BLOCKS] != count[KV_SEC_EHASHES])
+		return kv_err_set(e, KV_EX_DATAERR, "block columns or engine-hash blocks do not match blocks or engine hashes");
 	if (count[KV_SEC_STREAM] > 1)
 		return kv_err_set(e, KV_EX_DATAERR, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
 	return true;
@@ -460,22 +450,214 @@ static bool check_sets(const struct kv_snap *s, const struct kv_snap_range *r, u
 	return true;
 }
 
-/* A partition's blocks: sorted by chain, each with a set of its partition
- * and a parent that is one of its blocks or a marker; *orphans counts the
- * blocks marked as orphans. */
-static bool check_blocks(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *orphans, struct kv_err *e)
+/* The top bits of a partition's chains its directory is by (0: none, a
+ * partition too small to need one). */
+static unsigned dir_bits(uint64_t n)
 {
-	const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS], *sets = &rp->r[KV_RANGE_SETS];
-	const struct kv_snap_block *b = s->blocks + r->first;
+	unsigned bits = 0;
+	if (n < 64)
+		return 0;
+	while (bits < 30 && (2ull << bits) <= n)
+		bits++;
+	return bits;
+}
+
+/* What the checks of the blocks find in their chains and sets, column by
+ * column, a piece at a time: so that each piece is checked (and counted
+ * into its partition's directory) while it is in the cache, just read
+ * (read_summed), not in passes of their own over memory afterwards (which
+ * took 8 ms of a 19 ms load of the cluster snapshot).  Per partition: the
+ * first block out of order, and the first whose set is not the
+ * partition's (count: none); with directories, its blocks counted by slot
+ * (dir_bits). */
+struct block_scan {
+	const struct kv_snap_partition *parts;
+	size_t np, p;                    /* p: the partition of the last piece */
+	uint64_t *order_bad, *set_bad;
+	struct kv_snap *dirs;            /* whose directories are counted (NULL: none) */
+	bool on;
+};
+
+static char *huge_alloc(size_t cap, bool populate, size_t *len);
+
+/* A directory of 2^bits slots and one, zeroed: a large one in memory
+ * faulted in at once (huge_alloc), not a page at a time as the scan
+ * writes it, which was a fault every 1,024 slots. */
+#define DIR_MAPPED ((size_t)1 << 20)
+static size_t dir_size(unsigned bits)
+{
+	return (((size_t)1 << bits) + 1) * sizeof(uint32_t);
+}
+
+static uint32_t *dir_alloc(unsigned bits)
+{
+	size_t len;
+	if (dir_size(bits) < DIR_MAPPED)
+		return kv_xcalloc(((size_t)1 << bits) + 1, sizeof(uint32_t));
+	char *d = huge_alloc(dir_size(bits), true, &len);
+	if (!d)
+		kv_die(KV_EX_SOFTWARE, "out of memory (%zu bytes)", dir_size(bits));
+	return (uint32_t *)(void *)d;
+}
+
+static void dir_free(uint32_t *d, unsigned bits)
+{
+	size_t len = dir_size(bits), huge = ((size_t)2 << 20) - 1;
+	if (d && len >= DIR_MAPPED)
+		munmap(d, (len + huge) & ~huge);
+	else
+		free(d);
+}
+
+/* A scan of the blocks of these partitions (their ranges checked), with
+ * the directories of dirs when not NULL. */
+static void scan_begin(struct block_scan *sc, const struct kv_snap_partition *parts, size_t np, struct kv_snap *dirs)
+{
+	*sc = (struct block_scan){ parts, np, 0, kv_xmalloc((np + 1) * sizeof *sc->order_bad),
+				   kv_xmalloc((np + 1) * sizeof *sc->set_bad), dirs, true };
+	for (size_t p = 0; p < np; p++)
+		sc->order_bad[p] = sc->set_bad[p] = parts[p].r[KV_RANGE_BLOCKS].count;
+	if (!dirs)
+		return;
+	dirs->dir = kv_xcalloc(np + 1, sizeof *dirs->dir);
+	dirs->dirbits = kv_xcalloc(np + 1, sizeof *dirs->dirbits);
+	dirs->ndirs = np;
+	for (size_t p = 0; p < np; p++) {
+		unsigned bits = dir_bits(parts[p].r[KV_RANGE_BLOCKS].count);
+		dirs->dirbits[p] = bits;
+		dirs->dir[p] = bits ? dir_alloc(bits) : NULL;
+	}
+}
+
+static void scan_end(struct block_scan *sc)
+{
+	free(sc->order_bad);
+	free(sc->set_bad);
+	memset(sc, 0, sizeof *sc);
+}
+
+/* The partition block lo is in, and where its blocks end (the ranges
+ * follow one another: checked before a scan begins). */
+static const struct kv_snap_range *scan_partition(struct block_scan *sc, uint64_t lo)
+{
+	if (lo < sc->parts[sc->p].r[KV_RANGE_BLOCKS].first)
+		sc->p = 0;
+	while (sc->parts[sc->p].r[KV_RANGE_BLOCKS].first + sc->parts[sc->p].r[KV_RANGE_BLOCKS].count <= lo)
+		sc->p++;
+	return &sc->parts[sc->p].r[KV_RANGE_BLOCKS];
+}
+
+/* Chains [from, end) of a partition whose blocks start at c (c[from - 1]
+ * read already, from > 0), each marking the end of the slot of its top
+ * bits (shift: 64 less those bits) in d: the slot after it, d[slot + 1],
+ * gets the position after the chain's, and the last chain of a slot
+ * writes last (plain stores: counting blocks per slot, d[slot + 1]++,
+ * waited on the store before whenever two chains shared a slot, half the
+ * time).  True when one is not after the chain before it. */
+static bool mark_slot_ends(uint32_t *d, unsigned shift, const uint64_t *c, uint64_t from, uint64_t end)
+{
+	bool unordered = false;
+	for (uint64_t i = from; i < end; i++) {
+		unordered |= c[i] <= c[i - 1];
+		d[(c[i] >> shift) + 1] = (uint32_t)(i + 1);
+	}
+	return unordered;
+}
+
+static bool any_unordered(const uint64_t *c, uint64_t from, uint64_t end)
+{
+	bool unordered = false;
+	for (uint64_t i = from; i < end; i++)
+		unordered |= c[i] <= c[i - 1];
+	return unordered;
+}
+
+/* Chains [lo, hi) of the column c (the chain before lo read already). */
+static void scan_chains(struct block_scan *sc, const uint64_t *c, uint64_t lo, uint64_t hi)
+{
+	while (lo < hi) {
+		const struct kv_snap_range *r = scan_partition(sc, lo);
+		const uint64_t *pc = c + r->first;   /* the partition's */
+		uint64_t from = lo - r->first, end = (r->first + r->count < hi ? r->first + r->count : hi) - r->first;
+		uint32_t *d = sc->dirs ? sc->dirs->dir[sc->p] : NULL;
+		unsigned shift = d ? 64 - sc->dirs->dirbits[sc->p] : 0;
+		if (d && from == 0)
+			d[(pc[0] >> shift) + 1] = 1;
+		from += from == 0;
+		/* in order: one test at the end of the piece, not a branch a block */
+		bool unordered = d ? mark_slot_ends(d, shift, pc, from, end) : any_unordered(pc, from, end);
+		for (uint64_t i = from; unordered && i < end; i++)
+			if (pc[i] <= pc[i - 1] && sc->order_bad[sc->p] == r->count)
+				sc->order_bad[sc->p] = i;
+		lo = r->first + end;
+	}
+}
+
+/* Sets [lo, hi) of the column set. */
+static void scan_sets(struct block_scan *sc, const uint32_t *set, uint64_t lo, uint64_t hi)
+{
+	while (lo < hi) {
+		const struct kv_snap_range *r = scan_partition(sc, lo), *sets = &sc->parts[sc->p].r[KV_RANGE_SETS];
+		uint64_t end = r->first + r->count < hi ? r->first + r->count : hi, first = sets->first, count = sets->count;
+		bool out = false;
+		for (uint64_t i = lo; i < end; i++)
+			out |= (uint64_t)set[i] - first >= count;
+		for (uint64_t i = lo; out && i < end; i++)
+			if ((uint64_t)set[i] - first >= count && sc->set_bad[sc->p] == r->count)
+				sc->set_bad[sc->p] = i - r->first;
+		lo = end;
+	}
+}
+
+/* A partition's blocks, as the scan found them: sorted by chain, each with
+ * a set of its partition (their parents are checked with the engine
+ * hashes, read with them). */
+static bool check_blocks(const struct block_scan *sc, size_t p, struct kv_err *e)
+{
+	const struct kv_snap_range *r = &sc->parts[p].r[KV_RANGE_BLOCKS];
+	uint64_t order = sc->order_bad[p], set = sc->set_bad[p];
+	if (order < r->count && order <= set)
+		return kv_err_set(e, KV_EX_DATAERR, "block %llu: blocks out of order", ((unsigned long long)r->first + order));
+	if (set < r->count)
+		return kv_err_set(e, KV_EX_DATAERR, "block %llu: set out of its partition's", ((unsigned long long)r->first + set));
+	return true;
+}
+
+/* Chains are uniformly distributed, and sorted within a partition: an
+ * index by their top bits (about one slot per block) finds any of them in
+ * one or two probes.  A binary search would take 22 cache misses at 4M.
+ * Partition p's, the end of each slot with blocks marked (the scan), made
+ * into where each slot starts: where the last slot before it with blocks
+ * ends (0 for none). */
+static void finish_directory(struct kv_snap *s, size_t p)
+{
+	uint32_t *d = s->dir[p];
+	for (size_t k = 1; d && k <= (size_t)1 << s->dirbits[p]; k++)
+		d[k] = d[k] > d[k - 1] ? d[k] : d[k - 1];
+}
+
+static void free_directories(struct kv_snap *s)
+{
+	for (size_t p = 0; s->dir && p < s->ndirs; p++)
+		dir_free(s->dir[p], s->dirbits[p]);
+	free(s->dir);
+	free(s->dirbits);
+	s->dir = NULL;
+	s->dirbits = NULL;
+	s->ndirs = 0;
+}
+
+/* A partition's parents: each one of its blocks or a marker; *orphans
+ * counts the blocks marked as orphans. */
+static bool check_parents(const struct kv_snap *s, const struct kv_snap_partition *rp, uint64_t *orphans, struct kv_err *e)
+{
+	const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
+	const uint32_t *parent = s->parents + r->first;
 	uint64_t marked = 0;
 	for (uint64_t i = 0; i < r->count; i++) {
-		if (i > 0 && b[i].chain <= b[i - 1].chain)
-			return kv_err_set(e, KV_EX_DATAERR, "block %llu: blocks out of order", ((unsigned long long)r->first + i));
-		if (b[i].set < sets->first || b[i].set - sets->first >= sets->count)
-			return kv_err_set(e, KV_EX_DATAERR, "block %llu: set out of its partition's", ((unsigned long long)r->first + i));
-		if (b[i].parent >= r->count && b[i].parent < KV_SNAP_PARENT_ROOT)
+		if (parent[i] >= r->count && parent[i] < KV_SNAP_PARENT_ROOT)
 			return kv_err_set(e, KV_EX_DATAERR, "block %llu: parent out of bounds", ((unsigned long long)r->first + i));
-		marked += b[i].parent == KV_SNAP_PARENT_ORPHAN;
+		marked += parent[i] == KV_SNAP_PARENT_ORPHAN;
 	}
 	*orphans = marked;
 	return true;
@@ -491,7 +673,7 @@ static bool check_orphans(const struct kv_snap *s, const struct kv_snap_partitio
 			    (unsigned long long)r->count, (unsigned long long)marked);
 	for (uint64_t i = 0; i < r->count; i++)
 		if ((i > 0 && o[i].block <= o[i - 1].block) || o[i].block >= blocks->count ||
-		    s->blocks[blocks->first + o[i].block].parent != KV_SNAP_PARENT_ORPHAN)
+		    s->parents[blocks->first + o[i].block] != KV_SNAP_PARENT_ORPHAN)
 			return kv_err_set(e, KV_EX_DATAERR, "orphan %llu: not a block whose parent is not held, or out of order",
 				    ((unsigned long long)r->first + i));
 	return true;
@@ -544,10 +726,9 @@ static bool partitions_in_order(const struct kv_snap *s, size_t p)
 	return cm < 0 || (cm == 0 && ct < 0);
 }
 
-static bool check_partitions(const struct kv_snap *s, struct kv_err *e)
+/* The partitions' records, sets and blocks (the ranges checked). */
+static bool check_scanned(struct kv_snap *s, const struct block_scan *sc, struct kv_err *e)
 {
-	if (!check_ranges(s, e))
-		return false;
 	uint64_t holders = 0;
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
@@ -557,14 +738,34 @@ static bool check_partitions(const struct kv_snap *s, struct kv_err *e)
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: unknown flags", p);
 		if (p > 0 && !partitions_in_order(s, p))
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: partitions out of order", p);
-		uint64_t orphans = 0;
-		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) ||
-		    !check_blocks(s, rp, &orphans, e) || !check_orphans(s, rp, orphans, e))
+		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) || !check_blocks(sc, p, e))
 			return false;
+		if (sc->dirs)
+			finish_directory(s, p);
 	}
 	if (holders != s->nholders)
 		return kv_err_set(e, KV_EX_DATAERR, "holders not covered by sets");
 	return true;
+}
+
+/* The partitions and what they hold, their blocks as sc found them as
+ * they were read (NULL: scanned here); with dirs, each one's directory
+ * built too (kv_snap_open's). */
+static bool check_partitions(struct kv_snap *s, const struct block_scan *sc, bool dirs, struct kv_err *e)
+{
+	if (!check_ranges(s, e))
+		return false;
+	struct block_scan here;
+	if (!sc || !sc->on) {
+		scan_begin(&here, s->partitions, s->npartitions, dirs ? s : NULL);
+		scan_chains(&here, s->chains, 0, s->nblocks);
+		scan_sets(&here, s->block_sets, 0, s->nblocks);
+		sc = &here;
+	}
+	bool ok = check_scanned(s, sc, e);
+	if (sc == &here)
+		scan_end(&here);
+	return ok;
 }
 
 /* Records that carry (partition, key) must be in range and sorted by both. */
@@ -629,11 +830,15 @@ static bool check_workers(const struct kv_snap *s, struct kv_err *e)
 	return true;
 }
 
-static bool check_engine_hashes(const struct kv_snap *s, struct kv_err *e)
+/* The blocks' links (parents, orphans) and the engine hashes. */
+static bool check_links(const struct kv_snap *s, struct kv_err *e)
 {
-	for (size_t p = 0; p < s->npartitions; p++)
-		if (!check_ehashes(s, &s->partitions[p], e))
+	for (size_t p = 0; p < s->npartitions; p++) {
+		uint64_t orphans = 0;
+		if (!check_parents(s, &s->partitions[p], &orphans, e) || !check_orphans(s, &s->partitions[p], orphans, e) ||
+		    !check_ehashes(s, &s->partitions[p], e))
 			return false;
+	}
 	return true;
 }
 
@@ -660,18 +865,19 @@ static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 }
 
 /* Checks the sections of parts (the header, table and counts checked
- * before, the parts in s->parts too) and adds their views to s.  Runs are
- * not checked against the parents: that is a lookup per block, which
- * doubled the load (kvsnap(5)). */
-static bool check_parts(const uint8_t *d, unsigned parts, struct kv_snap *s, struct kv_err *e)
+ * before, the parts in s->parts too) and adds their views to s, and with
+ * dirs the directories of the blocks.  Runs are not checked against the
+ * parents: that is a lookup per block, which doubled the load (kvsnap(5)). */
+static bool check_parts(const uint8_t *d, unsigned parts, const uint64_t *sum, const struct block_scan *sc, bool dirs,
+			struct kv_snap *s, struct kv_err *e)
 {
-	bool ok = sums_ok(d, parts, e);
+	bool ok = sums_ok(d, parts, sum, e);
 	if (ok) {
 		set_views(d, s->parts | parts, s);
 		if (!(s->parts & KV_SNAP_PART_BLOCKS) && !(parts & KV_SNAP_PART_BLOCKS))
 			kv_die(KV_EX_SOFTWARE, "snapshot: a part read before its blocks");
-		ok = (!(parts & KV_SNAP_PART_BLOCKS) || (check_limits(s, e) && check_partitions(s, e) && check_workers(s, e))) &&
-		     (!(parts & KV_SNAP_PART_EHASHES) || check_engine_hashes(s, e)) &&
+		ok = (!(parts & KV_SNAP_PART_BLOCKS) || (check_limits(s, e) && check_partitions(s, sc, dirs, e) && check_workers(s, e))) &&
+		     (!(parts & KV_SNAP_PART_EHASHES) || check_links(s, e)) &&
 		     (!(parts & KV_SNAP_PART_MATCHER) || check_matcher(s, e));
 	}
 	if (ok)
@@ -684,36 +890,7 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_e
 {
 	const uint8_t *d = data;
 	memset(s, 0, sizeof *s);
-	return header_ok(d, size, e) && table_ok(d, size, e) && counts_ok(d, e) && check_parts(d, KV_SNAP_PART_ALL, s, e);
-}
-
-/* Chains are uniformly distributed, and sorted within a partition: an
- * index by their top bits (about one slot per block) finds any of them in
- * one or two probes.  A binary search would take 22 cache misses at 4M. */
-static void build_directories(struct kv_snap *s)
-{
-	s->dir = kv_xcalloc(s->npartitions + 1, sizeof *s->dir);
-	s->dirbits = kv_xcalloc(s->npartitions + 1, sizeof *s->dirbits);
-	for (size_t p = 0; p < s->npartitions; p++) {
-		uint64_t n = s->partitions[p].r[KV_RANGE_BLOCKS].count;
-		if (n < 64)
-			continue;
-		unsigned bits = 0;
-		while (bits < 30 && (2ull << bits) <= n)
-			bits++;
-		size_t nb = (size_t)1 << bits;
-		/* blocks per slot, then where each slot starts: two straight
-		 * passes (merging slots and blocks mispredicted a branch a
-		 * step: 80 ms of a 10-million-block load) */
-		uint32_t *d = kv_xcalloc(nb + 1, sizeof *d);
-		const struct kv_snap_block *b = s->blocks + s->partitions[p].r[KV_RANGE_BLOCKS].first;
-		for (size_t i = 0; i < n; i++)
-			d[(b[i].chain >> (64 - bits)) + 1]++;
-		for (size_t k = 1; k <= nb; k++)
-			d[k] += d[k - 1];
-		s->dir[p] = d;
-		s->dirbits[p] = bits;
-	}
+	return header_ok(d, size, e) && table_ok(d, size, e) && counts_ok(d, e) && check_parts(d, KV_SNAP_PART_ALL, NULL, NULL, false, s, e);
 }
 
 /* The file (whole, or the parts read) in memory of our own.  Not a
@@ -811,6 +988,77 @@ static bool read_at(int fd, char *d, size_t mapped, uint64_t from, uint64_t to)
 	return true;
 }
 
+/* Before the blocks' columns are read: when the sections before them
+ * (read, entries 0 to upto of the table) have their checksums and hold
+ * partitions whose ranges are right, a scan of the blocks as they are read
+ * begins (else they are scanned after, by check_partitions, whose checks
+ * of those sections come first). */
+static void scan_if_sound(const uint8_t *d, const uint64_t *sum, uint32_t upto, struct block_scan *sc, struct kv_snap *s)
+{
+	for (uint32_t i = 0; i < upto; i++)
+		if (sum[i] != table_entry(d, i).sum)
+			return;
+	struct kv_snap v = { 0 };
+	struct kv_err e = { 0 };
+	set_views(d, KV_SNAP_PART_BLOCKS, &v);
+	if (check_limits(&v, &e) && check_ranges(&v, &e))
+		scan_begin(sc, v.partitions, v.npartitions, s);
+	kv_err_clear(&e);
+}
+
+/* What read_summed does with a piece of a section just read, [at, to) of
+ * the file (whole records: pieces end on huge pages, sections start on 8
+ * bytes, the block columns' records are 8 and 4 bytes). */
+static void scan_piece(struct block_scan *sc, const uint8_t *d, const struct entry *x, uint64_t at, uint64_t to)
+{
+	uint64_t lo = (at - x->off) / x->rs, hi = (to - x->off) / x->rs;
+	if (x->id == KV_SEC_BLOCKS)
+		scan_chains(sc, (const uint64_t *)(const void *)(d + x->off), lo, hi);
+	else if (x->id == KV_SEC_BLOCK_SETS)
+		scan_sets(sc, (const uint32_t *)(const void *)(d + x->off), lo, hi);
+}
+
+/* The sections of parts read (read_at) in pieces of READ_CHUNK, each
+ * hashed into its section's checksum (sum, by table entry) as soon as it
+ * is read, and with sc its blocks scanned: while its bytes are still in
+ * the cache, rather than in passes of their own over memory.  False as
+ * read_at. */
+#define READ_CHUNK ((size_t)256 << 10)
+static bool read_summed(int fd, char *d, size_t mapped, unsigned parts, uint64_t *sum, struct block_scan *sc,
+			struct kv_snap *s)
+{
+	const uint8_t *t = (const uint8_t *)d;
+	uint32_t nsec = section_total(t);
+	XXH3_state_t *st = XXH3_createState();
+	if (!st)
+		kv_die(KV_EX_SOFTWARE, "out of memory (an XXH3 state)");
+	bool ok = true;
+	for (uint32_t i = 0; ok && i < nsec; i++) {
+		struct entry x = table_entry(t, i);
+		if (!(part_of(x.id) & parts))
+			continue;
+		uint64_t end = x.off + x.count * x.rs, to = align8(end);
+		if (sc && x.id == KV_SEC_BLOCKS)
+			scan_if_sound(t, sum, i, sc, s);
+		bool scan = sc && sc->on && (x.id == KV_SEC_BLOCKS || x.id == KV_SEC_BLOCK_SETS);
+		XXH3_64bits_reset(st);
+		for (uint64_t at = x.off; ok && at < to;) {
+			uint64_t next = (at / READ_CHUNK + 1) * READ_CHUNK;
+			next = next < to ? next : to;
+			ok = read_at(fd, d, mapped, at, next);
+			if (ok && at < end) {
+				XXH3_64bits_update(st, d + at, (size_t)((next < end ? next : end) - at));
+				if (scan)
+					scan_piece(sc, t, &x, at, next < end ? next : end);
+			}
+			at = next;
+		}
+		sum[i] = XXH3_64bits_digest(st);
+	}
+	XXH3_freeState(st);
+	return ok;
+}
+
 /* An open failure, a directory or a read error is 66, bad contents 65
  * (README, Exit status). */
 static bool fail_open(struct kv_err *e, const char *path, int errnum)
@@ -852,7 +1100,6 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 	s->data = d;
 	s->size = size;
 	s->mapped = mapped;
-	uint64_t from, to;
 	/* the header checked above, not read again: a file rewritten between
 	 * two reads would have its table read by a header never checked */
 	memcpy(d, head, HEADER_SIZE);
@@ -860,12 +1107,15 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 		return fail_read(e, path, errno);
 	if (!table_ok((const uint8_t *)d, size, &bad) || !counts_ok((const uint8_t *)d, &bad))
 		return fail_check(e, path, &bad);
-	part_span((const uint8_t *)d, parts, &from, &to);
-	if (!read_at(fd, d, mapped, from, to))
-		return fail_read(e, path, errno);
-	if (!check_parts((const uint8_t *)d, parts, s, &bad))
-		return fail_check(e, path, &bad);
-	return true;
+	uint64_t sum[MAX_SECTIONS] = { 0 };
+	struct block_scan sc = { 0 };
+	bool ok = read_summed(fd, d, mapped, parts, sum, &sc, s);
+	if (!ok)
+		fail_read(e, path, errno);
+	else if (!check_parts((const uint8_t *)d, parts, sum, &sc, true, s, &bad))
+		ok = fail_check(e, path, &bad);
+	scan_end(&sc);
+	return ok;
 }
 
 /* Anything else, read whole and checked whole (the parts not asked for
@@ -883,7 +1133,7 @@ static bool read_all(int fd, const char *path, const struct stat *st, struct kv_
 	if (size == 0)
 		return kv_err_set(e, KV_EX_DATAERR, "%s: empty file", path);
 	if (!header_ok(data, size, &bad) || !table_ok(data, size, &bad) || !counts_ok(data, &bad) ||
-	    !check_parts(data, KV_SNAP_PART_ALL, s, &bad))
+	    !check_parts(data, KV_SNAP_PART_ALL, NULL, NULL, true, s, &bad))
 		return fail_check(e, path, &bad);
 	return true;
 }
@@ -907,6 +1157,7 @@ bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv
 	if (!ok) {
 		close(fd);
 		release_data(s->data, s->mapped);
+		free_directories(s);
 		memset(s, 0, sizeof *s);
 		return false;
 	}
@@ -916,7 +1167,6 @@ bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv
 	} else {
 		close(fd);
 	}
-	build_directories(s);
 	return true;
 }
 
@@ -932,12 +1182,11 @@ bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
 		return true;
 	struct kv_err bad = { 0 };
 	const char *path = s->path ? s->path : "snapshot";
-	uint64_t from, to;
-	part_span(s->data, parts, &from, &to);
-	if (s->path && !read_at(s->fd, s->data, s->mapped, from, to))
+	uint64_t sum[MAX_SECTIONS] = { 0 };
+	if (s->path && !read_summed(s->fd, s->data, s->mapped, parts, sum, NULL, NULL))
 		return fail_read(e, path, errno);
 	/* the table read at first says what these bytes must be */
-	if (!check_parts(s->data, parts, s, &bad)) {
+	if (!check_parts(s->data, parts, s->path ? sum : NULL, NULL, false, s, &bad)) {
 		kv_err_set(e, KV_EX_DATAERR, "%s: %s%s", path, s->path ? "changed since it was loaded: " : "", kv_err_msg(&bad));
 		kv_err_clear(&bad);
 		return false;
@@ -953,10 +1202,7 @@ bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
 void kv_snap_unload(struct kv_snap *s)
 {
 	release_data(s->data, s->mapped);
-	for (size_t p = 0; s->dir && p < s->npartitions; p++)
-		free(s->dir[p]);
-	free(s->dir);
-	free(s->dirbits);
+	free_directories(s);
 	if (s->path)
 		close(s->fd);
 	free(s->path);
@@ -965,10 +1211,10 @@ void kv_snap_unload(struct kv_snap *s)
 
 /* ---- using --------------------------------------------------------------- */
 
-const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
+uint64_t kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
 {
 	const struct kv_snap_partition *p = &s->partitions[part];
-	const struct kv_snap_block *b = s->blocks + p->r[KV_RANGE_BLOCKS].first;
+	const uint64_t *c = s->chains + p->r[KV_RANGE_BLOCKS].first;
 	size_t n = p->r[KV_RANGE_BLOCKS].count, lo = 0, hi = n;
 	if (s->dir && s->dir[part]) {
 		uint64_t k = chain >> (64 - s->dirbits[part]);
@@ -977,12 +1223,12 @@ const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part,
 	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (b[mid].chain < chain)
+		if (c[mid] < chain)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < n && b[lo].chain == chain ? &b[lo] : NULL;
+	return lo < n && c[lo] == chain ? p->r[KV_RANGE_BLOCKS].first + lo : KV_SNAP_NO_BLOCK;
 }
 
 /* The first of n sorted u64 keys, stride bytes apart, not less than key. */
@@ -1018,16 +1264,17 @@ bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash,
 	return false;
 }
 
-uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, const struct kv_snap_block *b)
+uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, uint64_t b)
 {
 	const struct kv_snap_partition *rp = &s->partitions[part];
-	if (b->parent == KV_SNAP_PARENT_ROOT)
+	uint32_t parent = s->parents[b];
+	if (parent == KV_SNAP_PARENT_ROOT)
 		return KV_CHAIN_ROOT;
-	if (b->parent != KV_SNAP_PARENT_ORPHAN)
-		return s->blocks[rp->r[KV_RANGE_BLOCKS].first + b->parent].chain;
+	if (parent != KV_SNAP_PARENT_ORPHAN)
+		return s->chains[rp->r[KV_RANGE_BLOCKS].first + parent];
 	/* one orphan record for each block so marked: checked at load */
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_ORPHANS];
-	uint32_t self = (uint32_t)(b - (s->blocks + rp->r[KV_RANGE_BLOCKS].first));
+	uint32_t self = (uint32_t)(b - rp->r[KV_RANGE_BLOCKS].first);
 	size_t lo = 0, hi = r->count;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -1048,14 +1295,14 @@ void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, in
 		__builtin_prefetch(d);
 		return;
 	}
-	/* the records of the slot (one or two on average, two lines at most)
-	 * and their runs */
-	uint64_t first = s->partitions[part].r[KV_RANGE_BLOCKS].first;
-	const struct kv_snap_block *b = s->blocks + first;
-	__builtin_prefetch(&b[d[0]]);
-	__builtin_prefetch(&s->runs[first + d[0]]);
+	/* the chains of the slot (one or two on average, two lines at most),
+	 * and the set and run of its first */
+	uint64_t at = s->partitions[part].r[KV_RANGE_BLOCKS].first + d[0];
+	__builtin_prefetch(&s->chains[at]);
+	__builtin_prefetch(&s->block_sets[at]);
+	__builtin_prefetch(&s->runs[at]);
 	if (d[1] > d[0] + 1)
-		__builtin_prefetch(&b[d[1] - 1]);
+		__builtin_prefetch(&s->chains[at + (d[1] - d[0]) - 1]);
 }
 
 int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen)
@@ -1112,7 +1359,7 @@ static void put_holder(struct jw *w, const struct kv_snap *s, uint32_t h, bool f
 	jw_put_lit(w, "]}");
 }
 
-static void dump_block(const struct kv_snap *s, uint32_t p, const struct kv_snap_block *b, struct kv_out *o)
+static void dump_block(const struct kv_snap *s, uint32_t p, uint64_t b, struct kv_out *o)
 {
 	const struct kv_snap_partition *rp = &s->partitions[p];
 	struct jw w;
@@ -1122,11 +1369,11 @@ static void dump_block(const struct kv_snap *s, uint32_t p, const struct kv_snap
 	jw_put_lit(&w, ",\"tenant\":");
 	put_snap_str(&w, s, rp->tenant);
 	jw_put_lit(&w, ",\"chain\":");
-	jw_put_hash(&w, b->chain);
+	jw_put_hash(&w, s->chains[b]);
 	jw_put_lit(&w, ",\"parent\":");
 	jw_put_hash(&w, kv_snap_parent(s, p, b));
 	jw_put_lit(&w, ",\"local\":");
-	jw_put_hash(&w, b->local);
+	jw_put_hash(&w, s->locals[b]);
 	jw_put_lit(&w, ",\"holders\":[");
 	size_t nh;
 	const uint32_t *hs = kv_snap_holders(s, b, &nh);
@@ -1141,7 +1388,7 @@ static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_range *r = &s->partitions[p].r[KV_RANGE_BLOCKS];
 		for (uint64_t i = r->first; i < r->first + r->count; i++)
-			dump_block(s, (uint32_t)p, &s->blocks[i], o);
+			dump_block(s, (uint32_t)p, i, o);
 	}
 }
 
@@ -1149,7 +1396,7 @@ uint64_t kv_snap_holdings(const struct kv_snap *s)
 {
 	uint64_t n = 0;
 	for (size_t i = 0; i < s->nblocks; i++)
-		n += s->sets[s->blocks[i].set].nholders;
+		n += s->sets[s->block_sets[i]].nholders;
 	return n;
 }
 

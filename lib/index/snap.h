@@ -12,9 +12,10 @@
  * mapping: whatever later happens to the path cannot change or cut the
  * bytes in use; a pipe loads too) and checks every count, offset and index
  * of what it read before anything uses them; queries then run on those
- * records directly (blocks are sorted by chain within their partition: a
- * lookup reads the slot of the chain's top bits in a directory built at
- * load, then binary-searches the few blocks of that slot).  Reading needs
+ * records directly (blocks are columns, sorted by chain within their
+ * partition: a lookup reads the slot of the chain's top bits in a
+ * directory built at load, binary-searches the few chains of that slot,
+ * then reads the block's set and run at its position).  Reading needs
  * nothing of the live index or the matcher. */
 #ifndef KV_SNAP_H
 #define KV_SNAP_H
@@ -33,29 +34,34 @@
  *    and the run of ancestors it shares that set with; engine hashes in
  *    per-partition ranges
  * 5: a checksum per section (in the table) and over the header and table,
- *    none over the whole file: a reader reads and checks what it uses */
-#define KV_SNAP_VERSION 5
+ *    none over the whole file: a reader reads and checks what it uses
+ * 6: blocks in columns (chains, sets and runs for lookups; parents and
+ *    locals beside the engine hashes, read when those are) */
+#define KV_SNAP_VERSION 6
 
 /* The parts of a snapshot a reader reads and checks (kv_snap_open), each a
- * run of whole sections: what prefix lookups need (META to HOLDERS, the
- * ORPHANS among them), the engine hashes (EHASHES, EHASH_BLOCKS, STALE:
- * sequence hashes and resuming), and the matcher's state with any sections
- * of later versions (CONTENT on). */
+ * run of whole sections: what prefix lookups need (META to HOLDERS: the
+ * blocks' chains, sets and runs), the blocks' links and the engine hashes
+ * (PARENTS to STALE: parents, sequence hashes, dumping and resuming), and
+ * the matcher's state with any sections of later versions (CONTENT on). */
 #define KV_SNAP_PART_BLOCKS 1u
 #define KV_SNAP_PART_EHASHES 2u
 #define KV_SNAP_PART_MATCHER 4u
 #define KV_SNAP_PART_ALL 7u
 
+/* BLOCKS, BLOCK_SETS, RUNS, PARENTS and LOCALS are columns of the same
+ * blocks: a record each, at the same place. */
 enum kv_snap_section {
-	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_RUNS, KV_SEC_ORPHANS,
-	KV_SEC_SETS, KV_SEC_HOLDERS, KV_SEC_EHASHES, KV_SEC_EHASH_BLOCKS, KV_SEC_STALE, KV_SEC_CONTENT, KV_SEC_OFFLOAD,
-	KV_SEC_PENDING, KV_SEC_SOURCES,
+	KV_SEC_META = 1, KV_SEC_STRINGS, KV_SEC_PARTITIONS, KV_SEC_WORKERS, KV_SEC_BLOCKS, KV_SEC_BLOCK_SETS, KV_SEC_RUNS,
+	KV_SEC_SETS, KV_SEC_HOLDERS, KV_SEC_PARENTS, KV_SEC_LOCALS, KV_SEC_ORPHANS, KV_SEC_EHASHES, KV_SEC_EHASH_BLOCKS,
+	KV_SEC_STALE, KV_SEC_CONTENT, KV_SEC_OFFLOAD, KV_SEC_PENDING, KV_SEC_SOURCES,
 	KV_SEC_STREAM,   /* written only when the input came from kvnats -C: readers before it skip it */
 	KV_SEC_MAX
 };
 
 /* What a partition has of the sections kept per partition: a range of
- * records each (BLOCKS' range is RUNS' too, EHASHES' is EHASH_BLOCKS'). */
+ * records each (BLOCKS' range is that of the other block columns too,
+ * EHASHES' is EHASH_BLOCKS'). */
 enum kv_snap_range_kind { KV_RANGE_BLOCKS, KV_RANGE_ORPHANS, KV_RANGE_SETS, KV_RANGE_EHASHES, KV_RANGE_STALE,
 			  KV_RANGE_CONTENT, KV_RANGE_MAX };
 struct kv_snap_range { uint64_t first, count; };
@@ -78,15 +84,13 @@ struct kv_snap_worker {
 	uint32_t dp_rank, flags;         /* flags bit 0: inferred from a source; bit 1: a pool holder (dp_rank 0) */
 	uint32_t block_size, reserved;
 };
-/* parent: the position of the parent block among the partition's, or one
- * of these (with the parent's chain in ORPHANS when nobody holds it). */
+/* A block, in columns: BLOCKS its chain (u64), BLOCK_SETS its holders (u32,
+ * an index into SETS), RUNS its run (u8, below), PARENTS its parent (u32:
+ * the position of the parent block among the partition's, or one of these,
+ * with the parent's chain in ORPHANS when nobody holds it), LOCALS its
+ * local hash (u64). */
 #define KV_SNAP_PARENT_ROOT 0xfffffffeu    /* the first block of a prefix: parent chain 1337 */
 #define KV_SNAP_PARENT_ORPHAN 0xffffffffu  /* the parent is not held */
-struct kv_snap_block {
-	uint64_t chain, local;
-	uint32_t parent;
-	uint32_t set;                    /* its holders: an index into SETS */
-};
 /* RUNS: a byte a block, how many ancestors just before it are held with its
  * set (the parent held with it: its run + 1, else 0), at most KV_SNAP_RUN_MAX. */
 #define KV_SNAP_RUN_MAX 255u
@@ -125,9 +129,12 @@ struct kv_snap {
 	size_t npartitions;
 	const struct kv_snap_worker *workers;
 	size_t nworkers;
-	const struct kv_snap_block *blocks;
-	size_t nblocks;
+	const uint64_t *chains;          /* the block columns, nblocks records each */
+	const uint32_t *block_sets;
 	const uint8_t *runs;
+	const uint32_t *parents;         /* KV_SNAP_PART_EHASHES */
+	const uint64_t *locals;          /* KV_SNAP_PART_EHASHES */
+	size_t nblocks;
 	const struct kv_snap_orphan *orphans;
 	size_t norphans;
 	const struct kv_snap_set *sets;
@@ -153,6 +160,7 @@ struct kv_snap {
 	 * directory slot and a block or two); NULL: binary search */
 	uint32_t **dir;
 	unsigned *dirbits;
+	size_t ndirs;       /* of dir and dirbits */
 	uint64_t range_total[KV_RANGE_MAX];   /* records of each kind of range in the file, read or not */
 };
 
@@ -180,27 +188,41 @@ static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap
 	*len = r.len;
 	return s->strings + r.off;
 }
-/* The holders of a block (validated: always in bounds), and their number. */
-static inline const uint32_t *kv_snap_holders(const struct kv_snap *s, const struct kv_snap_block *b, size_t *n)
+/* A block is its position in the block columns (of the whole file: a
+ * partition's blocks are its range of them); kv_snap_find's "none". */
+#define KV_SNAP_NO_BLOCK UINT64_MAX
+/* A block's set (an index into SETS) and run. */
+static inline uint32_t kv_snap_block_set(const struct kv_snap *s, uint64_t b)
 {
-	*n = s->sets[b->set].nholders;
-	return s->holders + s->sets[b->set].holders_first;
+	return s->block_sets[b];
+}
+static inline unsigned kv_snap_block_run(const struct kv_snap *s, uint64_t b)
+{
+	return s->runs[b];
+}
+/* The holders of a block (validated: always in bounds), and their number. */
+static inline const uint32_t *kv_snap_holders(const struct kv_snap *s, uint64_t b, size_t *n)
+{
+	const struct kv_snap_set *st = &s->sets[s->block_sets[b]];
+	*n = st->nholders;
+	return s->holders + st->holders_first;
 }
 /* The chain of the block that engine hash i (of EHASHES, in partition
  * part's range) names. */
 static inline uint64_t kv_snap_named_chain(const struct kv_snap *s, uint32_t part, uint64_t i)
 {
-	return s->blocks[s->partitions[part].r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]].chain;
+	return s->chains[s->partitions[part].r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]];
 }
-/* The chain of a block's parent (KV_CHAIN_ROOT for a first block). */
-uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, const struct kv_snap_block *b);
-/* The block of partition part with this chain, or NULL. */
-const struct kv_snap_block *kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
+/* The chain of a block's parent (KV_CHAIN_ROOT for a first block); needs
+ * KV_SNAP_PART_EHASHES read. */
+uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, uint64_t b);
+/* The block of partition part with this chain, or KV_SNAP_NO_BLOCK. */
+uint64_t kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
 /* The chain an engine hash names in a partition (the map kvmatch learned
  * from stored events); false when the snapshot does not know it. */
 bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain);
 /* Lookups ahead: stage 0 fetches the directory slot of chain, stage 1 its
- * block record (which needs the slot to have arrived). */
+ * chains, set and run (which needs the slot to have arrived). */
 void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage);
 /* -1 when no partition has this model and tenant. */
 int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen);
@@ -219,11 +241,14 @@ static const uint32_t kv_snap_record_size[KV_SEC_MAX] = {
 	[KV_SEC_STRINGS] = 1,
 	[KV_SEC_PARTITIONS] = sizeof(struct kv_snap_partition),
 	[KV_SEC_WORKERS] = sizeof(struct kv_snap_worker),
-	[KV_SEC_BLOCKS] = sizeof(struct kv_snap_block),
+	[KV_SEC_BLOCKS] = sizeof(uint64_t),
+	[KV_SEC_BLOCK_SETS] = sizeof(uint32_t),
 	[KV_SEC_RUNS] = 1,
-	[KV_SEC_ORPHANS] = sizeof(struct kv_snap_orphan),
 	[KV_SEC_SETS] = sizeof(struct kv_snap_set),
 	[KV_SEC_HOLDERS] = sizeof(uint32_t),
+	[KV_SEC_PARENTS] = sizeof(uint32_t),
+	[KV_SEC_LOCALS] = sizeof(uint64_t),
+	[KV_SEC_ORPHANS] = sizeof(struct kv_snap_orphan),
 	[KV_SEC_EHASHES] = sizeof(uint64_t),
 	[KV_SEC_EHASH_BLOCKS] = sizeof(uint32_t),
 	[KV_SEC_STALE] = sizeof(struct kv_snap_stale),

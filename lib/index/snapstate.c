@@ -329,9 +329,10 @@ static uint32_t block_set(struct kv_snap_writer *b, const struct kv_index *ix, c
 	return m->id;
 }
 
-/* A partition's blocks, their runs, orphans and holder sets, written in
- * place in their sections (the table read once, in chain order); returns
- * their chains in order (n of them), which the engine hashes are placed by. */
+/* A partition's blocks (their columns: chains, sets, runs, parents,
+ * locals), orphans and holder sets, written in place in their sections
+ * (the table read once, in chain order); returns their chains in order (n
+ * of them), which the engine hashes are placed by. */
 static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k, struct key_dir *d)
 {
 	const struct kv_partition *p = &ix->p[kv_snapw_live_partition(b, k)];
@@ -346,7 +347,8 @@ static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *i
 	struct live_sets met = { 0 };
 	struct run_node *node = kv_xmalloc((n + 1) * sizeof *node);
 	uint64_t *parents = kv_xmalloc((n + 1) * sizeof *parents);
-	struct kv_snap_block *out = section_room(b, KV_SEC_BLOCKS, n);
+	uint64_t *chains = section_room(b, KV_SEC_BLOCKS, n), *locals = section_room(b, KV_SEC_LOCALS, n);
+	uint32_t *sets_of = section_room(b, KV_SEC_BLOCK_SETS, n);
 	uint32_t *hs = NULL;
 	size_t hcap = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -357,10 +359,12 @@ static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *i
 		if (i + BUILD_AHEAD < n)
 			__builtin_prefetch(kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD]));
 		const struct kv_block *blk = kv_blocks_at_const(&p->blocks, idx[i]);
-		node[i].set = block_set(b, ix, blk, &met, &sets, &hs, &hcap);
+		node[i].set = sets_of[i] = block_set(b, ix, blk, &met, &sets, &hs, &hcap);
 		parents[i] = blk->parent;
-		out[i] = (struct kv_snap_block){ keys[i], blk->local, 0, node[i].set };
+		locals[i] = blk->local;
 	}
+	if (n)
+		memcpy(chains, keys, n * sizeof *keys);
 	free(hs);
 	free(sorted.pos);
 	live_sets_free(&met);
@@ -370,12 +374,16 @@ static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *i
 	positions_of(parents, n, d, &node[0].parent, sizeof *node);
 	block_runs(node, n);
 	uint8_t *runs = section_room(b, KV_SEC_RUNS, n);
+	uint32_t *parent_of = section_room(b, KV_SEC_PARENTS, n);
 	for (size_t i = 0; i < n; i++) {
-		out[i].parent = parent_field(b, node[i].parent, (uint32_t)i, parents[i]);
+		parent_of[i] = parent_field(b, node[i].parent, (uint32_t)i, parents[i]);
 		runs[i] = (uint8_t)(node[i].run < KV_SNAP_RUN_MAX ? node[i].run : KV_SNAP_RUN_MAX);
 	}
-	b->sec[KV_SEC_BLOCKS].len += n * sizeof *out;
+	b->sec[KV_SEC_BLOCKS].len += n * sizeof *chains;
+	b->sec[KV_SEC_BLOCK_SETS].len += n * sizeof *sets_of;
 	b->sec[KV_SEC_RUNS].len += n;
+	b->sec[KV_SEC_PARENTS].len += n * sizeof *parent_of;
+	b->sec[KV_SEC_LOCALS].len += n * sizeof *locals;
 	kv_snapw_range_end(b, k, KV_RANGE_BLOCKS);
 	kv_snapw_range_end(b, k, KV_RANGE_ORPHANS);
 	free(parents);
@@ -524,8 +532,7 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		ix->p[pid[p]].stale_possible = s->partitions[p].flags & 1;
 		const struct kv_snap_partition *rp = &s->partitions[p];
 		const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
-		for (uint64_t i = r->first; i < r->first + r->count; i++) {
-			const struct kv_snap_block *b = &s->blocks[i];
+		for (uint64_t b = r->first; b < r->first + r->count; b++) {
 			uint64_t parent = kv_snap_parent(s, (uint32_t)p, b);
 			size_t nh;
 			const uint32_t *hs = kv_snap_holders(s, b, &nh);
@@ -533,7 +540,7 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 				uint32_t h = hs[k];
 				for (int med = 0; med < KV_NMEDIA && wid[KV_HOLDER_WORKER(h)] != KV_NO_WORKER; med++)
 					if (KV_HOLDER_MEDIA(h) & KV_MEDIUM_BIT(med))
-						kv_index_hold(ix, pid[p], b->chain, parent, b->local,
+						kv_index_hold(ix, pid[p], s->chains[b], parent, s->locals[b],
 							      wid[KV_HOLDER_WORKER(h)], (enum kv_medium)med);
 			}
 		}

@@ -38,12 +38,12 @@ void kv_qsource_free(struct kv_qsource *s)
 bool kv_qsource_block(const struct kv_qsource *s, uint32_t part, uint64_t chain, struct kv_qblock *qb)
 {
 	if (s->snap) {
-		const struct kv_snap_block *b = kv_snap_find(s->snap, part, chain);
-		if (!b)
+		uint64_t b = kv_snap_find(s->snap, part, chain);
+		if (b == KV_SNAP_NO_BLOCK)
 			return false;
 		qb->h = kv_snap_holders(s->snap, b, &qb->n);
-		qb->set = b->set;
-		qb->run = s->snap->runs[b - s->snap->blocks];
+		qb->set = kv_snap_block_set(s->snap, b);
+		qb->run = kv_snap_block_run(s->snap, b);
 		return true;
 	}
 	const struct kv_block *b = kv_blocks_find_const(&s->ix->p[part].blocks, chain);

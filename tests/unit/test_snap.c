@@ -120,10 +120,10 @@ static void round_trip(void)
 	int64_t part = kv_snap_partition(&snap, "m", 1, "t", 1);
 	ASSERT(part == 1);
 	uint64_t c1 = kv_chain_next(KV_CHAIN_ROOT, 1);
-	const struct kv_snap_block *blk = kv_snap_find(&snap, 1, c1);
+	uint64_t blk = kv_snap_find(&snap, 1, c1);
 	size_t nh;
-	ASSERT(blk && kv_snap_holders(&snap, blk, &nh) && nh == 2 && blk->local == 1);
-	ASSERT(!kv_snap_find(&snap, 1, c1 + 1));
+	ASSERT(blk != KV_SNAP_NO_BLOCK && kv_snap_holders(&snap, blk, &nh) && nh == 2 && snap.locals[blk] == 1);
+	ASSERT(kv_snap_find(&snap, 1, c1 + 1) == KV_SNAP_NO_BLOCK);
 	/* restored state writes the same bytes */
 	make_state(&t);
 	free_state(&t);
@@ -234,8 +234,8 @@ static void damage_with_valid_checksum(void)
 			} else {
 				for (size_t p = 0; p < snap.npartitions; p++)
 					for (uint64_t k = 0; k < snap.partitions[p].r[KV_RANGE_BLOCKS].count; k++) {
-						const struct kv_snap_block *blk = &snap.blocks[snap.partitions[p].r[KV_RANGE_BLOCKS].first + k];
-						ASSERT(kv_snap_find(&snap, (uint32_t)p, blk->chain) == blk);
+						uint64_t blk = snap.partitions[p].r[KV_RANGE_BLOCKS].first + k;
+						ASSERT(kv_snap_find(&snap, (uint32_t)p, snap.chains[blk]) == blk);
 						size_t nh;
 						const uint32_t *hs = kv_snap_holders(&snap, blk, &nh);
 						for (size_t h = 0; h < nh; h++)
@@ -316,8 +316,8 @@ static void repeated_workers(void)
 }
 
 /* The stream position: a section of its own, written only when there is
- * one, read back and restored; a file without it has the 16 sections of
- * before, and one with two positions is refused. */
+ * one (the last), read back and restored; a file without it has one
+ * section fewer, and one with two positions is refused. */
 static void stream_position(void)
 {
 	struct state s, t;
@@ -328,13 +328,13 @@ static void stream_position(void)
 	char err[200];
 	uint32_t nsec;
 	memcpy(&nsec, plain + 8, 4);
-	ASSERT_EQ_U64(nsec, 16);
+	ASSERT_EQ_U64(nsec, KV_SEC_STREAM - 1);
 	ASSERT(check_bytes(plain, n, &snap, err, sizeof err) && snap.stream == NULL);
 	s.m.has_position = true;
 	s.m.position = 4242;
 	uint8_t *b = write_read(&s, &m);
 	memcpy(&nsec, b + 8, 4);
-	ASSERT_EQ_U64(nsec, 17);
+	ASSERT_EQ_U64(nsec, KV_SEC_STREAM);
 	ASSERT(m == n + 32 + 16);
 	ASSERT(check_bytes(b, m, &snap, err, sizeof err) && snap.stream && snap.stream->last_seq == 4242);
 	struct kv_match_opts o = s.m.o;
@@ -343,9 +343,9 @@ static void stream_position(void)
 	kv_match_init(&t.m, &t.ix, &t.ws, &o);
 	kv_snap_restore(&snap, &t.ix, &t.ws, &t.m);
 	ASSERT(t.m.has_position && t.m.position == 4242);
-	/* two records in the section: refused (count at table entry 17, checksums fixed) */
+	/* two records in the section: refused (count at its table entry, checksums fixed) */
 	uint64_t two = 2;
-	memcpy(b + 32 + 16 * 32 + 16, &two, 8);
+	memcpy(b + 32 + (KV_SEC_STREAM - 1) * 32 + 16, &two, 8);
 	reseal(b, m);
 	ASSERT(!check_bytes(b, m, &snap, err, sizeof err));
 	free_state(&t);
@@ -468,7 +468,7 @@ static void rich_state(struct state *s)
 static size_t held_parent(const struct kv_snap *s)
 {
 	for (size_t i = 0; i < s->partitions[0].r[KV_RANGE_BLOCKS].count; i++)
-		if (s->blocks[i].parent < KV_SNAP_PARENT_ROOT)
+		if (s->parents[i] < KV_SNAP_PARENT_ROOT)
 			return i;
 	abort();
 }
@@ -487,7 +487,8 @@ static size_t pair_set(const struct kv_snap *s)
  * must still load; "" when there is no damage k. */
 static const char *damage(int k, struct kv_snap *s, char *msg, size_t n)
 {
-	struct kv_snap_block *b = (struct kv_snap_block *)s->blocks;
+	uint64_t *chain = (uint64_t *)s->chains;
+	uint32_t *bset = (uint32_t *)s->block_sets, *parent = (uint32_t *)s->parents;
 	struct kv_snap_set *sets = (struct kv_snap_set *)s->sets;
 	uint32_t *holders = (uint32_t *)s->holders;
 	struct kv_snap_orphan *orph = (struct kv_snap_orphan *)s->orphans;
@@ -504,14 +505,14 @@ static const char *damage(int k, struct kv_snap *s, char *msg, size_t n)
 	size_t j = held_parent(s), ps = pair_set(s);
 	msg[0] = 0;
 	switch (k) {
-	case 0: b[1].chain = b[0].chain; return "block 1: blocks out of order";
-	case 1: b[1].chain = b[0].chain + 1; return NULL;
-	case 2: b[0].set = nsets; return "block 0: set out of its partition's";
-	case 3: b[0].set = nsets - 1; return NULL;
-	case 4: b[j].parent = nblocks; snprintf(msg, n, "block %zu: parent out of bounds", j); return msg;
-	case 5: b[j].parent = KV_SNAP_PARENT_ROOT - 1; snprintf(msg, n, "block %zu: parent out of bounds", j); return msg;
-	case 6: b[j].parent = KV_SNAP_PARENT_ROOT; return NULL;
-	case 7: b[j].parent = nblocks - 1 == j ? 0 : nblocks - 1; return NULL;
+	case 0: chain[1] = chain[0]; return "block 1: blocks out of order";
+	case 1: chain[1] = chain[0] + 1; return NULL;
+	case 2: bset[0] = nsets; return "block 0: set out of its partition's";
+	case 3: bset[0] = nsets - 1; return NULL;
+	case 4: parent[j] = nblocks; snprintf(msg, n, "block %zu: parent out of bounds", j); return msg;
+	case 5: parent[j] = KV_SNAP_PARENT_ROOT - 1; snprintf(msg, n, "block %zu: parent out of bounds", j); return msg;
+	case 6: parent[j] = KV_SNAP_PARENT_ROOT; return NULL;
+	case 7: parent[j] = nblocks - 1 == j ? 0 : nblocks - 1; return NULL;
 	case 8: sets[0].nholders = 0; return "set 0: holders out of bounds";
 	case 9: holders[sets[ps].holders_first + 1] = holders[sets[ps].holders_first];
 		snprintf(msg, n, "set %zu: holders out of order", ps); return msg;
@@ -523,7 +524,7 @@ static const char *damage(int k, struct kv_snap *s, char *msg, size_t n)
 		return "orphan 1: not a block whose parent is not held, or out of order";
 	/* the block one past the partition's is the next partition's orphan */
 	case 14: orph[1].block = nblocks; return "orphan 1: not a block whose parent is not held, or out of order";
-	case 15: b[j].parent = KV_SNAP_PARENT_ORPHAN; return "2 orphans for 3 blocks whose parent is not held";
+	case 15: parent[j] = KV_SNAP_PARENT_ORPHAN; return "2 orphans for 3 blocks whose parent is not held";
 	case 16: eh[1] = eh[0]; return "engine hash 1: out of order or naming no block";
 	case 17: ehb[0] = nblocks; return "engine hash 0: out of order or naming no block";
 	case 18: ehb[0] = nblocks - 1; return NULL;
@@ -574,7 +575,7 @@ static void load_refuses_each_fault_at_its_boundary(void)
 	ASSERT_EQ_U64(snap.partitions[0].r[KV_RANGE_BLOCKS].count, 4);
 	ASSERT_EQ_U64(snap.partitions[1].r[KV_RANGE_BLOCKS].count, 0);
 	ASSERT_EQ_U64(snap.partitions[2].r[KV_RANGE_BLOCKS].count, 1);
-	ASSERT(snap.blocks[4].parent == KV_SNAP_PARENT_ORPHAN);
+	ASSERT(snap.parents[4] == KV_SNAP_PARENT_ORPHAN);
 	ASSERT_EQ_U64(snap.norphans, 3);
 	ASSERT_EQ_U64(snap.nsets, 5);
 	ASSERT_EQ_U64(snap.nehashes, 5);
@@ -738,22 +739,32 @@ static void parts_read_when_asked(void)
 	ASSERT_EQ_U64(snap.range_total[KV_RANGE_EHASHES], 60005);
 	int64_t part = kv_snap_partition(&snap, "m", 1, "t", 1);
 	ASSERT(part == 1);
-	ASSERT(kv_snap_find(&snap, (uint32_t)part, kv_chain_next(KV_CHAIN_ROOT, 1)) != NULL);
-	/* the engine hashes damaged after the open: refused when read */
-	uint64_t eh = section_offset(path, KV_SEC_EHASHES) + 8;
-	flip_byte(path, eh);
-	ASSERT(!kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
-	expect_refusal(&e, path, "changed since it was loaded: section 10 checksum mismatch (corrupt file)");
-	ASSERT(snap.ehashes == NULL && snap.parts == KV_SNAP_PART_BLOCKS);
-	/* and the whole file refused at once, while the lookup part alone loads */
-	struct kv_snap all;
-	ASSERT(!kv_snap_load(path, &all, &e));
-	expect_refusal(&e, path, "section 10 checksum mismatch (corrupt file)");
-	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &all, &e));
-	kv_snap_unload(&all);
-	flip_byte(path, eh);
+	ASSERT(kv_snap_find(&snap, (uint32_t)part, kv_chain_next(KV_CHAIN_ROOT, 1)) != KV_SNAP_NO_BLOCK);
+	ASSERT(snap.parents == NULL && snap.locals == NULL && snap.chains != NULL && snap.block_sets != NULL &&
+	       snap.runs != NULL);
+	/* the engine hashes, or the blocks' parents, damaged after the open:
+	 * refused when read */
+	static const uint32_t lazy[] = { KV_SEC_EHASHES, KV_SEC_PARENTS };
+	for (size_t k = 0; k < 2; k++) {
+		char why[96];
+		uint64_t at = section_offset(path, lazy[k]) + 8;
+		flip_byte(path, at);
+		ASSERT(!kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
+		snprintf(why, sizeof why, "changed since it was loaded: section %u checksum mismatch (corrupt file)", lazy[k]);
+		expect_refusal(&e, path, why);
+		ASSERT(snap.ehashes == NULL && snap.parents == NULL && snap.parts == KV_SNAP_PART_BLOCKS);
+		/* and the whole file refused at once, while the lookup part alone loads */
+		struct kv_snap all;
+		ASSERT(!kv_snap_load(path, &all, &e));
+		expect_refusal(&e, path, why + strlen("changed since it was loaded: "));
+		ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &all, &e));
+		kv_snap_unload(&all);
+		flip_byte(path, at);
+	}
 	ASSERT(kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
-	ASSERT(snap.ehashes != NULL && snap.parts == (KV_SNAP_PART_BLOCKS | KV_SNAP_PART_EHASHES));
+	ASSERT(snap.ehashes != NULL && snap.parents != NULL && snap.parts == (KV_SNAP_PART_BLOCKS | KV_SNAP_PART_EHASHES));
+	ASSERT(kv_snap_parent(&snap, (uint32_t)part, kv_snap_find(&snap, (uint32_t)part, kv_chain_next(KV_CHAIN_ROOT, 1))) ==
+	       KV_CHAIN_ROOT);
 	ASSERT_EQ_U64(snap.nehashes, 60005);
 	uint64_t chain;
 	ASSERT(kv_snap_ehash_chain(&snap, (uint32_t)part, 101, &chain) && chain == kv_chain_next(KV_CHAIN_ROOT, 1));
@@ -783,10 +794,10 @@ static void section_checksum_damaged(void)
 	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
 	free_state(&s);
 	int fd = open(path, O_RDWR);
-	uint8_t head[32 + 17 * 32];
+	uint8_t head[32 + KV_SEC_MAX * 32];
 	ASSERT(pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head);
-	static const uint32_t ids[] = { KV_SEC_BLOCKS, KV_SEC_HOLDERS };
-	for (size_t k = 0; k < 2; k++) {
+	static const uint32_t ids[] = { KV_SEC_BLOCKS, KV_SEC_BLOCK_SETS, KV_SEC_RUNS, KV_SEC_HOLDERS };
+	for (size_t k = 0; k < 4; k++) {
 		uint8_t *sum = head + 32 + 32 * (ids[k] - 1) + 24;
 		sum[0] ^= 1;
 		reseal_header(head, sizeof head);
@@ -807,6 +818,113 @@ static void section_checksum_damaged(void)
 	unlink(path);
 }
 
+static uint8_t *read_file(const char *path, size_t *n)
+{
+	int fd = open(path, O_RDONLY);
+	*n = (size_t)lseek(fd, 0, SEEK_END);
+	uint8_t *b = malloc(*n);
+	if (pread(fd, b, *n, 0) != (ssize_t)*n)
+		abort();
+	close(fd);
+	return b;
+}
+
+static void write_file(const char *path, const uint8_t *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	if (write(fd, b, n) != (ssize_t)n)
+		abort();
+	close(fd);
+}
+
+/* Block i of the file's bytes b damaged behind valid checksums (its chain
+ * made its predecessor's, or its set one past the last partition's, at
+ * column), written to path: refused at open, as by the whole-file check. */
+static bool block_damage_refused(const char *path, uint8_t *b, size_t n, uint64_t column, bool chain, uint64_t i)
+{
+	char want[100], err[200];
+	struct kv_snap snap;
+	struct kv_err e = { 0 };
+	if (chain) {
+		memcpy(b + column + i * 8, b + column + (i - 1) * 8, 8);
+		snprintf(want, sizeof want, "block %llu: blocks out of order", (unsigned long long)i);
+	} else {
+		uint64_t nsets; /* SETS' count in its table entry: one past the last partition's */
+		memcpy(&nsets, b + 32 + 32 * (KV_SEC_SETS - 1) + 16, 8);
+		uint32_t none = (uint32_t)nsets;
+		memcpy(b + column + i * 4, &none, 4);
+		snprintf(want, sizeof want, "block %llu: set out of its partition's", (unsigned long long)i);
+	}
+	reseal(b, n);
+	write_file(path, b, n);
+	if (kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e)) {
+		kv_snap_unload(&snap);
+		unit_fail(__FILE__, __LINE__, "a damaged block loaded");
+		return false;
+	}
+	expect_refusal(&e, path, want);
+	if (check_bytes(b, n, &snap, err, sizeof err) || strcmp(err, want) != 0) {
+		printf("# the whole-file check: \"%s\", expected \"%s\"\n", err, want);
+		unit_fail(__FILE__, __LINE__, "the whole-file check differs");
+		return false;
+	}
+	return true;
+}
+
+/* A large file's blocks are checked, and their directory built, piece by
+ * piece as they are read: every block of a partition after the first (the
+ * scan's partition cursor) found through the directory, and a chain out
+ * of order or a set not the partition's, behind valid checksums, refused
+ * with the message the whole-file check gives, at the first block of a
+ * piece (its chain before is in the piece before) and in the middle of
+ * one. */
+static void blocks_checked_as_read(void)
+{
+	char path[] = "/tmp/kvtools-scan-XXXXXX";
+	close(mkstemp(path));
+	struct state s;
+	long_state(&s, 60000);
+	struct kv_err e = { 0 };
+	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
+	free_state(&s);
+	struct kv_snap snap;
+	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+	ASSERT(snap.dir && snap.dir[1] && !snap.dir[0]);
+	const struct kv_snap_range *r = &snap.partitions[1].r[KV_RANGE_BLOCKS];
+	ASSERT_EQ_U64(r->first, 1);
+	for (uint64_t b = r->first; b < r->first + r->count; b++) {
+		ASSERT(kv_snap_find(&snap, 1, snap.chains[b]) == b);
+		ASSERT(snap.chains[b] + 1 == (b + 1 < r->first + r->count ? snap.chains[b + 1] : 0) ||
+		       kv_snap_find(&snap, 1, snap.chains[b] + 1) == KV_SNAP_NO_BLOCK);
+	}
+	ASSERT(kv_snap_find(&snap, 0, snap.chains[0]) == 0);
+	/* each slot starts where the chains of the slots before it end */
+	size_t nslots = (size_t)1 << snap.dirbits[1];
+	uint32_t *starts = calloc(nslots + 1, sizeof *starts);
+	for (uint64_t b = r->first; b < r->first + r->count; b++)
+		starts[(snap.chains[b] >> (64 - snap.dirbits[1])) + 1]++;
+	for (size_t k = 1; k <= nslots; k++)
+		starts[k] += starts[k - 1];
+	bool same = memcmp(starts, snap.dir[1], (nslots + 1) * sizeof *starts) == 0;
+	free(starts);
+	ASSERT(same);
+	kv_snap_unload(&snap);
+	uint64_t chains = section_offset(path, KV_SEC_BLOCKS), sets = section_offset(path, KV_SEC_BLOCK_SETS);
+	uint64_t piece = (size_t)256 << 10, edge = ((chains + piece) / piece * piece - chains) / 8;
+	ASSERT(edge > 1 && edge + 1000 < 60006);
+	size_t n;
+	uint8_t *good = read_file(path, &n), *b = malloc(n);
+	const uint64_t at[] = { edge, edge + 1000 };
+	for (int k = 0; k < 4; k++) {
+		memcpy(b, good, n);
+		if (!block_damage_refused(path, b, n, k < 2 ? chains : sets, k < 2, at[k % 2]))
+			break;
+	}
+	free(b);
+	free(good);
+	unlink(path);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -819,5 +937,6 @@ int main(void)
 	RUN(load_and_write_failures_say_path_and_status);
 	RUN(parts_read_when_asked);
 	RUN(section_checksum_damaged);
+	RUN(blocks_checked_as_read);
 	return unit_done();
 }

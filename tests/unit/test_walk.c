@@ -178,14 +178,16 @@ static void runs_follow_their_definition(void)
 		struct kv_snap s;
 		ASSERT(random_world(seed, &w, &s));
 		for (size_t i = 0; i < s.nblocks; i++) {
-			const struct kv_snap_block *b = &s.blocks[i], *up = kv_snap_find(&s, 0, kv_snap_parent(&s, 0, b));
-			unsigned want = up && up->set == b->set ? s.runs[up - s.blocks] + 1u : 0;
-			ASSERT_EQ_U64(s.runs[i], want < KV_SNAP_RUN_MAX ? want : KV_SNAP_RUN_MAX);
+			uint64_t b = i, up = kv_snap_find(&s, 0, kv_snap_parent(&s, 0, b));
+			bool held = up != KV_SNAP_NO_BLOCK;
+			bool same = held && kv_snap_block_set(&s, up) == kv_snap_block_set(&s, b);
+			unsigned want = same ? kv_snap_block_run(&s, up) + 1u : 0;
+			ASSERT_EQ_U64(kv_snap_block_run(&s, b), want < KV_SNAP_RUN_MAX ? want : KV_SNAP_RUN_MAX);
 			size_t n1, n2;
 			const uint32_t *h1 = kv_snap_holders(&s, b, &n1);
-			const uint32_t *h2 = up ? kv_snap_holders(&s, up, &n2) : NULL;
+			const uint32_t *h2 = held ? kv_snap_holders(&s, up, &n2) : NULL;
 			/* sets are interned: the same holders, the same set */
-			ASSERT(!up || (up->set == b->set) == (n1 == n2 && memcmp(h1, h2, n1 * sizeof *h1) == 0));
+			ASSERT(!held || same == (n1 == n2 && memcmp(h1, h2, n1 * sizeof *h1) == 0));
 		}
 		kv_snap_unload(&s);
 		world_free(&w);
