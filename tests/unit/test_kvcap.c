@@ -233,6 +233,36 @@ static void frame_rule(void)
 	ASSERT(m.payload.n == 4 && m.has_seq);
 }
 
+/* kv_mp_scan steps over runs of scalars in a loop of its own: the limits
+ * and truncations inside a run must come out as they do one object at a
+ * time. */
+static void scan_runs(void)
+{
+	/* [1, 2 (uint16), nil, -1, 3 (uint32)]: 6 objects, 12 bytes */
+	static const uint8_t a[] = { 0x95, 0x01, 0xcd, 0x00, 0x02, 0xc0, 0xff, 0xce, 0, 0, 0, 3, 0x07 };
+	size_t sz = 0;
+	struct kv_mp_limits lim = { 32, 6, 100 };
+	ASSERT(kv_mp_scan(a, sizeof a, &lim, &sz) == KV_MP_OK);
+	ASSERT_EQ_U64(sz, 12);
+	lim.max_objects = 5;
+	ASSERT(kv_mp_scan(a, sizeof a, &lim, &sz) == KV_MP_BIG);
+	lim.max_objects = 6;
+	/* cut inside the uint16 and inside the uint32: short, never ok */
+	for (size_t cut = 0; cut < 12; cut++)
+		ASSERT(kv_mp_scan(a, cut, &lim, &sz) == KV_MP_SHORT);
+	/* a run that ends at a map: the map's children are counted too */
+	static const uint8_t m[] = { 0x93, 0x01, 0x81, 0x02, 0x03, 0x04 };
+	lim.max_objects = 6;
+	ASSERT(kv_mp_scan(m, sizeof m, &lim, &sz) == KV_MP_OK);
+	ASSERT_EQ_U64(sz, 6);
+	lim.max_objects = 5;
+	ASSERT(kv_mp_scan(m, sizeof m, &lim, &sz) == KV_MP_BIG);
+	/* a bad byte after a run */
+	static const uint8_t bad[] = { 0x93, 0x01, 0x02, 0xc1 };
+	lim.max_objects = 10;
+	ASSERT(kv_mp_scan(bad, sizeof bad, &lim, &sz) == KV_MP_BAD);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -242,5 +272,6 @@ int main(void)
 	RUN(not_a_record_is_skipped);
 	RUN(header_required);
 	RUN(frame_rule);
+	RUN(scan_runs);
 	return unit_done();
 }

@@ -38,7 +38,7 @@
 #define E2 "tcp://10.0.0.6:5557" /* b/0 */
 #define HOST_A "10.0.0.5"
 #define HOST_B "10.0.0.6"
-#define NBLOCKS 4
+#define NBLOCKS 12
 
 static const char registrations[] =
 	"{\"instance_id\": \"a\", \"type\": \"vLLM\", \"dp_rank\": 0, \"block_size\": 4, \"modelname\": \"m\", "
@@ -64,7 +64,7 @@ struct rig {
 	uint64_t name[NBLOCKS];     /* the engine hash of each block */
 	uint64_t chain[NBLOCKS];
 	const char *model;          /* the model pool events name */
-	char hashes[256], states[4096], held[256], walk[64];
+	char hashes[512], states[4096], held[256], walk[64];
 };
 
 /* kvmatch's options: its defaults, and every state line but received and parsed. */
@@ -204,6 +204,14 @@ static void removed(struct rig *g, uint64_t t, const char *ep, const char *mediu
 	feed(g, "{\"src\":\"%s\",\"recv_ns\":%llu,\"seq\":%llu,\"format\":\"vllm\",\"dp_rank\":0,\"type\":\"removed\","
 		"\"medium\":\"%s\",\"block_hashes\":[%s]}",
 	     ep, (unsigned long long)t, (unsigned long long)g->seq++, medium, names(g, k, 1));
+}
+
+/* One removal of blocks k..k+n-1. */
+static void removed_n(struct rig *g, uint64_t t, const char *ep, const char *medium, int k, int n)
+{
+	feed(g, "{\"src\":\"%s\",\"recv_ns\":%llu,\"seq\":%llu,\"format\":\"vllm\",\"dp_rank\":0,\"type\":\"removed\","
+		"\"medium\":\"%s\",\"block_hashes\":[%s]}",
+	     ep, (unsigned long long)t, (unsigned long long)g->seq++, medium, names(g, k, n));
 }
 
 static void cleared(struct rig *g, uint64_t t, const char *ep)
@@ -800,6 +808,28 @@ static void released_content_confirms_until_content_ttl(void)
 	rig_close(&g);
 }
 
+/* A removal that frees more blocks than are fetched ahead keeps the
+ * content of each (kept once the removal is done), and a pool store of
+ * any of them is confirmed from it. */
+static void removal_of_many_keeps_every_content(void)
+{
+	struct rig g;
+	rig_open(&g, defaults());
+	store(&g, S(31), E0, "xpu", 0, NBLOCKS);
+	removed_n(&g, S(32), E0, "xpu", 0, NBLOCKS);
+	ASSERT_EQ_STR(held(&g, 0), "");
+	ASSERT_EQ_STR(held(&g, NBLOCKS - 1), "");
+	states(&g);
+	char want[64];
+	for (int k = 0; k < NBLOCKS; k++) {
+		pool(&g, S(33), "stored", "cpu", k, HOST_A);
+		snprintf(want, sizeof want, "confirmed 0x%llx cpu a/0,a/1", (unsigned long long)g.name[k]);
+		ASSERT_EQ_STR(states(&g), want);
+	}
+	ASSERT_EQ_STR(held(&g, NBLOCKS - 1), "a/0:c a/1:c");
+	rig_close(&g);
+}
+
 /* The sweep keeps content younger than --content-ttl (it still confirms
  * after the sweep) and removes it at the TTL. */
 static void sweep_removes_content_at_content_ttl_only(void)
@@ -1366,6 +1396,7 @@ int main(void)
 	RUN(offload_after_pool_store_matches_in_pool_medium);
 	RUN(pending_entries_of_two_media_match_each_in_its_own);
 	RUN(pool_store_confirms_content_the_index_holds);
+	RUN(removal_of_many_keeps_every_content);
 	RUN(offload_chains_from_its_parent);
 	RUN(engine_store_rules_and_drops);
 	RUN(pool_targets_the_backend_host);
