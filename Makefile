@@ -29,7 +29,7 @@ endif
 CFLAGS    ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) \
              -DKV_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS)
-LDLIBS     = $(PKG_LIBS) -lm
+LDLIBS     = $(PKG_LIBS) -lm -pthread
 
 # SAN=1: the same tree built with AddressSanitizer and UBSan into build/san,
 # so that a sanitizer run never mixes objects with the normal build.

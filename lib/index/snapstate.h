@@ -3,7 +3,9 @@
  * blocks with their runs, orphans and holder sets, engine hashes) are
  * built here from the live index; the matcher writes and reads its own
  * (kv_match_save, kv_match_load) through the writer and reader of snap.h.
- * The file itself, and reading it for queries, is snap.h's. */
+ * The file itself, and reading it for queries, is snap.h's.  A partition's
+ * engine hashes are built on a second thread beside its blocks (in turn
+ * when no thread can be started): the bytes are the same either way. */
 #ifndef KV_SNAPSTATE_H
 #define KV_SNAPSTATE_H
 
