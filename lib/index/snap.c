@@ -704,12 +704,21 @@ static bool check_ehashes(const struct kv_snap *s, const struct kv_snap_partitio
 	return true;
 }
 
+/* Entries are stamped with the event time they arrived at, which never
+ * passes the event time reached: a later time would keep an entry past
+ * its TTL, or past --max-pending's order, once resumed. */
+#define AFTER_NOW(name, i) \
+	kv_err_set(e, KV_EX_DATAERR, name " %llu: time after the event time reached", (unsigned long long)(i))
+
 static bool check_content(const struct kv_snap *s, const struct kv_snap_partition *rp, struct kv_err *e)
 {
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_CONTENT];
-	for (uint64_t i = r->first + 1; i < r->first + r->count; i++)
-		if (s->content[i].chain <= s->content[i - 1].chain)
+	for (uint64_t i = r->first; i < r->first + r->count; i++) {
+		if (i > r->first && s->content[i].chain <= s->content[i - 1].chain)
 			return kv_err_set(e, KV_EX_DATAERR, "content %llu: out of order", (unsigned long long)i);
+		if (s->content[i].t > s->meta->now_ns)
+			return AFTER_NOW("content", i);
+	}
 	return true;
 }
 
@@ -848,6 +857,9 @@ static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 		if (!check_content(s, &s->partitions[p], e))
 			return false;
 	CHECK_KEYED("offload", s->offload, s->noffload, ehash)
+	for (size_t i = 0; i < s->noffload; i++)
+		if (s->offload[i].t > s->meta->now_ns)
+			return AFTER_NOW("offload", i);
 	for (size_t i = 0; i < s->npending; i++) {
 		const struct kv_snap_pending *p = &s->pending[i];
 		if (p->partition >= s->npartitions || p->worker >= s->nworkers || p->medium >= KV_NMEDIA)
@@ -855,6 +867,8 @@ static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 		/* arrival order: an entry's time is the event time it arrived at */
 		if (i > 0 && p->t < s->pending[i - 1].t)
 			return kv_err_set(e, KV_EX_DATAERR, "pending %zu: out of order", i);
+		if (p->t > s->meta->now_ns)
+			return AFTER_NOW("pending", i);
 	}
 	/* a source's last batch arrived at or before the event time reached */
 	for (size_t i = 0; i < s->nsources; i++)

@@ -554,6 +554,12 @@ static const char *damage(int k, struct kv_snap *s, char *msg, size_t n)
 	case 42: w[2].dp_rank = 1; return "worker 2: unknown flags";
 	case 43: w[1].dp_rank = w[0].dp_rank; return "worker 1: out of order or repeated";
 	case 44: w[1].dp_rank = 2; return NULL;
+	case 45: c[0].t = s->meta->now_ns; return NULL;
+	case 46: c[0].t = s->meta->now_ns + 1; return "content 0: time after the event time reached";
+	case 47: off[1].t = s->meta->now_ns; return NULL;
+	case 48: off[1].t = s->meta->now_ns + 1; return "offload 1: time after the event time reached";
+	case 49: pd[3].t = s->meta->now_ns; return NULL;
+	case 50: pd[3].t = s->meta->now_ns + 1; return "pending 3: time after the event time reached";
 	default: return "";
 	}
 }
@@ -607,7 +613,7 @@ static void load_refuses_each_fault_at_its_boundary(void)
 	free(good);
 	free_state(&s);
 	ASSERT(wrong < 0);
-	ASSERT_EQ_U64(k, 45);
+	ASSERT_EQ_U64(k, 51);
 }
 
 /* What kvmatch -i, kvquery and kvnats --after tell the user: `PATH: why`,
