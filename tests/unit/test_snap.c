@@ -689,6 +689,17 @@ static void long_state(struct state *s, uint64_t n)
 	}
 }
 
+/* A long state written to a new temporary file (path: its mkstemp template). */
+static void write_long_state(char *path, uint64_t n)
+{
+	close(mkstemp(path));
+	struct state s;
+	long_state(&s, n);
+	struct kv_err e = { 0 };
+	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
+	free_state(&s);
+}
+
 /* The offset in the file of a section's records. */
 static uint64_t section_offset(const char *path, uint32_t id)
 {
@@ -729,12 +740,8 @@ static void expect_refusal(struct kv_err *e, const char *path, const char *why)
 static void parts_read_when_asked(void)
 {
 	char path[] = "/tmp/kvtools-parts-XXXXXX";
-	close(mkstemp(path));
-	struct state s;
-	long_state(&s, 60000);
 	struct kv_err e = { 0 };
-	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
-	free_state(&s);
+	write_long_state(path, 60000);
 	struct kv_snap snap;
 	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 	ASSERT_EQ_U64(snap.parts, KV_SNAP_PART_BLOCKS);
@@ -793,12 +800,8 @@ static void parts_read_when_asked(void)
 static void section_checksum_damaged(void)
 {
 	char path[] = "/tmp/kvtools-parts-XXXXXX";
-	close(mkstemp(path));
-	struct state s;
-	long_state(&s, 60000);
 	struct kv_err e = { 0 };
-	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
-	free_state(&s);
+	write_long_state(path, 60000);
 	int fd = open(path, O_RDWR);
 	uint8_t head[32 + KV_SEC_MAX * 32];
 	ASSERT(pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head);
@@ -887,12 +890,8 @@ static bool block_damage_refused(const char *path, uint8_t *b, size_t n, uint64_
 static void blocks_checked_as_read(void)
 {
 	char path[] = "/tmp/kvtools-scan-XXXXXX";
-	close(mkstemp(path));
-	struct state s;
-	long_state(&s, 60000);
 	struct kv_err e = { 0 };
-	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
-	free_state(&s);
+	write_long_state(path, 60000);
 	struct kv_snap snap;
 	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 	ASSERT(snap.dir && snap.dir[1] && !snap.dir[0]);
