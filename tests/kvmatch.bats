@@ -581,6 +581,29 @@ s.kvsnap"
 	assert_equal "$stderr" "kvmatch: nodir/s.kvsnap: No such file or directory"
 }
 
+# A rename is durable once the directory holding the name is synced: the
+# file is synced, renamed, then its directory opened and synced (strace),
+# with a path in another directory and with a bare name (the directory ".").
+# after_rename OUT: the three calls from the rename to OUT on, the
+# temporary name's random part and descriptors made constant.
+after_rename() {
+	grep -A2 "^rename(\".*\", \"$1\")" tr | sed -E 's/\(AT_FDCWD, /(/; s/O_RDONLY\|O_CLOEXEC\|O_DIRECTORY/DIR/;
+		s/tmp\.[A-Za-z0-9]{6}"/tmp.X"/; s/ +/ /g; s/DIR\) = [0-9]+$/DIR) = FD/; s/^fsync\([0-9]+\)/fsync(FD)/'
+}
+
+@test "-o syncs the snapshot, renames it into place, then syncs its directory" {
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	mkdir d
+	local out
+	for out in d/s.kvsnap s.kvsnap; do
+		strace -qq -e trace=openat,fsync,rename -o tr kvmatch -q --log none -o "$out" ev.jsonl
+		run after_rename "$out"
+		assert_output "rename(\"$out.tmp.X\", \"$out\") = 0
+openat(\"$(dirname "$out")\", DIR) = FD
+fsync(FD) = 0"
+	done
+}
+
 @test "--snapshot-every writes snapshots as event time passes" {
 	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E0 12 0 xpu '"0xb"' '"0xa"' 5,6,7,8; } > ev.jsonl
 	mkfifo fifo

@@ -162,6 +162,24 @@ static bool write_file(int fd, const struct kv_snap_writer *b)
 	return ok;
 }
 
+/* The rename is durable only once the directory holding the name is
+ * synced: after a crash without it, the path can name the previous file
+ * (or none).  A file system that cannot sync a directory says EINVAL. */
+static bool sync_directory_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? kv_xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : kv_xstrdup(".");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (fd < 0)
+		return false;
+	bool ok = fsync(fd) == 0 || errno == EINVAL;
+	int err = errno;
+	close(fd);
+	errno = err;
+	return ok;
+}
+
 bool kv_snapw_write(const struct kv_snap_writer *w, const char *path, struct kv_err *e)
 {
 	if (kv_snapw_records(w, KV_SEC_META) != 1)
@@ -185,6 +203,9 @@ bool kv_snapw_write(const struct kv_snap_writer *w, const char *path, struct kv_
 		if (ok && rename(tmp, path) != 0) {
 			ok = false;
 			err = errno;
+		} else if (ok && !sync_directory_of(path)) {
+			free(tmp);
+			return kv_err_set_errno(e, KV_EX_IOERR, "%s: syncing its directory", path);
 		}
 		if (!ok)
 			unlink(tmp);
