@@ -482,11 +482,15 @@ static void read_checkpoints(struct kv_querier *q, const struct kv_qsource *src,
 		const struct kv_qblock *p = &q->ck[checkpoint_of(prev, n) < 0 ? 0 : checkpoint_of(prev, n)];
 		size_t back = j - prev;
 		if (b->set != p->set || b->run < back) {
+			/* a run that reaches the checkpoint before with another set
+			 * is a damaged file's (runs are not checked at load): it
+			 * may start at block 0, which has none before it */
 			size_t start = j - (b->run < back ? b->run : back);
-			at[k++] = start - 1;
+			if (start > 0)
+				at[k++] = start - 1;
 			at[k++] = start;
 		}
-		if (k == sizeof at / sizeof at[0] || q->nck == nck) {
+		if (k + 2 > sizeof at / sizeof at[0] || q->nck == nck) {
 			for (int stage = 0; stage < 2; stage++)
 				for (size_t x = 0; x < k; x++)
 					kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
