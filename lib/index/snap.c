@@ -499,6 +499,13 @@ struct block_scan {
 	bool on;
 };
 
+#define HUGE_PAGE ((size_t)2 << 20)
+/* What huge_alloc maps for cap bytes: whole huge pages. */
+static size_t huge_rounded(size_t cap)
+{
+	return (cap + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
+
 static char *huge_alloc(size_t cap, bool populate, size_t *len);
 
 /* A directory of 2^bits slots and one, zeroed: a large one in memory
@@ -523,9 +530,8 @@ static uint32_t *dir_alloc(unsigned bits)
 
 static void dir_free(uint32_t *d, unsigned bits)
 {
-	size_t len = dir_size(bits), huge = ((size_t)2 << 20) - 1;
-	if (d && len >= DIR_MAPPED)
-		munmap(d, (len + huge) & ~huge);
+	if (d && dir_size(bits) >= DIR_MAPPED)
+		munmap(d, huge_rounded(dir_size(bits)));
 	else
 		free(d);
 }
@@ -938,7 +944,6 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_e
  * anonymous memory of its own; read_whole reads the rest whole. *mapped is
  * that memory's size (0: malloc'ed).  NULL with errno set on a read error. */
 #define READ_MAPPED ((size_t)1 << 20)
-#define HUGE_PAGE ((size_t)2 << 20)
 
 /* Anonymous memory for CAP bytes on 2 MiB boundaries, asking for
  * transparent huge pages and (populate) faulting it in at once (read_at
@@ -950,7 +955,7 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_e
  * *len is the size to unmap; NULL when there is no such memory. */
 static char *huge_alloc(size_t cap, bool populate, size_t *len)
 {
-	size_t n = (cap + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	size_t n = huge_rounded(cap);
 	char *r = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (r == MAP_FAILED)
 		return NULL;
