@@ -452,6 +452,16 @@ static bool block_at(const struct kv_querier *q, const struct kv_qsource *src, u
 	return kv_qsource_block(src, part, q->chain[j], b);
 }
 
+/* Blocks at[0..n) of the query: all their directory slots, then all their
+ * records, so that the misses overlap. */
+static void fetch_blocks(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, const size_t *at,
+			 size_t n)
+{
+	for (int stage = 0; stage < 2; stage++)
+		for (size_t x = 0; x < n; x++)
+			kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
+}
+
 /* Reads the checkpoints fetched (fetch_checkpoints) into q->ck, up to the
  * first one nobody holds, and fetches where the runs they see start: for
  * each checkpoint whose holders changed since the one before, the first
@@ -490,17 +500,13 @@ static void read_checkpoints(struct kv_querier *q, const struct kv_qsource *src,
 				at[k++] = start - 1;
 			at[k++] = start;
 		}
-		if (k + 2 > sizeof at / sizeof at[0] || q->nck == nck) {
-			for (int stage = 0; stage < 2; stage++)
-				for (size_t x = 0; x < k; x++)
-					kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
+		if (k + 2 > sizeof at / sizeof at[0]) {
+			fetch_blocks(q, src, part, at, k);
 			k = 0;
 		}
 		prev = j;
 	}
-	for (int stage = 0; stage < 2; stage++)
-		for (size_t x = 0; x < k; x++)
-			kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
+	fetch_blocks(q, src, part, at, k);
 }
 
 /* Where a jump failed: the block where the run most often ends and the
