@@ -394,8 +394,8 @@ static void place_ehashes(struct kv_snap_writer *b, uint32_t k, struct ehash_pre
  * gathered and sorted while the blocks are, then placed once the blocks'
  * chains are in order (dir, handed over by build_blocks) while build_blocks
  * works out parents and runs.  On one core the same work is done one after
- * the other; the second core takes the snapshot of the cluster index from
- * about 1.2 s to about 0.8 s. */
+ * the other; the second core took the snapshot of the bench's cluster
+ * index from 1.45-1.75 s to 0.96-1.26 s (quiet machine, 3 rounds each). */
 struct ehash_job {
 	struct kv_snap_writer *b;
 	const struct kv_index *ix;
