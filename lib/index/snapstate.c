@@ -84,15 +84,10 @@ static uint32_t intern_set(struct kv_snap_writer *b, struct set_table *t, const 
 	}
 }
 
-/* The snapshot's set of each live set met in a partition, keyed by where
- * the live set's holders are (the index interns sets: one place a set, for
- * as long as the index is unchanged), so that translating, sorting and
- * hashing holders is done once a set, not once a block. */
-struct live_set {
-	uint64_t key;
-	uint32_t id;
-};
-KV_TABLE_DEFINE(live_sets, struct live_set)
+/* The snapshot's set of each live set met in a partition, by the live
+ * set's id (NO_SET until met), so that translating, sorting and hashing
+ * holders is done once a set, not once a block. */
+#define NO_SET UINT32_MAX
 
 /* A block's holders as snapshot workers, sorted (the snapshot's worker
  * order is not the live one). */
@@ -315,41 +310,158 @@ static void *section_room(struct kv_snap_writer *b, enum kv_snap_section sec, si
 	return buf->p + buf->len;
 }
 
-/* A block's set in the snapshot: the live set's, once met. */
+/* A block's set in the snapshot: that of its live set (blk->set), once met. */
 static uint32_t block_set(struct kv_snap_writer *b, const struct kv_index *ix, const struct kv_block *blk,
-			  struct live_sets *met, struct set_table *sets, uint32_t **hs, size_t *hcap)
+			  uint32_t *met, struct set_table *sets, uint32_t **hs, size_t *hcap)
 {
-	const uint32_t *live = kv_block_holders(ix, blk);
-	bool added;
-	struct live_set *m = live_sets_upsert(met, (uint64_t)(uintptr_t)live, &added);
-	if (added) {
+	if (met[blk->set] == NO_SET) {
 		size_t nh;
 		const uint32_t *h = snapshot_holders(b, ix, blk, hs, hcap, &nh);
-		m->id = intern_set(b, sets, h, nh);
+		met[blk->set] = intern_set(b, sets, h, nh);
 	}
-	return m->id;
+	return met[blk->set];
+}
+
+/* ---- a table's entries in key order ----
+ * Sorting a table's keys with the positions of their entries and then
+ * reading the entries in key order reads the table at random, a cache miss
+ * an entry.  Instead what is needed of each entry is moved out in one pass
+ * over the table, into buckets by its key's top bits, each small enough to
+ * be sorted while in the processor's cache. */
+
+#define BUCKET_RECORDS 2048
+
+struct buckets {
+	unsigned bits;
+	size_t *first;    /* 2^bits + 1 of them: where each bucket begins */
+	size_t largest;   /* records in the largest */
+};
+
+static size_t bucket_of(uint64_t key, unsigned bits)
+{
+	return bits ? (size_t)(key >> (64 - bits)) : 0;
+}
+
+/* Buckets for n records (uniform keys: BUCKET_RECORDS or so a bucket), none
+ * counted yet. */
+static struct buckets buckets_for(size_t n)
+{
+	struct buckets bk = { 0, NULL, 0 };
+	while (bk.bits < 20 && (n >> bk.bits) > BUCKET_RECORDS)
+		bk.bits++;
+	bk.first = kv_xcalloc(((size_t)1 << bk.bits) + 2, sizeof *bk.first);
+	return bk;
+}
+
+static void bucket_count(struct buckets *bk, uint64_t key)
+{
+	bk->first[bucket_of(key, bk->bits) + 1]++;
+}
+
+/* Once every key is counted: where each bucket begins, and where its next
+ * record goes (returned, to fill the buckets with). */
+static size_t *buckets_begin(struct buckets *bk)
+{
+	size_t nb = (size_t)1 << bk->bits;
+	for (size_t k = 1; k <= nb; k++) {
+		if (bk->first[k] > bk->largest)
+			bk->largest = bk->first[k];
+		bk->first[k] += bk->first[k - 1];
+	}
+	size_t *at = kv_xmalloc((nb + 1) * sizeof *at);
+	memcpy(at, bk->first, (nb + 1) * sizeof *at);
+	return at;
+}
+
+/* The keys of bucket k's records (rec bytes each, key first) into keys,
+ * sorted, and in order the records' places in the bucket. */
+static size_t bucket_sort(const struct buckets *bk, size_t k, const void *recs, size_t rec, uint64_t *keys,
+			  uint32_t *order)
+{
+	size_t lo = bk->first[k], m = bk->first[k + 1] - lo;
+	const char *r = (const char *)recs + lo * rec;
+	for (size_t j = 0; j < m; j++) {
+		memcpy(&keys[j], r + j * rec, sizeof *keys);
+		order[j] = (uint32_t)j;
+	}
+	kv_sort_keys(keys, order, m);
+	return m;
+}
+
+/* The buckets' records, in kv_slots_alloc's memory (huge pages where the
+ * system gives them): filled in the order of the table, they are written
+ * all over at once, and faulting them in 4 KiB at a time took as long as
+ * the pass (the bench's cluster index: 118-127 ms of processor time with
+ * malloc's memory, 55-59 ms with this).  The other working arrays are
+ * filled in order, and took longer in huge pages (so did the sections,
+ * whose copy into the page cache took twice as long). */
+static void *records_alloc(size_t n, size_t size)
+{
+	return kv_slots_alloc((n + 1) * size);
+}
+
+static void records_free(void *r, size_t n, size_t size)
+{
+	kv_slots_free(r, (n + 1) * size);
+}
+
+/* What the file needs of a block. */
+struct block_rec {
+	uint64_t chain, parent, local;
+	uint32_t set, reserved;
+};
+
+static struct block_rec *blocks_in_buckets(const struct kv_blocks *t, struct buckets *bk)
+{
+	*bk = buckets_for(kv_blocks_count(t));
+	KV_TABLE_EACH(kv_blocks, t, pos)
+		bucket_count(bk, kv_blocks_at_const(t, pos)->key);
+	size_t *at = buckets_begin(bk);
+	struct block_rec *r = records_alloc(kv_blocks_count(t), sizeof *r);
+	KV_TABLE_EACH(kv_blocks, t, pos) {
+		const struct kv_block *blk = kv_blocks_at_const(t, pos);
+		r[at[bucket_of(blk->key, bk->bits)]++] = (struct block_rec){ blk->key, blk->parent, blk->local, blk->set, 0 };
+	}
+	free(at);
+	return r;
 }
 
 /* A partition's engine hashes in engine-hash order, with the chain each
  * names: what placing them needs of the index, gathered before the blocks'
  * chains are in order. */
 struct ehash_prep {
-	struct kv_sorted sorted;
-	uint64_t *chains;
+	uint64_t *keys, *chains;
+	size_t n;
+};
+
+struct ehash_rec {
+	uint64_t ehash, chain;
 };
 
 static struct ehash_prep ehash_gather(const struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k)
 {
-	const struct kv_partition *p = &ix->p[kv_snapw_live_partition(b, k)];
-	struct ehash_prep e = { kv_ehashes_sorted(&p->ehashes), NULL };
-	const uint32_t *idx = e.sorted.pos;
-	size_t n = e.sorted.n;
-	e.chains = kv_xmalloc((n + 1) * sizeof *e.chains);
-	for (size_t i = 0; i < n; i++) {
-		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(kv_ehashes_at_const(&p->ehashes, idx[i + BUILD_AHEAD]));
-		e.chains[i] = kv_ehashes_at_const(&p->ehashes, idx[i])->chain;
+	const struct kv_ehashes *t = &ix->p[kv_snapw_live_partition(b, k)].ehashes;
+	size_t n = kv_ehashes_count(t);
+	struct buckets bk = buckets_for(n);
+	KV_TABLE_EACH(kv_ehashes, t, pos)
+		bucket_count(&bk, kv_ehashes_at_const(t, pos)->key);
+	size_t *at = buckets_begin(&bk);
+	struct ehash_rec *r = records_alloc(n, sizeof *r);
+	KV_TABLE_EACH(kv_ehashes, t, pos) {
+		const struct kv_ehash *x = kv_ehashes_at_const(t, pos);
+		r[at[bucket_of(x->key, bk.bits)]++] = (struct ehash_rec){ x->key, x->chain };
 	}
+	free(at);
+	struct ehash_prep e = { kv_xmalloc((n + 1) * sizeof *e.keys), kv_xmalloc((n + 1) * sizeof *e.chains), n };
+	uint32_t *order = kv_xmalloc((bk.largest + 1) * sizeof *order);
+	for (size_t q = 0; q < (size_t)1 << bk.bits; q++) {
+		size_t lo = bk.first[q], m = bucket_sort(&bk, q, r, sizeof *r, e.keys + lo, order);
+		for (size_t j = 0; j < m; j++)
+			e.chains[lo + j] = r[lo + order[j]].chain;
+	}
+	free(order);
+	records_free(r, n, sizeof *r);
+	free(bk.first);
 	return e;
 }
 
@@ -359,8 +471,8 @@ static struct ehash_prep ehash_gather(const struct kv_snap_writer *b, const stru
  * their own sections and ranges: it may run beside build_blocks' end. */
 static void place_ehashes(struct kv_snap_writer *b, uint32_t k, struct ehash_prep *e, const struct key_dir *d)
 {
-	const uint64_t *keys = e->sorted.keys, *chains = e->chains;
-	size_t n = e->sorted.n;
+	const uint64_t *keys = e->keys, *chains = e->chains;
+	size_t n = e->n;
 	uint32_t *pos = kv_xmalloc((n + 1) * sizeof *pos);
 	positions_of(chains, n, d, pos, sizeof *pos);
 	kv_snapw_range_begin(b, k, KV_RANGE_EHASHES);
@@ -387,7 +499,7 @@ static void place_ehashes(struct kv_snap_writer *b, uint32_t k, struct ehash_pre
 	kv_snapw_range_end(b, k, KV_RANGE_STALE);
 	free(pos);
 	free(e->chains);
-	kv_sorted_free(&e->sorted);
+	free(e->keys);
 }
 
 /* A partition's engine hashes built on a second thread beside its blocks:
@@ -431,47 +543,46 @@ static void hand_over(struct ehash_job *j, const struct key_dir *d)
 
 /* A partition's blocks (their columns: chains, sets, runs, parents,
  * locals), orphans and holder sets, written in place in their sections
- * (the table read once, in chain order); returns their chains in order (n
- * of them), which the engine hashes are placed by. */
-static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k, struct key_dir *d,
-			      struct ehash_job *job)
+ * (the table read once, in order); d is left with their chains in order,
+ * which the engine hashes are placed by. */
+static void build_blocks(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k, struct key_dir *d,
+			 struct ehash_job *job)
 {
 	const struct kv_partition *p = &ix->p[kv_snapw_live_partition(b, k)];
-	struct kv_sorted sorted = kv_blocks_sorted(&p->blocks);
-	uint64_t *keys = sorted.keys;
-	const uint32_t *idx = sorted.pos;
-	size_t n = sorted.n;
+	struct buckets bk;
+	struct block_rec *r = blocks_in_buckets(&p->blocks, &bk);
+	size_t n = kv_blocks_count(&p->blocks);
 	kv_snapw_range_begin(b, k, KV_RANGE_BLOCKS);
 	kv_snapw_range_begin(b, k, KV_RANGE_ORPHANS);
 	kv_snapw_range_begin(b, k, KV_RANGE_SETS);
 	struct set_table sets = { 0 };
-	struct live_sets met = { 0 };
+	uint32_t *met = kv_xmalloc((ix->sets.n + 1) * sizeof *met);
+	memset(met, 0xff, (ix->sets.n + 1) * sizeof *met);
 	struct run_node *node = kv_xmalloc((n + 1) * sizeof *node);
 	uint64_t *parents = kv_xmalloc((n + 1) * sizeof *parents);
 	uint64_t *chains = section_room(b, KV_SEC_BLOCKS, n), *locals = section_room(b, KV_SEC_LOCALS, n);
 	uint32_t *sets_of = section_room(b, KV_SEC_BLOCK_SETS, n);
+	uint32_t *order = kv_xmalloc((bk.largest + 1) * sizeof *order);
 	uint32_t *hs = NULL;
 	size_t hcap = 0;
-	for (size_t i = 0; i < n; i++) {
-		/* In chain order the table's slots are random: fetch ahead.  Not
-		 * the holders: finding them reads the slot fetched (a stall when
-		 * it has not arrived), and a block's set is looked up once per
-		 * set, of which there are few. */
-		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(kv_blocks_at_const(&p->blocks, idx[i + BUILD_AHEAD]));
-		const struct kv_block *blk = kv_blocks_at_const(&p->blocks, idx[i]);
-		node[i].set = sets_of[i] = block_set(b, ix, blk, &met, &sets, &hs, &hcap);
-		parents[i] = blk->parent;
-		locals[i] = blk->local;
+	for (size_t q = 0; q < (size_t)1 << bk.bits; q++) {
+		size_t lo = bk.first[q], m = bucket_sort(&bk, q, r, sizeof *r, chains + lo, order);
+		for (size_t j = 0; j < m; j++) {
+			const struct block_rec *x = &r[lo + order[j]];
+			struct kv_block blk = { .key = x->chain, .set = x->set };
+			node[lo + j].set = sets_of[lo + j] = block_set(b, ix, &blk, met, &sets, &hs, &hcap);
+			parents[lo + j] = x->parent;
+			locals[lo + j] = x->local;
+		}
 	}
-	if (n)
-		memcpy(chains, keys, n * sizeof *keys);
+	free(order);
 	free(hs);
-	free(sorted.pos);
-	live_sets_free(&met);
+	free(bk.first);
+	records_free(r, n, sizeof *r);
+	free(met);
 	set_table_free(&sets);
 	kv_snapw_range_end(b, k, KV_RANGE_SETS);
-	*d = key_dir_build(keys, n);
+	*d = key_dir_build(chains, n);
 	hand_over(job, d);
 	positions_of(parents, n, d, &node[0].parent, sizeof *node);
 	block_runs(node, n);
@@ -490,7 +601,6 @@ static uint64_t *build_blocks(struct kv_snap_writer *b, const struct kv_index *i
 	kv_snapw_range_end(b, k, KV_RANGE_ORPHANS);
 	free(parents);
 	free(node);
-	return keys;
 }
 
 /* The index's sections: workers, partitions (the content range left to
@@ -515,7 +625,7 @@ static void build_index(struct kv_snap_writer *b, const struct kv_index *ix, con
 		struct ehash_job job = { b, ix, k, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL };
 		pthread_t t;
 		bool two = pthread_create(&t, NULL, ehash_thread, &job) == 0;
-		uint64_t *keys = build_blocks(b, ix, k, &d, two ? &job : NULL);
+		build_blocks(b, ix, k, &d, two ? &job : NULL);
 		if (two) {
 			pthread_join(t, NULL);
 		} else {
@@ -525,7 +635,6 @@ static void build_index(struct kv_snap_writer *b, const struct kv_index *ix, con
 		pthread_mutex_destroy(&job.lock);
 		pthread_cond_destroy(&job.ready);
 		free(d.dir);
-		free(keys);
 	}
 }
 
