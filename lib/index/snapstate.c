@@ -124,8 +124,10 @@ static const uint32_t *snapshot_holders(const struct kv_snap_writer *b, const st
 #define RUN_KNOWN(r) ((r) < RUN_WALKED_BY(WALKERS - 1))
 
 /* What working out runs needs of a block, in one place: following a chain
- * of parents costs one cache miss a block, not three. */
+ * of parents costs one cache miss a block, not three.  Nodes take the place
+ * of the blocks' bucket records as those are read (build_blocks). */
 struct run_node {
+	uint64_t parent_chain;
 	uint32_t parent;  /* its position in chain order, NO_POS when not held */
 	uint32_t set;
 	uint32_t run;
@@ -174,16 +176,19 @@ static uint32_t key_find(const struct key_dir *d, uint64_t chain)
 	return lo < d->dir[k + 1] && d->keys[lo] == chain ? (uint32_t)lo : NO_POS;
 }
 
-/* Where each of n chains is among the keys, into pos: the slots and keys
- * of those ahead fetched meanwhile. */
-static void positions_of(const uint64_t *chains, size_t n, const struct key_dir *d, uint32_t *pos, size_t stride)
+/* Where each of n chains (one each cstride bytes) is among the keys, into
+ * pos (one each stride bytes): the slots and keys of those ahead fetched
+ * meanwhile. */
+static void positions_of(const void *chains, size_t cstride, size_t n, const struct key_dir *d, uint32_t *pos,
+			 size_t stride)
 {
+	const char *c = chains;
 	for (size_t i = 0; i < n; i++) {
 		if (i + 2 * BUILD_AHEAD < n)
-			__builtin_prefetch(&d->dir[key_slot(d, chains[i + 2 * BUILD_AHEAD])]);
+			__builtin_prefetch(&d->dir[key_slot(d, *(const uint64_t *)(c + (i + 2 * BUILD_AHEAD) * cstride))]);
 		if (i + BUILD_AHEAD < n)
-			__builtin_prefetch(&d->keys[d->dir[key_slot(d, chains[i + BUILD_AHEAD])]]);
-		*(uint32_t *)((char *)pos + i * stride) = key_find(d, chains[i]);
+			__builtin_prefetch(&d->keys[d->dir[key_slot(d, *(const uint64_t *)(c + (i + BUILD_AHEAD) * cstride))]]);
+		*(uint32_t *)((char *)pos + i * stride) = key_find(d, *(const uint64_t *)(c + i * cstride));
 	}
 }
 
@@ -373,13 +378,16 @@ static size_t *buckets_begin(struct buckets *bk)
 	return at;
 }
 
-/* The keys of bucket k's records (rec bytes each, key first) into keys,
- * sorted, and in order the records' places in the bucket. */
-static size_t bucket_sort(const struct buckets *bk, size_t k, const void *recs, size_t rec, uint64_t *keys,
-			  uint32_t *order)
+/* Bucket k's records (rec bytes each, key first) copied to copy, their
+ * keys into keys sorted, and in order their places in the copy.  The
+ * bucket's place is free then: what the caller makes of the records, if
+ * no larger a record, can go where they were (or before). */
+static size_t bucket_sort(const struct buckets *bk, size_t k, const void *recs, size_t rec, void *copy,
+			  uint64_t *keys, uint32_t *order)
 {
 	size_t lo = bk->first[k], m = bk->first[k + 1] - lo;
-	const char *r = (const char *)recs + lo * rec;
+	const char *r = copy;
+	memcpy(copy, (const char *)recs + lo * rec, m * rec);
 	for (size_t j = 0; j < m; j++) {
 		memcpy(&keys[j], r + j * rec, sizeof *keys);
 		order[j] = (uint32_t)j;
@@ -392,9 +400,11 @@ static size_t bucket_sort(const struct buckets *bk, size_t k, const void *recs, 
  * system gives them): filled in the order of the table, they are written
  * all over at once, and faulting them in 4 KiB at a time took as long as
  * the pass (the bench's cluster index: 118-127 ms of processor time with
- * malloc's memory, 55-59 ms with this).  The other working arrays are
- * filled in order, and took longer in huge pages (so did the sections,
- * whose copy into the page cache took twice as long). */
+ * malloc's memory, 55-59 ms with this).  What is made of them goes where
+ * they were (the blocks' run nodes, the engine hashes' chains) or straight
+ * into its section (the engine hashes and their blocks), not into new
+ * memory to fault in.  The sections stay in malloc's memory: from huge
+ * pages, their copy into the page cache took twice as long here. */
 static void *records_alloc(size_t n, size_t size)
 {
 	return kv_slots_alloc((n + 1) * size);
@@ -428,17 +438,19 @@ static struct block_rec *blocks_in_buckets(const struct kv_blocks *t, struct buc
 
 /* A partition's engine hashes in engine-hash order, with the chain each
  * names: what placing them needs of the index, gathered before the blocks'
- * chains are in order. */
+ * chains are in order.  The keys are where EHASHES has room, the chains
+ * where their bucket records were (recs, to free once placed). */
 struct ehash_prep {
 	uint64_t *keys, *chains;
 	size_t n;
+	void *recs;
 };
 
 struct ehash_rec {
 	uint64_t ehash, chain;
 };
 
-static struct ehash_prep ehash_gather(const struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k)
+static struct ehash_prep ehash_gather(struct kv_snap_writer *b, const struct kv_index *ix, uint32_t k)
 {
 	const struct kv_ehashes *t = &ix->p[kv_snapw_live_partition(b, k)].ehashes;
 	size_t n = kv_ehashes_count(t);
@@ -452,15 +464,16 @@ static struct ehash_prep ehash_gather(const struct kv_snap_writer *b, const stru
 		r[at[bucket_of(x->key, bk.bits)]++] = (struct ehash_rec){ x->key, x->chain };
 	}
 	free(at);
-	struct ehash_prep e = { kv_xmalloc((n + 1) * sizeof *e.keys), kv_xmalloc((n + 1) * sizeof *e.chains), n };
+	struct ehash_prep e = { section_room(b, KV_SEC_EHASHES, n), (uint64_t *)r, n, r };
 	uint32_t *order = kv_xmalloc((bk.largest + 1) * sizeof *order);
+	struct ehash_rec *copy = kv_xmalloc((bk.largest + 1) * sizeof *copy);
 	for (size_t q = 0; q < (size_t)1 << bk.bits; q++) {
-		size_t lo = bk.first[q], m = bucket_sort(&bk, q, r, sizeof *r, e.keys + lo, order);
+		size_t lo = bk.first[q], m = bucket_sort(&bk, q, r, sizeof *r, copy, e.keys + lo, order);
 		for (size_t j = 0; j < m; j++)
-			e.chains[lo + j] = r[lo + order[j]].chain;
+			e.chains[lo + j] = copy[order[j]].chain;
 	}
+	free(copy);
 	free(order);
-	records_free(r, n, sizeof *r);
 	free(bk.first);
 	return e;
 }
@@ -471,35 +484,32 @@ static struct ehash_prep ehash_gather(const struct kv_snap_writer *b, const stru
  * their own sections and ranges: it may run beside build_blocks' end. */
 static void place_ehashes(struct kv_snap_writer *b, uint32_t k, struct ehash_prep *e, const struct key_dir *d)
 {
-	const uint64_t *keys = e->keys, *chains = e->chains;
+	uint64_t *keys = e->keys;
+	const uint64_t *chains = e->chains;
 	size_t n = e->n;
-	uint32_t *pos = kv_xmalloc((n + 1) * sizeof *pos);
-	positions_of(chains, n, d, pos, sizeof *pos);
+	uint32_t *pos = section_room(b, KV_SEC_EHASH_BLOCKS, n);
+	positions_of(chains, sizeof *chains, n, d, pos, sizeof *pos);
 	kv_snapw_range_begin(b, k, KV_RANGE_EHASHES);
 	kv_snapw_range_begin(b, k, KV_RANGE_STALE);
 	size_t named = 0, stale = 0;
 	for (size_t i = 0; i < n; i++)
 		named += pos[i] != NO_POS;
-	uint64_t *eh = section_room(b, KV_SEC_EHASHES, named);
-	uint32_t *ehb = section_room(b, KV_SEC_EHASH_BLOCKS, named);
 	struct kv_snap_stale *st = section_room(b, KV_SEC_STALE, n - named);
 	named = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++) { /* those named move down in place */
 		if (pos[i] != NO_POS) {
-			eh[named] = keys[i];
-			ehb[named++] = pos[i];
+			keys[named] = keys[i];
+			pos[named++] = pos[i];
 		} else {
 			st[stale++] = (struct kv_snap_stale){ keys[i], chains[i] };
 		}
 	}
-	b->sec[KV_SEC_EHASHES].len += named * sizeof *eh;
-	b->sec[KV_SEC_EHASH_BLOCKS].len += named * sizeof *ehb;
+	b->sec[KV_SEC_EHASHES].len += named * sizeof *keys;
+	b->sec[KV_SEC_EHASH_BLOCKS].len += named * sizeof *pos;
 	b->sec[KV_SEC_STALE].len += stale * sizeof *st;
 	kv_snapw_range_end(b, k, KV_RANGE_EHASHES);
 	kv_snapw_range_end(b, k, KV_RANGE_STALE);
-	free(pos);
-	free(e->chains);
-	free(e->keys);
+	records_free(e->recs, n, sizeof(struct ehash_rec));
 }
 
 /* A partition's engine hashes built on a second thread beside its blocks:
@@ -558,38 +568,40 @@ static void build_blocks(struct kv_snap_writer *b, const struct kv_index *ix, ui
 	struct set_table sets = { 0 };
 	uint32_t *met = kv_xmalloc((ix->sets.n + 1) * sizeof *met);
 	memset(met, 0xff, (ix->sets.n + 1) * sizeof *met);
-	struct run_node *node = kv_xmalloc((n + 1) * sizeof *node);
-	uint64_t *parents = kv_xmalloc((n + 1) * sizeof *parents);
+	_Static_assert(sizeof(struct run_node) <= sizeof(struct block_rec), "nodes fit where the records were");
+	struct run_node *node = (struct run_node *)r;
 	uint64_t *chains = section_room(b, KV_SEC_BLOCKS, n), *locals = section_room(b, KV_SEC_LOCALS, n);
 	uint32_t *sets_of = section_room(b, KV_SEC_BLOCK_SETS, n);
 	uint32_t *order = kv_xmalloc((bk.largest + 1) * sizeof *order);
+	struct block_rec *copy = kv_xmalloc((bk.largest + 1) * sizeof *copy);
 	uint32_t *hs = NULL;
 	size_t hcap = 0;
 	for (size_t q = 0; q < (size_t)1 << bk.bits; q++) {
-		size_t lo = bk.first[q], m = bucket_sort(&bk, q, r, sizeof *r, chains + lo, order);
+		size_t lo = bk.first[q], m = bucket_sort(&bk, q, r, sizeof *r, copy, chains + lo, order);
 		for (size_t j = 0; j < m; j++) {
-			const struct block_rec *x = &r[lo + order[j]];
+			const struct block_rec *x = &copy[order[j]];
 			struct kv_block blk = { .key = x->chain, .set = x->set };
-			node[lo + j].set = sets_of[lo + j] = block_set(b, ix, &blk, met, &sets, &hs, &hcap);
-			parents[lo + j] = x->parent;
+			uint32_t set = block_set(b, ix, &blk, met, &sets, &hs, &hcap);
+			node[lo + j] = (struct run_node){ x->parent, NO_POS, set, RUN_UNKNOWN };
+			sets_of[lo + j] = set;
 			locals[lo + j] = x->local;
 		}
 	}
+	free(copy);
 	free(order);
 	free(hs);
 	free(bk.first);
-	records_free(r, n, sizeof *r);
 	free(met);
 	set_table_free(&sets);
 	kv_snapw_range_end(b, k, KV_RANGE_SETS);
 	*d = key_dir_build(chains, n);
 	hand_over(job, d);
-	positions_of(parents, n, d, &node[0].parent, sizeof *node);
+	positions_of(&node[0].parent_chain, sizeof *node, n, d, &node[0].parent, sizeof *node);
 	block_runs(node, n);
 	uint8_t *runs = section_room(b, KV_SEC_RUNS, n);
 	uint32_t *parent_of = section_room(b, KV_SEC_PARENTS, n);
 	for (size_t i = 0; i < n; i++) {
-		parent_of[i] = parent_field(b, node[i].parent, (uint32_t)i, parents[i]);
+		parent_of[i] = parent_field(b, node[i].parent, (uint32_t)i, node[i].parent_chain);
 		runs[i] = (uint8_t)(node[i].run < KV_SNAP_RUN_MAX ? node[i].run : KV_SNAP_RUN_MAX);
 	}
 	b->sec[KV_SEC_BLOCKS].len += n * sizeof *chains;
@@ -599,8 +611,7 @@ static void build_blocks(struct kv_snap_writer *b, const struct kv_index *ix, ui
 	b->sec[KV_SEC_LOCALS].len += n * sizeof *locals;
 	kv_snapw_range_end(b, k, KV_RANGE_BLOCKS);
 	kv_snapw_range_end(b, k, KV_RANGE_ORPHANS);
-	free(parents);
-	free(node);
+	records_free(r, n, sizeof *r);
 }
 
 /* The index's sections: workers, partitions (the content range left to
