@@ -649,20 +649,13 @@ static void build_index(struct kv_snap_writer *b, const struct kv_index *ix, con
 	}
 }
 
-static bool write_built(struct kv_snap_writer *b, const char *path, struct kv_err *e)
-{
-	bool ok = kv_snapw_write(b, path, e);
-	kv_snapw_free(b);
-	return ok;
-}
-
 bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m,
 		   struct kv_err *e)
 {
 	struct kv_snap_writer b = { 0 };
 	build_index(&b, ix, ws);
 	kv_match_save(m, &b);
-	return write_built(&b, path, e);
+	return kv_snapw_write(&b, path, e);
 }
 
 bool kv_snap_write_index(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
@@ -671,7 +664,7 @@ bool kv_snap_write_index(const char *path, const struct kv_index *ix, const stru
 	struct kv_snap_writer b = { 0 };
 	build_index(&b, ix, ws);
 	kv_snapw_add(&b, KV_SEC_META, meta, 1);
-	return write_built(&b, path, e);
+	return kv_snapw_write(&b, path, e);
 }
 
 /* ---- restoring ----------------------------------------------------------- */
