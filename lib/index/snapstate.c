@@ -516,8 +516,10 @@ static void place_ehashes(struct kv_snap_writer *b, uint32_t k, struct ehash_pre
  * gathered and sorted while the blocks are, then placed once the blocks'
  * chains are in order (dir, handed over by build_blocks) while build_blocks
  * works out parents and runs.  On one core the same work is done one after
- * the other; the second core took the snapshot of the bench's cluster
- * index from 1.45-1.75 s to 0.96-1.26 s (quiet machine, 3 rounds each). */
+ * the other: on the bench's cluster index, 680-840 ms of processor time
+ * either way, and the second core takes the write's wall time from that
+ * to 510-580 ms when the machine is quiet (it took the writer before the
+ * buckets from 1.45-1.75 s to 0.96-1.26 s). */
 struct ehash_job {
 	struct kv_snap_writer *b;
 	const struct kv_index *ix;
