@@ -1,8 +1,9 @@
 /* The matcher's sections of a snapshot (kvsnap(5)): its event time and
  * options (META), released content per partition, engine offloads, the
  * pending pool in arrival order, sources, and the stream position; saved
- * after the index's sections (whose orders of partitions and workers they
- * follow) and loaded after them. */
+ * once the orders of partitions and workers are set (which they follow),
+ * while the last partition's engine hashes are placed (snapstate.c), and
+ * loaded after the index's sections. */
 #define _GNU_SOURCE /* qsort_r */
 #include "index/matchstate.h"
 #include "index/snap.h"

@@ -314,9 +314,10 @@ static inline uint32_t kv_snapw_worker(const struct kv_snap_writer *w, uint32_t 
 {
 	return w->wmap[live];
 }
-/* Writes the sections (one META record among them) atomically to path;
- * false with `PATH: why` (74) in e on failure. */
-bool kv_snapw_write(const struct kv_snap_writer *w, const char *path, struct kv_err *e);
+/* Writes the sections (one META record among them) atomically to path,
+ * and releases w (kv_snapw_free); false with `PATH: why` (74) in e on
+ * failure. */
+bool kv_snapw_write(struct kv_snap_writer *w, const char *path, struct kv_err *e);
 
 /* ---- restoring ----
  * A snapshot being loaded into live state: the live partition and worker

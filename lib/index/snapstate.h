@@ -4,8 +4,9 @@
  * built here from the live index; the matcher writes and reads its own
  * (kv_match_save, kv_match_load) through the writer and reader of snap.h.
  * The file itself, and reading it for queries, is snap.h's.  A partition's
- * engine hashes are built on a second thread beside its blocks (in turn
- * when no thread can be started): the bytes are the same either way. */
+ * engine hashes are built on a second thread beside its blocks, the
+ * matcher's sections added meanwhile for the last (in turn when no thread
+ * can be started): the bytes are the same either way. */
 #ifndef KV_SNAPSTATE_H
 #define KV_SNAPSTATE_H
 

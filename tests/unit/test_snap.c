@@ -2,7 +2,9 @@
  * each single-byte change, each truncation, and structural damage behind
  * valid checksums; a large file read in parts, and each part checked when
  * it is read. */
+#define _GNU_SOURCE /* pthread_setattr_default_np */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -930,6 +932,125 @@ static void blocks_checked_as_read(void)
 	unlink(path);
 }
 
+/* ---- a large partition --------------------------------------------------- */
+
+/* Partition "m" given n prefixes of 10 blocks (uniform chains, each prefix
+ * held by one of 7 sets of workers, a prefix in 4 by two more), and 3,000
+ * blocks whose chains are the numbers 1 to 3,000 (one bucket of the
+ * writer's, its keys not uniform) with parents nobody holds; an engine
+ * hash for each block, uniform or small, and 500 stale ones. */
+static void large_partition(struct state *s, uint64_t n)
+{
+	make_state(s);
+	uint32_t p = (uint32_t)kv_index_find_partition(&s->ix, "m", "t");
+	uint32_t w[4] = { 0, 1, kv_workers_add(&s->ws, "u", 2, NULL, false), kv_workers_add(&s->ws, "x", 3, NULL, false) };
+	bool added;
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t chain = KV_CHAIN_ROOT;
+		for (uint64_t i = 0; i < 10; i++) {
+			uint64_t next = kv_chain_next(chain, k * 10 + i + 7);
+			for (uint32_t h = 0; h < 3; h++)
+				if ((k % 7 + 1) >> h & 1)
+					kv_index_hold(&s->ix, p, next, chain, k * 10 + i + 7, w[h], (enum kv_medium)h);
+			if (k % 4 == 0 && i >= 5)
+				kv_index_hold(&s->ix, p, next, chain, k * 10 + i + 7, w[3], KV_CPU);
+			kv_ehashes_upsert(&s->ix.p[p].ehashes, kv_mix64(k * 10 + i + 1), &added)->chain = next;
+			chain = next;
+		}
+	}
+	for (uint64_t c = 1; c <= 3000; c++) {
+		kv_index_hold(&s->ix, p, c, 0xdead0000 + c, c, w[c % 2], KV_XPU);
+		kv_ehashes_upsert(&s->ix.p[p].ehashes, 1000000 + c, &added)->chain = c;
+	}
+	for (uint64_t c = 1; c <= 500; c++)
+		kv_ehashes_upsert(&s->ix.p[p].ehashes, kv_mix64(c << 40), &added)->chain = 0xbeef0000 + c;
+}
+
+/* Each block of the partition as the live index has it (its parent, local
+ * and number of holders), its set numbered where first met, and each
+ * engine hash naming the chain it names live. */
+static void same_as_live(const struct kv_snap *snap, uint32_t part, const struct kv_index *ix, uint32_t live)
+{
+	const struct kv_partition *p = &ix->p[live];
+	const struct kv_snap_range *r = &snap->partitions[part].r[KV_RANGE_BLOCKS];
+	const struct kv_snap_range *sets = &snap->partitions[part].r[KV_RANGE_SETS];
+	ASSERT_EQ_U64(r->count, kv_blocks_count(&p->blocks));
+	uint64_t next_set = sets->first;
+	for (uint64_t b = r->first; b < r->first + r->count; b++) {
+		const struct kv_block *blk = kv_blocks_find_const(&p->blocks, snap->chains[b]);
+		ASSERT(blk != NULL);
+		ASSERT_EQ_U64(snap->locals[b], blk->local);
+		ASSERT_EQ_U64(kv_snap_parent(snap, part, b), blk->parent);
+		size_t nh;
+		kv_snap_holders(snap, b, &nh);
+		ASSERT_EQ_U64(nh, kv_block_nholders(ix, blk));
+		ASSERT(snap->block_sets[b] <= next_set);
+		if (snap->block_sets[b] == next_set)
+			next_set++;
+	}
+	ASSERT_EQ_U64(next_set, sets->first + sets->count);
+	uint64_t named = snap->partitions[part].r[KV_RANGE_EHASHES].count + snap->partitions[part].r[KV_RANGE_STALE].count;
+	ASSERT_EQ_U64(named, kv_ehashes_count(&p->ehashes));
+	KV_TABLE_EACH(kv_ehashes, &p->ehashes, pos) {
+		const struct kv_ehash *e = kv_ehashes_at_const(&p->ehashes, pos);
+		uint64_t chain;
+		ASSERT(kv_snap_ehash_chain(snap, part, e->key, &chain));
+		ASSERT_EQ_U64(chain, e->chain);
+	}
+}
+
+static void *no_work(void *arg)
+{
+	return arg;
+}
+
+/* A partition of 33,000 blocks (the writer sorts them in buckets of their
+ * chains' top bits, one of them not uniform): read back as the live index
+ * has it, and written the same when no second thread can be started
+ * (every thread asked for a stack larger than memory). */
+static void large_partition_written_as_held(void)
+{
+	char path[] = "/tmp/kvtools-large-XXXXXX";
+	close(mkstemp(path));
+	struct state s;
+	large_partition(&s, 3000);
+	struct kv_err e = { 0 };
+	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
+	size_t n, n1;
+	uint8_t *two = read_file(path, &n);
+	struct kv_snap snap;
+	ASSERT(kv_snap_load(path, &snap, &e));
+	ASSERT_EQ_U64(snap.nblocks, 33006);
+	int64_t part = kv_snap_partition(&snap, "m", 1, "t", 1);
+	ASSERT(part >= 0);
+	same_as_live(&snap, (uint32_t)part, &s.ix, (uint32_t)kv_index_find_partition(&s.ix, "m", "t"));
+	ASSERT(!unit_current_failed);
+	ASSERT(snap.partitions[part].r[KV_RANGE_SETS].count >= 8);
+	ASSERT_EQ_U64(snap.partitions[part].r[KV_RANGE_ORPHANS].count, 3000);
+	ASSERT_EQ_U64(snap.partitions[part].r[KV_RANGE_STALE].count, 500);
+	kv_snap_unload(&snap);
+	pthread_attr_t big, was;
+	ASSERT(pthread_getattr_default_np(&was) == 0);
+	pthread_attr_init(&big);
+	ASSERT(pthread_attr_setstacksize(&big, (size_t)1 << 60) == 0);
+	ASSERT(pthread_setattr_default_np(&big) == 0);
+	pthread_t t;
+	bool refused = pthread_create(&t, NULL, no_work, NULL) != 0;
+	if (!refused)
+		pthread_join(t, NULL);
+	bool ok = kv_snap_write(path, &s.ix, &s.ws, &s.m, &e);
+	ASSERT(pthread_setattr_default_np(&was) == 0);
+	pthread_attr_destroy(&big);
+	pthread_attr_destroy(&was);
+	ASSERT(refused && ok);
+	uint8_t *one = read_file(path, &n1);
+	ASSERT(n1 == n && memcmp(one, two, n) == 0);
+	free(one);
+	free(two);
+	free_state(&s);
+	unlink(path);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -943,5 +1064,6 @@ int main(void)
 	RUN(parts_read_when_asked);
 	RUN(section_checksum_damaged);
 	RUN(blocks_checked_as_read);
+	RUN(large_partition_written_as_held);
 	return unit_done();
 }
