@@ -203,7 +203,9 @@ struct wstate {
  * slot, then the block record): lookups known ahead are started early.
  * From a live index the walk goes block by block, each looked up
  * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps between
- * checkpoints, the multiples of KV_QUERY_JUMP, all started at once. */
+ * checkpoints, the multiples of KV_QUERY_JUMP, looked up a stage every
+ * AHEAD_STEP blocks while given local hashes are chained (look_ahead),
+ * else all started at once. */
 enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64, BACK_PROBES = 3, AHEAD_STEP = KV_QUERY_JUMP };
 
 struct kv_querier {
