@@ -1268,6 +1268,18 @@ uint64_t kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
 		uint64_t k = chain >> (64 - s->dirbits[part]);
 		lo = s->dir[part][k];
 		hi = s->dir[part][k + 1];
+		/* a slot holds two chains on average: up to four are counted
+		 * without branching on what they hold (a search's branches go
+		 * either way, and a mispredicted one cost a lookup as much as
+		 * its work), reading only the slot's (kv_snap_prefetch fetches
+		 * its first and last) */
+		if (hi > lo && hi - lo <= 4) {
+			size_t last = hi - lo - 1, below = 0;
+			for (size_t i = 0; i < 4; i++)
+				below += (i <= last) & (c[lo + (i < last ? i : last)] < chain);
+			lo += below;
+			hi = lo;
+		}
 	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

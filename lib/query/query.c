@@ -10,9 +10,33 @@
 
 /* ---- sources ------------------------------------------------------------- */
 
+/* One word of every page of the columns a lookup reads (chains, sets,
+ * runs, the directories).  The first lines after a load paid for the
+ * first touch of each page they reached (the first 60 of the bench's
+ * by-hash lines about 1 us each, which made their p99); touched here, in
+ * order, it costs a few loads in flight per page, 0.2 ms for the bench's
+ * 4M blocks. */
+static void touch_lookup_pages(const struct kv_snap *snap)
+{
+	enum { PAGE = 4096 };
+	uint64_t sum = 0;
+	for (size_t i = 0; i < snap->nblocks; i += PAGE / sizeof *snap->chains)
+		sum += snap->chains[i];
+	for (size_t i = 0; i < snap->nblocks; i += PAGE / sizeof *snap->block_sets)
+		sum += snap->block_sets[i];
+	for (size_t i = 0; i < snap->nblocks; i += PAGE)
+		sum += snap->runs[i];
+	for (size_t p = 0; snap->dir && p < snap->ndirs; p++)
+		for (size_t k = 0; snap->dir[p] && k <= (size_t)1 << snap->dirbits[p]; k += PAGE / sizeof **snap->dir)
+			sum += snap->dir[p][k];
+	volatile uint64_t read = sum; /* so that the loads are made */
+	(void)read;
+}
+
 void kv_qsource_snap(struct kv_qsource *s, const struct kv_snap *snap)
 {
 	memset(s, 0, sizeof *s);
+	touch_lookup_pages(snap);
 	s->snap = snap;
 	s->nworkers = snap->nworkers;
 	s->npartitions = snap->npartitions;
@@ -179,8 +203,10 @@ struct wstate {
  * slot, then the block record): lookups known ahead are started early.
  * From a live index the walk goes block by block, each looked up
  * LIVE_AHEAD blocks before it is walked; from a snapshot it jumps between
- * checkpoints, the multiples of KV_QUERY_JUMP, all started at once. */
-enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64, BACK_PROBES = 3 };
+ * checkpoints, the multiples of KV_QUERY_JUMP, looked up a stage every
+ * AHEAD_STEP blocks while given local hashes are chained (look_ahead),
+ * else all started at once. */
+enum { LIVE_AHEAD = 8, KV_QUERY_JUMP = 64, BACK_PROBES = 3, AHEAD_STEP = KV_QUERY_JUMP };
 
 struct kv_querier {
 	uint64_t *local, *chains;      /* a token query's local hashes and chains */
@@ -194,8 +220,16 @@ struct kv_querier {
 	struct kv_hit *hits;
 	size_t caphits;
 	uint64_t first_local;
-	struct kv_qblock *ck;           /* the checkpoints read (read_checkpoints): h NULL for one nobody holds */
+	struct kv_qblock *ck;           /* the checkpoints read (read_checkpoint): h NULL for one nobody holds */
 	size_t nck, capck;
+	/* The checkpoints' lookups, in the walk's order (checkpoint_block),
+	 * as far as each has gone: its directory slot fetched (the first
+	 * slots of them), its records fetched (recs), read into ck (read).
+	 * The blocks where the runs they see start (starts), their slots and
+	 * then their records fetched (start_slots, start_recs). */
+	size_t nseq, slots, recs, read, prev;
+	size_t *starts;
+	size_t nstarts, start_slots, start_recs, capstarts;
 	const struct kv_qsource *src;
 };
 
@@ -215,6 +249,7 @@ void kv_querier_free(struct kv_querier *q)
 	free(q->next);
 	free(q->hits);
 	free(q->ck);
+	free(q->starts);
 	free(q);
 }
 
@@ -316,6 +351,153 @@ static size_t next_checkpoint(size_t lo)
 	return (lo / KV_QUERY_JUMP + 1) * KV_QUERY_JUMP;
 }
 
+/* The checkpoint a block is, or -1: checkpoint k is block k *
+ * KV_QUERY_JUMP, the last one block n - 1 (also when it is a multiple). */
+static ptrdiff_t checkpoint_of(size_t j, size_t n)
+{
+	if (j + 1 == n)
+		return (ptrdiff_t)((n - 1) / KV_QUERY_JUMP + 1);
+	return j && j % KV_QUERY_JUMP == 0 ? (ptrdiff_t)(j / KV_QUERY_JUMP) : -1;
+}
+
+/* The block of the s-th checkpoint a walk reads: block 0, then the
+ * multiples of KV_QUERY_JUMP before the last block, then the last. */
+static size_t checkpoint_block(size_t s, size_t n)
+{
+	return s * KV_QUERY_JUMP < n - 1 ? s * KV_QUERY_JUMP : n - 1;
+}
+
+/* How many of a query's checkpoints come before block `blocks`. */
+static size_t checkpoints_before(size_t blocks, size_t n)
+{
+	if (blocks == 0)
+		return 0;
+	if (blocks >= n)
+		return n > 1 ? (n - 2) / KV_QUERY_JUMP + 2 : 1;
+	return (blocks - 1) / KV_QUERY_JUMP + 1;
+}
+
+/* No checkpoint of a query of n blocks looked up yet. */
+static void start_checkpoints(struct kv_querier *q, size_t n)
+{
+	size_t nck = n ? (n - 1) / KV_QUERY_JUMP + 2 : 0;
+	if (nck > q->capck) {
+		q->ck = kv_xrealloc(q->ck, nck * sizeof *q->ck);
+		q->capck = nck;
+	}
+	if (2 * nck > q->capstarts) {
+		q->starts = kv_xrealloc(q->starts, 2 * nck * sizeof *q->starts);
+		q->capstarts = 2 * nck;
+	}
+	q->nck = 0;
+	q->nseq = checkpoints_before(n, n);
+	q->slots = q->recs = q->read = q->prev = 0;
+	q->nstarts = q->start_slots = q->start_recs = 0;
+}
+
+/* One stage of the lookups of checkpoints [from, to). */
+static void fetch_checkpoints(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n,
+			      size_t from, size_t to, int stage)
+{
+	for (size_t s = from; s < to; s++)
+		kv_qsource_prefetch(src, part, q->chain[checkpoint_block(s, n)], stage);
+}
+
+/* One stage of the lookups of run starts [from, to). */
+static void fetch_starts(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t from,
+			 size_t to, int stage)
+{
+	for (size_t x = from; x < to; x++)
+		kv_qsource_prefetch(src, part, q->chain[q->starts[x]], stage);
+}
+
+/* Reads the next checkpoint into q->ck, and notes in q->starts where the
+ * run it sees starts when its holders changed since the checkpoint before:
+ * the first block of its run and the one before it, where snap_run's
+ * search for the run's end looks first (fetch_pair).  False when none is
+ * left to read: all read, or one nobody holds (the walk ends there). */
+static bool read_checkpoint(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n)
+{
+	if (q->read == q->nseq)
+		return false;
+	size_t j = checkpoint_block(q->read, n);
+	size_t k = j ? (size_t)checkpoint_of(j, n) : 0;
+	struct kv_qblock *b = &q->ck[k];
+	bool held = kv_qsource_block(src, part, q->chain[j], b);
+	q->nck = k + 1;
+	q->read = held ? q->read + 1 : q->nseq;
+	if (!held) {
+		b->h = NULL;
+		return false;
+	}
+	if (j == 0)
+		return true;
+	const struct kv_qblock *p = &q->ck[q->prev ? checkpoint_of(q->prev, n) : 0];
+	size_t back = j - q->prev;
+	if (b->set != p->set || b->run < back) {
+		/* a run that reaches the checkpoint before with another set
+		 * is a damaged file's (runs are not checked at load): it
+		 * may start at block 0, which has none before it */
+		size_t start = j - (b->run < back ? b->run : back);
+		if (start > 0)
+			q->starts[q->nstarts++] = start - 1;
+		q->starts[q->nstarts++] = start;
+	}
+	q->prev = j;
+	return true;
+}
+
+/* While given local hashes are chained (blocks [0, chained) so far), each
+ * lookup under way goes one stage further if it was fetched a step ago:
+ * a checkpoint's slot fetched, then its records, then read (its run start
+ * noted), then the run start's slots and their records.  A step is
+ * AHEAD_STEP blocks of the chain, longer than a miss takes, so that what
+ * a stage reads has arrived (a load that waits for memory stalls the
+ * chain once the processor's window is full; half a step was slower): the
+ * walk then finds what it reads in cache, but for the last checkpoints. */
+static void look_ahead(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n, size_t chained)
+{
+	size_t recs = q->recs, start_slots = q->start_slots;
+	while (q->read < recs && read_checkpoint(q, src, part, n))
+		;
+	if (q->read == q->nseq)
+		return; /* one nobody holds ends the walk (read_checkpoints fetches the rest) */
+	fetch_starts(q, src, part, q->start_recs, start_slots, 1);
+	fetch_starts(q, src, part, start_slots, q->nstarts, 0);
+	q->start_recs = start_slots;
+	q->start_slots = q->nstarts;
+	fetch_checkpoints(q, src, part, n, recs, q->slots, 1);
+	q->recs = q->slots;
+	size_t known = checkpoints_before(chained, n);
+	fetch_checkpoints(q, src, part, n, q->slots, known, 0);
+	q->slots = known;
+}
+
+/* Reads the checkpoints not read yet into q->ck, up to the first one nobody
+ * holds (first: block 0, when none was read), and fetches where the runs
+ * they see start: what look_ahead left, and all of it for a token query,
+ * each stage for all of them at once, so that the walk finds them in cache
+ * instead of waiting for two dependent misses at each change of holders. */
+static void read_checkpoints(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n,
+			     const struct kv_qblock *first)
+{
+	if (q->read == 0) {
+		q->ck[0] = *first;
+		q->nck = q->read = 1;
+		q->slots = q->slots > 1 ? q->slots : 1;
+		q->recs = q->recs > 1 ? q->recs : 1;
+	}
+	fetch_checkpoints(q, src, part, n, q->slots, q->nseq, 0);
+	fetch_starts(q, src, part, q->start_recs, q->start_slots, 1);
+	fetch_checkpoints(q, src, part, n, q->recs, q->nseq, 1);
+	q->slots = q->recs = q->nseq;
+	while (read_checkpoint(q, src, part, n))
+		;
+	fetch_starts(q, src, part, q->start_slots, q->nstarts, 0);
+	fetch_starts(q, src, part, q->start_slots, q->nstarts, 1);
+	q->start_slots = q->start_recs = q->nstarts;
+}
+
 /* The chains of blocks [from, to), after the chain of block from - 1. */
 static void hash_blocks(struct kv_querier *q, const struct kv_query *r, size_t from, size_t to)
 {
@@ -327,23 +509,23 @@ static void hash_blocks(struct kv_querier *q, const struct kv_query *r, size_t f
 		kv_chain_hashes(parent, r->locals + from, q->chains + from, to - from);
 }
 
-/* The chains, a checkpoint at a time: the directory slots of block 0 and
- * of each checkpoint are fetched while the hashes after them are computed
- * (a chain of dependent hashes of given local hashes leaves the memory
- * idle), so that fetch_checkpoints finds them arrived.  Only the slots: a
- * record's address is read from its slot, and a load that misses in the
- * middle of the chain stalls it once the processor's window is full.  Not
- * for tokens: hashing them keeps the processor busy (the local hashes
- * beside the chain), and fetching then made a line slower, not faster. */
-static void hash_fetching_slots(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *r,
-				size_t n)
+/* The chains, AHEAD_STEP blocks at a time, looking up the checkpoints
+ * between (look_ahead): a chain of dependent hashes of given local hashes
+ * leaves the memory idle, and the lookups' misses, spaced so that each has
+ * arrived when the next stage reads it, overlap it.  From a snapshot only
+ * (a live index's walk looks up block by block), and not for tokens:
+ * hashing them keeps the processor busy (the local hashes beside the
+ * chain), and fetching then made a line slower, not faster. */
+static void hash_looking_ahead(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *r,
+			       size_t n)
 {
 	hash_blocks(q, r, 0, 1);
-	kv_qsource_prefetch(src, r->part, q->chains[0], 0);
+	look_ahead(q, src, r->part, n, 1);
 	for (size_t from = 1; from < n;) {
-		size_t to = next_checkpoint(from - 1) + 1 < n ? next_checkpoint(from - 1) + 1 : n;
+		size_t to = (from - 1) / AHEAD_STEP * AHEAD_STEP + AHEAD_STEP + 1;
+		to = to < n ? to : n;
 		hash_blocks(q, r, from, to);
-		kv_qsource_prefetch(src, r->part, q->chains[to - 1], 0);
+		look_ahead(q, src, r->part, n, to);
 		from = to;
 	}
 }
@@ -356,6 +538,7 @@ static size_t hash_query(struct kv_querier *q, const struct kv_qsource *src, con
 	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0)
 		   : r->chains ? r->nchains : r->nlocals;
 	q->first_local = 0;
+	start_checkpoints(q, n);
 	if (r->chains) {
 		q->chain = r->chains;
 		return n;
@@ -366,10 +549,10 @@ static size_t hash_query(struct kv_querier *q, const struct kv_qsource *src, con
 		q->cap = n;
 	}
 	q->chain = q->chains;
-	if (n && r->tokens)
+	if (n && (r->tokens || !src->snap))
 		hash_blocks(q, r, 0, n);
 	else if (n)
-		hash_fetching_slots(q, src, r, n);
+		hash_looking_ahead(q, src, r, n);
 	if (n)
 		q->first_local = r->tokens ? q->local[0] : r->locals[0];
 	return n;
@@ -418,28 +601,7 @@ static size_t live_run(const struct kv_querier *q, const struct kv_qsource *src,
 	return j - i;
 }
 
-/* The blocks a walk's jumps look at, every checkpoint and the last block:
- * all their directory slots, then all their records, so that the misses
- * overlap. */
-static void fetch_checkpoints(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n)
-{
-	for (int stage = 0; stage < 2; stage++) {
-		for (size_t j = KV_QUERY_JUMP; j < n; j += KV_QUERY_JUMP)
-			kv_qsource_prefetch(src, part, q->chain[j], stage);
-		kv_qsource_prefetch(src, part, q->chain[n - 1], stage);
-	}
-}
-
-/* The checkpoint a block is, or -1: checkpoint k is block k *
- * KV_QUERY_JUMP, the last one block n - 1 (also when it is a multiple). */
-static ptrdiff_t checkpoint_of(size_t j, size_t n)
-{
-	if (j + 1 == n)
-		return (ptrdiff_t)((n - 1) / KV_QUERY_JUMP + 1);
-	return j && j % KV_QUERY_JUMP == 0 ? (ptrdiff_t)(j / KV_QUERY_JUMP) : -1;
-}
-
-/* Block j as continues() reads it: from what read_checkpoints kept of it
+/* Block j as continues() reads it: from what read_checkpoint kept of it
  * when it is a checkpoint read, else looked up. */
 static bool block_at(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t j, size_t n,
 		     struct kv_qblock *b)
@@ -450,63 +612,6 @@ static bool block_at(const struct kv_querier *q, const struct kv_qsource *src, u
 		return b->h != NULL;
 	}
 	return kv_qsource_block(src, part, q->chain[j], b);
-}
-
-/* Blocks at[0..n) of the query: all their directory slots, then all their
- * records, so that the misses overlap. */
-static void fetch_blocks(const struct kv_querier *q, const struct kv_qsource *src, uint32_t part, const size_t *at,
-			 size_t n)
-{
-	for (int stage = 0; stage < 2; stage++)
-		for (size_t x = 0; x < n; x++)
-			kv_qsource_prefetch(src, part, q->chain[at[x]], stage);
-}
-
-/* Reads the checkpoints fetched (fetch_checkpoints) into q->ck, up to the
- * first one nobody holds, and fetches where the runs they see start: for
- * each checkpoint whose holders changed since the one before, the first
- * block of its run and the one before it, where snap_run's search for the
- * run's end looks first (fetch_pair).  All of them at once, so that the
- * walk finds them in cache instead of waiting for two dependent misses at
- * each change of holders. */
-static void read_checkpoints(struct kv_querier *q, const struct kv_qsource *src, uint32_t part, size_t n,
-			     const struct kv_qblock *first)
-{
-	size_t nck = (n - 1) / KV_QUERY_JUMP + 2;
-	if (nck > q->capck) {
-		q->ck = kv_xrealloc(q->ck, nck * sizeof *q->ck);
-		q->capck = nck;
-	}
-	q->ck[0] = *first;
-	q->nck = 1;
-	size_t prev = 0, at[32], k = 0;
-	for (size_t j = next_checkpoint(0) < n ? next_checkpoint(0) : n - 1; q->nck < nck;
-	     j = next_checkpoint(j) < n ? next_checkpoint(j) : n - 1) {
-		struct kv_qblock *b = &q->ck[checkpoint_of(j, n)];
-		bool held = kv_qsource_block(src, part, q->chain[j], b);
-		q->nck = (size_t)checkpoint_of(j, n) + 1;
-		if (!held) {
-			b->h = NULL;
-			break;
-		}
-		const struct kv_qblock *p = &q->ck[checkpoint_of(prev, n) < 0 ? 0 : checkpoint_of(prev, n)];
-		size_t back = j - prev;
-		if (b->set != p->set || b->run < back) {
-			/* a run that reaches the checkpoint before with another set
-			 * is a damaged file's (runs are not checked at load): it
-			 * may start at block 0, which has none before it */
-			size_t start = j - (b->run < back ? b->run : back);
-			if (start > 0)
-				at[k++] = start - 1;
-			at[k++] = start;
-		}
-		if (k + 2 > sizeof at / sizeof at[0]) {
-			fetch_blocks(q, src, part, at, k);
-			k = 0;
-		}
-		prev = j;
-	}
-	fetch_blocks(q, src, part, at, k);
 }
 
 /* Where a jump failed: the block where the run most often ends and the
@@ -547,10 +652,8 @@ static size_t snap_run(struct kv_querier *q, const struct kv_qsource *src, uint3
 		       const struct kv_qblock *cur, struct run_end *end)
 {
 	size_t lo = i, hi = n;
-	if (i == 0 && n > 1) {
-		fetch_checkpoints(q, src, part, n);
+	if (i == 0 && n > 1)
 		read_checkpoints(q, src, part, n, cur);
-	}
 	while (lo + 1 < hi) {
 		size_t j = next_checkpoint(lo) < n ? next_checkpoint(lo) : n - 1;
 		size_t h = j;
@@ -640,7 +743,6 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	size_t n = hash_query(q, src, req);
 	*nblocks = n;
 	q->src = src;
-	q->nck = 0;
 	if (src->nworkers > q->capw) {
 		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
 		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);

@@ -10,9 +10,11 @@
  * holders changed, so a query costs its hashing, about blocks/KV_QUERY_JUMP
  * lookups plus a few per change of holders, and work per holder of each
  * run; from a live index (kvgen) one lookup per block.  The lookups known
- * ahead are fetched together: the checkpoints' directory slots while
- * given local hashes are chained, their records at once after, then where
- * every run they see starts.  The walk stops at
+ * ahead are fetched early: while given local hashes are chained, the
+ * checkpoints already chained are looked up a stage at a time (directory
+ * slot, records, read) and where the runs they see start is fetched; what
+ * is left (the last checkpoints; all of a token query's) is fetched
+ * together after, each stage for all at once.  The walk stops at
  * the first block nobody holds. */
 #ifndef KV_QUERY_H
 #define KV_QUERY_H

@@ -3,7 +3,11 @@
  * live index's block-by-block walk does: every query length from 1 to past
  * a block nobody holds, over holders that change just before, at and just
  * after checkpoints, several times between two of them, and with the last
- * block on a checkpoint; answered by tokens and by local hashes. */
+ * block on a checkpoint; answered by tokens and by local hashes, the
+ * latter also each after a line of other hashes, held with block 0's
+ * holders throughout (a line's lookups while its hashes are chained must
+ * read its own chains, never the line's before: the other line's block 64
+ * would say that the holders did not change). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +27,7 @@
 #define HOLE 261               /* nobody holds it: walks stop there */
 static uint32_t tokens[N];     /* block size 1 */
 static uint64_t chain[N], local[N];
+static uint64_t other_chain[N], other[N];   /* another prefix, held by workers 0 to 2 in xpu */
 
 /* The media worker w holds block i in (a bit each), changing around the
  * checkpoints 64, 128, 192 and 256. */
@@ -46,6 +51,9 @@ static void hold_all(struct kv_index *ix, uint32_t part)
 			for (enum kv_medium m = KV_XPU; m <= KV_DISK; m++)
 				if (media(w, i) & KV_MEDIUM_BIT(m))
 					kv_index_hold(ix, part, chain[i], i ? chain[i - 1] : KV_CHAIN_ROOT, local[i], w, m);
+	for (size_t i = 0; i < N; i++)
+		for (uint32_t w = 0; w < 3; w++)
+			kv_index_hold(ix, part, other_chain[i], i ? other_chain[i - 1] : KV_CHAIN_ROOT, other[i], w, KV_XPU);
 }
 
 static bool same_hits(const struct kv_hit *a, size_t na, const struct kv_hit *b, size_t nb)
@@ -84,11 +92,38 @@ static void walks_agree(struct kv_qsource *live, struct kv_qsource *snap, uint32
 	kv_querier_free(qs);
 }
 
+/* Every length by local hashes, each after a line of as many other hashes
+ * on the same querier. */
+static void walks_agree_after_others(struct kv_qsource *live, struct kv_qsource *snap, uint32_t lpart,
+				     uint32_t spart)
+{
+	struct kv_querier *ql = kv_querier_new(), *qs = kv_querier_new();
+	struct kv_query_opts o = { .all_workers = true };
+	for (size_t n = 1; n <= N; n++) {
+		struct kv_query rl = { lpart, 1, NULL, 0, local, n, NULL, 0 };
+		struct kv_query rs = { spart, 1, NULL, 0, local, n, NULL, 0 };
+		struct kv_query decoy = { spart, 1, NULL, 0, other, n, NULL, 0 };
+		size_t nl, ns, nd, bl, bs, bd;
+		const struct kv_hit *hl = kv_query_run(ql, live, &rl, &o, &nl, &bl);
+		kv_query_run(qs, snap, &decoy, &o, &nd, &bd);
+		const struct kv_hit *hs = kv_query_run(qs, snap, &rs, &o, &ns, &bs);
+		if (!same_hits(hl, nl, hs, ns))
+			printf("# %zu blocks after other hashes: the snapshot's walk differs\n", n);
+		ASSERT(same_hits(hl, nl, hs, ns));
+	}
+	kv_querier_free(ql);
+	kv_querier_free(qs);
+}
+
 static void snapshot_walks_as_live(void)
 {
 	for (uint32_t i = 0; i < N; i++)
 		tokens[i] = 7 + 3 * i;
 	kv_block_hashes(tokens, N, 1, KV_CHAIN_ROOT, local, chain, N);
+	uint32_t other_tokens[N];
+	for (uint32_t i = 0; i < N; i++)
+		other_tokens[i] = 1000003 + 5 * i;
+	kv_block_hashes(other_tokens, N, 1, KV_CHAIN_ROOT, other, other_chain, N);
 	struct kv_index ix;
 	struct kv_workers ws;
 	struct kv_match m;
@@ -119,6 +154,7 @@ static void snapshot_walks_as_live(void)
 	kv_qsource_index(&live, &ix, &ws);
 	kv_qsource_snap(&snap, &s);
 	walks_agree(&live, &snap, part, 0);
+	walks_agree_after_others(&live, &snap, part, 0);
 	kv_qsource_free(&snap);
 	kv_qsource_free(&live);
 	kv_snap_unload(&s);
