@@ -27,6 +27,7 @@ struct kv_offload {
 	                                  * not learn the name again (one probe of the map fewer); false
 	                                  * for offloads a snapshot restored */
 };
+_Static_assert(sizeof(struct kv_offload) == 48, "named sits in the padding after src");
 KV_TABLE_DEFINE(kv_offloads, struct kv_offload)
 
 /* Content of blocks no longer held, for a later store (chain -> content). */
