@@ -284,7 +284,18 @@ static bool chain_of(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t
 static void learn(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t chain)
 {
 	bool added;
-	kv_ehashes_upsert(&m->ix->p[part].ehashes, ehash, &added)->chain = chain;
+	struct kv_ehash *e = kv_ehashes_upsert(&m->ix->p[part].ehashes, ehash, &added);
+	if (!added && e->chain != chain)
+		kv_match_partition(m, part)->renamed = true;
+	e->chain = chain;
+}
+
+/* Whether the engine-hash map still names o's chain by o's hash, as it did
+ * when o was cached: no name has changed since, and a sweep forgets no name
+ * whose offload is live. */
+static bool named_already(const struct kv_pmatch *pm, const struct kv_offload *o)
+{
+	return o->named && !pm->renamed;
 }
 
 /* ---- pending pool -------------------------------------------------------- */
@@ -716,15 +727,16 @@ static bool match_pending(struct kv_match *m, const struct rep *r, uint32_t part
 	return g.n > 0;
 }
 
-/* An engine offload (cpu/disk) block: matched with a waiting pool event, or cached. */
+/* An engine offload (cpu/disk) block: matched with a waiting pool event, or
+ * cached; named: the engine-hash map names c's chain by ehash. */
 static void engine_offload_block(struct kv_match *m, const struct rep *r, uint32_t part, uint64_t ehash,
-				 const struct content *c, enum kv_medium medium)
+				 const struct content *c, enum kv_medium medium, bool named)
 {
 	if (match_pending(m, r, part, ehash, c))
 		return;
 	bool added;
 	struct kv_offload *o = kv_offloads_upsert(&kv_match_partition(m, part)->offload, ehash, &added);
-	*o = (struct kv_offload){ ehash, c->chain, c->parent, c->local, m->now, (uint32_t)m->cur };
+	*o = (struct kv_offload){ ehash, c->chain, c->parent, c->local, m->now, (uint32_t)m->cur, named };
 	report(m, r, KV_ST_OFFLOAD_CACHED, KV_R_NONE, &ehash, (int)medium, NULL, 0, 0);
 }
 
@@ -735,6 +747,19 @@ static void engine_offload_block(struct kv_match *m, const struct rep *r, uint32
  * slot found through another (the block an engine hash names) is fetched
  * half as far ahead, once the first slot has arrived. */
 #define PREFETCH 8
+
+/* A block's home slot and the line after it: at the load the block table
+ * keeps (53 to 80%), a probe of its 28-byte slots often runs on into the
+ * next line (a new chain's, and a removal's shifting back the slots after
+ * the one it empties, most of all). */
+KV_PREFETCHING void fetch_block(const struct kv_blocks *t, uint64_t chain)
+{
+	if (!t->cap)
+		return;
+	const char *s = (const char *)&t->slots[kv_table_home(chain, t->homes)];
+	__builtin_prefetch(s);
+	__builtin_prefetch(s + 64);
+}
 
 /* Slots of the engine hashes [from, to) of an event, fetched ahead. */
 KV_PREFETCHING void fetch_names(const struct kv_partition *p, const uint64_t *hashes, size_t from,
@@ -757,7 +782,7 @@ KV_PREFETCHING void fetch_named_ahead(const struct kv_partition *p, const uint64
 	if (i + PREFETCH / 2 < n) {
 		const struct kv_ehash *ahead = kv_ehashes_find_const(&p->ehashes, hashes[i + PREFETCH / 2]);
 		if (ahead)
-			kv_blocks_prefetch(&p->blocks, ahead->chain);
+			fetch_block(&p->blocks, ahead->chain);
 	}
 }
 
@@ -769,7 +794,7 @@ KV_PREFETCHING void fetch_stored(const struct kv_partition *p, const struct kv_p
 	if (offload)
 		kv_offloads_prefetch(&pm->offload, ehash);
 	else
-		kv_blocks_prefetch(&p->blocks, chain);
+		fetch_block(&p->blocks, chain);
 }
 
 static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
@@ -814,7 +839,7 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 			struct content c = { m->chain[i], i ? m->chain[i - 1] : parent, m->local[i] };
 			if (offload) {
 				learn(m, part, e->hashes[i], c.chain);
-				engine_offload_block(m, r, part, e->hashes[i], &c, medium);
+				engine_offload_block(m, r, part, e->hashes[i], &c, medium, true);
 				continue;
 			}
 			uint64_t refused = m->ix->refused;
@@ -836,7 +861,8 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 		if (offload && i + PREFETCH / 2 < e->nhashes)
 			kv_offloads_prefetch(&pm->offload, e->hashes[i + PREFETCH / 2]);
 		struct content c;
-		if (!known_content(m, part, e->hashes[i], &c)) {
+		bool named = known_content(m, part, e->hashes[i], &c);
+		if (!named) {
 			struct kv_offload *o = kv_offloads_find(&kv_match_partition(m, part)->offload, e->hashes[i]);
 			if (!o || !live(o->t, m->o.offload_ttl_ns, m->now)) {
 				report(m, r, KV_ST_DROPPED, KV_R_UNKNOWN_HASH, &e->hashes[i], (int)medium, &w, 1, 0);
@@ -845,7 +871,7 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 			c = (struct content){ o->chain, o->parent, o->local };
 		}
 		if (offload) {
-			engine_offload_block(m, r, part, e->hashes[i], &c, medium);
+			engine_offload_block(m, r, part, e->hashes[i], &c, medium, named);
 			continue;
 		}
 		uint64_t refused = m->ix->refused;
@@ -878,7 +904,7 @@ KV_PREFETCHING void fetch_released(const struct kv_match *m, const struct kv_par
 {
 	if (m->local[i] != NAMED && m->local[i] != NAMED_OFFLOAD_GONE)
 		return;
-	kv_blocks_prefetch(&p->blocks, m->chain[i]);
+	fetch_block(&p->blocks, m->chain[i]);
 	kv_contents_prefetch(&pm->content, m->chain[i]);
 }
 
@@ -1046,38 +1072,56 @@ static size_t pool_holder_target(struct kv_match *m, const struct kv_event *e)
 	return 1;
 }
 
-/* The block a pool's store of ehash will hold, named by a waiting offload
- * or by the engine-hash map (whose slots have arrived). */
+/* The slots a pool's store of ehash needs once its offload's slot has
+ * arrived: the block a live offload names (and the engine-hash map's slot
+ * only when the name must be learned again), else the map's slot. */
 KV_PREFETCHING void fetch_confirmed(const struct kv_match *m, const struct kv_partition *p,
 				    const struct kv_pmatch *pm, uint64_t ehash)
 {
 	const struct kv_offload *o = kv_offloads_find_const(&pm->offload, ehash);
 	if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
-		kv_blocks_prefetch(&p->blocks, o->chain);
-		return;
+		fetch_block(&p->blocks, o->chain);
+		if (named_already(pm, o))
+			return;
 	}
-	const struct kv_ehash *eh = kv_ehashes_find_const(&p->ehashes, ehash);
-	if (eh)
-		kv_blocks_prefetch(&p->blocks, eh->chain);
+	kv_ehashes_prefetch(&p->ehashes, ehash);
 }
 
+/* Without a live offload, the block the engine-hash map names (its slot
+ * fetched by fetch_confirmed). */
+KV_PREFETCHING void fetch_confirmed_block(const struct kv_match *m, const struct kv_partition *p,
+					  const struct kv_pmatch *pm, uint64_t ehash)
+{
+	const struct kv_offload *o = kv_offloads_find_const(&pm->offload, ehash);
+	if (o && live(o->t, m->o.offload_ttl_ns, m->now))
+		return;
+	const struct kv_ehash *eh = kv_ehashes_find_const(&p->ehashes, ehash);
+	if (eh)
+		fetch_block(&p->blocks, eh->chain);
+}
+
+/* A pool's stores: a live offload (the usual case, the engine's offload
+ * came first) names the block, else the engine-hash map does.  Three
+ * stages ahead: the offload's slot, then what it names, then for a hash
+ * without one the block the map names. */
 static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, const struct kv_event *e,
 			const uint32_t *t, size_t nt, enum kv_medium medium)
 {
 	struct kv_pmatch *pm = kv_match_partition(m, part);
 	struct kv_partition *p = &m->ix->p[part];
-	for (size_t i = 0; i < e->nhashes && i < PREFETCH; i++) {
+	size_t n = e->nhashes;
+	for (size_t i = 0; i < n && i < PREFETCH; i++)
 		kv_offloads_prefetch(&pm->offload, e->hashes[i]);
-		kv_ehashes_prefetch(&p->ehashes, e->hashes[i]);
-	}
-	for (size_t i = 0; i < e->nhashes; i++) {
+	for (size_t i = 0; i < n && i < PREFETCH / 2; i++)
+		fetch_confirmed(m, p, pm, e->hashes[i]);
+	for (size_t i = 0; i < n; i++) {
 		uint64_t h = e->hashes[i];
-		if (i + PREFETCH < e->nhashes) {
+		if (i + PREFETCH < n)
 			kv_offloads_prefetch(&pm->offload, e->hashes[i + PREFETCH]);
-			kv_ehashes_prefetch(&p->ehashes, e->hashes[i + PREFETCH]);
-		}
-		if (i + PREFETCH / 2 < e->nhashes)
+		if (i + PREFETCH / 2 < n)
 			fetch_confirmed(m, p, pm, e->hashes[i + PREFETCH / 2]);
+		if (i + PREFETCH / 4 < n)
+			fetch_confirmed_block(m, p, pm, e->hashes[i + PREFETCH / 4]);
 		struct content c;
 		struct kv_offload *o = kv_offloads_find(&pm->offload, h);
 		bool known = false, named = false;
@@ -1085,6 +1129,7 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 			c = (struct content){ o->chain, o->parent, o->local };
 			if (o->src && o->src <= m->sources.n)
 				m->sources.v[o->src - 1].d.offload_met++;
+			named = named_already(pm, o);
 			kv_offloads_remove(&pm->offload, h);
 			known = true;
 		} else {
@@ -1121,7 +1166,7 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 		const struct kv_ehash *ahead = i + PREFETCH / 2 < e->nhashes ?
 			kv_ehashes_find(&p->ehashes, e->hashes[i + PREFETCH / 2]) : NULL;
 		if (ahead) {
-			kv_blocks_prefetch(&p->blocks, ahead->chain);
+			fetch_block(&p->blocks, ahead->chain);
 			kv_contents_prefetch(&pm->content, ahead->chain);
 		}
 		kv_offloads_remove(&pm->offload, h);

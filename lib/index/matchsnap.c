@@ -154,7 +154,7 @@ void kv_match_load(struct kv_match *m, const struct kv_snap_reader *r)
 		bool added;
 		struct kv_offload *k = kv_offloads_upsert(&kv_match_partition(m, r->partition[o->partition])->offload,
 							  o->ehash, &added);
-		*k = (struct kv_offload){ o->ehash, o->chain, o->parent, o->local, o->t, 0 };
+		*k = (struct kv_offload){ o->ehash, o->chain, o->parent, o->local, o->t, 0, false };
 	}
 	for (size_t i = 0; i < s->npending; i++) {
 		const struct kv_snap_pending *p = &s->pending[i];

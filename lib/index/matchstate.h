@@ -22,7 +22,12 @@ struct kv_offload {
 	uint64_t key;
 	uint64_t chain, parent, local, t;
 	uint32_t src;                    /* the engine source that offloaded it: index + 1, 0 if unknown */
+	bool named;                      /* the engine-hash map named chain by key when it was cached: unless
+	                                  * a name changed since (kv_pmatch.renamed), its confirmation need
+	                                  * not learn the name again (one probe of the map fewer); false
+	                                  * for offloads a snapshot restored */
 };
+_Static_assert(sizeof(struct kv_offload) == 48, "named sits in the padding after src");
 KV_TABLE_DEFINE(kv_offloads, struct kv_offload)
 
 /* Content of blocks no longer held, for a later store (chain -> content). */
@@ -35,6 +40,7 @@ KV_TABLE_DEFINE(kv_contents, struct kv_content)
 struct kv_pmatch {                       /* matching state of one partition */
 	struct kv_offloads offload;
 	struct kv_contents content;
+	bool renamed;                    /* an engine hash was learned for another chain than it named */
 };
 
 struct kv_match {

@@ -1066,6 +1066,29 @@ static void engine_removal_after_repeated_offload_releases_the_confirmed_block(v
 			     "applied 0xa cpu a/0\nconfirmed 0xa cpu b/0");
 }
 
+/* An offload's confirmation names its block by the offload's hash again,
+ * even when a store since named another block by that hash: an engine
+ * removal of the hash then releases the confirmed block, not the other. */
+static void confirmed_offload_names_its_block_after_a_rename(void)
+{
+	struct rig g;
+	char confirmed[256], renamed[256], lines[512];
+	rig_open(&g, defaults());
+	store(&g, S(100), E0, "cpu", 0, 1);
+	g.name[1] = g.name[0]; /* block 1 stored under block 0's name */
+	store(&g, S(101), E0, "xpu", 1, 1);
+	pool(&g, S(102), "stored", "cpu", 0, HOST_A);
+	removed(&g, S(103), E0, "cpu", 0);
+	snprintf(confirmed, sizeof confirmed, "%s", held(&g, 0));
+	snprintf(renamed, sizeof renamed, "%s", held(&g, 1));
+	snprintf(lines, sizeof lines, "%s", states(&g));
+	rig_close(&g);
+	ASSERT_EQ_STR(confirmed, "a/1:c");
+	ASSERT_EQ_STR(renamed, "a/0:x");
+	ASSERT_EQ_STR(lines, "offload_cached 0xa cpu -\napplied 0xa xpu a/0\nconfirmed 0xa cpu a/0,a/1\n"
+			     "applied 0xa cpu a/0");
+}
+
 /* AllBlocksCleared drops the worker's xpu holdings, and only those; what
  * nobody holds any more stays known as content. */
 static void engine_clear_drops_its_worker_xpu_only(void)
@@ -1422,6 +1445,7 @@ int main(void)
 	RUN(removed_offload_is_forgotten);
 	RUN(engine_removal_releases_its_worker_in_its_medium);
 	RUN(engine_removal_after_repeated_offload_releases_the_confirmed_block);
+	RUN(confirmed_offload_names_its_block_after_a_rename);
 	RUN(engine_clear_drops_its_worker_xpu_only);
 	RUN(pool_clear_drops_its_targets_in_its_medium);
 	RUN(hash_zero_is_a_hash_like_any_other);
