@@ -12,8 +12,14 @@ void *kv_slots_alloc(size_t bytes)
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		kv_die(KV_EX_SOFTWARE, "out of memory (%zu bytes)", bytes);
-	/* Probes land anywhere in a big table: huge pages save a TLB miss each. */
-	madvise(p, bytes, MADV_HUGEPAGE);
+	/* Small pages, not huge ones: the bench's VM hands out memory a
+	 * process never had slowly the first time in huge pages (a 512 MiB
+	 * mapping: 1,411 ms to touch, then 24 ms each time after; in 4 KiB
+	 * pages 198-254 ms every time), and kvmatch's tables are such memory.
+	 * The cluster capture without them (6 + 6 interleaved runs): 5.09-5.84
+	 * s where it took 5.41-6.08, system time 0.30-0.75 s where it was
+	 * 0.73-1.19; user time 1-4% more (the TLB misses huge pages save),
+	 * which is what a machine without that first-touch cost gives up. */
 	return p;
 }
 
@@ -48,7 +54,6 @@ void *kv_slots_grow(void *p, size_t oldbytes, size_t bytes)
 	void *q = mremap(p, oldbytes, bytes, MREMAP_MAYMOVE);
 	if (q == MAP_FAILED)
 		kv_die(KV_EX_SOFTWARE, "out of memory (%zu bytes)", bytes);
-	madvise(q, bytes, MADV_HUGEPAGE);
 	return q;
 #else
 	void *q = kv_slots_alloc(bytes);

@@ -396,15 +396,14 @@ static size_t bucket_sort(const struct buckets *bk, size_t k, const void *recs, 
 	return m;
 }
 
-/* The buckets' records, in kv_slots_alloc's memory (huge pages where the
- * system gives them): filled in the order of the table, they are written
- * all over at once, and faulting them in 4 KiB at a time took as long as
- * the pass (the bench's cluster index: 118-127 ms of processor time with
- * malloc's memory, 55-59 ms with this).  What is made of them goes where
- * they were (the blocks' run nodes, the engine hashes' chains) or straight
- * into its section (the engine hashes and their blocks), not into new
- * memory to fault in.  The sections stay in malloc's memory: from huge
- * pages, their copy into the page cache took twice as long here. */
+/* The buckets' records, in kv_slots_alloc's memory, the tables' (small
+ * pages: after a run over the captures, the kernel clearing fresh huge
+ * pages for them was most of the write's time on the bench's VM; after -i,
+ * on warm memory, they had saved 60 ms of faults).  What is made of them
+ * goes where they were (the blocks' run nodes, the engine hashes' chains)
+ * or straight into its section (the engine hashes and their blocks), not
+ * into new memory to fault in.  The sections stay in malloc's memory: from
+ * huge pages, their copy into the page cache took twice as long here. */
 static void *records_alloc(size_t n, size_t size)
 {
 	return kv_slots_alloc((n + 1) * size);
