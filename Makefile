@@ -59,8 +59,9 @@ FUZZ_SRC   = $(wildcard fuzz/fuzz_*.c)
 FUZZ_NAMES = $(FUZZ_SRC:fuzz/fuzz_%.c=%)
 REPLAYS    = $(FUZZ_NAMES:%=$(BUILD)/tests/fuzzreplay_%)
 # bench/limits.c: the machine's limits (hashing, random reads) that bench/run
-# states its ratio rows in; built with the tests so that CI's -Werror sees it
-BENCH_PROBES = $(BUILD)/tests/limits
+# states its ratio rows in, and bench/applyonly.c, kvmatch's matcher timed on
+# events decoded ahead; built with the tests so that CI's -Werror sees them
+BENCH_PROBES = $(BUILD)/tests/limits $(BUILD)/tests/applyonly
 FUZZERS    = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 
 .PHONY: all help check check-build deps install uninstall clean demo bench fuzz lint samples sample-decoupled
@@ -132,6 +133,10 @@ $(BUILD)/tests/limits: bench/limits.c $(BUILD)/.flags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
 
+$(BUILD)/tests/applyonly: bench/applyonly.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
 # Each fuzz harness is also built with a plain driver that replays its
 # corpus, so that `make check` runs every corpus file.
 FUZZ_HDR   = $(wildcard fuzz/*.h)
@@ -165,7 +170,7 @@ fuzz: $(FUZZERS)
 # .cppcheck-suppressions and .clang-tidy; any finding fails.  clang-tidy runs
 # once per file into build/lint, so `make -j2 lint` uses both cores and a
 # second run only looks at what changed.
-LINT_SRC   = $(LIB_SRC) lib/http/fetch.c lib/nats/js.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c bench/limits.c
+LINT_SRC   = $(LIB_SRC) lib/http/fetch.c lib/nats/js.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c bench/limits.c bench/applyonly.c
 TIDY_FLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DKV_VERSION='"$(VERSION)"' \
              -Ilib -Itests/unit $(PKG_CFLAGS) $(CURL_CFLAGS) $(NATS_CFLAGS)
 CPPCHECK   = cppcheck --std=c11 --enable=warning,style,performance,portability --inline-suppr \

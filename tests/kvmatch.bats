@@ -1118,3 +1118,24 @@ b/0 10.0.0.6"
 	n=$(grep -c 'prefetch' <<<"$output" || true)
 	[ "$n" -ge 1 ] || fail "kv_match_event has no prefetch instruction"
 }
+
+# make bench's matcher-alone row (bench/applyonly.c) times the same work as
+# kvmatch, or its figure compares nothing: the same index from the same
+# capture, and what it cannot replay refused rather than timed.
+@test "bench's applyonly builds kvmatch's index from a kvgen capture with a pool; a record with a problem is refused" {
+	kvgen -q --limit 300 --workers 4 --dp 2 --capacity 600 --pool memcache --registrations regs.jsonl \
+		-o gen.kvcap "$ROOT/share/traces/conversation-300.jsonl"
+	run --separate-stderr applyonly gen.kvcap regs.jsonl
+	assert_success
+	[[ ${lines[0]} =~ ^apply_ns\ [0-9]+$ ]]
+	index=$(kvmatch -v -r regs.jsonl --log none gen.kvcap 2>&1 >/dev/null | sed -n 's/.* workers, \([0-9]*\) blocks, \([0-9]*\) holdings.*/blocks \1 holdings \2/p')
+	[[ $index =~ ^blocks\ [1-9][0-9]*\ holdings\ [1-9][0-9]*$ ]]
+	assert_equal "${lines[1]} ${lines[2]}" "$index"
+	printf '%s\n' '[1764500000.0, [["BlockRemoved", [1]], ["BlockRemoved", "zz"]], 0]' | j2mp > bad.kvcap
+	run --separate-stderr applyonly bad.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "applyonly: bad.kvcap: record 1 failed, was lost or has problems"
+	run --separate-stderr applyonly
+	assert_equal "$status" 64
+	assert_equal "$stderr" "usage: applyonly CAPTURE [REGISTRATIONS]"
+}
