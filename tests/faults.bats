@@ -316,15 +316,18 @@ signal_run() {
 	run --separate-stderr kvmatch --dump s.kvsnap
 	assert_success
 	assert_equal "$output" "$(kvmatch --dump before.kvsnap)"
-	# the temporary file is left behind: whole (killed while syncing it),
-	# it is the new snapshot; cut short, it is refused, and since its
-	# header (which holds the sections' checksums) is written last, it has
-	# none: not a snapshot, whatever its size
+	# the temporary file is left behind: cut short, it is refused; whole
+	# (killed while syncing it), it is the new snapshot
 	tmp=$(compgen -G 's.kvsnap.tmp.*')
 	size=$(stat -c %s "$tmp")
-	if ! cmp -s "$tmp" complete.kvsnap; then
-		want="not a kvsnap snapshot"
-		[ "$size" = 0 ] && want="empty file"
+	if [ "$size" = "$(stat -c %s complete.kvsnap)" ]; then
+		cmp "$tmp" complete.kvsnap
+	else
+		case $size in
+		0) want="empty file" ;;
+		[1-9] | [12][0-9] | 3[01]) want="not a kvsnap snapshot" ;;
+		*) want="truncated or padded: $size bytes, header says $(stat -c %s complete.kvsnap)" ;;
+		esac
 		run --separate-stderr kvmatch --dump "$tmp"
 		assert_equal "$status" 65
 		assert_equal "$stderr" "kvmatch: $tmp: $want"

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* sync_file_range */
 #include "index/snap.h"
 #include "index/blockhash.h"
 #include "index/workers.h"
@@ -9,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,16 +95,13 @@ void kv_snapw_range_end(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range
 
 #define WRITE_CHUNK ((size_t)4 << 20)
 
-/* n bytes at off, in pieces: one write of a section of hundreds of MiB
- * copied into the page cache a third slower here than pieces of 4 MiB.
- * The disk is told to start on each piece (a hint: fsync still waits for
- * all and reports what failed), so that the fsync after the last piece
- * waits for little more than that piece. */
-static bool write_at(int fd, const void *p, size_t n, uint64_t off)
+static bool write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 	while (n) {
-		ssize_t w = pwrite(fd, c, n < WRITE_CHUNK ? n : WRITE_CHUNK, (off_t)off);
+		/* in pieces: one write of a section of hundreds of MiB copied into
+		 * the page cache a third slower here than pieces of 4 MiB */
+		ssize_t w = write(fd, c, n < WRITE_CHUNK ? n : WRITE_CHUNK);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -114,9 +109,7 @@ static bool write_at(int fd, const void *p, size_t n, uint64_t off)
 				errno = ENOSPC;
 			return false;
 		}
-		(void)sync_file_range(fd, (off_t)off, w, SYNC_FILE_RANGE_WRITE);
 		c += w;
-		off += (uint64_t)w;
 		n -= (size_t)w;
 	}
 	return true;
@@ -136,111 +129,37 @@ static uint64_t header_sum(const uint8_t *header, const uint8_t *table, uint32_t
 	return XXH3_64bits(buf, 24 + (size_t)nsec * TABLE_ENTRY);
 }
 
-/* Sections first..last-1 of a writer, each written at its offset and
- * checksummed a piece at a time as it goes (the piece is in cache for
- * both); sum[id] and errno for the caller. */
-struct section_job {
-	int fd;
-	const struct kv_snap_writer *b;
-	const uint64_t *off;
-	uint64_t *sum;
-	uint32_t first, last;
-	bool ok;
-	int err;
-};
-
-static bool write_section(int fd, const struct kv_snap_buf *sec, uint64_t off, uint64_t *sum)
-{
-	static const uint8_t zeros[8];
-	XXH3_state_t *st = XXH3_createState();
-	if (!st)
-		kv_die(KV_EX_SOFTWARE, "out of memory (an XXH3 state)");
-	XXH3_64bits_reset(st);
-	bool ok = true;
-	for (size_t at = 0; ok && at < sec->len; at += WRITE_CHUNK) {
-		size_t n = sec->len - at < WRITE_CHUNK ? sec->len - at : WRITE_CHUNK;
-		XXH3_64bits_update(st, sec->p + at, n);
-		ok = write_at(fd, sec->p + at, n, off + at);
-	}
-	*sum = XXH3_64bits_digest(st);
-	int err = errno;
-	XXH3_freeState(st);
-	errno = err;
-	return ok && write_at(fd, zeros, (size_t)(align8(sec->len) - sec->len), off + sec->len);
-}
-
-static void *write_sections(void *arg)
-{
-	struct section_job *j = arg;
-	j->ok = true;
-	for (uint32_t id = j->first; j->ok && id < j->last; id++)
-		j->ok = write_section(j->fd, &j->b->sec[id], j->off[id], &j->sum[id]);
-	j->err = j->ok ? 0 : errno;
-	return NULL;
-}
-
-/* Below one piece, one thread writes all: a second has nothing to overlap. */
-#define SPLIT_WRITE_BYTES ((uint64_t)4 << 20)
-
-/* The sections split where half their bytes are written: the second
- * part by a second thread when the file is large (copying into the page
- * cache and checksumming take 50 to 60 ms of one thread for the bench's
- * cluster snapshot). */
-static bool write_all_sections(int fd, const struct kv_snap_writer *b, uint32_t nsec, const uint64_t *off,
-			       uint64_t *sum)
-{
-	uint64_t total = off[nsec + 1] - off[1];
-	uint32_t mid = nsec + 1;
-	if (total >= SPLIT_WRITE_BYTES)
-		for (mid = 1; mid <= nsec && off[mid + 1] - off[1] < total / 2; mid++)
-			;
-	struct section_job first = { fd, b, off, sum, 1, mid, false, 0 };
-	struct section_job second = { fd, b, off, sum, mid, nsec + 1, false, 0 };
-	pthread_t t;
-	bool two = mid <= nsec && pthread_create(&t, NULL, write_sections, &second) == 0;
-	write_sections(&first);
-	if (two)
-		pthread_join(t, NULL);
-	else
-		write_sections(&second);
-	if (first.ok && second.ok)
-		return true;
-	errno = first.ok ? second.err : first.err;
-	return false;
-}
-
-/* Sections first, then the header and table (which hold their checksums)
- * at the start: the same bytes as written in order. */
 static bool write_file(int fd, const struct kv_snap_writer *b)
 {
 	/* the stream section only when there is a position: a snapshot of
 	 * files has the 16 sections it had before the section existed */
 	uint32_t nsec = b->sec[KV_SEC_STREAM].len ? KV_SEC_STREAM : KV_SEC_STREAM - 1;
-	uint64_t off[MAX_SECTIONS + 2], sum[MAX_SECTIONS + 1];
-	off[1] = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
-	for (uint32_t id = 1; id <= nsec; id++)
-		off[id + 1] = align8(off[id] + b->sec[id].len);
-	if (!write_all_sections(fd, b, nsec, off, sum))
-		return false;
+	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
 	uint8_t table[MAX_SECTIONS * TABLE_ENTRY] = { 0 };
+	static const uint8_t zeros[8];
 	for (uint32_t id = 1; id <= nsec; id++) {
 		uint8_t *t = table + (id - 1) * TABLE_ENTRY;
 		uint32_t rs = kv_snap_record_size[id];
-		uint64_t count = b->sec[id].len / rs;
+		uint64_t count = b->sec[id].len / rs, sum = XXH3_64bits(b->sec[id].p, b->sec[id].len);
 		memcpy(t, &id, 4);
 		memcpy(t + 4, &rs, 4);
-		memcpy(t + 8, &off[id], 8);
+		memcpy(t + 8, &off, 8);
 		memcpy(t + 16, &count, 8);
-		memcpy(t + 24, &sum[id], 8);
+		memcpy(t + 24, &sum, 8);
+		off = align8(off + b->sec[id].len);
 	}
 	uint8_t header[HEADER_SIZE] = { 'K', 'V', 'S', 'N', 'A', 'P' };
 	uint16_t version = KV_SNAP_VERSION;
 	memcpy(header + 6, &version, 2);
 	memcpy(header + 8, &nsec, 4);
-	memcpy(header + 16, &off[nsec + 1], 8);
+	memcpy(header + 16, &off, 8);
 	uint64_t hsum = header_sum(header, table, nsec);
 	memcpy(header + 24, &hsum, 8);
-	return write_at(fd, header, sizeof header, 0) && write_at(fd, table, nsec * TABLE_ENTRY, HEADER_SIZE);
+	bool ok = write_all(fd, header, sizeof header) && write_all(fd, table, nsec * TABLE_ENTRY);
+	for (uint32_t id = 1; ok && id <= nsec; id++)
+		ok = write_all(fd, b->sec[id].p, b->sec[id].len) &&
+		     write_all(fd, zeros, (size_t)(align8(b->sec[id].len) - b->sec[id].len));
+	return ok;
 }
 
 /* The rename is durable only once the directory holding the name is

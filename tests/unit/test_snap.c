@@ -5,13 +5,11 @@
 #define _GNU_SOURCE /* pthread_setattr_default_np */
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -1006,28 +1004,6 @@ static void *no_work(void *arg)
 	return arg;
 }
 
-/* Writes s to path as it is written where no second thread can be
- * started (every thread asked for a stack larger than memory): true when
- * the write did and a thread was refused. */
-static bool write_in_one_thread(const char *path, struct state *s)
-{
-	pthread_attr_t big, was;
-	if (pthread_getattr_default_np(&was) != 0)
-		return false;
-	pthread_attr_init(&big);
-	bool set = pthread_attr_setstacksize(&big, (size_t)1 << 60) == 0 && pthread_setattr_default_np(&big) == 0;
-	pthread_t t;
-	bool refused = set && pthread_create(&t, NULL, no_work, NULL) != 0;
-	if (set && !refused)
-		pthread_join(t, NULL);
-	struct kv_err e = { 0 };
-	bool ok = refused && kv_snap_write(path, &s->ix, &s->ws, &s->m, &e);
-	bool reset = pthread_setattr_default_np(&was) == 0;
-	pthread_attr_destroy(&big);
-	pthread_attr_destroy(&was);
-	return ok && reset;
-}
-
 /* A partition of 33,000 blocks (the writer sorts them in buckets of their
  * chains' top bits, one of them not uniform): read back as the live index
  * has it, and written the same when no second thread can be started
@@ -1053,61 +1029,26 @@ static void large_partition_written_as_held(void)
 	ASSERT_EQ_U64(snap.partitions[part].r[KV_RANGE_ORPHANS].count, 3000);
 	ASSERT_EQ_U64(snap.partitions[part].r[KV_RANGE_STALE].count, 500);
 	kv_snap_unload(&snap);
-	ASSERT(write_in_one_thread(path, &s));
+	pthread_attr_t big, was;
+	ASSERT(pthread_getattr_default_np(&was) == 0);
+	pthread_attr_init(&big);
+	ASSERT(pthread_attr_setstacksize(&big, (size_t)1 << 60) == 0);
+	ASSERT(pthread_setattr_default_np(&big) == 0);
+	pthread_t t;
+	bool refused = pthread_create(&t, NULL, no_work, NULL) != 0;
+	if (!refused)
+		pthread_join(t, NULL);
+	bool ok = kv_snap_write(path, &s.ix, &s.ws, &s.m, &e);
+	ASSERT(pthread_setattr_default_np(&was) == 0);
+	pthread_attr_destroy(&big);
+	pthread_attr_destroy(&was);
+	ASSERT(refused && ok);
 	uint8_t *one = read_file(path, &n1);
 	ASSERT(n1 == n && memcmp(one, two, n) == 0);
 	free(one);
 	free(two);
 	free_state(&s);
 	unlink(path);
-}
-
-/* A file of more than 4 MiB is written by two threads, each a part of its
- * sections: it loads, and has the bytes one thread writes.  A failure in
- * the second part (the file-size limit at half the file) fails the write
- * with its reason, leaving the file before it and no temporary file. */
-static void large_file_written_in_two_parts(void)
-{
-	char dir[] = "/tmp/kvtools-twoparts-XXXXXX", path[64], want[128];
-	ASSERT(mkdtemp(dir) != NULL);
-	snprintf(path, sizeof path, "%s/s.kvsnap", dir);
-	struct state s;
-	long_state(&s, 300000);
-	struct kv_err e = { 0 };
-	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
-	size_t n, n1;
-	uint8_t *two = read_file(path, &n);
-	ASSERT(n > ((size_t)4 << 20));
-	struct kv_snap snap;
-	ASSERT(kv_snap_load(path, &snap, &e));
-	ASSERT_EQ_U64(snap.nblocks, 300006);
-	kv_snap_unload(&snap);
-	ASSERT(write_in_one_thread(path, &s));
-	uint8_t *one = read_file(path, &n1);
-	ASSERT(n1 == n && memcmp(one, two, n) == 0);
-	free(one);
-
-	struct rlimit was, half;
-	ASSERT(getrlimit(RLIMIT_FSIZE, &was) == 0);
-	half = was;
-	half.rlim_cur = n / 2;
-	void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
-	ASSERT(setrlimit(RLIMIT_FSIZE, &half) == 0);
-	bool wrote = kv_snap_write(path, &s.ix, &s.ws, &s.m, &e);
-	ASSERT(setrlimit(RLIMIT_FSIZE, &was) == 0);
-	signal(SIGXFSZ, old);
-	ASSERT(!wrote);
-	snprintf(want, sizeof want, "%s: File too large", path);
-	ASSERT_EQ_STR(kv_err_msg(&e), want);
-	ASSERT_EQ_U64(e.status, KV_EX_IOERR);
-	kv_err_clear(&e);
-	one = read_file(path, &n1);
-	ASSERT(n1 == n && memcmp(one, two, n) == 0);
-	free(one);
-	free(two);
-	unlink(path);
-	ASSERT(rmdir(dir) == 0);
-	free_state(&s);
 }
 
 int main(void)
@@ -1124,6 +1065,5 @@ int main(void)
 	RUN(section_checksum_damaged);
 	RUN(blocks_checked_as_read);
 	RUN(large_partition_written_as_held);
-	RUN(large_file_written_in_two_parts);
 	return unit_done();
 }
