@@ -24,11 +24,13 @@
 #include "index/regs.h"
 #include "index/workers.h"
 
-/* Memory that lives to the end: chunks handed out in order, never freed
- * one by one (the process ends after printing). */
+/* Memory for the decoded batches: chunks handed out in order, freed all
+ * at once at the end. */
 struct arena {
 	char *p;
 	size_t left;
+	char **chunks;
+	size_t nchunks;
 };
 
 #define CHUNK ((size_t)64 << 20)
@@ -40,6 +42,8 @@ static void *arena_copy(struct arena *a, const void *src, size_t n)
 		size_t size = n > CHUNK ? n : CHUNK;
 		a->p = kv_xmalloc(size);
 		a->left = size;
+		a->chunks = kv_xrealloc(a->chunks, (a->nchunks + 1) * sizeof *a->chunks);
+		a->chunks[a->nchunks++] = a->p;
 	}
 	void *d = a->p;
 	if (src)
@@ -47,6 +51,13 @@ static void *arena_copy(struct arena *a, const void *src, size_t n)
 	a->p += n;
 	a->left -= n;
 	return d;
+}
+
+static void arena_free(struct arena *a)
+{
+	for (size_t i = 0; i < a->nchunks; i++)
+		free(a->chunks[i]);
+	free(a->chunks);
 }
 
 static struct kv_str copy_str(struct arena *a, struct kv_str s)
@@ -145,5 +156,10 @@ int main(int argc, char **argv)
 	uint64_t t1 = kv_monotonic_ns();
 	printf("apply_ns %" PRIu64 "\nblocks %" PRIu64 "\nholdings %" PRIu64 "\n", t1 - t0, kv_index_blocks(&ix),
 	       kv_index_holdings(&ix));
+	kv_match_delete(m);
+	kv_index_free(&ix);
+	kv_workers_free(&ws);
+	free(v);
+	arena_free(&a);
 	return ferror(stdout) || fflush(stdout) ? KV_EX_IOERR : KV_EX_OK;
 }
