@@ -38,7 +38,7 @@ struct arena {
 static void *arena_copy(struct arena *a, const void *src, size_t n)
 {
 	n = (n + 7) & ~(size_t)7;
-	if (n > a->left) {
+	if (n > a->left || !a->p) {
 		size_t size = n > CHUNK ? n : CHUNK;
 		a->p = kv_xmalloc(size);
 		a->left = size;
@@ -72,7 +72,7 @@ static void copy_event(struct arena *a, struct kv_event *e)
 	struct kv_str *strs[] = { &e->src, &e->topic, &e->lora_name, &e->spec_kind, &e->medium_raw,
 				  &e->backend_id, &e->model_name, &e->tenant_id, &e->object_key, &e->locality,
 				  &e->ownership, &e->additional_salt, &e->event_id.s, &e->group_id.s, &e->extra_json };
-	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+	for (size_t i = 0; i < sizeof strs / sizeof(struct kv_str *); i++)
 		*strs[i] = copy_str(a, *strs[i]);
 	if (e->nhashes)
 		e->hashes = arena_copy(a, e->hashes, e->nhashes * sizeof *e->hashes);
