@@ -241,6 +241,12 @@ static bool live(uint64_t t, uint64_t ttl, uint64_t now)
 	return now < t || now - t < ttl;
 }
 
+/* Whether o is an offload still waiting for its pool (within --offload-ttl). */
+static bool offload_live(const struct kv_match *m, const struct kv_offload *o)
+{
+	return o && live(o->t, m->o.offload_ttl_ns, m->now);
+}
+
 /* The content of chain: from the block that holds it, or the content cache. */
 static bool chain_content(struct kv_match *m, uint32_t part, uint64_t chain, struct content *c)
 {
@@ -274,7 +280,7 @@ static bool chain_of(struct kv_match *m, uint32_t part, uint64_t ehash, uint64_t
 		return true;
 	}
 	struct kv_offload *o = kv_offloads_find(&kv_match_partition(m, part)->offload, ehash);
-	if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
+	if (offload_live(m, o)) {
 		*chain = o->chain;
 		return true;
 	}
@@ -364,7 +370,7 @@ static bool names_something(struct kv_match *m, uint32_t part, const struct kv_e
 	if (chain_content(m, part, e->chain, &c))
 		return true;
 	struct kv_offload *o = kv_offloads_find(&m->pm[part].offload, e->key);
-	return o && live(o->t, m->o.offload_ttl_ns, m->now);
+	return offload_live(m, o);
 }
 
 struct names_in {
@@ -864,7 +870,7 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 		bool named = known_content(m, part, e->hashes[i], &c);
 		if (!named) {
 			struct kv_offload *o = kv_offloads_find(&kv_match_partition(m, part)->offload, e->hashes[i]);
-			if (!o || !live(o->t, m->o.offload_ttl_ns, m->now)) {
+			if (!offload_live(m, o)) {
 				report(m, r, KV_ST_DROPPED, KV_R_UNKNOWN_HASH, &e->hashes[i], (int)medium, &w, 1, 0);
 				continue;
 			}
@@ -1079,7 +1085,7 @@ KV_PREFETCHING void fetch_confirmed(const struct kv_match *m, const struct kv_pa
 				    const struct kv_pmatch *pm, uint64_t ehash)
 {
 	const struct kv_offload *o = kv_offloads_find_const(&pm->offload, ehash);
-	if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
+	if (offload_live(m, o)) {
 		fetch_block(&p->blocks, o->chain);
 		if (named_already(pm, o))
 			return;
@@ -1093,7 +1099,7 @@ KV_PREFETCHING void fetch_confirmed_block(const struct kv_match *m, const struct
 					  const struct kv_pmatch *pm, uint64_t ehash)
 {
 	const struct kv_offload *o = kv_offloads_find_const(&pm->offload, ehash);
-	if (o && live(o->t, m->o.offload_ttl_ns, m->now))
+	if (offload_live(m, o))
 		return;
 	const struct kv_ehash *eh = kv_ehashes_find_const(&p->ehashes, ehash);
 	if (eh)
@@ -1125,7 +1131,7 @@ static void pool_stored(struct kv_match *m, const struct rep *r, uint32_t part, 
 		struct content c;
 		struct kv_offload *o = kv_offloads_find(&pm->offload, h);
 		bool known = false, named = false;
-		if (o && live(o->t, m->o.offload_ttl_ns, m->now)) {
+		if (offload_live(m, o)) {
 			c = (struct content){ o->chain, o->parent, o->local };
 			if (o->src && o->src <= m->sources.n)
 				m->sources.v[o->src - 1].d.offload_met++;
