@@ -3,8 +3,8 @@
  * (Dynamo's positional indexer, fed prepared events: README, "What the
  * misses are").  Reads a capture whole, copying every batch out of the
  * decoder's buffers, then applies the batches as kvmatch -q --log none
- * does (registrations first, the same calls per record and event) and
- * prints three lines:
+ * does (registrations and their partitions first, the same calls per
+ * record and event) and prints three lines:
  *   apply_ns T            the time of applying all the batches, in ns
  *   blocks B              blocks in the index after them
  *   holdings H            (block, worker) pairs in it
@@ -21,7 +21,6 @@
 #include "decode/source.h"
 #include "index/index.h"
 #include "index/match.h"
-#include "index/regs.h"
 #include "index/workers.h"
 
 /* Memory for the decoded batches: chunks handed out in order, freed all
@@ -117,16 +116,6 @@ static struct batch *read_capture(const char *path, size_t *nbatches, struct are
 	return v;
 }
 
-static void register_workers(struct kv_workers *ws, const char *path)
-{
-	struct kv_regs regs;
-	struct kv_err e = { 0 };
-	if (!kv_regs_load(path, &regs, &e))
-		kv_err_exit(&e);
-	kv_workers_register(ws, &regs);
-	kv_regs_free(&regs);
-}
-
 int main(int argc, char **argv)
 {
 	kv_set_prog(argv);
@@ -140,12 +129,14 @@ int main(int argc, char **argv)
 	struct kv_workers ws;
 	struct kv_index ix;
 	kv_workers_init(&ws);
-	if (argc == 3)
-		register_workers(&ws, argv[2]);
+	struct kv_err e = { 0 };
+	if (argc == 3 && !kv_workers_load(&ws, argv[2], &e))
+		kv_err_exit(&e);
 	kv_index_init(&ix);
-	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
-				   KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
+	struct kv_match_opts o = kv_match_opts_default();
+	o.log_mask = 0;                  /* --log none */
 	struct kv_match *m = kv_match_new(&ix, &ws, &o);
+	kv_match_create_registered(m);
 	uint64_t t0 = kv_monotonic_ns();
 	for (size_t i = 0; i < n; i++) {
 		if (kv_match_stream_duplicate(m, &v[i].ctx, v[i].nev) || !kv_match_record(m, &v[i].ctx, v[i].nev))

@@ -119,8 +119,7 @@ static enum kv_diag_format diag_format(const char *arg)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	int c;
-	o->match = (struct kv_match_opts){ KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
-					   KV_MAX_PENDING_DEFAULT, false, KV_LOG_DEFAULT, NULL, NULL };
+	o->match = kv_match_opts_default();
 	o->src.allow_json = true;
 	while ((c = getopt_long(argc, argv, "r:o:i:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -320,31 +319,12 @@ static int dump(const char *path)
 	return kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 }
 
-/* kv-conductor creates a partition's indexer when a worker registers: a
- * registered model and tenant is known (answered {"<tenant>": {}}) before
- * any event, with the registration's block size. */
-static void create_registered_partitions(struct run *r)
-{
-	for (size_t i = 0; i < r->ws.n; i++) {
-		const struct kv_worker *w = &r->ws.v[i];
-		if (w->inferred || !w->model)
-			continue;
-		const char *tenant = w->tenant ? w->tenant : "default";
-		uint32_t part = kv_index_partition_bounded(&r->ix, w->model, strlen(w->model), tenant, strlen(tenant));
-		if (part != KV_NO_PARTITION && !r->ix.p[part].block_size)
-			r->ix.p[part].block_size = w->block_size;
-	}
-}
-
 static void load_state(struct run *r)
 {
 	if (r->o->regs) {
-		struct kv_regs regs;
 		struct kv_err e = { 0 };
-		if (!kv_regs_load(r->o->regs, &regs, &e))
+		if (!kv_workers_load(&r->ws, r->o->regs, &e))
 			exit(kv_err_print(&e));
-		kv_workers_register(&r->ws, &regs);
-		kv_regs_free(&regs);
 	}
 	if (r->o->resume) {
 		struct kv_snap s;
@@ -354,7 +334,7 @@ static void load_state(struct run *r)
 		kv_snap_restore(&s, &r->ix, &r->ws, r->m);
 		kv_snap_unload(&s);
 	}
-	create_registered_partitions(r);
+	kv_match_create_registered(r->m);
 }
 
 int main(int argc, char **argv)

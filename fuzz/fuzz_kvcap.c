@@ -45,8 +45,10 @@ static void matcher_init(struct matcher *mt, struct kv_out *out)
 {
 	memset(mt, 0, sizeof *mt);
 	mt->out = out;
-	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
-				   KV_MAX_PENDING_DEFAULT, false, ~0u, on_report, mt };
+	struct kv_match_opts o = kv_match_opts_default();
+	o.log_mask = ~0u;
+	o.report = on_report;
+	o.report_arg = mt;
 	kv_index_init(&mt->ix);
 	kv_workers_init(&mt->ws);
 	kv_match_init(&mt->m, &mt->ix, &mt->ws, &o);

@@ -154,8 +154,8 @@ static void restore(const struct kv_snap *s)
 	struct kv_index ix;
 	struct kv_workers ws;
 	struct kv_match m;
-	struct kv_match_opts mo = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
-				    KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
+	struct kv_match_opts mo = kv_match_opts_default();
+	mo.log_mask = 0;
 	kv_index_init(&ix);
 	kv_workers_init(&ws);
 	kv_match_init(&m, &ix, &ws, &mo);

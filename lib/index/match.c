@@ -88,6 +88,19 @@ void kv_match_delete(struct kv_match *m)
 	free(m);
 }
 
+void kv_match_create_registered(struct kv_match *m)
+{
+	for (size_t i = 0; i < m->ws->n; i++) {
+		const struct kv_worker *w = &m->ws->v[i];
+		if (w->inferred || !w->model)
+			continue;
+		const char *tenant = w->tenant ? w->tenant : "default";
+		uint32_t part = kv_index_partition_bounded(m->ix, w->model, strlen(w->model), tenant, strlen(tenant));
+		if (part != KV_NO_PARTITION && !m->ix->p[part].block_size)
+			m->ix->p[part].block_size = w->block_size;
+	}
+}
+
 struct kv_pmatch *kv_match_partition(struct kv_match *m, uint32_t part)
 {
 	if (part >= m->npm) {

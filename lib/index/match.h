@@ -71,6 +71,14 @@ struct kv_match_opts {
 #define KV_OFFLOAD_TTL_DEFAULT (600ull * 1000000000ull)
 #define KV_CONTENT_TTL_DEFAULT (300ull * 1000000000ull)
 #define KV_MAX_PENDING_DEFAULT 1000000u
+
+/* kvmatch(1)'s options when none is given: the TTLs, --max-pending, pool
+ * events matched by host, the states it logs; no report function. */
+static inline struct kv_match_opts kv_match_opts_default(void)
+{
+	return (struct kv_match_opts){ KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
+				       KV_MAX_PENDING_DEFAULT, false, KV_LOG_DEFAULT, NULL, NULL };
+}
 /* Cached content and stale engine hashes are swept at this event-time interval. */
 #define KV_SWEEP_INTERVAL_NS (30ull * 1000000000ull)
 
@@ -86,6 +94,11 @@ struct kv_match_stats {
  * as long as it does). */
 struct kv_match *kv_match_new(struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o);
 void kv_match_delete(struct kv_match *m);
+/* kv-conductor creates a partition's indexer when a worker registers: a
+ * registered model and tenant is known (answered {"<tenant>": {}}) before
+ * any event, with the registration's block size.  Creates those of the
+ * registered workers (after any snapshot is restored). */
+void kv_match_create_registered(struct kv_match *m);
 /* A record arrives: advances event time, tracks its source's seq; false when
  * it is a replayed duplicate of a batch already applied (reported dropped). */
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);

@@ -137,6 +137,16 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 	}
 }
 
+bool kv_workers_load(struct kv_workers *ws, const char *path, struct kv_err *e)
+{
+	struct kv_regs regs;
+	if (!kv_regs_load(path, &regs, e))
+		return false;
+	kv_workers_register(ws, &regs);
+	kv_regs_free(&regs);
+	return true;
+}
+
 bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub, uint32_t *w)
 {
 	if (!sub || !sub->instance_id)

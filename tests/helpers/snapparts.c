@@ -30,8 +30,8 @@ int main(int argc, char **argv)
 	struct kv_workers ws;
 	kv_workers_init(&ws);
 	struct kv_match m;
-	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
-				   KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
+	struct kv_match_opts o = kv_match_opts_default();
+	o.log_mask = 0;
 	kv_match_init(&m, &ix, &ws, &o);
 	struct kv_err e = { 0 };
 	bool ok = kv_snap_write(argv[2], &ix, &ws, &m, &e);
