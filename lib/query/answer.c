@@ -137,17 +137,23 @@ static char *put_count(char *p, uint64_t v)
 
 /* A rank's block counts, room made once for all of them: six counts and
  * their keys per rank, 64 ranks an answer on the bench's cluster. */
+#define DP_CPU "{\"cpu_blocks\":"
+#define DP_CPU_LOCAL ",\"cpu_local_blocks\":"
+#define DP_CPU_REMOTE ",\"cpu_remote_blocks\":"
+#define DP_DISK ",\"disk_blocks\":"
+#define DP_TOKENS ",\"matched_tokens\":"
+#define DP_NPU ",\"npu_blocks\":"
+
 static void put_dp_blocks(struct jw *w, const struct kv_hit *h, uint64_t tokens, bool shared_pool)
 {
-	static const char keys[] = "{\"cpu_blocks\":,\"cpu_local_blocks\":,\"cpu_remote_blocks\":,\"disk_blocks\":"
-				   ",\"matched_tokens\":,\"npu_blocks\":}";
-	char *p = jw_room(w, sizeof keys + 6 * JW_U64_MAX);
-	p = put_count(jw_lit(p, "{\"cpu_blocks\":"), h->cpu);
-	p = put_count(jw_lit(p, ",\"cpu_local_blocks\":"), shared_pool ? h->cpu_local : h->cpu);
-	p = put_count(jw_lit(p, ",\"cpu_remote_blocks\":"), shared_pool ? h->cpu_remote : 0);
-	p = put_count(jw_lit(p, ",\"disk_blocks\":"), h->disk);
-	p = put_count(jw_lit(p, ",\"matched_tokens\":"), tokens);
-	p = put_count(jw_lit(p, ",\"npu_blocks\":"), h->npu);
+	/* the room is that of the keys written below, and six counts */
+	char *p = jw_room(w, sizeof(DP_CPU DP_CPU_LOCAL DP_CPU_REMOTE DP_DISK DP_TOKENS DP_NPU "}") + 6 * JW_U64_MAX);
+	p = put_count(jw_lit(p, DP_CPU), h->cpu);
+	p = put_count(jw_lit(p, DP_CPU_LOCAL), shared_pool ? h->cpu_local : h->cpu);
+	p = put_count(jw_lit(p, DP_CPU_REMOTE), shared_pool ? h->cpu_remote : 0);
+	p = put_count(jw_lit(p, DP_DISK), h->disk);
+	p = put_count(jw_lit(p, DP_TOKENS), tokens);
+	p = put_count(jw_lit(p, DP_NPU), h->npu);
 	w->p = jw_lit(p, "}");
 }
 
