@@ -140,11 +140,12 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 bool kv_workers_load(struct kv_workers *ws, const char *path, struct kv_err *e)
 {
 	struct kv_regs regs;
-	if (!kv_regs_load(path, &regs, e))
-		return false;
-	kv_workers_register(ws, &regs);
+	bool ok = kv_regs_load(path, &regs, e);
+	if (ok)
+		kv_workers_register(ws, &regs);
+	/* a refused file's good lines are kept in regs: freed either way */
 	kv_regs_free(&regs);
-	return true;
+	return ok;
 }
 
 bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub, uint32_t *w)

@@ -77,7 +77,8 @@ void kv_workers_free(struct kv_workers *ws);
 /* Adds the workers and pool subscribers of a registrations file. */
 void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs);
 /* Reads the registrations file at path (kv_regs_load) and adds them;
- * false, with e set, when it cannot be read or is refused. */
+ * false, with e set and nothing added, when it cannot be read or is
+ * refused. */
 bool kv_workers_load(struct kv_workers *ws, const char *path, struct kv_err *e);
 /* The worker that published an engine event from src with batch dp_rank
  * (registered, or inferred and created on first sight); KV_NO_WORKER when
