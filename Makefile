@@ -249,32 +249,35 @@ sample-decoupled: $(PROGDIR)/kvgen
 	  -o $(SAMPLEDIR)/sample-decoupled.kvcap share/traces/conversation-300.jsonl
 
 # What `make install` puts in SHAREDIR: the sample, its registrations and
-# queries, the traces and the example scripts.
-SHARE_FILES = sample.kvcap registrations.jsonl queries.jsonl traces/README.md \
-              traces/conversation-300.jsonl traces/conversation_trace.jsonl.gz \
-              examples/routing-experiment.sh examples/routing-experiment.png
+# queries (what `make samples` writes), and every file of traces/ and examples/.
+SHARE_FILES = sample.kvcap registrations.jsonl queries.jsonl \
+              $(patsubst share/%,%,$(wildcard share/traces/* share/examples/*))
+MANPAGES    = $(wildcard man/*.[1-8])
+
+# Everything `make install` puts in place, one MODE:SOURCE:DEST a file (DEST
+# under DESTDIR; no colon in the directories, then): install, uninstall and
+# make deb all read this one list, derived from bin/*.c, man/, completions/
+# and share/, so a new program, page or share file is installed, removed and
+# packaged with nothing more written.  The programs are those `make` builds
+# with the same variables (PROGDIR: bin, or build/san/bin with SAN=1).
+INSTALLED = $(foreach p,$(PROGS),755:$(PROGDIR)/$p:$(BINDIR)/$p) \
+  $(foreach m,$(MANPAGES),644:$m:$(MANDIR)/man$(subst .,,$(suffix $m))/$(notdir $m)) \
+  $(foreach p,$(PROGS),644:completions/bash/kvtools:$(BASHCOMPDIR)/$p) \
+  $(foreach p,$(PROGS),644:completions/zsh/_$p:$(ZSHDIR)/_$p) \
+  $(foreach f,$(SHARE_FILES),$(if $(filter %.sh,$f),755,644):share/$f:$(SHAREDIR)/$f)
+INSTALLED_DEST = $(foreach e,$(INSTALLED),$(lastword $(subst :, ,$e)))
+SHARE_SUBDIRS  = $(sort $(filter-out ./,$(dir $(SHARE_FILES))))
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHDIR) \
-	  $(DESTDIR)$(SHAREDIR)/traces $(DESTDIR)$(SHAREDIR)/examples
-	install -m 755 $(PROGS:%=bin/%) $(DESTDIR)$(BINDIR)
-	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANDIR)/man1
-	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANDIR)/man5
-	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(MANDIR)/man7
-	for p in $(PROGS); do install -m 644 completions/bash/kvtools $(DESTDIR)$(BASHCOMPDIR)/$$p; done
-	for p in $(PROGS); do install -m 644 completions/zsh/_$$p $(DESTDIR)$(ZSHDIR)/_$$p; done
-	for f in $(SHARE_FILES); do install -m 644 share/$$f $(DESTDIR)$(SHAREDIR)/$$f; done
-	chmod 755 $(DESTDIR)$(SHAREDIR)/examples/routing-experiment.sh
+	@for e in $(INSTALLED); do \
+	  mode=$${e%%:*}; rest=$${e#*:}; src=$${rest%%:*}; dst=$(DESTDIR)$${rest#*:}; \
+	  echo "install -m $$mode $$src $$dst"; \
+	  install -D -m "$$mode" "$$src" "$$dst" || exit 1; \
+	done
 
 uninstall:
-	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%)
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1)))
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(wildcard man/*.5)))
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
-	rm -f $(PROGS:%=$(DESTDIR)$(BASHCOMPDIR)/%) $(PROGS:%=$(DESTDIR)$(ZSHDIR)/_%)
-	rm -f $(SHARE_FILES:%=$(DESTDIR)$(SHAREDIR)/%)
-	-rmdir $(DESTDIR)$(SHAREDIR)/traces $(DESTDIR)$(SHAREDIR)/examples $(DESTDIR)$(SHAREDIR) 2>/dev/null
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED_DEST))
+	-rmdir $(SHARE_SUBDIRS:%=$(DESTDIR)$(SHAREDIR)/%) $(DESTDIR)$(SHAREDIR) 2>/dev/null
 
 clean:
 	rm -rf build $(PROGS:%=bin/%) tests/tmp
