@@ -64,7 +64,7 @@ REPLAYS    = $(FUZZ_NAMES:%=$(BUILD)/tests/fuzzreplay_%)
 BENCH_PROBES = $(BUILD)/tests/limits $(BUILD)/tests/applyonly
 FUZZERS    = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 
-.PHONY: all help check check-build deps install uninstall clean demo bench fuzz lint samples sample-decoupled
+.PHONY: all help check check-build deps install uninstall deb clean demo bench fuzz lint samples sample-decoupled
 .SUFFIXES:
 .SECONDARY:
 
@@ -77,6 +77,7 @@ help:
 	@echo 'make check SAN=1     the same tests against build/san/bin/'
 	@echo 'make check VALGRIND=1 TESTS=unit  the C unit tests under valgrind'
 	@echo 'make demo            install what is missing, build, run the chain on a sample'
+	@echo 'make deb             build kvtools_VERSION_ARCH.deb (apt install ./kvtools_*.deb)'
 	@echo 'make lint | fuzz | bench | samples | sample-decoupled | install | uninstall | clean'
 	@echo 'See README.md.'
 
@@ -278,6 +279,48 @@ install: all
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED_DEST))
 	-rmdir $(SHARE_SUBDIRS:%=$(DESTDIR)$(SHAREDIR)/%) $(DESTDIR)$(SHAREDIR) 2>/dev/null
+
+# make deb: kvtools_VERSION_ARCH.deb in DEBDIR (default: here), for dpkg and
+# apt.  No debian/rules: the package is `make install` staged with
+# PREFIX=/usr, and debian/ holds what the Debian tools read (control,
+# changelog, copyright).  The programs are built again for it with Debian's
+# build flags (dpkg-buildflags: hardening, all of it, and --as-needed so that
+# a program depends only on the libraries it uses), into DEBBUILD apart from
+# bin/ and build/san whatever SAN says, then stripped; man pages gzip -9n;
+# zsh completions in vendor-completions, where Debian's zsh looks;
+# dpkg-shlibdeps writes Depends from the programs, dpkg-gencontrol the control
+# file, dpkg-deb the package, owned by root with no fakeroot.  The version is
+# VERSION, which debian/changelog's latest entry must name.
+DEBDIR      ?= .
+DEBBUILD    ?= build/deb
+DEB_ARCH     = $(shell dpkg --print-architecture 2>/dev/null)
+DEB          = $(DEBDIR)/kvtools_$(VERSION)_$(DEB_ARCH).deb
+DEB_ROOT     = $(DEBBUILD)/root
+DEB_DOC      = $(DEB_ROOT)/usr/share/doc/kvtools
+DEB_FLAGS    = DEB_BUILD_MAINT_OPTIONS=hardening=+all DEB_LDFLAGS_MAINT_APPEND=-Wl,--as-needed dpkg-buildflags --get
+DEB_PROGS    = $(PROGS:%=$(DEB_ROOT)/usr/bin/%)
+DEB_INSTALL  = SAN= BUILD=$(DEBBUILD)/build PROGDIR=$(DEBBUILD)/build/bin DESTDIR=$(DEB_ROOT) \
+               PREFIX=/usr BASHCOMPDIR=/usr/share/bash-completion/completions \
+               ZSHDIR=/usr/share/zsh/vendor-completions \
+               CFLAGS="$$($(DEB_FLAGS) CFLAGS) $$($(DEB_FLAGS) CPPFLAGS)" LDFLAGS="$$($(DEB_FLAGS) LDFLAGS)"
+
+deb: deps
+	@v=$$(dpkg-parsechangelog -S Version) && [ "$$v" = "$(VERSION)" ] || \
+	  { echo "make deb: debian/changelog's latest entry is $$v, the Makefile's VERSION $(VERSION)" >&2; exit 1; }
+	rm -rf $(DEB_ROOT) $(DEBBUILD)/substvars
+	@$(MAKE) --no-print-directory install $(DEB_INSTALL)
+	strip --remove-section=.comment --remove-section=.note $(DEB_PROGS)
+	gzip -9n $(DEB_ROOT)/usr/share/man/man*/*
+	install -D -m 644 debian/copyright $(DEB_DOC)/copyright
+	gzip -9nc debian/changelog > $(DEB_DOC)/changelog.gz
+	find $(DEB_ROOT) -type d -exec chmod 755 {} +
+	chmod 644 $(DEB_DOC)/changelog.gz
+	mkdir $(DEB_ROOT)/DEBIAN
+	dpkg-shlibdeps -T$(DEBBUILD)/substvars $(DEB_PROGS)
+	dpkg-gencontrol -pkvtools -T$(DEBBUILD)/substvars -f$(DEBBUILD)/files -P$(DEB_ROOT)
+	cd $(DEB_ROOT) && find usr -type f | LC_ALL=C sort | xargs md5sum > DEBIAN/md5sums && chmod 644 DEBIAN/*
+	@mkdir -p $(DEBDIR)
+	SOURCE_DATE_EPOCH=$$(dpkg-parsechangelog -S Timestamp) dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB)
 
 clean:
 	rm -rf build $(PROGS:%=bin/%) tests/tmp
