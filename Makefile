@@ -323,4 +323,4 @@ deb: deps
 	SOURCE_DATE_EPOCH=$$(dpkg-parsechangelog -S Timestamp) dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB)
 
 clean:
-	rm -rf build $(PROGS:%=bin/%) tests/tmp
+	rm -rf build $(PROGS:%=bin/%) tests/tmp kvtools_*.deb
