@@ -64,7 +64,7 @@ REPLAYS    = $(FUZZ_NAMES:%=$(BUILD)/tests/fuzzreplay_%)
 BENCH_PROBES = $(BUILD)/tests/limits $(BUILD)/tests/applyonly
 FUZZERS    = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 
-.PHONY: all help check check-build deps install uninstall clean demo bench fuzz lint samples sample-decoupled
+.PHONY: all help check check-build deps install uninstall deb clean demo bench fuzz lint samples sample-decoupled
 .SUFFIXES:
 .SECONDARY:
 
@@ -77,6 +77,7 @@ help:
 	@echo 'make check SAN=1     the same tests against build/san/bin/'
 	@echo 'make check VALGRIND=1 TESTS=unit  the C unit tests under valgrind'
 	@echo 'make demo            install what is missing, build, run the chain on a sample'
+	@echo 'make deb             build kvtools_VERSION_ARCH.deb (apt install ./kvtools_*.deb)'
 	@echo 'make lint | fuzz | bench | samples | sample-decoupled | install | uninstall | clean'
 	@echo 'See README.md.'
 
@@ -249,32 +250,77 @@ sample-decoupled: $(PROGDIR)/kvgen
 	  -o $(SAMPLEDIR)/sample-decoupled.kvcap share/traces/conversation-300.jsonl
 
 # What `make install` puts in SHAREDIR: the sample, its registrations and
-# queries, the traces and the example scripts.
-SHARE_FILES = sample.kvcap registrations.jsonl queries.jsonl traces/README.md \
-              traces/conversation-300.jsonl traces/conversation_trace.jsonl.gz \
-              examples/routing-experiment.sh examples/routing-experiment.png
+# queries (what `make samples` writes), and every file of traces/ and examples/.
+SHARE_FILES = sample.kvcap registrations.jsonl queries.jsonl \
+              $(patsubst share/%,%,$(wildcard share/traces/* share/examples/*))
+MANPAGES    = $(wildcard man/*.[1-8])
+
+# Everything `make install` puts in place, one MODE:SOURCE:DEST a file (DEST
+# under DESTDIR; no colon in the directories, then): install, uninstall and
+# make deb all read this one list, derived from bin/*.c, man/, completions/
+# and share/, so a new program, page or share file is installed, removed and
+# packaged with nothing more written.  The programs are those `make` builds
+# with the same variables (PROGDIR: bin, or build/san/bin with SAN=1).
+INSTALLED = $(foreach p,$(PROGS),755:$(PROGDIR)/$p:$(BINDIR)/$p) \
+  $(foreach m,$(MANPAGES),644:$m:$(MANDIR)/man$(subst .,,$(suffix $m))/$(notdir $m)) \
+  $(foreach p,$(PROGS),644:completions/bash/kvtools:$(BASHCOMPDIR)/$p) \
+  $(foreach p,$(PROGS),644:completions/zsh/_$p:$(ZSHDIR)/_$p) \
+  $(foreach f,$(SHARE_FILES),$(if $(filter %.sh,$f),755,644):share/$f:$(SHAREDIR)/$f)
+INSTALLED_DEST = $(foreach e,$(INSTALLED),$(lastword $(subst :, ,$e)))
+SHARE_SUBDIRS  = $(sort $(filter-out ./,$(dir $(SHARE_FILES))))
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHDIR) \
-	  $(DESTDIR)$(SHAREDIR)/traces $(DESTDIR)$(SHAREDIR)/examples
-	install -m 755 $(PROGS:%=bin/%) $(DESTDIR)$(BINDIR)
-	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANDIR)/man1
-	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANDIR)/man5
-	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(MANDIR)/man7
-	for p in $(PROGS); do install -m 644 completions/bash/kvtools $(DESTDIR)$(BASHCOMPDIR)/$$p; done
-	for p in $(PROGS); do install -m 644 completions/zsh/_$$p $(DESTDIR)$(ZSHDIR)/_$$p; done
-	for f in $(SHARE_FILES); do install -m 644 share/$$f $(DESTDIR)$(SHAREDIR)/$$f; done
-	chmod 755 $(DESTDIR)$(SHAREDIR)/examples/routing-experiment.sh
+	@for e in $(INSTALLED); do \
+	  mode=$${e%%:*}; rest=$${e#*:}; src=$${rest%%:*}; dst=$(DESTDIR)$${rest#*:}; \
+	  echo "install -m $$mode $$src $$dst"; \
+	  install -D -m "$$mode" "$$src" "$$dst" || exit 1; \
+	done
 
 uninstall:
-	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%)
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1)))
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(wildcard man/*.5)))
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
-	rm -f $(PROGS:%=$(DESTDIR)$(BASHCOMPDIR)/%) $(PROGS:%=$(DESTDIR)$(ZSHDIR)/_%)
-	rm -f $(SHARE_FILES:%=$(DESTDIR)$(SHAREDIR)/%)
-	-rmdir $(DESTDIR)$(SHAREDIR)/traces $(DESTDIR)$(SHAREDIR)/examples $(DESTDIR)$(SHAREDIR) 2>/dev/null
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED_DEST))
+	-rmdir $(SHARE_SUBDIRS:%=$(DESTDIR)$(SHAREDIR)/%) $(DESTDIR)$(SHAREDIR) 2>/dev/null
+
+# make deb: kvtools_VERSION_ARCH.deb in DEBDIR (default: here), for dpkg and
+# apt.  No debian/rules: the package is `make install` staged with
+# PREFIX=/usr, and debian/ holds what the Debian tools read (control,
+# changelog, copyright).  The programs are built again for it with Debian's
+# build flags (dpkg-buildflags: hardening, all of it, and --as-needed so that
+# a program depends only on the libraries it uses), into DEBBUILD apart from
+# bin/ and build/san whatever SAN says, then stripped; man pages gzip -9n;
+# zsh completions in vendor-completions, where Debian's zsh looks;
+# dpkg-shlibdeps writes Depends from the programs, dpkg-gencontrol the control
+# file, dpkg-deb the package, owned by root with no fakeroot.  The version is
+# VERSION, which debian/changelog's latest entry must name.
+DEBDIR      ?= .
+DEBBUILD    ?= build/deb
+DEB_ARCH     = $(shell dpkg --print-architecture 2>/dev/null)
+DEB          = $(DEBDIR)/kvtools_$(VERSION)_$(DEB_ARCH).deb
+DEB_ROOT     = $(DEBBUILD)/root
+DEB_DOC      = $(DEB_ROOT)/usr/share/doc/kvtools
+DEB_FLAGS    = DEB_BUILD_MAINT_OPTIONS=hardening=+all DEB_LDFLAGS_MAINT_APPEND=-Wl,--as-needed dpkg-buildflags --get
+DEB_PROGS    = $(PROGS:%=$(DEB_ROOT)/usr/bin/%)
+DEB_INSTALL  = SAN= BUILD=$(DEBBUILD)/build PROGDIR=$(DEBBUILD)/build/bin DESTDIR=$(DEB_ROOT) \
+               PREFIX=/usr BASHCOMPDIR=/usr/share/bash-completion/completions \
+               ZSHDIR=/usr/share/zsh/vendor-completions \
+               CFLAGS="$$($(DEB_FLAGS) CFLAGS) $$($(DEB_FLAGS) CPPFLAGS)" LDFLAGS="$$($(DEB_FLAGS) LDFLAGS)"
+
+deb: deps
+	@v=$$(dpkg-parsechangelog -S Version) && [ "$$v" = "$(VERSION)" ] || \
+	  { echo "make deb: debian/changelog's latest entry is $$v, the Makefile's VERSION $(VERSION)" >&2; exit 1; }
+	rm -rf $(DEB_ROOT) $(DEBBUILD)/substvars
+	@$(MAKE) --no-print-directory install $(DEB_INSTALL)
+	strip --remove-section=.comment --remove-section=.note $(DEB_PROGS)
+	gzip -9n $(DEB_ROOT)/usr/share/man/man*/*
+	install -D -m 644 debian/copyright $(DEB_DOC)/copyright
+	gzip -9nc debian/changelog > $(DEB_DOC)/changelog.gz
+	find $(DEB_ROOT) -type d -exec chmod 755 {} +
+	chmod 644 $(DEB_DOC)/changelog.gz
+	mkdir $(DEB_ROOT)/DEBIAN
+	dpkg-shlibdeps -T$(DEBBUILD)/substvars $(DEB_PROGS)
+	dpkg-gencontrol -pkvtools -T$(DEBBUILD)/substvars -f$(DEBBUILD)/files -P$(DEB_ROOT)
+	cd $(DEB_ROOT) && find usr -type f | LC_ALL=C sort | xargs md5sum > DEBIAN/md5sums && chmod 644 DEBIAN/*
+	@mkdir -p $(DEBDIR)
+	SOURCE_DATE_EPOCH=$$(dpkg-parsechangelog -S Timestamp) dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB)
 
 clean:
-	rm -rf build $(PROGS:%=bin/%) tests/tmp
+	rm -rf build $(PROGS:%=bin/%) tests/tmp kvtools_*.deb

@@ -9,11 +9,14 @@ set -eu
 # test: bats, mandoc, script(1), nats-server (kvnats tests), objdump (the
 # matcher's prefetch hints kept by the compiler), strace (how often an
 # input is opened);
+# package: dpkg-dev (dpkg-shlibdeps, dpkg-gencontrol, dpkg-buildflags for
+# make deb), lintian (tests/package.bats holds the package to its report);
 # bench and experiments: Python baselines, gnuplot; lint and fuzz: clang tools.
 packages="gcc make pkg-config libc6-dev
 libzmq3-dev libmsgpack-dev libjansson-dev libyajl-dev libxxhash-dev libcurl4-openssl-dev
 libnats-dev nats-server
 bats bats-support bats-assert mandoc man-db bsdutils bash-completion zsh jq binutils strace
+dpkg-dev lintian
 python3 python3-msgpack python3-xxhash gnuplot-nox
 clang libclang-rt-14-dev cppcheck clang-tidy valgrind"
 

@@ -149,6 +149,11 @@ example_files() {
 	for p in $PROGRAMS; do grep -q "\`$p\`" "$ROOT/README.md"; done
 	grep -q 'make demo' "$ROOT/README.md"
 	grep -q 'make check' "$ROOT/README.md"
+	# the package, first, under the name make deb gives it for this VERSION
+	local version
+	version=$(sed -n 's/^VERSION *= *//p' "$ROOT/Makefile")
+	assert_equal "$(sed -n '/^## Set-up/,/^## /s/^    \(make .*\)/\1/p' "$ROOT/README.md" | head -1)" \
+		"make deb && apt install ./kvtools_${version}_amd64.deb"
 }
 
 # bench/run's sections are its section_ functions; --help, the README and
