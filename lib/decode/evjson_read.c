@@ -307,12 +307,12 @@ static int set_type(struct kv_evjson_reader *r, struct kv_str s)
 
 static int set_format(struct kv_evjson_reader *r, struct kv_str s)
 {
-	for (int f = 0; f < 3; f++)
+	for (int f = 0; f < KV_NFORMATS; f++)
 		if (s.n == strlen(kv_format_name(f)) && memcmp(s.p, kv_format_name(f), s.n) == 0) {
 			r->e->format = (enum kv_format)f;
 			return 1;
 		}
-	return fail(r, "%s: expected vllm, memcache or mooncake", "format");
+	return fail(r, "%s: expected vllm, memcache, mooncake or dynamo", "format");
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t n)
@@ -511,7 +511,7 @@ enum kv_evjson_status kv_evjson_parse(struct kv_evjson_reader *r, const char *li
 		return KV_EVJSON_BAD;
 	}
 	if (!r->medium_given)
-		e->medium = e->format == KV_FMT_VLLM ? KV_XPU : KV_UNKNOWN;
+		e->medium = e->format == KV_FMT_VLLM || e->format == KV_FMT_DYNAMO ? KV_XPU : KV_UNKNOWN;
 	e->hashes = r->hashes;
 	e->nhashes = r->nh;
 	if (e->has & KV_HAS_TOKENS) {
