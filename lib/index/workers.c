@@ -91,6 +91,12 @@ static char *host_of(const char *url, size_t len)
 	return kv_xstrdup(host);
 }
 
+/* The map key of a Dynamo worker id: a name no endpoint has. */
+static int dynamo_key(uint64_t worker_id, char key[40])
+{
+	return snprintf(key, 40, "dynamo:%llu", (unsigned long long)worker_id);
+}
+
 void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 {
 	ws->registered = true;
@@ -128,6 +134,11 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 			w->salt = r->salt ? kv_xstrdup(r->salt) : NULL;
 			w->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
 			w->block_size = (uint32_t)r->block_size;
+			if (r->has_worker_id) {
+				char key[40];
+				int n = dynamo_key(r->worker_id, key);
+				kv_strmap_add_num(&ws->bysrc, key, (size_t)n, r->dp_rank, (uint32_t)worker);
+			}
 			/* an endpoint already named keeps its first worker */
 			for (int m = 0; m < KV_NMEDIA; m++)
 				if (r->medium_ep[m])
@@ -188,6 +199,22 @@ uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has
 	if (w == KV_NO_WORKER)
 		return w;
 	kv_strmap_add_num(&ws->bysrc, src.p, src.n, rank, w);
+	return w;
+}
+
+uint32_t kv_workers_of_dynamo(struct kv_workers *ws, uint64_t worker_id, int64_t dp)
+{
+	char key[40];
+	size_t n = (size_t)dynamo_key(worker_id, key);
+	int64_t rank = dp >= 0 ? dp : 0;
+	uint32_t known = named(ws, key, n, rank);
+	if (known != NOT_NAMED)
+		return known;
+	if (ws->ninferred >= KV_MAX_INFERRED_WORKERS)
+		return KV_NO_WORKER;
+	uint32_t w = kv_workers_add(ws, key + strlen("dynamo:"), rank, NULL, true);
+	if (w != KV_NO_WORKER)
+		kv_strmap_add_num(&ws->bysrc, key, n, rank, w);
 	return w;
 }
 
