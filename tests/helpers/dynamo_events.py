@@ -160,7 +160,7 @@ def main():
         f.write(b"".join(vllm))
     with open(os.path.join(out, "expected.jsonl"), "w") as f:
         for line in expected:
-            f.write(json.dumps(line, sort_keys=True) + "\n")
+            f.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
     regs = []
     for (worker, dp), inst in (((W1, 0), "w1"), ((W1, 1), "w1"), ((W2, 0), "w2")):
         ep = "tcp://10.0.0.%d:%d" % (1 if worker == W1 else 2, 5557 + dp)
