@@ -129,3 +129,23 @@ tcp://127.0.0.1:6001	0	0	1700000000.002"
 	assert_equal "$(echo "$output" | jq -c '.default | keys')" '["7587888800123456789"]'
 	assert_equal "$(echo "$output" | jq -c '.default."7587888800123456789".longest_matched')" 12
 }
+
+@test "kvdecode | kvmatch gives the snapshot kvmatch gives from the capture: worker_id and tokens_hashes read back" {
+	kvmatch -q -r regs.jsonl -o direct.kvsnap zmq.kvcap
+	kvdecode zmq.kvcap | kvmatch -q -r regs.jsonl -o piped.kvsnap -
+	cmp direct.kvsnap piped.kvsnap
+	# unregistered too: the worker named by its worker_id either way
+	kvmatch -q -o direct2.kvsnap zmq.kvcap
+	kvdecode zmq.kvcap | kvmatch -q -o piped2.kvsnap -
+	cmp direct2.kvsnap piped2.kvsnap
+	# a worker_id written as a number, and a bad one
+	kvdecode zmq.kvcap | jq -c '.worker_id |= tonumber' | sed -n 4p > num.jsonl
+	run kvmatch -q -o n.kvsnap num.jsonl
+	assert_success
+	run kvquery -s n.kvsnap --model default --block-size 4 <<< '[100,101,102,103]'
+	assert_equal "$(echo "$output" | jq -c '.default | keys')" '["12"]'
+	kvdecode zmq.kvcap | sed -n 4p | jq -c '.worker_id = "-1"' > bad.jsonl
+	run --separate-stderr kvmatch -q -o n.kvsnap bad.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(echo "$output" | jq -r .reason)" decode_error
+}
