@@ -149,3 +149,47 @@ tcp://127.0.0.1:6001	0	0	1700000000.002"
 	assert_equal "$status" 65
 	assert_equal "$(echo "$output" | jq -r .reason)" decode_error
 }
+
+@test "kvquery --hash dynamo: lora_name and cache_namespace seed the local hashes as Dynamo's router does" {
+	# salted.kvcap: workers 201, 202 and 203 store the same 12 tokens under an
+	# adapter, a namespace and both, their tokens_hash computed by
+	# python3-xxhash in dynamo_events.py (1337 + xxh3(lora, 0) + xxh3(ns, 1))
+	kvmatch -q -o s.kvsnap salted.kvcap
+	toks=$(seq -s, 100 111)
+	{
+		echo "{\"token_ids\":[$toks]}"
+		echo "{\"token_ids\":[$toks],\"lora_name\":\"sql-adapter\"}"
+		echo "{\"token_ids\":[$toks],\"cache_namespace\":\"tenant-a\"}"
+		echo "{\"token_ids\":[$toks],\"lora_name\":\"sql-adapter\",\"cache_namespace\":\"tenant-a\"}"
+		# an empty name is none, as Dynamo filters it; a trailing partial
+		# block is not hashed (9 tokens: 2 blocks)
+		echo "{\"token_ids\":[$(seq -s, 100 108)],\"lora_name\":\"sql-adapter\",\"cache_namespace\":\"\"}"
+		echo "{\"token_ids\":[$toks],\"lora_name\":\"other\"}"
+	} > q.jsonl
+	run kvquery -s s.kvsnap --block-size 4 --hash dynamo q.jsonl
+	assert_success
+	assert_equal "$(echo "$output" | jq -c '.default | map_values(.longest_matched)')" '{}
+{"201":12}
+{"202":12}
+{"203":12}
+{"201":8}
+{}'
+	# kv-conductor's hashing (seed 1337 alone) finds none of them
+	run kvquery -s s.kvsnap --block-size 4 q.jsonl
+	assert_success
+	assert_equal "$(echo "$output" | jq -c '.default' | sort -u)" '{}'
+}
+
+@test "kvquery --hash dynamo answers unsalted queries as kv-conductor's hashing, complete blocks only" {
+	kvmatch -q -r regs.jsonl -o d.kvsnap zmq.kvcap
+	for n in 4 8 12; do
+		printf '{"model":"m","token_ids":[%s]}\n' "$(seq -s, 100 $((99 + n)))"
+	done > q.jsonl
+	kvquery -s d.kvsnap q.jsonl > conductor.out
+	run kvquery -s d.kvsnap --hash dynamo q.jsonl
+	assert_success
+	assert_equal "$output" "$(cat conductor.out)"
+	run kvquery -s d.kvsnap --hash dynamo:1 q.jsonl
+	assert_equal "$status" 64
+	assert_output --partial "--hash: 'dynamo:1' is not conductor, dynamo, rfc1403 or rfc1403:SEED"
+}

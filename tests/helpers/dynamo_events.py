@@ -15,6 +15,9 @@ Writes, for one scenario of stores, removals and a clear on two workers
   regs.jsonl     registrations: the vLLM endpoints and the Dynamo worker ids
                  of the same instances
   expected.jsonl what kvdecode must say of each Dynamo event
+  salted.kvcap   PROMPT_A stored by three more workers under a LoRA adapter,
+                 a cache namespace and both, their tokens_hash seeded as
+                 Dynamo's router seeds it (see dynamo_seed)
 
 Everything is written by hand the way Dynamo's serde derives write it
 (kvdecode(1) "Dynamo's event plane" gives the mapping, read from
@@ -39,8 +42,26 @@ BLOCK = 4
 TOPIC = b"namespace.dynamo.component.backend.kv-events"
 
 
-def local(tokens):
-    return xxhash.xxh3_64_intdigest(struct.pack("<%dI" % len(tokens), *tokens), seed=SEED)
+def local(tokens, seed=SEED):
+    return xxhash.xxh3_64_intdigest(struct.pack("<%dI" % len(tokens), *tokens), seed=seed)
+
+
+MASK = (1 << 64) - 1
+
+
+def dynamo_seed(lora=None, namespace=None):
+    """The seed of Dynamo's local block hash: 1337, plus XXH3-64 (seed 0) of
+    the adapter's name, plus XXH3-64 (seed 1) of the cache namespace, modulo
+    2^64; an empty name counts as none."""
+    seed = SEED
+    if lora:
+        seed = (seed + xxhash.xxh3_64_intdigest(lora.encode(), seed=0)) & MASK
+    if namespace:
+        seed = (seed + xxhash.xxh3_64_intdigest(namespace.encode(), seed=1)) & MASK
+    return seed
+
+
+SALTS = {201: ("sql-adapter", None), 202: (None, "tenant-a"), 203: ("sql-adapter", "tenant-a")}
 
 
 def blocks_of(tokens):
@@ -161,6 +182,16 @@ def main():
     with open(os.path.join(out, "expected.jsonl"), "w") as f:
         for line in expected:
             f.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
+    salted = [kvcap_header()]
+    for n, (worker, (lora, ns)) in enumerate(sorted(SALTS.items())):
+        ev = store(worker, 0, PROMPT_A, 0)
+        ev["locals"] = [local(b, dynamo_seed(lora, ns)) for b in blocks_of(PROMPT_A)]
+        env = envelope(worker, 0, 1700000001000 + n, msgpack.packb(router_event(ev, n), use_bin_type=True))
+        frame = struct.pack(">BI", 1, len(env)) + env
+        salted.append(kvcap_record((1700000001000 + n) * 1000000, "tcp://127.0.0.1:%d" % (6100 + n),
+                                   [TOPIC, struct.pack(">Q", worker), struct.pack(">Q", 0), frame]))
+    with open(os.path.join(out, "salted.kvcap"), "wb") as f:
+        f.write(b"".join(salted))
     regs = []
     for (worker, dp), inst in (((W1, 0), "w1"), ((W1, 1), "w1"), ((W2, 0), "w2")):
         ep = "tcp://10.0.0.%d:%d" % (1 if worker == W1 else 2, 5557 + dp)
