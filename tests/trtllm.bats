@@ -87,3 +87,22 @@ fields() {
 	printf '{"model":"m","token_ids":[%s]}\n' "$(seq -s, 100 111)" > q.jsonl
 	assert_equal "$(kvquery -s got.kvsnap q.jsonl)" "$(kvquery -s all.kvsnap q.jsonl)"
 }
+
+# TensorRT-LLM's replay socket, asked for batches it no longer holds,
+# answers with a snapshot: a header of seq -2, then every batch numbered
+# with one seq, its last (tests/helpers/fakepub.c --replay-snapshot).
+# That is no replay of the gap: kvsub ends the replay at the header, uses
+# none of it, counts the reply, and the gap stays missing.
+@test "kvsub: a replay answered with TensorRT-LLM's snapshot is not used, the gap counted missing" {
+	p=$(port 2); r=$((p + 1))
+	kvsub -c 25 -W 10 --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 30 --skip 10-14 --replay "tcp://127.0.0.1:$r" --shape 25 --replay-snapshot -l 1000 \
+		-L pub.log "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	# the live batches alone, none replayed
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f2 | tr -d '\n')" "0000000000000000000000000"
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4 | tr '\n' ' ')" "$(seq 0 9 | tr '\n' ' ')$(seq 15 29 | tr '\n' ' ')"
+	run cat err
+	assert_output --regexp ' 25 messages, [0-9]+ bytes, 1 gaps, 5 missing, 0 replayed, 0 restarts, 0 bad seq, 1 snapshot replies not used$'
+}
