@@ -106,3 +106,23 @@ fields() {
 	run cat err
 	assert_output --regexp ' 25 messages, [0-9]+ bytes, 1 gaps, 5 missing, 0 replayed, 0 restarts, 0 bad seq, 1 snapshot replies not used$'
 }
+
+# The publisher read sends every attention-DP rank of a server on one
+# socket: one registration names the server's endpoint; each event belongs
+# to that instance at the event's rank, in the registration's partition.
+@test "kvmatch: one registered endpoint carrying every rank gives each rank's events to that instance at its rank" {
+	run --separate-stderr kvdecode shared.kvcap
+	assert_success
+	assert_equal "$(echo "$output" | fields)" "$(cat expected.jsonl)"
+	assert_equal "$(echo "$output" | jq -r '"\(.dp_rank):\(.seq)"' | tr '\n' ' ')" "0:0 1:1 0:2 1:3 0:4 1:5 "
+	kvmatch -q -r shared-regs.jsonl -o s.kvsnap shared.kvcap
+	kvmatch -q -r regs.jsonl -o r.kvsnap tokens.kvcap
+	for n in 4 8 12; do
+		printf '{"model":"m","token_ids":[%s]}\n' "$(seq -s, 100 $((99 + n)))"
+	done > q.jsonl
+	printf '{"model":"m","token_ids":[100,101,102,103,104,105,106,107,300,301,302,303]}\n' >> q.jsonl
+	run kvquery -s s.kvsnap q.jsonl
+	assert_success
+	assert_equal "$output" "$(kvquery -s r.kvsnap q.jsonl)"
+	assert_equal "$(sed -n 3p <<< "$output" | jq -c '.default.trt1.DP | map_values(.matched_tokens)')" '{"0":8,"1":12}'
+}

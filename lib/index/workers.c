@@ -180,11 +180,37 @@ static char *inferred_instance(struct kv_str src, int64_t dp)
 	return kv_xstrdup(out);
 }
 
+/* An event of rank dp on the endpoint registered for worker reg, another
+ * rank: the endpoint carries several data-parallel ranks (TensorRT-LLM's
+ * publisher sends a server's attention-DP ranks on one socket), and the
+ * event is the same instance's at rank dp, in its partition. */
+static uint32_t registered_rank(struct kv_workers *ws, uint32_t reg, struct kv_str src, int64_t dp)
+{
+	uint32_t known = named(ws, src.p, src.n, dp);
+	if (known != NOT_NAMED)
+		return known;
+	/* the strings live apart from the array, which the add may move */
+	const char *instance = ws->v[reg].instance_id, *host = ws->v[reg].host;
+	uint32_t w = kv_workers_add(ws, instance, dp, host, false);
+	if (w == KV_NO_WORKER)
+		return w;
+	const struct kv_worker *r = &ws->v[reg];
+	struct kv_worker *nw = &ws->v[w];
+	if (w != reg && !nw->model && !nw->block_size) {
+		nw->model = r->model ? kv_xstrdup(r->model) : NULL;
+		nw->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
+		nw->salt = r->salt ? kv_xstrdup(r->salt) : NULL;
+		nw->block_size = r->block_size;
+	}
+	kv_strmap_add_num(&ws->bysrc, src.p, src.n, dp, w);
+	return w;
+}
+
 uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has_dp, int64_t dp)
 {
 	uint32_t known = named(ws, src.p, src.n, -1);
 	if (known != NOT_NAMED)
-		return known;
+		return has_dp && dp >= 0 && dp != ws->v[known].dp_rank ? registered_rank(ws, known, src, dp) : known;
 	int64_t rank = has_dp && dp >= 0 ? dp : 0;
 	known = named(ws, src.p, src.n, rank);
 	if (known != NOT_NAMED)

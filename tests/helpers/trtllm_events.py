@@ -13,6 +13,10 @@ REPLAY_PORT + rank), as each rank binds the configured port plus its rank:
   expected.jsonl   what kvdecode must say of each published event (token_ids)
   expected-hashes.jsonl  the same for hashes.kvcap (tokens_hashes)
   regs.jsonl       one registration per rank: its endpoint and replay endpoint
+  shared.kvcap     the batches of tokens.kvcap as the publisher read sends
+                   them when one server runs every rank: one socket (PORT),
+                   one seq, each batch with its event's rank
+  shared-regs.jsonl  its one registration (rank 0, the server's endpoint)
 
 The engine's events are written as TensorRT-LLM's KVCacheEventSerializer
 gives them (event_id, data {type stored/removed/created}, window_size,
@@ -204,6 +208,7 @@ def main():
     out, port, rport = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     native = native_events()
     header = msgpack.packb({"kvcap": 1, "tool": "trtllm_events.py", "start_ns": 1}, use_bin_type=True)
+    shared, shared_seq = [], 0
     for name, hashes in (("tokens", False), ("hashes", True)):
         pubs = {r: Publisher(hashes) for r in native}
         records, expected = [], []
@@ -221,12 +226,22 @@ def main():
                 src = "tcp://127.0.0.1:%d" % (port + rank)
                 records.append(msgpack.packb([t * 1000000, src, 0, frames], use_bin_type=True))
                 expected.append(expected_line(ev, rank))
+                if not hashes:
+                    one = [frames[0], struct.pack(">Q", shared_seq), frames[2]]
+                    shared_seq += 1
+                    shared.append(msgpack.packb([t * 1000000, "tcp://127.0.0.1:%d" % port, 0, one],
+                                                use_bin_type=True))
         with open(os.path.join(out, name + ".kvcap"), "wb") as f:
             f.write(header + b"".join(records))
         exp = "expected.jsonl" if not hashes else "expected-hashes.jsonl"
         with open(os.path.join(out, exp), "w") as f:
             for line in expected:
                 f.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
+    with open(os.path.join(out, "shared.kvcap"), "wb") as f:
+        f.write(header + b"".join(shared))
+    with open(os.path.join(out, "shared-regs.jsonl"), "w") as f:
+        f.write(json.dumps({"instance_id": "trt1", "type": "TensorRT-LLM", "modelname": "m", "block_size": BLOCK,
+                            "dp_rank": 0, "medium_endpoints": {"npu": "tcp://127.0.0.1:%d" % port}}) + "\n")
     with open(os.path.join(out, "regs.jsonl"), "w") as f:
         for rank in sorted(native):
             f.write(json.dumps({"instance_id": "trt1", "type": "TensorRT-LLM", "modelname": "m", "block_size": BLOCK,
