@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void kv_workers_init(struct kv_workers *ws)
 {
@@ -134,6 +135,7 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 			w->salt = r->salt ? kv_xstrdup(r->salt) : NULL;
 			w->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
 			w->block_size = (uint32_t)r->block_size;
+			w->ranks_in_batch = r->type && (strcasecmp(r->type, "TensorRT-LLM") == 0 || strcasecmp(r->type, "trtllm") == 0);
 			if (r->has_worker_id) {
 				char key[40];
 				int n = dynamo_key(r->worker_id, key);
@@ -181,9 +183,11 @@ static char *inferred_instance(struct kv_str src, int64_t dp)
 }
 
 /* An event of rank dp on the endpoint registered for worker reg, another
- * rank: the endpoint carries several data-parallel ranks (TensorRT-LLM's
- * publisher sends a server's attention-DP ranks on one socket), and the
- * event is the same instance's at rank dp, in its partition. */
+ * rank, where the registration says its engine sends all its ranks on one
+ * socket (TensorRT-LLM's publisher: a server's attention-DP ranks): the
+ * event is the same instance's at rank dp, in its partition.  Elsewhere the
+ * registration's rank wins over the batch's, which engines that know no
+ * data parallelism leave at 0. */
 static uint32_t registered_rank(struct kv_workers *ws, uint32_t reg, struct kv_str src, int64_t dp)
 {
 	uint32_t known = named(ws, src.p, src.n, dp);
@@ -210,7 +214,8 @@ uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has
 {
 	uint32_t known = named(ws, src.p, src.n, -1);
 	if (known != NOT_NAMED)
-		return has_dp && dp >= 0 && dp != ws->v[known].dp_rank ? registered_rank(ws, known, src, dp) : known;
+		return ws->v[known].ranks_in_batch && has_dp && dp >= 0 && dp != ws->v[known].dp_rank
+			       ? registered_rank(ws, known, src, dp) : known;
 	int64_t rank = has_dp && dp >= 0 ? dp : 0;
 	known = named(ws, src.p, src.n, rank);
 	if (known != NOT_NAMED)

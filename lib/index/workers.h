@@ -24,6 +24,7 @@ struct kv_worker {
 	uint32_t block_size;   /* registered block size, 0 if unknown */
 	bool inferred;
 	bool pool;             /* a pool holder: a pool that holds blocks for no named worker */
+	bool ranks_in_batch;   /* its endpoint carries every DP rank, named by the batch (TensorRT-LLM) */
 };
 
 /* A pool subscriber's registration, found by its source endpoint. */
