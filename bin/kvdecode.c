@@ -13,9 +13,9 @@
 
 static const char usage[] =
 	"Usage: kvdecode [OPTION]... [FILE]...\n"
-	"Decode kvcap captures of KV-cache events (vLLM, SGLang, memcache, Mooncake)\n"
-	"into JSON lines, one event per line.  With no FILE, or when FILE is -, read\n"
-	"standard input.\n"
+	"Decode kvcap captures of KV-cache events (vLLM, SGLang, TensorRT-LLM, Dynamo's\n"
+	"event plane, memcache, Mooncake) into JSON lines, one event per line.  With no\n"
+	"FILE, or when FILE is -, read standard input.\n"
 	"\n"
 	"  -o, --output FILE       write the JSON lines to FILE\n"
 	"  -e, --errors            also write each undecodable record as a {\"type\":\"error\"} line\n"

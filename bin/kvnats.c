@@ -46,6 +46,9 @@ static const char usage[] =
 	"      --batch N             records fetched, then acknowledged once written (default 4096)\n"
 	"  -f, --follow              wait for new records at the end of the stream\n"
 	"      --bare                records as published, without their stream sequence\n"
+	"      --wrap                each message, whatever it holds (Dynamo's KV events), is a record\n"
+	"                            [time, subject, 0, [subject, message]]\n"
+	"      --core SUBJECT        messages of SUBJECT on core NATS, not of a stream (implies --wrap)\n"
 	"  -o, --output FILE         write to FILE instead of stdout\n"
 	"Listing:\n"
 	"      --format table|json   a table (default) or JSON lines\n"
@@ -61,7 +64,7 @@ static const char usage[] =
 
 enum {
 	OPT_STREAM = 256, OPT_REPLICAS, OPT_MAX_AGE, OPT_MAX_BYTES, OPT_DUP_WINDOW, OPT_DURABLE, OPT_FILTER,
-	OPT_AFTER, OPT_START_SEQ, OPT_START_TIME, OPT_BARE, OPT_FORMAT, OPT_BATCH, OPT_RETRY
+	OPT_AFTER, OPT_START_SEQ, OPT_START_TIME, OPT_BARE, OPT_FORMAT, OPT_BATCH, OPT_RETRY, OPT_WRAP, OPT_CORE
 };
 
 static const struct option longopts[] = {
@@ -85,6 +88,8 @@ static const struct option longopts[] = {
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "follow", no_argument, NULL, 'f' },
 	{ "bare", no_argument, NULL, OPT_BARE },
+	{ "wrap", no_argument, NULL, OPT_WRAP },
+	{ "core", required_argument, NULL, OPT_CORE },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -98,10 +103,11 @@ static const struct option longopts[] = {
 struct options {
 	char mode;                   /* 'P', 'C' or 'L' */
 	const char *servers, *stream, *regs, *output, *after;
+	const char *core;            /* --core: a core NATS subject */
 	struct kv_js_stream_opts create;
 	uint64_t retry_ns;
 	struct kv_js_consumer_opts consume;
-	bool follow, bare, json;
+	bool follow, bare, json, wrap;
 	uint64_t count;              /* -C stops after this many records; 0: no limit */
 	uint64_t batch;              /* records fetched at a time, acknowledged together once written */
 	bool stream_named;           /* -L lists that stream alone */
@@ -235,6 +241,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'f': o->follow = true; consume_only = true; break;
 		case OPT_BARE: o->bare = true; consume_only = true; break;
+		case OPT_WRAP: o->wrap = true; consume_only = true; break;
+		case OPT_CORE:
+			if (!*optarg || strchr(optarg, ' '))
+				kv_usage_error("--core: '%s' is not a subject", optarg);
+			o->core = optarg;
+			o->wrap = true;
+			consume_only = true;
+			break;
 		case 'o': o->output = optarg; consume_only = true; break;
 		case OPT_FORMAT:
 			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0)
@@ -451,8 +465,38 @@ struct consume {
 	uint64_t records, skipped;
 };
 
+/* A message that is no kvcap object (Dynamo's KV events, on its JetStream
+ * queue or its event plane) as a record of its own: received when the
+ * stream stored it (core NATS: now), from its subject, frames [subject,
+ * message] (kvnats(1) "Other publishers' messages"). */
+static void write_wrapped(struct consume *c, const struct kv_js_msg *m)
+{
+	struct kv_record rec;
+	memset(&rec, 0, sizeof rec);
+	size_t sn = strlen(m->subject);
+	rec.recv_ns = m->time_ns > 0 ? (uint64_t)m->time_ns : kv_realtime_ns();
+	rec.src = m->subject;
+	rec.src_len = sn < KV_CAP_MAX_SRC ? sn : KV_CAP_MAX_SRC;
+	rec.frames[0] = (struct kv_frame){ (const uint8_t *)m->subject, sn };
+	rec.frames[1] = (struct kv_frame){ m->data, m->len };
+	rec.nframes = 2;
+	if (!c->header_done) {
+		kv_cap_write_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns());
+		c->header_done = true;
+	}
+	c->records++;
+	if (c->o->bare || !m->stream_seq)
+		kv_cap_write_record(c->out, rec.recv_ns, rec.src, rec.src_len, 0, rec.frames, rec.nframes);
+	else
+		kv_cap_write_positioned(c->out, &rec, m->stream_seq);
+}
+
 static void write_message(struct consume *c, const struct kv_js_msg *m)
 {
+	if (c->o->wrap) {
+		write_wrapped(c, m);
+		return;
+	}
 	struct kv_record rec;
 	const char *why = NULL;
 	enum kv_cap_status st = kv_cap_classify(m->data, m->len, &c->zone, &rec, &why);
@@ -523,9 +567,49 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 	}
 }
 
+/* --core: a core NATS subject, until -c records or a signal. */
+static int consume_core(const struct options *o, struct kv_js *js)
+{
+	struct kv_err e = { 0 };
+	struct kv_js_core *sub;
+	if (!kv_js_core_subscribe(js, o->core, &sub, &e))
+		return kv_err_print(&e);
+	struct kv_out out;
+	if (!kv_out_open(&out, o->output, &e)) {
+		kv_js_core_unsubscribe(sub);
+		return kv_err_print(&e);
+	}
+	struct consume c = { .o = o, .out = &out };
+	kv_cap_write_header(&out, "kvnats " KV_VERSION, kv_realtime_ns());
+	c.header_done = true;
+	int status = 0;
+	/* a header at once: a reader sees the capture begin before any event */
+	bool ok = kv_out_flush(&out);
+	while (ok && !kv_stop_signal && !(o->count && c.records >= o->count)) {
+		struct kv_js_msg m;
+		bool got;
+		if (!kv_js_core_next(sub, 100, &m, &got, &e)) {
+			status = kv_err_print(&e);
+			break;
+		}
+		if (got)
+			write_message(&c, &m);
+		if (!got || c.records % 64 == 0)
+			ok = kv_out_flush(&out);
+	}
+	kv_js_core_unsubscribe(sub);
+	if (!kv_out_close(&out, &e))
+		status = kv_status_merge(status, kv_err_print(&e));
+	if (!o->quiet)
+		kv_warn("subject %s: %" PRIu64 " records written", o->core, c.records);
+	return status;
+}
+
 static int consume(struct options *o, struct kv_js *js)
 {
 	struct kv_err e = { 0 };
+	if (o->core)
+		return consume_core(o, js);
 	if (o->after) {
 		if (!kv_out_refuse_input("-o", o->output, o->after, &e))
 			kv_err_exit(&e);

@@ -38,8 +38,10 @@ static const char usage[] =
 	"      --shared-pool         count cpu and disk blocks held by any worker of the pool\n"
 	"      --api conductor|mooncake  answer as kv-conductor's /query (default) or as\n"
 	"                            Mooncake RFC #1403's (Mooncake Conductor, Dynamo's indexer)\n"
-	"      --hash conductor|rfc1403[:SEED]  how token queries are hashed: kv-conductor's\n"
-	"                            chain (default), or RFC #1403's sequence hashes (seed 1337)\n"
+	"      --hash conductor|dynamo|rfc1403[:SEED]  how token queries are hashed: kv-conductor's\n"
+	"                            chain (default), Dynamo's router's local hashes (lora_name\n"
+	"                            and cache_namespace in the seed), or RFC #1403's sequence\n"
+	"                            hashes (seed 1337)\n"
 	"                            looked up among the hashes the engines published\n"
 	"      --format json|table   JSON lines (default) or an aligned table for people\n"
 	"      --watch               reload the snapshot when it is replaced\n"
@@ -86,6 +88,7 @@ struct options {
 	bool route, explain, shared_pool, table, watch, timing;
 	bool rfc;                    /* --api mooncake */
 	bool rfc_hash;               /* --hash rfc1403 */
+	bool dynamo_hash;            /* --hash dynamo */
 	uint64_t rfc_seed;
 	struct kv_weights weights;
 	int quiet, verbose;
@@ -107,16 +110,17 @@ static void parse_weights(const char *s, struct kv_weights *w)
 	*w = (struct kv_weights){ v[0], v[1], v[2] };
 }
 
-/* --hash conductor | rfc1403 | rfc1403:SEED (a u64; RFC #1403 names no
- * default seed, Dynamo's is kv-conductor's 1337) */
+/* --hash conductor | dynamo | rfc1403 | rfc1403:SEED (a u64; RFC #1403
+ * names no default seed, Dynamo's is kv-conductor's 1337) */
 static void parse_hash(const char *s, struct options *o)
 {
 	o->rfc_hash = strncmp(s, "rfc1403", 7) == 0;
+	o->dynamo_hash = strcmp(s, "dynamo") == 0;
 	o->rfc_seed = 1337;
-	if (strcmp(s, "conductor") == 0 || strcmp(s, "rfc1403") == 0)
+	if (strcmp(s, "conductor") == 0 || strcmp(s, "rfc1403") == 0 || o->dynamo_hash)
 		return;
 	if (!o->rfc_hash || s[7] != ':' || !kv_parse_u64(s + 8, 0, UINT64_MAX, &o->rfc_seed))
-		kv_usage_error("--hash: '%s' is not conductor, rfc1403 or rfc1403:SEED", s);
+		kv_usage_error("--hash: '%s' is not conductor, dynamo, rfc1403 or rfc1403:SEED", s);
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
@@ -415,6 +419,23 @@ static void hash_rfc1403(struct run *r, const struct kv_qline *q, struct kv_quer
 	resolve_seq_hashes(r, r->seq, n, req);
 }
 
+/* --hash dynamo: the query's tokens become the local hashes Dynamo's router
+ * computes (its adapter and cache namespace in the seed), looked up as a
+ * /query_by_hash body's are: Dynamo's stores are chained from them. */
+static void hash_dynamo(struct run *r, const struct kv_qline *q, struct kv_query *req)
+{
+	size_t n = q->ntokens / req->block_size;
+	if (n > r->capseq) {
+		r->seq = kv_xrealloc(r->seq, n * sizeof *r->seq);
+		r->capseq = n;
+	}
+	uint64_t seed = kv_dynamo_seed(q->lora, q->cache_namespace);
+	req->locals = r->seq;
+	req->nlocals = kv_seeded_local_hashes(q->tokens, q->ntokens, req->block_size, seed, r->seq, n);
+	req->tokens = NULL;
+	req->ntokens = 0;
+}
+
 /* Sequence hashes name chains through the snapshot's engine hashes, read
  * (and checked) when the first line needs them: lines without need only
  * the blocks. */
@@ -454,6 +475,8 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 		resolve_seq_hashes(r, q->hashes, q->nhashes, &req);
 	else if (r->o->rfc_hash && !q->by_hash)
 		hash_rfc1403(r, q, &req);
+	else if (r->o->dynamo_hash && !q->by_hash)
+		hash_dynamo(r, q, &req);
 	else if (r->o->rfc && !q->by_hash)
 		req.ntokens -= req.ntokens % bs; /* RFC #1403: only complete blocks are considered */
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };

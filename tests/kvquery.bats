@@ -496,7 +496,7 @@ print(json.dumps({"src": "tcp://10.0.0.5:5557", "recv_ns": 1000000000, "seq": 1,
 	assert_equal "$(jq -c '.default.a.longest_matched' <<<"$output")" 256
 	run --separate-stderr kvquery -s s.kvsnap --hash rfc1403:x q2.txt
 	assert_equal "$status" 64
-	assert_equal "${stderr_lines[0]}" "kvquery: --hash: 'rfc1403:x' is not conductor, rfc1403 or rfc1403:SEED"
+	assert_equal "${stderr_lines[0]}" "kvquery: --hash: 'rfc1403:x' is not conductor, dynamo, rfc1403 or rfc1403:SEED"
 }
 
 # live OPTION...: kvquery -s s.kvsnap OPTION... in the background ($pid),

@@ -2,8 +2,8 @@
 
 const char *kv_format_name(enum kv_format f)
 {
-	static const char *const names[] = { "vllm", "memcache", "mooncake" };
-	return names[f <= KV_FMT_MOONCAKE ? f : 0];
+	static const char *const names[] = { "vllm", "memcache", "mooncake", "dynamo" };
+	return names[f <= KV_FMT_DYNAMO ? f : 0];
 }
 
 const char *kv_evtype_name(enum kv_evtype t)

@@ -19,7 +19,8 @@ struct kv_str {
 	size_t n;
 };
 
-enum kv_format { KV_FMT_VLLM = 0, KV_FMT_MEMCACHE, KV_FMT_MOONCAKE };
+enum kv_format { KV_FMT_VLLM = 0, KV_FMT_MEMCACHE, KV_FMT_MOONCAKE, KV_FMT_DYNAMO };
+#define KV_NFORMATS 4
 enum kv_evtype { KV_EV_STORED = 0, KV_EV_REMOVED, KV_EV_CLEARED };
 enum kv_ts_kind { KV_TS_NONE = 0, KV_TS_SECONDS, KV_TS_MS };
 
@@ -46,6 +47,9 @@ enum {
 	KV_HAS_BASE_BLOCK_IDX = 1u << 18,
 	KV_HAS_ADDITIONAL_SALT = 1u << 19,
 	KV_HAS_GROUP_ID = 1u << 20,     /* a pool event's object group, as it came */
+	KV_HAS_WORKER_ID = 1u << 21,    /* Dynamo: the RouterEvent's worker_id */
+	KV_HAS_TOKENS_HASHES = 1u << 22, /* Dynamo: each stored block's tokens_hash */
+	KV_HAS_PUBLISHER_ID = 1u << 23, /* Dynamo: the event plane envelope's publisher_id and sequence */
 };
 
 /* A value echoed as it came (event_id is an int on some publishers, a
@@ -103,6 +107,13 @@ struct kv_event {
 	struct kv_str extra_json;          /* extra_keys as JSON text, when read from a JSON line */
 	const struct kv_raw_hash *raw_hashes;
 	size_t nraw;
+	/* Dynamo (kvdecode(1) "Dynamo's event plane"): the worker, each stored
+	 * block's local hash (its tokens_hash: kvmatch chains the blocks from
+	 * them, as from tokens), and the envelope that carried the event */
+	uint64_t worker_id;
+	const uint64_t *tokens_hashes;
+	size_t ntokens_hashes;
+	uint64_t publisher_id, pub_sequence;
 	uint8_t hash_forms;        /* KV_HF_* of the hashes on the wire; 0 when not known (JSON input) */
 };
 

@@ -92,7 +92,7 @@ static void write_raw_hashes(struct jw *w, const struct kv_event *e)
 }
 
 static const char *const format_keys[] = { "\"format\":\"vllm\",\"ts\":", "\"format\":\"memcache\",\"ts\":",
-					   "\"format\":\"mooncake\",\"ts\":" };
+					   "\"format\":\"mooncake\",\"ts\":", "\"format\":\"dynamo\",\"ts\":" };
 static const char *const type_keys[] = { ",\"type\":\"stored\",\"medium\":\"", ",\"type\":\"removed\",\"medium\":\"",
 					 ",\"type\":\"cleared\",\"medium\":\"" };
 
@@ -133,6 +133,23 @@ static void write_optional(struct jw *w, const struct kv_event *e)
 	}
 	if (has & KV_HAS_ADDITIONAL_SALT)
 		opt_str(w, ",\"additional_salt\":", e->additional_salt);
+	if (has & KV_HAS_WORKER_ID) {
+		/* a u64 (Dynamo's instance ids pass 2^53): a string of its digits */
+		jw_put_lit(w, ",\"worker_id\":\"");
+		jw_put_u64(w, e->worker_id);
+		jw_put_char(w, '"');
+	}
+	if (has & KV_HAS_TOKENS_HASHES) {
+		jw_put_lit(w, ",\"tokens_hashes\":[");
+		jw_put_hash_list(w, e->tokens_hashes, e->ntokens_hashes);
+		jw_put_char(w, ']');
+	}
+	if (has & KV_HAS_PUBLISHER_ID) {
+		jw_put_lit(w, ",\"publisher_id\":");
+		jw_put_u64(w, e->publisher_id);
+		jw_put_lit(w, ",\"publisher_seq\":");
+		jw_put_u64(w, e->pub_sequence);
+	}
 	if (has & KV_HAS_RAW_HASHES)
 		write_raw_hashes(w, e);
 }

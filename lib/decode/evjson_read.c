@@ -14,17 +14,19 @@ enum key {
 	K_MEDIUM, K_BLOCK_HASHES, K_PARENT, K_TOKEN_IDS, K_BLOCK_SIZE, K_LORA_ID, K_LORA_NAME,
 	K_GROUP_IDX, K_SPEC_KIND, K_SLIDING_WINDOW, K_MEDIUM_RAW, K_BACKEND_ID, K_MODEL_NAME,
 	K_TENANT_ID, K_EVENT_ID, K_OBJECT_KEY, K_EXTRA_KEYS, K_LOCALITY, K_OWNERSHIP, K_BASE_BLOCK_IDX,
-	K_ADDITIONAL_SALT, K_GROUP_ID, K_DECODED,
+	K_ADDITIONAL_SALT, K_GROUP_ID, K_DECODED, K_WORKER_ID, K_TOKENS_HASHES, K_PUBLISHER_ID,
+	K_PUBLISHER_SEQ,
 };
 
-_Static_assert(K_DECODED < 64, "keys_seen has a bit per key");
+_Static_assert(K_PUBLISHER_SEQ < 64, "keys_seen has a bit per key");
 
 static const char *const key_names[] = {
 	"", "src", "recv_ns", "seq", "topic", "replayed", "format", "ts", "dp_rank", "type",
 	"medium", "block_hashes", "parent", "token_ids", "block_size", "lora_id", "lora_name",
 	"group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "medium_raw", "backend_id",
 	"model_name", "tenant_id", "event_id", "object_key", "extra_keys", "locality", "ownership",
-	"base_block_idx", "additional_salt", "group_id", "decoded",
+	"base_block_idx", "additional_salt", "group_id", "decoded", "worker_id", "tokens_hashes",
+	"publisher_id", "publisher_seq",
 };
 
 /* The JSON kinds a value may have: a wrong one is an error, never a value
@@ -43,6 +45,8 @@ static const unsigned char key_kinds[] = {
 	[K_MODEL_NAME] = J_STR | J_NULL, [K_TENANT_ID] = J_STR | J_NULL, [K_EVENT_ID] = J_NUM | J_STR | J_NULL,
 	[K_OBJECT_KEY] = J_STR | J_NULL, [K_LOCALITY] = J_STR | J_NULL, [K_OWNERSHIP] = J_STR | J_NULL,
 	[K_BASE_BLOCK_IDX] = J_NUM | J_NULL, [K_ADDITIONAL_SALT] = J_STR | J_NULL,
+	[K_WORKER_ID] = J_STR | J_NUM, [K_TOKENS_HASHES] = J_ARR, [K_PUBLISHER_ID] = J_NUM,
+	[K_PUBLISHER_SEQ] = J_NUM,
 };
 
 struct kv_evjson_reader {
@@ -62,6 +66,8 @@ struct kv_evjson_reader {
 	size_t nh, caph;
 	uint32_t *tokens;
 	size_t nt, capt;
+	uint64_t *thashes;       /* Dynamo's tokens_hashes */
+	size_t nth, capth;
 	char msg[160];
 };
 
@@ -97,6 +103,8 @@ static int kind_ok(struct kv_evjson_reader *r, unsigned kind)
 		allowed = J_STR | J_NUM, what = "block_hashes[]";
 	else if (r->depth == 2 && r->key == K_TOKEN_IDS)
 		allowed = J_NUM, what = "token_ids[]";
+	else if (r->depth == 2 && r->key == K_TOKENS_HASHES)
+		allowed = J_STR | J_NUM, what = "tokens_hashes[]";
 	if (allowed == J_ANY || (allowed & kind))
 		return 1;
 	char want[80], got[16];
@@ -185,10 +193,26 @@ static int hash_number(struct kv_evjson_reader *r, const char *s, size_t n, uint
 	return 1;
 }
 
+/* An element of block_hashes, or of tokens_hashes (a list of its own). */
 static void push_hash(struct kv_evjson_reader *r, uint64_t h)
 {
+	if (r->key == K_TOKENS_HASHES) {
+		r->thashes = kv_xgrow(r->thashes, &r->capth, r->nth + 1, sizeof *r->thashes);
+		r->thashes[r->nth++] = h;
+		return;
+	}
 	r->hashes = kv_xgrow(r->hashes, &r->caph, r->nh + 1, sizeof *r->hashes);
 	r->hashes[r->nh++] = h;
+}
+
+/* worker_id: a u64, as evjson writes it (a string of its digits) or as a
+ * number. */
+static int set_worker_id(struct kv_evjson_reader *r, const char *s, size_t n)
+{
+	if (!parse_u64(s, n, &r->e->worker_id))
+		return fail(r, "%s: expected an integer from 0 to 2^64-1", "worker_id");
+	r->e->has |= KV_HAS_WORKER_ID;
+	return 1;
 }
 
 /* event_id and group_id: an integer or a string, echoed as it came. */
@@ -220,7 +244,7 @@ static int on_number(void *ctx, const char *s, size_t n)
 	uint64_t u;
 	if (!kind_ok(r, J_NUM))
 		return 0;
-	if (r->depth == 2 && r->key == K_BLOCK_HASHES) {
+	if (r->depth == 2 && (r->key == K_BLOCK_HASHES || r->key == K_TOKENS_HASHES)) {
 		if (!hash_number(r, s, n, &u))
 			return 0;
 		push_hash(r, u);
@@ -267,6 +291,13 @@ static int on_number(void *ctx, const char *s, size_t n)
 		return set_scalar_number(r, s, n, &e->event_id, KV_HAS_EVENT_ID);
 	case K_GROUP_ID:
 		return set_scalar_number(r, s, n, &e->group_id, KV_HAS_GROUP_ID);
+	case K_WORKER_ID:
+		return set_worker_id(r, s, n);
+	case K_PUBLISHER_ID:
+	case K_PUBLISHER_SEQ:
+		if (!parse_u64(s, n, r->key == K_PUBLISHER_ID ? &e->publisher_id : &e->pub_sequence))
+			return fail(r, "%s: expected an unsigned integer", key_names[r->key]);
+		return 1;
 	case K_DP_RANK: target = &e->dp_rank; e->has_dp = true; break;
 	case K_BLOCK_SIZE: target = &e->block_size; bit = KV_HAS_BLOCK_SIZE; break;
 	case K_LORA_ID: target = &e->lora_id; bit = KV_HAS_LORA_ID; e->lora_id_null = false; break;
@@ -307,12 +338,12 @@ static int set_type(struct kv_evjson_reader *r, struct kv_str s)
 
 static int set_format(struct kv_evjson_reader *r, struct kv_str s)
 {
-	for (int f = 0; f < 3; f++)
+	for (int f = 0; f < KV_NFORMATS; f++)
 		if (s.n == strlen(kv_format_name(f)) && memcmp(s.p, kv_format_name(f), s.n) == 0) {
 			r->e->format = (enum kv_format)f;
 			return 1;
 		}
-	return fail(r, "%s: expected vllm, memcache or mooncake", "format");
+	return fail(r, "%s: expected vllm, memcache, mooncake or dynamo", "format");
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t n)
@@ -323,9 +354,12 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 	const char *why;
 	if (!kind_ok(r, J_STR))
 		return 0;
-	if (r->depth == 2 && r->key == K_BLOCK_HASHES) {
-		if ((why = kv_flexhash_str((const char *)s, n, false, &h)))
-			return fail(r, "block_hashes: %s", why);
+	if (r->depth == 2 && (r->key == K_BLOCK_HASHES || r->key == K_TOKENS_HASHES)) {
+		if ((why = kv_flexhash_str((const char *)s, n, false, &h))) {
+			if (!r->msg[0])
+				snprintf(r->msg, sizeof r->msg, "%s: %s", key_names[r->key], why);
+			return 0;
+		}
 		push_hash(r, h);
 		return 1;
 	}
@@ -352,6 +386,8 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 		return set_scalar_string(r, s, n, &e->event_id, KV_HAS_EVENT_ID);
 	case K_GROUP_ID:
 		return set_scalar_string(r, s, n, &e->group_id, KV_HAS_GROUP_ID);
+	case K_WORKER_ID:
+		return set_worker_id(r, (const char *)s, n);
 	case K_LORA_NAME: target = &e->lora_name; bit = KV_HAS_LORA_NAME; break;
 	case K_SPEC_KIND: target = &e->spec_kind; bit = KV_HAS_SPEC_KIND; break;
 	case K_MEDIUM_RAW: target = &e->medium_raw; bit = KV_HAS_MEDIUM_RAW; break;
@@ -416,6 +452,8 @@ static int on_start_array(void *ctx)
 	r->depth++;
 	if (r->depth == 2 && r->key == K_TOKEN_IDS)
 		r->e->has |= KV_HAS_TOKENS;
+	if (r->depth == 2 && r->key == K_TOKENS_HASHES)
+		r->e->has |= KV_HAS_TOKENS_HASHES;
 	return 1;
 }
 
@@ -461,6 +499,7 @@ void kv_evjson_reader_free(struct kv_evjson_reader *r)
 	free(r->strings);
 	free(r->hashes);
 	free(r->tokens);
+	free(r->thashes);
 	free(r);
 }
 
@@ -484,7 +523,7 @@ enum kv_evjson_status kv_evjson_parse(struct kv_evjson_reader *r, const char *li
 	r->complete = r->is_error_line = r->saw_type = r->medium_given = false;
 	r->is_no_events = r->undecoded = false;
 	r->msg[0] = 0;
-	r->nh = r->nt = r->slen = 0;
+	r->nh = r->nt = r->nth = r->slen = 0;
 	/* Strings are never longer than the line: reserve once, so they never move. */
 	r->strings = kv_xgrow(r->strings, &r->scap, n + 1, 1);
 	yajl_status st = yajl_parse(r->h, (const unsigned char *)line, n);
@@ -511,12 +550,19 @@ enum kv_evjson_status kv_evjson_parse(struct kv_evjson_reader *r, const char *li
 		return KV_EVJSON_BAD;
 	}
 	if (!r->medium_given)
-		e->medium = e->format == KV_FMT_VLLM ? KV_XPU : KV_UNKNOWN;
+		e->medium = e->format == KV_FMT_VLLM || e->format == KV_FMT_DYNAMO ? KV_XPU : KV_UNKNOWN;
 	e->hashes = r->hashes;
 	e->nhashes = r->nh;
 	if (e->has & KV_HAS_TOKENS) {
 		e->tokens = r->tokens;
 		e->ntokens = r->nt;
 	}
+	if (e->has & KV_HAS_TOKENS_HASHES) {
+		e->tokens_hashes = r->thashes;
+		e->ntokens_hashes = r->nth;
+	}
+	/* the envelope's two numbers come together, as evjson writes them */
+	if ((r->keys_seen >> K_PUBLISHER_ID & 1) && (r->keys_seen >> K_PUBLISHER_SEQ & 1))
+		e->has |= KV_HAS_PUBLISHER_ID;
 	return KV_EVJSON_EVENT;
 }

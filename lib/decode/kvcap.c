@@ -21,10 +21,14 @@ void kv_msg_split(const struct kv_frame *frames, size_t n, struct kv_msg_parts *
 	if (n >= 2)
 		m->topic = frames[0];
 	m->seq_frame = n >= 3;
-	if (m->seq_frame && frames[1].n == 8) {
+	/* Dynamo's event plane on ZMQ: [topic, publisher_id, sequence, frame],
+	 * both 8 bytes big-endian; the seq is the sequence (kvdecode(1)
+	 * "Dynamo's event plane"). */
+	const struct kv_frame *seq = n == 4 && frames[1].n == 8 && frames[2].n == 8 ? &frames[2] : &frames[1];
+	if (m->seq_frame && seq->n == 8) {
 		m->has_seq = true;
 		for (int i = 0; i < 8; i++)
-			m->seq = m->seq << 8 | frames[1].p[i];
+			m->seq = m->seq << 8 | seq->p[i];
 	}
 }
 

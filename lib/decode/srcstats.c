@@ -44,7 +44,7 @@ void kv_srcstats_print(const struct kv_srcstats *s, FILE *f)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct kv_srcstat *st = &s->v[i];
 		uint64_t total = 0;
-		for (int fm = 0; fm < 3; fm++)
+		for (int fm = 0; fm < KV_NFORMATS; fm++)
 			for (int t = 0; t < 3; t++)
 				total += st->events[fm][t];
 		char name[512];
@@ -52,7 +52,7 @@ void kv_srcstats_print(const struct kv_srcstats *s, FILE *f)
 		fprintf(f, "%s: %s: %llu batches, %llu events", kv_prog, name,
 			(unsigned long long)st->batches, (unsigned long long)total);
 		const char *sep = " (";
-		for (int fm = 0; fm < 3; fm++) {
+		for (int fm = 0; fm < KV_NFORMATS; fm++) {
 			const uint64_t *e = st->events[fm];
 			if (!e[0] && !e[1] && !e[2])
 				continue;

@@ -53,7 +53,7 @@ struct kv_srcstat {
 	uint64_t last_recv_ns;       /* of the last record, to know its other events */
 	uint64_t rec_seq;           /* seq of the last record */
 	enum kv_rec_state rec;      /* what became of it (KV_REC_NONE: no seq, nothing continues it) */
-	uint64_t events[3][3];      /* [format][type] */
+	uint64_t events[KV_NFORMATS][3]; /* [format][type] */
 	struct kv_seqtrack seq;
 	struct kv_srcdiag d;
 };

@@ -9,12 +9,13 @@ bool kv_vllm_is_map_event(const msgpack_object *o)
 }
 
 enum vf { VF_HASHES, VF_PARENT, VF_TOKENS, VF_BLOCK_SIZE, VF_LORA_ID, VF_MEDIUM, VF_LORA_NAME,
-	  VF_EXTRA_KEYS, VF_GROUP_IDX, VF_SPEC_KIND, VF_SLIDING_WINDOW, VF_LOCALITY, VF_OWNERSHIP, VF_N };
+	  VF_EXTRA_KEYS, VF_GROUP_IDX, VF_SPEC_KIND, VF_SLIDING_WINDOW, VF_LOCALITY, VF_OWNERSHIP,
+	  VF_TOKENS_HASHES, VF_N };
 
 static const char *const vf_keys[VF_N] = {
 	"block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium",
 	"lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window",
-	"locality", "ownership",
+	"locality", "ownership", "tokens_hashes",
 };
 
 /* Array order of each event type's fields (vllm/distributed/kv_events.py). */
@@ -78,6 +79,27 @@ static bool vllm_tag(const msgpack_object *tag, enum kv_evtype *t)
 	return true;
 }
 
+/* tokens_hashes (TensorRT-LLM's ZMQ tee, in place of token_ids): each
+ * block's local hash, as Dynamo's tokens_hash, a signed i64 on the wire. */
+static bool take_tokens_hashes(struct kv_wire *w, struct kv_event *e, size_t k, const msgpack_object *o)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY) {
+		kv_wire_issue(w, "event %zu: tokens_hashes is not an array", k);
+		return false;
+	}
+	for (uint32_t i = 0; i < o->via.array.size; i++) {
+		uint64_t h;
+		const char *why = kv_flexhash(&o->via.array.ptr[i], &w->opts.hash, &h);
+		if (why) {
+			kv_wire_issue(w, "event %zu: tokens_hashes[%u]: %s", k, i, why);
+			return false;
+		}
+		kv_wire_push_local(w, h);
+	}
+	e->has |= KV_HAS_TOKENS_HASHES;
+	return true;
+}
+
 /* The fields only stores have.  A parent that is not a hash drops the
  * whole event, not just the parent: kept without it, the store would look
  * like one from the root and kvmatch would chain its blocks wrongly. */
@@ -97,6 +119,8 @@ static bool vllm_store_fields(struct kv_wire *w, struct kv_event *e, size_t k, c
 			return false;
 		e->has |= KV_HAS_TOKENS;
 	}
+	if (mp_present(f[VF_TOKENS_HASHES]) && !take_tokens_hashes(w, e, k, f[VF_TOKENS_HASHES]))
+		return false;
 	if (!take_vfields(w, e, k, f, stored_fields, sizeof stored_fields / sizeof stored_fields[0]))
 		return false;
 	if (e->has & KV_HAS_BLOCK_SIZE && e->block_size < 0) {

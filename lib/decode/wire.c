@@ -1,4 +1,5 @@
 #include "decode/wire.h"
+#include "decode/dynamo.h"
 #include "decode/mpscan.h"
 #include "decode/pool.h"
 #include "decode/vllm.h"
@@ -23,8 +24,11 @@ void kv_wire_free(struct kv_wire *w)
 	free(w->hashes);
 	free(w->tokens);
 	free(w->raw);
+	free(w->locals);
 	free(w->off);
 	free(w->seen);
+	free(w->inner[0].p);
+	free(w->inner[1].p);
 	memset(w, 0, sizeof *w);
 }
 
@@ -34,9 +38,11 @@ static void fix_pointers(struct kv_wire *w)
 	for (size_t k = 0; k < w->nev; k++) {
 		struct kv_event *e = &w->ev[k];
 		size_t *off = kv_wire_event_offsets(w, k);
-		size_t hend = k + 1 < w->nev ? off[3] : w->nh;
-		size_t tend = k + 1 < w->nev ? off[4] : w->nt;
-		size_t rend = k + 1 < w->nev ? off[5] : w->nraw;
+		const size_t *next = off + KV_WIRE_NOFF;
+		size_t hend = k + 1 < w->nev ? next[0] : w->nh;
+		size_t tend = k + 1 < w->nev ? next[1] : w->nt;
+		size_t rend = k + 1 < w->nev ? next[2] : w->nraw;
+		size_t lend = k + 1 < w->nev ? next[3] : w->nl;
 		/* An array nothing was pushed to yet is NULL, and NULL + 0 is
 		 * undefined behaviour: such events get NULL and a count of 0. */
 		e->hashes = w->hashes ? w->hashes + off[0] : NULL;
@@ -48,6 +54,10 @@ static void fix_pointers(struct kv_wire *w)
 		if (e->has & KV_HAS_RAW_HASHES) {
 			e->raw_hashes = w->raw ? w->raw + off[2] : NULL;
 			e->nraw = rend - off[2];
+		}
+		if (e->has & KV_HAS_TOKENS_HASHES) {
+			e->tokens_hashes = w->locals ? w->locals + off[3] : NULL;
+			e->ntokens_hashes = lend - off[3];
 		}
 	}
 }
@@ -152,26 +162,22 @@ bool kv_wire_is_mooncake_batch(const uint8_t *p, size_t n)
 	return t <= 0x7f || (t >= 0xcc && t <= 0xd3) || t >= 0xe0;   /* any MessagePack integer */
 }
 
+/* The end of a decode: the events pointed at their arrays, or none. */
+static bool finish(struct kv_wire *w, bool ok)
+{
+	if (!ok) {
+		w->nev = 0;
+		return false;
+	}
+	fix_pointers(w);
+	return true;
+}
+
 bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint8_t *p, size_t n)
 {
-	w->nev = w->nh = w->nt = w->nraw = 0;
+	w->nev = w->nh = w->nt = w->nraw = w->nl = 0;
 	w->nissues = w->ignored = 0;
 	w->error[0] = 0;
-	size_t size;
-	enum kv_mp_scan sc = kv_mp_scan(p, n, &kv_payload_limits, &size);
-	if (sc != KV_MP_OK) {
-		snprintf(w->error, sizeof w->error, "%s", sc == KV_MP_SHORT ? "truncated payload" : kv_mp_scan_strerror(sc));
-		return false;
-	}
-	msgpack_zone_clear(&w->zone);
-	msgpack_object root;
-	size_t used = 0;
-	if (msgpack_unpack((const char *)p, size, &used, &w->zone, &root) < 0) {
-		snprintf(w->error, sizeof w->error, "undecodable MessagePack");
-		return false;
-	}
-	if (size < n)
-		kv_wire_issue(w, "%zu bytes after the batch ignored", n - size);
 	struct kv_event base;
 	memset(&base, 0, sizeof base);
 	base.src = ctx->src;
@@ -182,8 +188,28 @@ bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint
 	base.replayed = ctx->replayed;
 	if (w->opts.raw_hashes)
 		base.has |= KV_HAS_RAW_HASHES;
+	msgpack_zone_clear(&w->zone);
+	/* Dynamo's framed envelopes and JSON are no batch of any other publisher */
+	if (kv_dynamo_is_bytes(p, n))
+		return finish(w, kv_dynamo_decode_bytes(w, &base, p, n));
+	size_t size;
+	enum kv_mp_scan sc = kv_mp_scan(p, n, &kv_payload_limits, &size);
+	if (sc != KV_MP_OK) {
+		snprintf(w->error, sizeof w->error, "%s", sc == KV_MP_SHORT ? "truncated payload" : kv_mp_scan_strerror(sc));
+		return false;
+	}
+	msgpack_object root;
+	size_t used = 0;
+	if (msgpack_unpack((const char *)p, size, &used, &w->zone, &root) < 0) {
+		snprintf(w->error, sizeof w->error, "undecodable MessagePack");
+		return false;
+	}
+	if (size < n)
+		kv_wire_issue(w, "%zu bytes after the batch ignored", n - size);
 	bool ok;
-	if (root.type == MSGPACK_OBJECT_MAP)
+	if (kv_dynamo_is_object(&root))
+		ok = kv_dynamo_decode_object(w, &base, &root);
+	else if (root.type == MSGPACK_OBJECT_MAP)
 		ok = map_batch(w, &base, &root);
 	else if (root.type == MSGPACK_OBJECT_ARRAY)
 		ok = array_batch(w, &base, &root);
@@ -191,10 +217,5 @@ bool kv_wire_decode(struct kv_wire *w, const struct kv_wire_ctx *ctx, const uint
 		snprintf(w->error, sizeof w->error, "payload is neither a map nor an array");
 		ok = false;
 	}
-	if (!ok) {
-		w->nev = 0;
-		return false;
-	}
-	fix_pointers(w);
-	return true;
+	return finish(w, ok);
 }

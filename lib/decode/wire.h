@@ -24,6 +24,7 @@ struct kv_wire_opts {
 };
 
 #define KV_WIRE_MAX_ISSUES 16
+#define KV_WIRE_NOFF 4
 
 struct kv_wire {
 	struct kv_wire_opts opts;
@@ -37,9 +38,14 @@ struct kv_wire {
 	size_t nt, capt;
 	struct kv_raw_hash *raw;
 	size_t nraw, capraw;
-	size_t *off;            /* per event: hashes, tokens, raw offsets */
+	uint64_t *locals;       /* Dynamo stores: each block's tokens_hash */
+	size_t nl, capl;
+	size_t *off;            /* per event: KV_WIRE_NOFF offsets, of hashes, tokens, raw forms, locals */
 	size_t capoff;
 	uint64_t *seen;         /* scratch set for merging pool hashes */
+	/* Dynamo: payloads within payloads, rebuilt (JSON as MessagePack, an
+	 * envelope's payload sent as an array of bytes); live until the next call */
+	struct { uint8_t *p; size_t cap; } inner[2];
 	size_t capseen;
 	/* results besides the events */
 	unsigned nissues;       /* event and hash problems in this payload (all of them) */

@@ -19,7 +19,7 @@ void kv_wire_issue(struct kv_wire *w, const char *fmt, ...)
 
 size_t *kv_wire_event_offsets(struct kv_wire *w, size_t k)
 {
-	return &w->off[3 * k];
+	return &w->off[KV_WIRE_NOFF * k];
 }
 
 void kv_wire_push_hash(struct kv_wire *w, uint64_t h, const msgpack_object *raw)
@@ -45,11 +45,11 @@ void kv_wire_push_hash(struct kv_wire *w, uint64_t h, const msgpack_object *raw)
 struct kv_event *kv_wire_new_event(struct kv_wire *w, const struct kv_event *batch)
 {
 	w->ev = kv_xgrow(w->ev, &w->capev, w->nev + 1, sizeof *w->ev);
-	w->off = kv_xgrow(w->off, &w->capoff, 3 * (w->nev + 1), sizeof *w->off);
+	w->off = kv_xgrow(w->off, &w->capoff, KV_WIRE_NOFF * (w->nev + 1), sizeof *w->off);
 	struct kv_event *e = &w->ev[w->nev];
 	*e = *batch;
 	size_t *off = kv_wire_event_offsets(w, w->nev);
-	off[0] = w->nh, off[1] = w->nt, off[2] = w->nraw;
+	off[0] = w->nh, off[1] = w->nt, off[2] = w->nraw, off[3] = w->nl;
 	return e;
 }
 
@@ -62,7 +62,13 @@ void kv_wire_keep_event(struct kv_wire *w)
 void kv_wire_drop_event(struct kv_wire *w)
 {
 	size_t *off = kv_wire_event_offsets(w, w->nev);
-	w->nh = off[0], w->nt = off[1], w->nraw = off[2];
+	w->nh = off[0], w->nt = off[1], w->nraw = off[2], w->nl = off[3];
+}
+
+void kv_wire_push_local(struct kv_wire *w, uint64_t h)
+{
+	w->locals = kv_xgrow(w->locals, &w->capl, w->nl + 1, sizeof *w->locals);
+	w->locals[w->nl++] = h;
 }
 
 /* ---- field decoding ------------------------------------------------------ */

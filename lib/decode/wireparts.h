@@ -83,6 +83,8 @@ void kv_wire_issue(struct kv_wire *w, const char *fmt, ...) KV_PRINTF(2, 3);
 size_t *kv_wire_event_offsets(struct kv_wire *w, size_t k);
 /* Appends a hash to the event being built (raw: its wire form, or NULL). */
 void kv_wire_push_hash(struct kv_wire *w, uint64_t h, const msgpack_object *raw);
+/* Appends a block's local hash (a Dynamo tokens_hash) to the event being built. */
+void kv_wire_push_local(struct kv_wire *w, uint64_t h);
 /* Starts the next event as a copy of the batch's fields. */
 struct kv_event *kv_wire_new_event(struct kv_wire *w, const struct kv_event *batch);
 /* Ends the event begun by kv_wire_new_event: kept, or dropped with all it pushed. */

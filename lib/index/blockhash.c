@@ -76,3 +76,26 @@ size_t kv_rfc_seq_hashes(const uint32_t *tokens, size_t ntokens, size_t block_si
 	}
 	return n;
 }
+
+uint64_t kv_dynamo_seed(const char *lora_name, const char *cache_namespace)
+{
+	uint64_t seed = KV_HASH_SEED;
+	/* unsigned adds wrap, as Rust's wrapping_add; the two inner seeds keep
+	 * an adapter and a namespace of the same name apart */
+	if (lora_name && *lora_name)
+		seed += XXH3_64bits_withSeed(lora_name, strlen(lora_name), 0);
+	if (cache_namespace && *cache_namespace)
+		seed += XXH3_64bits_withSeed(cache_namespace, strlen(cache_namespace), 1);
+	return seed;
+}
+
+size_t kv_seeded_local_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size, uint64_t seed,
+			      uint64_t *local, size_t max)
+{
+	size_t n = 0;
+	if (block_size == 0)
+		return 0;
+	for (size_t at = 0; ntokens - at >= block_size && n < max; at += block_size, n++)
+		local[n] = XXH3_64bits_withSeed(tokens + at, block_size * sizeof *tokens, seed);
+	return n;
+}

@@ -30,4 +30,15 @@ size_t kv_block_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size
 size_t kv_rfc_seq_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size, uint64_t seed, uint64_t *seq,
 			 size_t max);
 
+/* NVIDIA Dynamo's router (kvquery(1) --hash dynamo): its local block hash
+ * is XXH3-64 of the block's tokens as u32 little-endian seeded with
+ * kv_dynamo_seed: 1337, plus XXH3-64 (seed 0) of the LoRA adapter's name,
+ * plus XXH3-64 (seed 1) of the cache namespace, each added only when given
+ * and not empty, modulo 2^64.  Without either it is kv_local_hash. */
+uint64_t kv_dynamo_seed(const char *lora_name, const char *cache_namespace);
+/* Those local hashes of the complete blocks of a token sequence (Dynamo
+ * hashes no trailing partial block); returns the number written. */
+size_t kv_seeded_local_hashes(const uint32_t *tokens, size_t ntokens, size_t block_size, uint64_t seed,
+			      uint64_t *local, size_t max);
+
 #endif

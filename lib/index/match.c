@@ -705,6 +705,23 @@ static bool chains_from_tokens(struct kv_match *m, uint32_t part, const struct k
 	return true;
 }
 
+/* Chains of a Dynamo store: its blocks' local hashes come with it (their
+ * tokens_hash, XXH3-64 seed 1337 of the tokens, the local hash of
+ * kvmatch(1) "Partitions and block identity"), one per engine hash. */
+static bool chains_from_locals(struct kv_match *m, uint32_t part, const struct kv_event *e, size_t *nblocks,
+			       uint64_t *parent)
+{
+	*parent = KV_CHAIN_ROOT;
+	if (!e->parent_null && (e->has & KV_HAS_PARENT) && !chain_of(m, part, e->parent, parent))
+		return false;
+	size_t n = e->ntokens_hashes < e->nhashes ? e->ntokens_hashes : e->nhashes;
+	grow_blocks(m, n);
+	memcpy(m->local, e->tokens_hashes, n * sizeof *m->local);
+	kv_chain_hashes(*parent, m->local, m->chain, n);
+	*nblocks = n;
+	return true;
+}
+
 static size_t expected_block_size(struct kv_match *m, uint32_t w, uint32_t part, const struct kv_event *e,
 				  bool *mismatch)
 {
@@ -823,23 +840,30 @@ static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, u
 	struct kv_srcdiag *d = cur_diag(m);
 	note_hashes(d, e);
 	*(offload ? &d->offload_blocks : &d->xpu_blocks) += e->nhashes;
-	if (e->ntokens > 0) {
-		bool mismatch;
-		size_t bs = expected_block_size(m, w, part, e, &mismatch), nblocks;
+	if (e->ntokens > 0 || e->ntokens_hashes > 0) {
+		size_t nblocks;
 		uint64_t parent;
-		if (mismatch) {
-			d->bs_got = e->block_size;
-			d->bs_want = m->ws->v[w].block_size ? m->ws->v[w].block_size : m->ix->p[part].block_size;
-			drop_hashes(m, r, e, KV_R_BLOCK_SIZE_MISMATCH, &w, 1);
-			return;
+		bool found;
+		if (e->ntokens > 0) {
+			bool mismatch;
+			size_t bs = expected_block_size(m, w, part, e, &mismatch);
+			if (mismatch) {
+				d->bs_got = e->block_size;
+				d->bs_want = m->ws->v[w].block_size ? m->ws->v[w].block_size : m->ix->p[part].block_size;
+				drop_hashes(m, r, e, KV_R_BLOCK_SIZE_MISMATCH, &w, 1);
+				return;
+			}
+			/* Tokens cut into blocks of 0 tokens, or of a size nothing says:
+			 * no block can be named. */
+			if (!bs) {
+				drop_hashes(m, r, e, KV_R_BAD_BLOCK_SIZE, &w, 1);
+				return;
+			}
+			found = chains_from_tokens(m, part, e, bs, &nblocks, &parent);
+		} else {
+			found = chains_from_locals(m, part, e, &nblocks, &parent);
 		}
-		/* Tokens cut into blocks of 0 tokens, or of a size nothing says:
-		 * no block can be named. */
-		if (!bs) {
-			drop_hashes(m, r, e, KV_R_BAD_BLOCK_SIZE, &w, 1);
-			return;
-		}
-		if (!chains_from_tokens(m, part, e, bs, &nblocks, &parent)) {
+		if (!found) {
 			/* Parents stored before a capture began are never seen: tell those apart. */
 			if (live(d->first_ns, KV_EARLY_NS, e->recv_ns))
 				d->pnf_early += e->nhashes ? e->nhashes : 1;
@@ -979,6 +1003,11 @@ static void engine_cleared(struct kv_match *m, const struct rep *r, uint32_t w)
 static uint32_t worker_of(struct kv_match *m, const struct kv_event *e)
 {
 	int64_t dp = e->has_dp ? e->dp_rank : -1;
+	/* Dynamo names its worker; a source carries many (a NATS subject) */
+	if (e->has & KV_HAS_WORKER_ID) {
+		m->last_src = (struct kv_str){ NULL, 0 };
+		return kv_workers_of_dynamo(m->ws, e->worker_id, dp);
+	}
 	if (m->last_src.p && e->src.n == m->last_src.n && dp == m->last_dp &&
 	    (e->src.p == m->last_src.p || memcmp(e->src.p, m->last_src.p, e->src.n) == 0))
 		return m->last_worker;
@@ -1274,7 +1303,7 @@ void kv_match_event(struct kv_match *m, const struct kv_event *e)
 	} else {
 		m->st.states[KV_ST_PARSED]++;
 	}
-	if (e->format == KV_FMT_VLLM)
+	if (e->format == KV_FMT_VLLM || e->format == KV_FMT_DYNAMO)
 		engine_event(m, e);
 	else
 		pool_event(m, e);

@@ -153,6 +153,24 @@ static const char *take_medium_endpoints(json_t *o, struct kv_reg *r, const char
 	return NULL;
 }
 
+/* Dynamo's worker_id (kvmatch(1) "Workers"): a u64, as a JSON integer or,
+ * beyond what JSON integers carry here (2^63), a string of its decimal
+ * digits (what kvdecode writes). */
+static bool take_worker_id(json_t *o, struct kv_reg *r, const char **why)
+{
+	json_t *v = json_object_get(o, "worker_id");
+	if (!v || json_is_null(v))
+		return true;
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		r->worker_id = (uint64_t)json_integer_value(v);
+	} else if (!json_is_string(v) || !kv_parse_u64(json_string_value(v), 0, UINT64_MAX, &r->worker_id)) {
+		*why = "expected a worker id (an integer from 0 to 2^64-1)";
+		return false;
+	}
+	r->has_worker_id = true;
+	return true;
+}
+
 /* Fills r from one parsed line; returns the offending key, or NULL. */
 static const char *take_reg(json_t *o, struct kv_reg *r, const char **why)
 {
@@ -195,11 +213,18 @@ static const char *take_reg(json_t *o, struct kv_reg *r, const char **why)
 	}
 	if ((key = take_medium_endpoints(o, r, why)))
 		return key;
+	if (!take_worker_id(o, r, why))
+		return "worker_id";
 	if (r->replay_endpoint && !check_endpoint(r->replay_endpoint, why))
 		return "replay_endpoint";
 	bool engine = r->medium_ep[KV_XPU] || r->medium_ep[KV_CPU] || r->medium_ep[KV_DISK];
+	/* a Dynamo worker is named by its worker_id: it needs no endpoint */
+	if (!engine && !r->endpoint && r->has_worker_id) {
+		r->tenant = r->tenant ? r->tenant : kv_xstrdup("default");
+		return NULL;
+	}
 	if (!engine && !r->endpoint) {
-		*why = "a registration needs medium_endpoints or endpoint";
+		*why = "a registration needs medium_endpoints, endpoint or worker_id";
 		return "medium_endpoints";
 	}
 	/* beside medium_endpoints, endpoint is the engine's HTTP address: unused */

@@ -35,6 +35,8 @@ struct kv_reg {
 	char *salt;                  /* "additionalsalt" (RFC #1403), NULL when empty */
 	int64_t block_size;
 	int64_t dp_rank;
+	bool has_worker_id;          /* "worker_id": Dynamo's id of this worker */
+	uint64_t worker_id;
 	enum kv_backend backend;
 	unsigned line;
 	bool is_pool;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void kv_workers_init(struct kv_workers *ws)
 {
@@ -91,6 +92,12 @@ static char *host_of(const char *url, size_t len)
 	return kv_xstrdup(host);
 }
 
+/* The map key of a Dynamo worker id: a name no endpoint has. */
+static int dynamo_key(uint64_t worker_id, char key[40])
+{
+	return snprintf(key, 40, "dynamo:%llu", (unsigned long long)worker_id);
+}
+
 void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 {
 	ws->registered = true;
@@ -128,6 +135,12 @@ void kv_workers_register(struct kv_workers *ws, const struct kv_regs *regs)
 			w->salt = r->salt ? kv_xstrdup(r->salt) : NULL;
 			w->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
 			w->block_size = (uint32_t)r->block_size;
+			w->ranks_in_batch = r->type && (strcasecmp(r->type, "TensorRT-LLM") == 0 || strcasecmp(r->type, "trtllm") == 0);
+			if (r->has_worker_id) {
+				char key[40];
+				int n = dynamo_key(r->worker_id, key);
+				kv_strmap_add_num(&ws->bysrc, key, (size_t)n, r->dp_rank, (uint32_t)worker);
+			}
 			/* an endpoint already named keeps its first worker */
 			for (int m = 0; m < KV_NMEDIA; m++)
 				if (r->medium_ep[m])
@@ -169,11 +182,40 @@ static char *inferred_instance(struct kv_str src, int64_t dp)
 	return kv_xstrdup(out);
 }
 
+/* An event of rank dp on the endpoint registered for worker reg, another
+ * rank, where the registration says its engine sends all its ranks on one
+ * socket (TensorRT-LLM's publisher: a server's attention-DP ranks): the
+ * event is the same instance's at rank dp, in its partition.  Elsewhere the
+ * registration's rank wins over the batch's, which engines that know no
+ * data parallelism leave at 0. */
+static uint32_t registered_rank(struct kv_workers *ws, uint32_t reg, struct kv_str src, int64_t dp)
+{
+	uint32_t known = named(ws, src.p, src.n, dp);
+	if (known != NOT_NAMED)
+		return known;
+	/* the strings live apart from the array, which the add may move */
+	const char *instance = ws->v[reg].instance_id, *host = ws->v[reg].host;
+	uint32_t w = kv_workers_add(ws, instance, dp, host, false);
+	if (w == KV_NO_WORKER)
+		return w;
+	const struct kv_worker *r = &ws->v[reg];
+	struct kv_worker *nw = &ws->v[w];
+	if (w != reg && !nw->model && !nw->block_size) {
+		nw->model = r->model ? kv_xstrdup(r->model) : NULL;
+		nw->tenant = r->tenant ? kv_xstrdup(r->tenant) : NULL;
+		nw->salt = r->salt ? kv_xstrdup(r->salt) : NULL;
+		nw->block_size = r->block_size;
+	}
+	kv_strmap_add_num(&ws->bysrc, src.p, src.n, dp, w);
+	return w;
+}
+
 uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has_dp, int64_t dp)
 {
 	uint32_t known = named(ws, src.p, src.n, -1);
 	if (known != NOT_NAMED)
-		return known;
+		return ws->v[known].ranks_in_batch && has_dp && dp >= 0 && dp != ws->v[known].dp_rank
+			       ? registered_rank(ws, known, src, dp) : known;
 	int64_t rank = has_dp && dp >= 0 ? dp : 0;
 	known = named(ws, src.p, src.n, rank);
 	if (known != NOT_NAMED)
@@ -188,6 +230,22 @@ uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has
 	if (w == KV_NO_WORKER)
 		return w;
 	kv_strmap_add_num(&ws->bysrc, src.p, src.n, rank, w);
+	return w;
+}
+
+uint32_t kv_workers_of_dynamo(struct kv_workers *ws, uint64_t worker_id, int64_t dp)
+{
+	char key[40];
+	size_t n = (size_t)dynamo_key(worker_id, key);
+	int64_t rank = dp >= 0 ? dp : 0;
+	uint32_t known = named(ws, key, n, rank);
+	if (known != NOT_NAMED)
+		return known;
+	if (ws->ninferred >= KV_MAX_INFERRED_WORKERS)
+		return KV_NO_WORKER;
+	uint32_t w = kv_workers_add(ws, key + strlen("dynamo:"), rank, NULL, true);
+	if (w != KV_NO_WORKER)
+		kv_strmap_add_num(&ws->bysrc, key, n, rank, w);
 	return w;
 }
 

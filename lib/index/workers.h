@@ -24,6 +24,7 @@ struct kv_worker {
 	uint32_t block_size;   /* registered block size, 0 if unknown */
 	bool inferred;
 	bool pool;             /* a pool holder: a pool that holds blocks for no named worker */
+	bool ranks_in_batch;   /* its endpoint carries every DP rank, named by the batch (TensorRT-LLM) */
 };
 
 /* A pool subscriber's registration, found by its source endpoint. */
@@ -84,6 +85,10 @@ bool kv_workers_load(struct kv_workers *ws, const char *path, struct kv_err *e);
  * (registered, or inferred and created on first sight); KV_NO_WORKER when
  * inferring one more would pass KV_MAX_INFERRED_WORKERS or 2^24 workers. */
 uint32_t kv_workers_of_source(struct kv_workers *ws, struct kv_str src, bool has_dp, int64_t dp);
+/* The worker that published a Dynamo event: the one registered with its
+ * worker_id and dp_rank, else one inferred and created on first sight, its
+ * instance_id the worker_id in decimal; KV_NO_WORKER as above. */
+uint32_t kv_workers_of_dynamo(struct kv_workers *ws, uint64_t worker_id, int64_t dp);
 /* Finds or adds the worker (instance_id, dp_rank); for snapshot loading.
  * KV_NO_WORKER when there are 2^24 workers already. */
 uint32_t kv_workers_add(struct kv_workers *ws, const char *instance_id, int64_t dp_rank, const char *host,

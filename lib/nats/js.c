@@ -712,7 +712,7 @@ bool kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_j
 		} else {
 			s->msgs[n++] = (struct kv_js_msg){ (const uint8_t *)natsMsg_GetData(m),
 							   (size_t)natsMsg_GetDataLength(m), md->Sequence.Stream,
-							   md->NumPending };
+							   md->NumPending, natsMsg_GetSubject(m), md->Timestamp };
 			s->last_cseq = cseq;
 			s->last_sseq = md->Sequence.Stream;
 			s->last = m;
@@ -822,4 +822,54 @@ bool kv_js_list(struct kv_js *k, const char *only, const struct kv_js_lister *l,
 	if (ok && only && !found)
 		return kv_err_set(e, KV_EX_NOINPUT, "%s: no stream %s", k->servers, only);
 	return ok;
+}
+
+/* ---- core NATS ------------------------------------------------------------ */
+
+struct kv_js_core {
+	struct kv_js *k;
+	natsSubscription *sub;
+	natsMsg *last;
+};
+
+bool kv_js_core_subscribe(struct kv_js *js, const char *subject, struct kv_js_core **sub, struct kv_err *e)
+{
+	struct kv_js_core *c = kv_xcalloc(1, sizeof *c);
+	c->k = js;
+	natsStatus st = natsConnection_SubscribeSync(&c->sub, js->nc, subject);
+	if (st == NATS_OK)
+		st = natsConnection_Flush(js->nc);
+	if (st != NATS_OK) {
+		kv_js_core_unsubscribe(c);
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: subscribe %s: %s", js->servers, subject, why(st));
+	}
+	*sub = c;
+	return true;
+}
+
+bool kv_js_core_next(struct kv_js_core *c, int timeout_ms, struct kv_js_msg *msg, bool *got, struct kv_err *e)
+{
+	natsMsg_Destroy(c->last);
+	c->last = NULL;
+	*got = false;
+	natsMsg *m = NULL;
+	natsStatus st = natsSubscription_NextMsg(&m, c->sub, timeout_ms);
+	if (st == NATS_TIMEOUT)
+		return true;
+	if (st != NATS_OK)
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: receive: %s", c->k->servers, why(st));
+	c->last = m;
+	*msg = (struct kv_js_msg){ (const uint8_t *)natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), 0, 0,
+				   natsMsg_GetSubject(m), 0 };
+	*got = true;
+	return true;
+}
+
+void kv_js_core_unsubscribe(struct kv_js_core *c)
+{
+	if (!c)
+		return;
+	natsMsg_Destroy(c->last);
+	natsSubscription_Destroy(c->sub);
+	free(c);
 }

@@ -85,9 +85,20 @@ struct kv_js_msg {
 	size_t len;
 	uint64_t stream_seq;
 	uint64_t pending;         /* messages left for the consumer after this one */
+	const char *subject;      /* the subject it was published on */
+	int64_t time_ns;          /* when the stream stored it (0 from core NATS: not stored) */
 };
 
 struct kv_js_sub;
+
+/* Core NATS (no stream): a subscription to subject (wildcards allowed),
+ * and its next message within timeout_ms; false with e (69) when the
+ * server is lost, true with *got false when nothing came.  The message
+ * lives until the next call. */
+struct kv_js_core;
+bool kv_js_core_subscribe(struct kv_js *js, const char *subject, struct kv_js_core **sub, struct kv_err *e);
+bool kv_js_core_next(struct kv_js_core *sub, int timeout_ms, struct kv_js_msg *msg, bool *got, struct kv_err *e);
+void kv_js_core_unsubscribe(struct kv_js_core *sub);
 
 /* Creates or binds the consumer; false with e: 64 (a durable that filters
  * another subject), 66 (no such stream) or 69.  A durable

@@ -28,6 +28,7 @@ struct endpoint {
 	struct kv_gapfill gf;        /* its seq order, replays and their accounting */
 	bool mooncake;          /* its last batch was a Mooncake master's: its seq counts events */
 	uint64_t messages, bytes, bad_seq, oversize, replay_failures;
+	uint64_t snapshots;          /* replays answered with a snapshot, not used */
 	uint64_t behind;             /* dropped: KV_CAPTURE_MAX_HELD bytes already wait for a slow reader */
 	void *dealer;                /* the replay socket, while a replay runs */
 	uint64_t deadline_ns;
@@ -261,6 +262,15 @@ static bool take_replay_reply(struct endpoint *ep, const struct kv_frame *frames
 		kv_gapfill_end_replay(&ep->gf, &io);
 		return true;
 	}
+	/* A snapshot is no replay: every batch of it bears its version's seq,
+	 * the publisher's last, past the gap.  The replay ends at its header,
+	 * not after the whole state has streamed by; the gap stays missing and
+	 * the reply is counted (kvsub(1) "Replay"). */
+	if (r.kind == KV_REPLAY_SNAPSHOT_MARK) {
+		ep->snapshots++;
+		kv_gapfill_end_replay(&ep->gf, &io);
+		return true;
+	}
 	if (r.kind != KV_REPLAY_BATCH)
 		return false;
 	return kv_gapfill_replayed(&ep->gf, &io, recv_ns, r.seq, r.has_topic ? &r.topic : NULL, r.payload);
@@ -433,6 +443,8 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f)
 			fprintf(f, ", %llu oversized", (unsigned long long)ep->oversize);
 		if (ep->replay_failures)
 			fprintf(f, ", %llu replays refused by ZMQ", (unsigned long long)ep->replay_failures);
+		if (ep->snapshots)
+			fprintf(f, ", %llu snapshot replies not used", (unsigned long long)ep->snapshots);
 		if (ep->behind)
 			fprintf(f, ", %llu dropped (output behind)", (unsigned long long)ep->behind);
 		fputc('\n', f);

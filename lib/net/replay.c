@@ -31,7 +31,8 @@ void kv_replay_parse_reply(const struct kv_frame *frames, size_t n, struct kv_re
 		return;
 	r->seq = be64(seq->p);
 	r->payload = *payload;
-	r->kind = r->seq == KV_REPLAY_END ? KV_REPLAY_END_MARK : KV_REPLAY_BATCH;
+	r->kind = r->seq == KV_REPLAY_END ? KV_REPLAY_END_MARK
+		: r->seq == KV_REPLAY_SNAPSHOT && payload->n == 8 ? KV_REPLAY_SNAPSHOT_MARK : KV_REPLAY_BATCH;
 }
 
 void kv_replay_request(uint64_t start_seq, uint8_t buf[8], struct kv_frame req[2])

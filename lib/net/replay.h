@@ -13,11 +13,17 @@
 #include "decode/kvcap.h"
 
 #define KV_REPLAY_END UINT64_MAX
+/* TensorRT-LLM's replay socket, asked for batches it no longer holds,
+ * answers with a snapshot instead: this seq (-2 as an i64), its payload the
+ * version S (8 bytes big-endian), then a clear and its stores, every batch
+ * numbered S, then the end marker. */
+#define KV_REPLAY_SNAPSHOT (UINT64_MAX - 1)
 
 enum kv_replay_shape { KV_REPLAY_V025 = 0, KV_REPLAY_V026 = 1 };
 
-/* A reply as read from the wire: kind END, BATCH, or BAD (malformed). */
-enum kv_replay_kind { KV_REPLAY_BATCH, KV_REPLAY_END_MARK, KV_REPLAY_BAD };
+/* A reply as read from the wire: kind END, BATCH, SNAPSHOT (the header of
+ * TensorRT-LLM's snapshot), or BAD (malformed). */
+enum kv_replay_kind { KV_REPLAY_BATCH, KV_REPLAY_END_MARK, KV_REPLAY_SNAPSHOT_MARK, KV_REPLAY_BAD };
 
 struct kv_replay_reply {
 	enum kv_replay_kind kind;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-enum qkey { Q_OTHER, Q_MODEL, Q_TENANT, Q_BLOCK_SIZE, Q_TOKENS, Q_HASHES, Q_LORA, Q_SALT, Q_INSTANCE };
+enum qkey { Q_OTHER, Q_MODEL, Q_TENANT, Q_BLOCK_SIZE, Q_TOKENS, Q_HASHES, Q_LORA, Q_SALT, Q_INSTANCE, Q_NAMESPACE };
 
 struct kv_qparser {
 	yajl_handle h;
@@ -21,7 +21,7 @@ struct kv_qparser {
 	bool saw_tokens, saw_block_hashes;
 	size_t captok, caphash;
 	struct kv_u64s wide;         /* token ids as kv_intscan_array reads them, before their cast to u32 */
-	char *names[Q_INSTANCE + 1]; /* the string fields, by key */
+	char *names[Q_NAMESPACE + 1]; /* the string fields, by key */
 	char msg[160];
 };
 
@@ -84,7 +84,7 @@ static bool in_list(const struct kv_qparser *p, enum qkey k)
 static const char *key_name(enum qkey k)
 {
 	static const char *const names[] = { "", "model", "tenant_id", "block_size", "token_ids", "block_hashes",
-					     "lora_name", "cache_salt", "instance_id" };
+					     "lora_name", "cache_salt", "instance_id", "cache_namespace" };
 	return names[k];
 }
 
@@ -96,7 +96,8 @@ static int wrong_type(struct kv_qparser *p)
 	case Q_TENANT:
 	case Q_LORA:
 	case Q_SALT:
-	case Q_INSTANCE: return fail(p, "%s: expected a string", key_name(p->key));
+	case Q_INSTANCE:
+	case Q_NAMESPACE: return fail(p, "%s: expected a string", key_name(p->key));
 	case Q_BLOCK_SIZE: return fail(p, "%s: expected an integer from 1 to 1048576", "block_size");
 	case Q_TOKENS:
 	case Q_HASHES: return fail(p, "%s: expected an array", key_name(p->key));
@@ -131,7 +132,7 @@ static int on_number(void *ctx, const char *s, size_t n)
 
 static bool is_name(enum qkey k)
 {
-	return k == Q_MODEL || k == Q_TENANT || k == Q_LORA || k == Q_SALT || k == Q_INSTANCE;
+	return k == Q_MODEL || k == Q_TENANT || k == Q_LORA || k == Q_SALT || k == Q_INSTANCE || k == Q_NAMESPACE;
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t n)
@@ -161,6 +162,8 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 		/* RFC #1403: empty means the base model, no salt, every instance */
 		case Q_LORA: q->lora = n ? *dst : NULL; break;
 		case Q_SALT: q->salt = n ? *dst : NULL; break;
+		/* Dynamo: empty is no namespace, as its router filters it */
+		case Q_NAMESPACE: q->cache_namespace = n ? *dst : NULL; break;
 		default: q->instance = n ? *dst : NULL; break;
 		}
 		return 1;
@@ -209,7 +212,7 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t n)
 		{ "model", Q_MODEL }, { "tenant_id", Q_TENANT }, { "block_size", Q_BLOCK_SIZE },
 		{ "token_ids", Q_TOKENS }, { "block_hashes", Q_HASHES }, { "seq_hashes", Q_HASHES },
 		{ "block_hash", Q_HASHES }, { "lora_name", Q_LORA }, { "cache_salt", Q_SALT },
-		{ "instance_id", Q_INSTANCE },
+		{ "instance_id", Q_INSTANCE }, { "cache_namespace", Q_NAMESPACE },
 	};
 	struct kv_qparser *p = ctx;
 	if (p->depth != 1)

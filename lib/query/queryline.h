@@ -2,7 +2,7 @@
  * {"model", "block_size", "token_ids", "tenant_id"}, a /query_by_hash body
  * with "block_hashes" (local hashes: JSON numbers read exactly as u64, or hex
  * strings), RFC #1403's fields (lora_name, cache_salt, instance_id, and
- * seq_hashes or block_hash), or a bare token list, "[1,2,3]" or "1 2 3".
+ * seq_hashes or block_hash), Dynamo's cache_namespace, or a bare token list, "[1,2,3]" or "1 2 3".
  * Token ids are kv-conductor's i64, cast to u32 as it casts them.  Streaming (yajl):
  * a 12,000-token line is parsed without building a document. */
 #ifndef KV_QUERYLINE_H
@@ -23,6 +23,7 @@ struct kv_qline {
 	bool has_model, has_tenant, has_block_size;
 	char *model, *tenant;        /* valid until the next parse */
 	char *lora, *salt, *instance; /* RFC #1403: lora_name, cache_salt, instance_id; NULL when absent or empty */
+	char *cache_namespace;       /* Dynamo's router request: cache_namespace; NULL when absent or empty */
 	uint64_t block_size;
 	uint32_t *tokens;
 	size_t ntokens;

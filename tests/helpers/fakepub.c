@@ -7,7 +7,11 @@
  * test compares a capture with.  --mooncake publishes Mooncake master batches
  * instead: [ts_ms, [{"event_type": "stored", "seq_hashes": [h]}], 0].  --replay-bogus SEQ also answers every
  * replay request with a batch of that seq after the real ones (a peer that
- * answers beyond what it was asked).  It is an XPUB socket, so that it can wait
+ * answers beyond what it was asked).  --replay-snapshot answers every replay
+ * request as TensorRT-LLM's replay socket answers one for batches it no
+ * longer holds: the snapshot header (seq -2, payload the last seq S as 8
+ * bytes big-endian), every batch it published numbered S, the end marker.
+ * It is an XPUB socket, so that it can wait
  * (--wait MS at most) until a subscriber has actually subscribed. */
 #include <getopt.h>
 #include <msgpack.h>
@@ -31,7 +35,7 @@ struct opts {
 	const char *endpoint, *replay, *topic, *log;
 	long count, start_seq, skip_lo, skip_hi, restart_at, wait_ms, interval_us, linger_ms, tokens, bogus;
 	int shape;
-	bool connect, mooncake;
+	bool connect, mooncake, snapshot;
 };
 
 static void pack_batch(msgpack_sbuffer *sb, uint64_t seq, long tokens)
@@ -98,7 +102,20 @@ static void reply_batch(void *router, zmq_msg_t *id, uint64_t seq, const msgpack
 	zmq_send(router, payload->data, payload->size, 0);
 }
 
-static void serve_replay(void *router, struct msg *msgs, long n, const char *topic, int shape, long bogus)
+/* TensorRT-LLM's snapshot reply: the header, then the state at version S. */
+static void reply_snapshot(void *router, zmq_msg_t *id, struct msg *msgs, long n, const char *topic, int shape)
+{
+	uint64_t version = n > 0 ? msgs[n - 1].seq : 0;
+	msgpack_sbuffer header = { .size = 8, .data = kv_xmalloc(8), .alloc = 8 };
+	kv_seq_encode(version, (uint8_t *)header.data);
+	reply_batch(router, id, KV_REPLAY_SNAPSHOT, &header, topic, shape);
+	free(header.data);
+	for (long i = 0; i < n; i++)
+		reply_batch(router, id, version, &msgs[i].payload, topic, shape);
+}
+
+static void serve_replay(void *router, struct msg *msgs, long n, const char *topic, int shape, long bogus,
+			 bool snapshot)
 {
 	zmq_msg_t part[4];
 	size_t k = 0;
@@ -121,7 +138,9 @@ static void serve_replay(void *router, struct msg *msgs, long n, const char *top
 	uint64_t start;
 	if (k == 3 && kv_replay_parse_request(fr, 2, &start)) {
 		uint8_t seqb[8];
-		for (long i = 0; i < n; i++)
+		if (snapshot)
+			reply_snapshot(router, &part[0], msgs, n, topic, shape);
+		for (long i = 0; i < n && !snapshot; i++)
 			if (msgs[i].seq >= start)
 				reply_batch(router, &part[0], msgs[i].seq, &msgs[i].payload, topic, shape);
 		if (bogus >= 0 && n > 0)
@@ -146,7 +165,7 @@ static void poll_replay(void *router, struct msg *msgs, long n, const struct opt
 		if (router) {
 			zmq_pollitem_t it = { .socket = router, .events = ZMQ_POLLIN };
 			if (zmq_poll(&it, 1, 10) > 0)
-				serve_replay(router, msgs, n, o->topic, o->shape, o->bogus);
+				serve_replay(router, msgs, n, o->topic, o->shape, o->bogus, o->snapshot);
 		} else {
 			sleep_us(wait_ms > 10 ? 10000 : wait_ms * 1000);
 		}
@@ -191,11 +210,12 @@ int main(int argc, char **argv)
 		{ "topic", 1, NULL, 't' }, { "wait", 1, NULL, 'w' }, { "interval-us", 1, NULL, 'i' },
 		{ "linger", 1, NULL, 'l' }, { "log", 1, NULL, 'L' }, { "tokens", 1, NULL, 'T' },
 		{ "connect", 0, NULL, 'C' }, { "mooncake", 0, NULL, 'M' }, { "replay-bogus", 1, NULL, 'B' },
+		{ "replay-snapshot", 0, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 	kv_set_prog(argv);
-	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:CMB:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:CMB:P", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.count = arg_long(optarg); break;
 		case 's': o.start_seq = arg_long(optarg); break;
@@ -212,6 +232,7 @@ int main(int argc, char **argv)
 		case 'C': o.connect = true; break;
 		case 'M': o.mooncake = true; break;
 		case 'B': o.bogus = arg_long(optarg); break;
+		case 'P': o.snapshot = true; break;
 		default: return 64;
 		}
 	}
