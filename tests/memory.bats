@@ -241,3 +241,25 @@ rss_settles() {
 	# 48 MiB each: queued, being received, being read, being written
 	[ "$(cat sub.kb)" -le $((4 * 48 * MiB + 40 * MiB)) ]
 }
+
+@test "kvsub: messages of 48 MiB over --max-message are refused before they are read, and counted" {
+	# ZeroMQ took any frame up to 64 MiB: each of these was read whole.
+	# With --max-message (1 MiB by default) it refuses one on its length,
+	# before it allocates; each publisher's connection is dropped for it,
+	# kvsub connects again (ZeroMQ would not) and counts it oversized.
+	local ep=tcp://127.0.0.1:$(port) i
+	peak sub.kb kvsub -c 4 -W 30 --metrics m.prom -o /dev/null "$ep" 2> sub.err & sub=$!
+	for i in 1 2 3; do
+		framepub -w 10000 -l 5000 "$ep" 2,seq,10 2,seq,50331648
+	done
+	framepub -w 10000 -l 5000 "$ep" 2,seq,10
+	wait_for $sub 30
+	assert_equal "$status" 0
+	echo "# kvsub, 3 refused messages of 48 MiB: $(cat sub.kb) KiB; $(cat sub.err)" >&3
+	# each publisher's first message (seq 0 each time: 3 restarts), and the
+	# 3 refused
+	assert_equal "$(cat sub.err)" "kvsub: $ep: 4 messages, 80 bytes, 0 gaps, 0 missing, 0 replayed, 3 restarts, 0 bad seq, 3 oversized"
+	run grep -v '^#' m.prom
+	assert_line "kvtools_sub_oversized_total{src=\"$ep\"} 3"
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((24 * MiB)) ]
+}
