@@ -28,8 +28,13 @@ static const char usage[] =
 	"  -W, --duration SECS       stop after SECS seconds\n"
 	"      --replay SRC=ENDPOINT fill seq gaps of SRC from the vLLM replay socket ENDPOINT\n"
 	"      --replay-from N       at start, ask every replay socket for its batches from seq N\n"
-	"      --replay-timeout SECS give up on a replay after SECS (default 2)\n"
-	"      --hwm N               messages queued per endpoint before ZMQ drops (default 100000)\n"
+	"      --replay-timeout SECS end an ask of a replay after SECS without a reply (default 2)\n"
+	"      --replay-retries N    ask again at most N times per gap while replies go missing\n"
+	"                            (default 10)\n"
+	"      --hwm N               messages queued per endpoint before ZMQ drops (default 100000;\n"
+	"                            at most 64 MiB of frames of --max-message)\n"
+	"      --max-message BYTES   refuse a frame larger than BYTES (default 1048576, at most\n"
+	"                            67108864)\n"
 	"      --metrics FILE        Prometheus counters per endpoint, rewritten every 5 s\n"
 	"      --metrics-interval SECS  rewrite the metrics every SECS instead\n"
 	"  -q, --quiet               no warnings and no statistics on stderr\n"
@@ -42,7 +47,10 @@ static const char usage[] =
 	"error, 74 write error.\n"
 	"See kvsub(1).\n";
 
-enum { OPT_REPLAY = 256, OPT_REPLAY_FROM, OPT_REPLAY_TIMEOUT, OPT_HWM, OPT_METRICS, OPT_METRICS_INTERVAL };
+enum {
+	OPT_REPLAY = 256, OPT_REPLAY_FROM, OPT_REPLAY_TIMEOUT, OPT_REPLAY_RETRIES, OPT_HWM, OPT_MAX_MESSAGE, OPT_METRICS,
+	OPT_METRICS_INTERVAL
+};
 
 static const struct option longopts[] = {
 	{ "registrations", required_argument, NULL, 'r' },
@@ -54,7 +62,9 @@ static const struct option longopts[] = {
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "replay-from", required_argument, NULL, OPT_REPLAY_FROM },
 	{ "replay-timeout", required_argument, NULL, OPT_REPLAY_TIMEOUT },
+	{ "replay-retries", required_argument, NULL, OPT_REPLAY_RETRIES },
 	{ "hwm", required_argument, NULL, OPT_HWM },
+	{ "max-message", required_argument, NULL, OPT_MAX_MESSAGE },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -83,7 +93,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	uint64_t v;
 	int c;
 	o->cap.hwm = 100000;
+	o->cap.max_message = KV_CAPTURE_MAX_MESSAGE;
 	o->cap.replay_timeout_ns = 2000000000ull;
+	o->cap.replay_retries = 10;
 	o->topics = kv_xcalloc((size_t)argc, sizeof *o->topics);
 	o->replays = kv_xcalloc((size_t)argc, sizeof *o->replays);
 	while ((c = getopt_long(argc, argv, "r:o:t:bc:W:qvhV", longopts, NULL)) != -1) {
@@ -114,10 +126,20 @@ static void parse_options(int argc, char **argv, struct options *o)
 			if (!kv_parse_seconds(optarg, 3600, &o->cap.replay_timeout_ns) || o->cap.replay_timeout_ns == 0)
 				kv_usage_error("--replay-timeout: '%s' is not a positive number of seconds", optarg);
 			break;
+		case OPT_REPLAY_RETRIES:
+			if (!kv_parse_u64(optarg, 0, 1000, &v))
+				kv_usage_error("--replay-retries: '%s' is not a count from 0 to 1000", optarg);
+			o->cap.replay_retries = (unsigned)v;
+			break;
 		case OPT_HWM:
 			if (!kv_parse_u64(optarg, 0, 100000000, &v))
 				kv_usage_error("--hwm: '%s' is not a count (0 means no limit)", optarg);
 			o->cap.hwm = (int)v;
+			break;
+		case OPT_MAX_MESSAGE:
+			if (!kv_parse_u64(optarg, 1, KV_CAP_MAX_RECORD, &o->cap.max_message))
+				kv_usage_error("--max-message: '%s' is not a size from 1 to %u bytes", optarg,
+					       KV_CAP_MAX_RECORD);
 			break;
 		case OPT_METRICS: o->metrics = optarg; break;
 		case OPT_METRICS_INTERVAL:

@@ -214,7 +214,7 @@ complete_words() {
 	assert_equal "$(complete_words 'kvmatch -r ')" "c.jsonl "
 	# kvgen reads no gzip: the trace is piped through zcat
 	assert_equal "$(complete_words 'kvgen ')" "c.jsonl "
-	assert_equal "$(complete_words 'kvsub --rep')" "--replay --replay-from --replay-timeout "
+	assert_equal "$(complete_words 'kvsub --rep')" "--replay --replay-from --replay-retries --replay-timeout "
 	assert_equal "$(complete_words 'kvnats --after ')" "b.kvsnap "
 	assert_equal "$(complete_words 'kvnats --format ')" "json table "
 }

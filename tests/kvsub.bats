@@ -34,6 +34,12 @@ published() { grep -v skipped "$1" | cut -f1-3; }
 	run --separate-stderr kvsub -W soon ipc://x
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "kvsub: -W: 'soon' is not a positive number of seconds"
+	run --separate-stderr kvsub --max-message 67108865 ipc://x
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: --max-message: '67108865' is not a size from 1 to 67108864 bytes"
+	run --separate-stderr kvsub --replay-retries -1 ipc://x
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvsub: --replay-retries: '-1' is not a count from 0 to 1000"
 }
 
 @test "no endpoint at all is a usage error" {
@@ -144,8 +150,9 @@ replay_fills_gap() {
 	# every batch, in seq order, the five replayed ones flagged
 	assert_equal "$(frames cap.kvcap)" "$(cut -f1-3 pub.log)"
 	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f2 | tr -d '\n')" "000000000011111000000000000000"
+	# a gap all the same, though a replay filled it
 	run cat err
-	assert_output --regexp ' 25 messages, [0-9]+ bytes, 0 gaps, 0 missing, 5 replayed, 0 restarts, 0 bad seq$'
+	assert_output --regexp ' 25 messages, [0-9]+ bytes, 1 gaps, 0 missing, 5 replayed, 0 restarts, 0 bad seq$'
 }
 
 @test "a seq gap is filled from the replay socket, vLLM 0.25 reply shape" {
@@ -154,6 +161,112 @@ replay_fills_gap() {
 
 @test "a seq gap is filled from the replay socket, vLLM 0.26 reply shape" {
 	replay_fills_gap 26
+}
+
+# The seqs of a capture as runs, "FIRST-LAST:FLAG" (flag 1: replayed).
+runs() {
+	capdump "$1" 2>/dev/null | awk -F'\t' '
+		NR == 1 || $4 != last + 1 || $2 != flag { if (NR > 1) printf "%s-%s:%s ", first, last, flag; first = $4; flag = $2 }
+		{ last = $4 } END { if (NR) printf "%s-%s:%s\n", first, last, flag }'
+}
+
+@test "a replay socket that drops replies beyond its send HWM, as vLLM's does: kvsub asks again and recovers all it holds" {
+	p=$(port 2); r=$((p + 1))
+	# 2800 batches lost on the way; each answer of the publisher's replay
+	# socket lets 500 replies through, then drops 300, and so on (its end
+	# marker among them): kvsub got 500 of them and asked no more
+	kvsub -c 3000 -W 20 --metrics m.prom --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap \
+		"tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 3000 -t kv --skip 100-2899 --replay "tcp://127.0.0.1:$r" --replay-drop 500/300 -l 10000 \
+		-L pub.log "tcp://127.0.0.1:$p" & pub=$!
+	wait_for $sub 30
+	assert_equal "$status" 0
+	stop_bg $pub
+	# every batch once, in seq order, the 2800 that were lost flagged replayed
+	assert_equal "$(runs cap.kvcap)" "0-99:0 100-2899:1 2900-2999:0"
+	assert_equal "$(frames cap.kvcap)" "$(cut -f1-3 pub.log)"
+	# one gap, filled: nothing missing
+	run cat err
+	assert_output --regexp "^kvsub: tcp://127.0.0.1:$p: 200 messages, [0-9]+ bytes, 1 gaps, 0 missing, 2800 replayed, 0 restarts, 0 bad seq$"
+	run grep -v '^#' m.prom
+	assert_line "kvtools_sub_messages_total{src=\"tcp://127.0.0.1:$p\"} 200"
+	assert_line "kvtools_sub_gaps_total{src=\"tcp://127.0.0.1:$p\"} 1"
+	assert_line "kvtools_sub_missing_batches_total{src=\"tcp://127.0.0.1:$p\"} 0"
+	assert_line "kvtools_sub_replayed_total{src=\"tcp://127.0.0.1:$p\"} 2800"
+	assert_line "kvtools_sub_records_total 3000"
+	# the capture has no gap left
+	run --separate-stderr kvdecode --stats cap.kvcap
+	assert_success
+	assert_equal "$stderr" "kvdecode: tcp://127.0.0.1:$p: 3000 batches, 3000 events (vllm: 3000 stored, 0 removed, 0 cleared), 0 gaps, 0 missing, 0 restarts, 2800 replayed, 0 ignored, 0 errors"
+}
+
+# replay_lossy RETRIES: a gap of 2899 batches (100..2998, revealed by the
+# last one), the publisher holding its last 2000 (1000..2999), its replay
+# socket letting 400 replies of each answer through and dropping the rest,
+# end marker included; -c 101 + replayed stops kvsub once it is done.
+replay_lossy() {
+	p=$(port 2); r=$((p + 1))
+	kvsub -c $((101 + $2)) -W 20 --metrics m.prom --replay-timeout 0.3 --replay-retries "$1" \
+		--replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap "tcp://127.0.0.1:$p" 2>err & sub=$!
+	fakepub -n 3000 -S 26 -t kv --skip 100-2998 --buffer 2000 --replay "tcp://127.0.0.1:$r" \
+		--replay-drop 400/100000 -l 15000 "tcp://127.0.0.1:$p" & pub=$!
+	wait_for $sub 30
+	end=$(date +%s%N)
+	assert_equal "$status" 0
+	stop_bg $pub
+}
+
+@test "replies and end marker dropped: each ask ends after --replay-timeout, and what the publisher no longer holds stays missing" {
+	# asks from 100 (the first reply, 1000, says 100..999 are no longer
+	# held), 1400, 1800, 2200, 2600 (whose 400th reply, 2999, ends it)
+	replay_lossy 10 1999
+	assert_equal "$(runs cap.kvcap)" "0-99:0 1000-2998:1 2999-2999:0"
+	run cat err
+	assert_output --regexp "^kvsub: tcp://127.0.0.1:$p: 101 messages, [0-9]+ bytes, 1 gaps, 900 missing, 1999 replayed, 0 restarts, 0 bad seq$"
+	run grep -v '^#' m.prom
+	assert_line "kvtools_sub_gaps_total{src=\"tcp://127.0.0.1:$p\"} 1"
+	assert_line "kvtools_sub_missing_batches_total{src=\"tcp://127.0.0.1:$p\"} 900"
+	assert_line "kvtools_sub_replayed_total{src=\"tcp://127.0.0.1:$p\"} 1999"
+	run --separate-stderr kvdecode --stats cap.kvcap
+	assert_equal "$stderr" "kvdecode: tcp://127.0.0.1:$p: 2100 batches, 2100 events (vllm: 2100 stored, 0 removed, 0 cleared), 1 gaps, 900 missing, 0 restarts, 1999 replayed, 0 ignored, 0 errors"
+}
+
+@test "--replay-retries bounds the asks for a gap, and so its time" {
+	# three asks of 400 batches, each ended by its time; then 2999, held
+	# behind them, is written, and the rest counted missing
+	replay_lossy 2 1200
+	assert_equal "$(runs cap.kvcap)" "0-99:0 1000-2199:1 2999-2999:0"
+	run cat err
+	assert_output --regexp "^kvsub: tcp://127.0.0.1:$p: 101 messages, [0-9]+ bytes, 1 gaps, 1699 missing, 1200 replayed, 0 restarts, 0 bad seq$"
+	run grep -v '^#' m.prom
+	assert_line "kvtools_sub_gaps_total{src=\"tcp://127.0.0.1:$p\"} 1"
+	assert_line "kvtools_sub_missing_batches_total{src=\"tcp://127.0.0.1:$p\"} 1699"
+	assert_line "kvtools_sub_replayed_total{src=\"tcp://127.0.0.1:$p\"} 1200"
+	# 2999 waited for the three asks, each ended by 0.3 s without a
+	# reply, and at most 2 x 3 x 0.3 s in all
+	held=$(kvdecode cap.kvcap | jq 'select(.seq == 2999) | .recv_ns')
+	waited=$(( (end - held) / 1000000 ))
+	echo "# 2999 waited $waited ms behind the replay" >&3
+	[ "$waited" -ge 900 ]
+	[ "$waited" -lt 2800 ]
+}
+
+@test "a frame over --max-message: ZeroMQ drops the connection, kvsub connects again and counts the message oversized" {
+	p=$(port)
+	ep=tcp://127.0.0.1:$p
+	kvsub -c 3 -W 15 --max-message 1000 --metrics m.prom -o cap.kvcap "$ep" 2>err & sub=$!
+	framepub -l 300 "$ep" 2,seq,10 2,seq,1001 2,seq,10
+	# a publisher again on the same endpoint: ZeroMQ itself would never
+	# have connected to it (it gives up on a connection it dropped for a
+	# protocol error), and kvsub's capture would have stopped there
+	framepub -w 10000 -l 300 "$ep" 2,seq,1000 2,seq,10
+	wait_for $sub 20
+	assert_equal "$status" 0
+	assert_equal "$(capdump cap.kvcap 2>/dev/null | cut -f4 | tr '\n' ' ')" "0 0 1 "
+	run cat err
+	assert_output "kvsub: $ep: 3 messages, 1050 bytes, 0 gaps, 0 missing, 0 replayed, 1 restarts, 0 bad seq, 1 oversized"
+	run grep -v '^#' m.prom
+	assert_line "kvtools_sub_oversized_total{src=\"$ep\"} 1"
 }
 
 @test "a gap without a replay endpoint is counted with its missing batches" {
@@ -283,7 +396,7 @@ replay_fills_gap() {
 	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep -c "^tcp://127.0.0.1:$p	")" 20
 	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep -c "^ipc://$T/pool	")" 20
 	run cat err
-	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 0 gaps, 0 missing, 2 replayed"
+	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 1 gaps, 0 missing, 2 replayed"
 }
 
 @test "-r: an engine registered in RFC #1403's shape is subscribed at its endpoint, with its replay socket" {
@@ -297,7 +410,7 @@ replay_fills_gap() {
 	assert_equal "$status" 0
 	assert_equal "$(capdump cap.kvcap 2>/dev/null | grep -c "^tcp://127.0.0.1:$p	")" 20
 	run cat err
-	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 0 gaps, 0 missing, 2 replayed"
+	assert_line --regexp "^kvsub: tcp://127.0.0.1:$p: 18 messages, [0-9]+ bytes, 1 gaps, 0 missing, 2 replayed"
 }
 
 @test "-r: an engine's endpoint is its HTTP address, not subscribed" {

@@ -369,9 +369,11 @@ null
 	ep=tcp://127.0.0.1:$p
 	# a record: array, recv_ns (9), src, flags (1), frames array, bins: 30 + len(src) + payload
 	room=$((64 * MiB - 30 - ${#ep}))
-	kvsub -c 2 -o cap.kvcap "$ep" 2> err & sub=$!
+	kvsub -c 2 --max-message $((64 * MiB)) -o cap.kvcap "$ep" 2> err & sub=$!
 	sleep 0.2
-	framepub "$ep" "0,seq,$room" "0,seq,$((room + 1))" "1*65" "0,seq,10"
+	# ZeroMQ queues one such message for kvsub at a time: framepub waits
+	# until all have left
+	framepub -l 20000 "$ep" "0,seq,$room" "0,seq,$((room + 1))" "1*65" "0,seq,10"
 	wait_for $sub 20
 	assert_equal "$status" 0
 	# seq and payload size of each record (capdump's hex of 64 MiB is slow to measure)

@@ -24,6 +24,16 @@ peak() {
 
 MiB=1024  # in KiB, as peak reports
 
+# A busy loop a test started, stopped whatever the test's outcome.
+HOG=
+teardown() {
+	if [ -n "$HOG" ]; then
+		kill "$HOG" 2> /dev/null || true
+		wait "$HOG" 2> /dev/null || true
+	fi
+	true
+}
+
 # Store/remove churn: each record stores a block and removes the one stored
 # LIVE records before, so LIVE blocks are held whatever the length.
 LIVE=20000
@@ -143,20 +153,113 @@ capture() {
 	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat pub.kb)" -le $((64 * MiB)) ]
 }
 
+# The process id of the kvsub that job $1 started (`peak` runs it under
+# GNU time or peakrss), once ZeroMQ's threads run.
+kvsub_of() {
+	local k pid
+	for ((k = 0; k < 200; k++)); do
+		pid=$(kvsub_below "$1") && [ "$(ls "/proc/$pid/task" | wc -l)" -ge 3 ] && { echo "$pid"; return; }
+		sleep 0.05
+	done
+	return 1
+}
+
+kvsub_below() {
+	local child
+	for child in $(pgrep -P "$1"); do
+		if [ "$(cat "/proc/$child/comm")" = kvsub ]; then echo "$child"; return; fi
+		kvsub_below "$child" && return
+	done
+	return 1
+}
+
 @test "kvsub: 24 messages of 16 MiB to a reader that does not read: 64 MiB wait for it, the rest is dropped and counted" {
 	# --hwm counts messages: ZeroMQ queued all 384 MiB (and 100000 x 64 MiB
-	# by default); kvsub now keeps reading and holds at most 64 MiB itself
+	# by default); kvsub now keeps reading and holds at most 64 MiB itself,
+	# and ZeroMQ at most 64 MiB of messages of --max-message (4 here) and
+	# the one it receives
 	local ep=tcp://127.0.0.1:$(port)
 	mkfifo out gate
 	{ read -r _ < gate; cat > /dev/null; } < out & reader=$!
-	peak sub.kb kvsub -W 4 -o out "$ep" 2> sub.err & sub=$!
-	framepub -w 5000 -l 1000 "$ep" $(for i in $(seq 24); do printf '2,seq,16777216 '; done)
+	peak sub.kb kvsub -W 60 --max-message 16777216 --metrics m.prom --metrics-interval 0.1 -o out "$ep" \
+		2> sub.err & sub=$!
+	# framepub ends once all it sent has left
+	framepub -w 5000 -l 30000 "$ep" $(for i in $(seq 24); do printf '2,seq,16777216 '; done)
 	echo go > gate
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^kvtools_sub_messages_total{.*} 24$' m.prom 2> /dev/null && break
+		sleep 0.1
+	done
+	kill -INT "$(kvsub_of $sub)"
 	wait_for $sub 30
 	assert_equal "$status" 0
 	wait_for $reader 10
 	echo "# kvsub, 24 x 16 MiB to a stalled reader: $(cat sub.kb) KiB; $(cat sub.err)" >&3
 	[[ $(cat sub.err) =~ ^kvsub:\ tcp://.*:\ 24\ messages,\ 402653424\ bytes,\ .*,\ ([0-9]+)\ dropped\ \(output\ behind\)$ ]]
 	[ "${BASH_REMATCH[1]}" -ge 16 ]
-	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((200 * MiB)) ]
+	# 64 MiB held, 64 MiB queued, 16 MiB each being received and read
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((180 * MiB)) ]
+}
+
+
+# Waits until the resident memory of process $1 has grown past $2 KiB
+# and then not grown for 1 s, at most 15 s in all.
+rss_settles() {
+	local k rss last=0 still=0
+	for ((k = 0; k < 150 && still < 10; k++)); do
+		rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2> /dev/null) || return 0
+		if [ "$rss" -gt "$2" ] && [ "$rss" -le $((last + 1024)) ]; then still=$((still + 1)); else still=0; fi
+		[ "$rss" -gt "$last" ] && last=$rss
+		sleep 0.1
+	done
+}
+
+@test "kvsub: 10 messages of 48 MiB while it falls behind: ZeroMQ queues one, not all 480 MiB" {
+	# kvsub's byte bounds held for what it had read; below it, ZeroMQ
+	# queued up to --hwm messages of any size while kvsub fell behind
+	# (peak 535 MiB here).  Now its receive high-water mark is what 64 MiB
+	# of frames of --max-message make: 1 for messages of 48 MiB.  kvsub
+	# falls behind for sure: its main thread is idle-scheduled on one CPU
+	# with a busy loop, while ZeroMQ's I/O thread goes on receiving.
+	no_san
+	local ep=tcp://127.0.0.1:$(port) cpu pid
+	cpu=$(taskset -pc $$ | sed 's/.*: //; s/[-,].*//')
+	peak sub.kb taskset -c "$cpu" kvsub -c 10 -W 60 --max-message 50331648 -o /dev/null "$ep" 2> sub.err & sub=$!
+	pid=$(kvsub_of $sub)
+	chrt --idle -p 0 "$pid"
+	taskset -c "$cpu" sh -c 'while :; do :; done' & HOG=$!
+	framepub -w 5000 -l 30000 "$ep" $(for i in $(seq 10); do printf '2,seq,50331648 '; done) & pub=$!
+	# until ZeroMQ has taken what it may
+	rss_settles "$pid" $((48 * MiB))
+	teardown
+	HOG=
+	wait_for $sub 60
+	assert_equal "$status" 0
+	stop_bg $pub
+	echo "# kvsub, 10 x 48 MiB while it falls behind: $(cat sub.kb) KiB; $(cat sub.err)" >&3
+	assert_equal "$(cat sub.err)" "kvsub: $ep: 10 messages, 503316580 bytes, 0 gaps, 0 missing, 0 replayed, 0 restarts, 0 bad seq"
+	# 48 MiB each: queued, being received, being read, being written
+	[ "$(cat sub.kb)" -le $((4 * 48 * MiB + 40 * MiB)) ]
+}
+
+@test "kvsub: messages of 48 MiB over --max-message are refused before they are read, and counted" {
+	# ZeroMQ took any frame up to 64 MiB: each of these was read whole.
+	# With --max-message (1 MiB by default) it refuses one on its length,
+	# before it allocates; each publisher's connection is dropped for it,
+	# kvsub connects again (ZeroMQ would not) and counts it oversized.
+	local ep=tcp://127.0.0.1:$(port) i
+	peak sub.kb kvsub -c 4 -W 30 --metrics m.prom -o /dev/null "$ep" 2> sub.err & sub=$!
+	for i in 1 2 3; do
+		framepub -w 10000 -l 5000 "$ep" 2,seq,10 2,seq,50331648
+	done
+	framepub -w 10000 -l 5000 "$ep" 2,seq,10
+	wait_for $sub 30
+	assert_equal "$status" 0
+	echo "# kvsub, 3 refused messages of 48 MiB: $(cat sub.kb) KiB; $(cat sub.err)" >&3
+	# each publisher's first message (seq 0 each time: 3 restarts), and the
+	# 3 refused
+	assert_equal "$(cat sub.err)" "kvsub: $ep: 4 messages, 80 bytes, 0 gaps, 0 missing, 0 replayed, 3 restarts, 0 bad seq, 3 oversized"
+	run grep -v '^#' m.prom
+	assert_line "kvtools_sub_oversized_total{src=\"$ep\"} 3"
+	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((24 * MiB)) ]
 }

@@ -114,6 +114,24 @@ samples() { grep -v '^#' "$1"; }
 	assert_line --regexp "^kvtools_sub_last_message_seconds\{src=\"tcp://127.0.0.1:$p\"\} [0-9]{10}"
 }
 
+@test "kvsub --metrics: a gap that replay filled is still a gap, with nothing missing" {
+	# kvtools_sub_gaps_total counted only the gaps left in what was
+	# written: 0 here, which hid that the publisher's messages were lost
+	p=$(port 2); r=$((p + 1))
+	kvsub -q -c 30 -W 10 --metrics m.prom --replay "tcp://127.0.0.1:$p=tcp://127.0.0.1:$r" -o cap.kvcap \
+		"tcp://127.0.0.1:$p" & sub=$!
+	fakepub -n 30 --skip 10-14 --replay "tcp://127.0.0.1:$r" "tcp://127.0.0.1:$p"
+	wait_for $sub 20
+	assert_equal "$status" 0
+	promcheck m.prom
+	run samples m.prom
+	assert_line "kvtools_sub_messages_total{src=\"tcp://127.0.0.1:$p\"} 25"
+	assert_line "kvtools_sub_gaps_total{src=\"tcp://127.0.0.1:$p\"} 1"
+	assert_line "kvtools_sub_missing_batches_total{src=\"tcp://127.0.0.1:$p\"} 0"
+	assert_line "kvtools_sub_replayed_total{src=\"tcp://127.0.0.1:$p\"} 5"
+	assert_line "kvtools_sub_records_total 30"
+}
+
 @test "kvsub --metrics is rewritten during a capture, not only at exit" {
 	p=$(port)
 	kvsub -q --metrics m.prom --metrics-interval 0.1 -o cap.kvcap "tcp://127.0.0.1:$p" & sub=$!

@@ -10,6 +10,7 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -23,17 +24,25 @@
 struct endpoint {
 	struct kv_capture *c;
 	char *src;
-	void *sub;
+	void *sub;                   /* NULL while it could not be opened again */
+	void *monitor;               /* the sub's ZeroMQ events, when it connects over a stream */
+	bool shaken;                 /* its connection completed ZMTP's handshake */
+	uint64_t lost_ns;            /* a disconnect ZeroMQ has not reconnected since: when; 0 none */
+	bool lost_shaken;            /* ... of a connection that had completed the handshake */
 	char *replay_url;
 	struct kv_gapfill gf;        /* its seq order, replays and their accounting */
 	bool mooncake;          /* its last batch was a Mooncake master's: its seq counts events */
 	uint64_t messages, bytes, bad_seq, oversize, replay_failures;
 	uint64_t snapshots;          /* replays answered with a snapshot, not used */
 	uint64_t behind;             /* dropped: KV_CAPTURE_MAX_HELD bytes already wait for a slow reader */
-	void *dealer;                /* the replay socket, while a replay runs */
-	uint64_t deadline_ns;
+	void *dealer;                /* the replay socket, while an ask of a replay runs */
+	uint64_t ask_deadline_ns;    /* the ask ends when nothing came by then */
+	uint64_t replay_deadline_ns; /* the replay gives up then */
 	uint64_t last_ns;            /* wall time of its last message */
 };
+
+/* What a poll item stands for. */
+enum item_kind { ITEM_SUB, ITEM_DEALER, ITEM_MONITOR, ITEM_OUTPUT };
 
 struct kv_capture {
 	void *zctx;
@@ -42,7 +51,9 @@ struct kv_capture {
 	struct endpoint *eps;
 	size_t neps, capeps;
 	zmq_pollitem_t *items;
-	size_t capitems;
+	struct item { size_t ep; enum item_kind kind; } *what;   /* of each item */
+	size_t capitems, capwhat;
+	uint64_t monitors;           /* monitors opened, for their names */
 	uint64_t held;               /* records written while the reader had not taken all */
 	uint64_t records;
 };
@@ -61,12 +72,38 @@ struct kv_capture *kv_capture_new(struct kv_out *out, const struct kv_capture_op
 		zmq_ctx_set(c->zctx, ZMQ_MAX_SOCKETS, limit);
 	c->out = out;
 	c->opts = *opts;
+	if (c->opts.max_message == 0)
+		c->opts.max_message = KV_CAPTURE_MAX_MESSAGE;
+	if (c->opts.max_message > KV_CAP_MAX_RECORD)
+		c->opts.max_message = KV_CAP_MAX_RECORD;
 	return c;
 }
 
 static void set_int(void *s, int opt, int v)
 {
 	zmq_setsockopt(s, opt, &v, sizeof v);
+}
+
+/* ZeroMQ's receive high-water mark counts messages of any size: at most
+ * --hwm of them, and few enough that frames of max_message fill no more
+ * than KV_CAPTURE_MAX_QUEUED bytes (at least one). */
+static int queue_hwm(const struct kv_capture_opts *o)
+{
+	uint64_t n = KV_CAPTURE_MAX_QUEUED / o->max_message;
+	if (n == 0)
+		n = 1;
+	if (o->hwm > 0 && (uint64_t)o->hwm < n)
+		n = (uint64_t)o->hwm;
+	return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* A receiving socket's bounds: the queue and the largest frame. */
+static void bound_receiving(const struct kv_capture *c, void *s)
+{
+	set_int(s, ZMQ_LINGER, 0);
+	set_int(s, ZMQ_RCVHWM, queue_hwm(&c->opts));
+	int64_t maxmsg = (int64_t)c->opts.max_message;
+	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
 }
 
 static struct endpoint *find_ep(struct kv_capture *c, const char *src)
@@ -91,6 +128,79 @@ static bool replay_endpoint_ok(struct kv_capture *c, const char *url, struct kv_
 	return rc == 0;
 }
 
+/* ZeroMQ drops the connection of a publisher that sends a frame over
+ * ZMQ_MAXMSGSIZE and, when it was the one connecting, never connects
+ * again; a monitor of the socket shows it: a disconnect with no reconnect
+ * after it.  Over inproc no frame is refused, and a bound socket's
+ * publisher connects again itself. */
+static bool needs_monitor(const struct kv_capture *c, const char *endpoint)
+{
+	return !c->opts.bind && strncmp(endpoint, "inproc://", 9) != 0;
+}
+
+static bool open_monitor(struct kv_capture *c, struct endpoint *ep)
+{
+	char name[64];
+	snprintf(name, sizeof name, "inproc://kvtools-capture-monitor-%llu", (unsigned long long)c->monitors++);
+	if (zmq_socket_monitor(ep->sub, name, ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED |
+						      ZMQ_EVENT_CONNECT_DELAYED | ZMQ_EVENT_CONNECTED |
+						      ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0)
+		return false;
+	ep->monitor = zmq_socket(c->zctx, ZMQ_PAIR);
+	if (ep->monitor && zmq_connect(ep->monitor, name) == 0) {
+		set_int(ep->monitor, ZMQ_LINGER, 0);
+		return true;
+	}
+	if (ep->monitor)
+		zmq_close(ep->monitor);
+	ep->monitor = NULL;
+	zmq_socket_monitor(ep->sub, NULL, 0);
+	return false;
+}
+
+static void close_sub(struct endpoint *ep)
+{
+	if (ep->monitor) {
+		zmq_socket_monitor(ep->sub, NULL, 0);
+		zmq_close(ep->monitor);
+		ep->monitor = NULL;
+	}
+	if (ep->sub)
+		zmq_close(ep->sub);
+	ep->sub = NULL;
+}
+
+/* Opens, subscribes and connects (or binds) the endpoint's SUB socket. */
+static bool open_sub(struct kv_capture *c, struct endpoint *ep, struct kv_err *e)
+{
+	const char *endpoint = ep->src;
+	void *s = zmq_socket(c->zctx, ZMQ_SUB);
+	if (!s)
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: cannot open a socket after %zu endpoints: %s", endpoint,
+				  c->neps, zmq_strerror(errno));
+	bound_receiving(c, s);
+	if (c->opts.ntopics == 0)
+		zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+	for (size_t i = 0; i < c->opts.ntopics; i++)
+		zmq_setsockopt(s, ZMQ_SUBSCRIBE, c->opts.topics[i], strlen(c->opts.topics[i]));
+	ep->sub = s;
+	if (needs_monitor(c, endpoint) && !open_monitor(c, ep)) {
+		int errnum = errno;
+		close_sub(ep);
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: cannot open a socket after %zu endpoints: %s", endpoint,
+				  c->neps, zmq_strerror(errnum));
+	}
+	int rc = c->opts.bind ? zmq_bind(s, endpoint) : zmq_connect(s, endpoint);
+	if (rc != 0) {
+		int errnum = errno;
+		close_sub(ep);
+		bool usage = errnum == EINVAL || errnum == EPROTONOSUPPORT || errnum == ENOCOMPATPROTO || errnum == ENODEV;
+		return kv_err_set(e, usage ? KV_EX_USAGE : KV_EX_UNAVAILABLE, "%s: cannot %s: %s", endpoint,
+				  c->opts.bind ? "bind" : "connect", zmq_strerror(errnum));
+	}
+	return true;
+}
+
 bool kv_capture_add(struct kv_capture *c, const char *endpoint, const char *replay_endpoint, struct kv_err *e)
 {
 	if (strlen(endpoint) > KV_CAP_MAX_SRC) /* it would be every record's src, which readers refuse */
@@ -104,33 +214,18 @@ bool kv_capture_add(struct kv_capture *c, const char *endpoint, const char *repl
 			return kv_capture_set_replay(c, endpoint, replay_endpoint, e);
 		return true;
 	}
-	void *s = zmq_socket(c->zctx, ZMQ_SUB);
-	if (!s)
-		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: cannot open a socket after %zu endpoints: %s", endpoint,
-				  c->neps, zmq_strerror(errno));
-	set_int(s, ZMQ_LINGER, 0);
-	set_int(s, ZMQ_RCVHWM, c->opts.hwm);
-	int64_t maxmsg = KV_CAP_MAX_RECORD;
-	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-	if (c->opts.ntopics == 0)
-		zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
-	for (size_t i = 0; i < c->opts.ntopics; i++)
-		zmq_setsockopt(s, ZMQ_SUBSCRIBE, c->opts.topics[i], strlen(c->opts.topics[i]));
-	int rc = c->opts.bind ? zmq_bind(s, endpoint) : zmq_connect(s, endpoint);
-	if (rc != 0) {
-		int errnum = errno;
-		zmq_close(s);
-		bool usage = errnum == EINVAL || errnum == EPROTONOSUPPORT || errnum == ENOCOMPATPROTO || errnum == ENODEV;
-		return kv_err_set(e, usage ? KV_EX_USAGE : KV_EX_UNAVAILABLE, "%s: cannot %s: %s", endpoint,
-				  c->opts.bind ? "bind" : "connect", zmq_strerror(errnum));
-	}
 	c->eps = kv_xgrow(c->eps, &c->capeps, c->neps + 1, sizeof *c->eps);
-	struct endpoint *ep = &c->eps[c->neps++];
+	struct endpoint *ep = &c->eps[c->neps];
 	memset(ep, 0, sizeof *ep);
 	ep->c = c;
 	ep->src = kv_xstrdup(endpoint);
-	ep->sub = s;
+	if (!open_sub(c, ep, e)) {
+		free(ep->src);
+		return false;
+	}
+	c->neps++;
 	kv_gapfill_init(&ep->gf, MAX_HELD, MAX_HELD_BYTES);
+	ep->gf.max_asks = c->opts.replay_retries + 1;
 	return !replay_endpoint || kv_capture_set_replay(c, endpoint, replay_endpoint, e);
 }
 
@@ -215,15 +310,24 @@ static void gf_write(void *ctx, uint64_t recv_ns, uint64_t flags, const struct k
 	write_record(ep->c, ep, recv_ns, flags, frames, n);
 }
 
-/* Asks for batches [lo, hi); false (nothing asked) when ZMQ refuses. */
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Asks for batches [lo, hi); false (nothing asked) when ZMQ refuses.  A
+ * replay's first ask sets its deadline: twice (1 + --replay-retries) times
+ * --replay-timeout, room for each ask's replies and its wait after them. */
 static bool gf_ask(void *ctx, uint64_t lo, uint64_t hi)
 {
 	struct endpoint *ep = ctx;
+	const struct kv_capture_opts *o = &ep->c->opts;
 	ep->dealer = zmq_socket(ep->c->zctx, ZMQ_DEALER);
-	if (!ep->dealer)
+	if (!ep->dealer) {
+		ep->replay_failures++;
 		return false;
-	set_int(ep->dealer, ZMQ_LINGER, 0);
-	set_int(ep->dealer, ZMQ_RCVHWM, 0);
+	}
+	bound_receiving(ep->c, ep->dealer);
 	uint8_t seqbuf[8];
 	struct kv_frame req[2];
 	kv_replay_request(lo, seqbuf, req);
@@ -236,14 +340,18 @@ static bool gf_ask(void *ctx, uint64_t lo, uint64_t hi)
 		ep->replay_failures++;
 		return false;
 	}
-	ep->deadline_ns = kv_monotonic_ns() + ep->c->opts.replay_timeout_ns;
+	uint64_t now = kv_monotonic_ns();
+	if (kv_gapfill_asks(&ep->gf) <= 1)
+		ep->replay_deadline_ns = now + 2 * (uint64_t)(o->replay_retries + 1) * o->replay_timeout_ns;
+	ep->ask_deadline_ns = earliest(now + o->replay_timeout_ns, ep->replay_deadline_ns);
 	return true;
 }
 
 static void gf_hang_up(void *ctx)
 {
 	struct endpoint *ep = ctx;
-	zmq_close(ep->dealer);
+	if (ep->dealer)
+		zmq_close(ep->dealer);
 	ep->dealer = NULL;
 }
 
@@ -252,11 +360,14 @@ static struct kv_gapfill_io io_of(struct endpoint *ep)
 	return (struct kv_gapfill_io){ ep, gf_write, gf_ask, gf_hang_up };
 }
 
-/* A reply on the replay socket; true when the replay is over. */
+/* A reply on the replay socket; true when the ask is over (and its socket
+ * closed, another perhaps open in its place). */
 static bool take_replay_reply(struct endpoint *ep, const struct kv_frame *frames, size_t n, uint64_t recv_ns)
 {
 	struct kv_replay_reply r;
 	struct kv_gapfill_io io = io_of(ep);
+	/* an ask ends when nothing comes for --replay-timeout */
+	ep->ask_deadline_ns = earliest(kv_monotonic_ns() + ep->c->opts.replay_timeout_ns, ep->replay_deadline_ns);
 	kv_replay_parse_reply(frames, n, &r);
 	if (r.kind == KV_REPLAY_END_MARK) {
 		kv_gapfill_end_replay(&ep->gf, &io);
@@ -321,16 +432,17 @@ static void on_live(struct endpoint *ep, const struct kv_frame *frames, size_t n
 	kv_gapfill_live(&ep->gf, &io, now, frames, n);
 }
 
-/* Reads what a socket has ready, at most MAX_DRAIN messages (fairness). */
-static void drain_socket(struct kv_capture *c, struct endpoint *ep, bool replay_socket)
+/* Reads what a socket has ready, at most max messages (fairness); false
+ * when it had no more. */
+static bool drain_socket(struct kv_capture *c, struct endpoint *ep, bool replay_socket, int max)
 {
 	zmq_msg_t msgs[KV_CAP_MAX_FRAMES + 1];
 	struct kv_frame frames[KV_CAP_MAX_FRAMES];
-	for (int k = 0; k < MAX_DRAIN && !limit_reached(c); k++) {
+	for (int k = 0; k < max && !limit_reached(c); k++) {
 		bool over, done = false;
 		size_t n = recv_message(replay_socket ? ep->dealer : ep->sub, msgs, &over);
 		if (n == 0)
-			return;
+			return false;
 		uint64_t bytes;
 		frames_of(msgs, n, frames, &bytes);
 		if (over)
@@ -342,9 +454,79 @@ static void drain_socket(struct kv_capture *c, struct endpoint *ep, bool replay_
 		for (size_t i = 0; i < n; i++)
 			zmq_msg_close(&msgs[i]);
 		if (done)
+			return false;
+	}
+	return true;
+}
+
+/* ---- connections ZeroMQ gave up ---- */
+
+/* Reads the monitor's events: a disconnect starts the wait for ZeroMQ's
+ * reconnect, any sign of one ends it.  After the handshake, the only
+ * protocol error a publisher makes in practice is a frame over
+ * max_message; before it, a peer of the wrong kind (not counted). */
+static void take_monitor_events(struct endpoint *ep)
+{
+	for (;;) {
+		zmq_msg_t ev, addr;
+		zmq_msg_init(&ev);
+		if (zmq_msg_recv(&ev, ep->monitor, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&ev);
 			return;
+		}
+		uint16_t event = 0;
+		if (zmq_msg_size(&ev) >= 2)
+			memcpy(&event, zmq_msg_data(&ev), 2);
+		/* the second frame, the endpoint */
+		if (zmq_msg_more(&ev)) {
+			zmq_msg_init(&addr);
+			zmq_msg_recv(&addr, ep->monitor, 0);
+			zmq_msg_close(&addr);
+		}
+		zmq_msg_close(&ev);
+		if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+			ep->shaken = true;
+		} else if (event == ZMQ_EVENT_DISCONNECTED) {
+			ep->lost_ns = kv_monotonic_ns();
+			ep->lost_shaken = ep->shaken;
+			ep->shaken = false;
+		} else {
+			ep->lost_ns = 0;
+		}
 	}
 }
+
+/* A connection ZeroMQ dropped for a protocol error (a frame over
+ * max_message) and will not make again: what the socket still has is
+ * taken, the refused message counted as oversized, and a new socket
+ * connects. */
+static void reconnect(struct kv_capture *c, struct endpoint *ep)
+{
+	if (ep->sub) {
+		while (!limit_reached(c) && drain_socket(c, ep, false, MAX_DRAIN))
+			;
+		ep->oversize += ep->lost_shaken;
+		close_sub(ep);
+	}
+	struct kv_err e = { 0 };
+	ep->lost_ns = 0;
+	if (!open_sub(c, ep, &e)) {
+		/* tried again a while later */
+		ep->lost_ns = kv_monotonic_ns();
+		kv_warn("%s", kv_err_msg(&e));
+		kv_err_clear(&e);
+	}
+}
+
+static void reconnect_lost(struct kv_capture *c)
+{
+	uint64_t now = kv_monotonic_ns();
+	for (size_t i = 0; i < c->neps; i++)
+		if (c->eps[i].lost_ns && now - c->eps[i].lost_ns >= KV_CAPTURE_RECONNECT_NS)
+			reconnect(c, &c->eps[i]);
+}
+
+/* ---- the loop ---- */
 
 void kv_capture_start(struct kv_capture *c)
 {
@@ -359,25 +541,43 @@ void kv_capture_start(struct kv_capture *c)
 static void expire_replays(struct kv_capture *c)
 {
 	uint64_t now = kv_monotonic_ns();
-	for (size_t i = 0; i < c->neps; i++)
-		if (kv_gapfill_replaying(&c->eps[i].gf) && now >= c->eps[i].deadline_ns) {
-			struct kv_gapfill_io io = io_of(&c->eps[i]);
-			kv_gapfill_end_replay(&c->eps[i].gf, &io);
-		}
+	for (size_t i = 0; i < c->neps; i++) {
+		struct endpoint *ep = &c->eps[i];
+		if (!kv_gapfill_replaying(&ep->gf))
+			continue;
+		struct kv_gapfill_io io = io_of(ep);
+		if (now >= ep->replay_deadline_ns)
+			kv_gapfill_give_up(&ep->gf, &io);
+		else if (now >= ep->ask_deadline_ns)
+			kv_gapfill_end_replay(&ep->gf, &io);
+	}
+}
+
+static void add_item(struct kv_capture *c, size_t *k, void *socket, int fd, short events, size_t ep,
+		     enum item_kind kind)
+{
+	c->items = kv_xgrow(c->items, &c->capitems, *k + 1, sizeof *c->items);
+	c->what = kv_xgrow(c->what, &c->capwhat, *k + 1, sizeof *c->what);
+	c->items[*k] = (zmq_pollitem_t){ .socket = socket, .fd = fd, .events = events };
+	c->what[*k] = (struct item){ ep, kind };
+	(*k)++;
 }
 
 static size_t build_pollset(struct kv_capture *c)
 {
-	c->items = kv_xgrow(c->items, &c->capitems, 2 * c->neps + 1, sizeof *c->items);
 	size_t k = 0;
 	for (size_t i = 0; i < c->neps; i++) {
-		c->items[k++] = (zmq_pollitem_t){ .socket = c->eps[i].sub, .events = ZMQ_POLLIN };
-		if (c->eps[i].dealer)
-			c->items[k++] = (zmq_pollitem_t){ .socket = c->eps[i].dealer, .events = ZMQ_POLLIN };
+		const struct endpoint *ep = &c->eps[i];
+		if (ep->dealer)
+			add_item(c, &k, ep->dealer, 0, ZMQ_POLLIN, i, ITEM_DEALER);
+		if (ep->sub)
+			add_item(c, &k, ep->sub, 0, ZMQ_POLLIN, i, ITEM_SUB);
+		if (ep->monitor)
+			add_item(c, &k, ep->monitor, 0, ZMQ_POLLIN, i, ITEM_MONITOR);
 	}
-	/* last: a slow reader's output, when bytes wait for it */
+	/* a slow reader's output, when bytes wait for it */
 	if (c->out->nonblock && c->out->len)
-		c->items[k++] = (zmq_pollitem_t){ .fd = c->out->fd, .events = ZMQ_POLLOUT };
+		add_item(c, &k, NULL, c->out->fd, ZMQ_POLLOUT, 0, ITEM_OUTPUT);
 	return k;
 }
 
@@ -385,6 +585,33 @@ static int poll_once(struct kv_capture *c, size_t n, long timeout_ms)
 {
 	int rc = zmq_poll(c->items, (int)n, timeout_ms);
 	return rc < 0 ? 0 : rc;
+}
+
+/* Handles what the poll found ready.  An endpoint's replay socket comes
+ * before its live one (the items are in that order), and a socket that a
+ * reply closed (an ask over) is not read again. */
+static void handle_ready(struct kv_capture *c, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (!(c->items[k].revents & (ZMQ_POLLIN | ZMQ_POLLOUT)))
+			continue;
+		struct endpoint *ep = &c->eps[c->what[k].ep];
+		switch (c->what[k].kind) {
+		case ITEM_DEALER:
+			if (ep->dealer == c->items[k].socket)
+				drain_socket(c, ep, true, MAX_DRAIN);
+			break;
+		case ITEM_SUB:
+			drain_socket(c, ep, false, MAX_DRAIN);
+			break;
+		case ITEM_MONITOR:
+			take_monitor_events(ep);
+			break;
+		case ITEM_OUTPUT:
+			kv_out_flush(c->out);
+			break;
+		}
+	}
 }
 
 bool kv_capture_step(struct kv_capture *c, int timeout_ms)
@@ -396,22 +623,10 @@ bool kv_capture_step(struct kv_capture *c, int timeout_ms)
 		kv_out_flush(c->out);
 		ready = poll_once(c, n, timeout_ms);
 	}
-	if (ready > 0 && n > 0 && c->items[n - 1].socket == NULL && (c->items[n - 1].revents & ZMQ_POLLOUT))
-		kv_out_flush(c->out);
-	if (ready > 0) {
-		size_t k = 0;
-		for (size_t i = 0; i < c->neps; i++) {
-			struct endpoint *ep = &c->eps[i];
-			bool had_dealer = ep->dealer != NULL;
-			short sub_ready = c->items[k++].revents;
-			short dealer_ready = had_dealer ? c->items[k++].revents : 0;
-			if (dealer_ready & ZMQ_POLLIN)
-				drain_socket(c, ep, true);
-			if (sub_ready & ZMQ_POLLIN)
-				drain_socket(c, ep, false);
-		}
-	}
+	if (ready > 0)
+		handle_ready(c, n);
 	expire_replays(c);
+	reconnect_lost(c);
 	return !limit_reached(c) && !kv_out_failed(c->out);
 }
 
@@ -433,7 +648,7 @@ void kv_capture_print_stats(const struct kv_capture *c, FILE *f)
 		fprintf(f, "%s: %s: %llu messages, %llu bytes, %llu gaps, %llu %s, %llu replayed, "
 			   "%llu restarts, %llu bad seq",
 			kv_prog, name, (unsigned long long)ep->messages, (unsigned long long)ep->bytes,
-			(unsigned long long)ep->gf.seq.gaps, (unsigned long long)ep->gf.seq.missing,
+			(unsigned long long)ep->gf.gaps, (unsigned long long)ep->gf.seq.missing,
 			kv_seq_missing_words(ep->mooncake),
 			(unsigned long long)ep->gf.replayed, (unsigned long long)ep->gf.seq.restarts,
 			(unsigned long long)ep->bad_seq);
@@ -468,7 +683,7 @@ void kv_capture_free(struct kv_capture *c)
 {
 	for (size_t i = 0; i < c->neps; i++) {
 		struct endpoint *ep = &c->eps[i];
-		zmq_close(ep->sub);
+		close_sub(ep);
 		if (ep->dealer)
 			zmq_close(ep->dealer);
 		kv_gapfill_free(&ep->gf);
@@ -477,6 +692,7 @@ void kv_capture_free(struct kv_capture *c)
 	}
 	free(c->eps);
 	free(c->items);
+	free(c->what);
 	zmq_ctx_term(c->zctx);
 	free(c);
 }
@@ -489,12 +705,17 @@ bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m, 
 	} counters[] = {
 		{ "kvtools_sub_messages_total", "Messages received.", offsetof(struct endpoint, messages) },
 		{ "kvtools_sub_bytes_total", "Bytes received, all frames.", offsetof(struct endpoint, bytes) },
-		{ "kvtools_sub_gaps_total", "Jumps forward in seq.", offsetof(struct endpoint, gf.seq.gaps) },
+		{ "kvtools_sub_gaps_total", "Runs of seqs found missing, whether replay filled them or not.",
+		  offsetof(struct endpoint, gf.gaps) },
 		{ "kvtools_sub_missing_batches_total", "Batches skipped in seq and not recovered by replay.",
 		  offsetof(struct endpoint, gf.seq.missing) },
 		{ "kvtools_sub_replayed_total", "Batches recovered from the replay socket.", offsetof(struct endpoint, gf.replayed) },
 		{ "kvtools_sub_restarts_total", "Steps back in seq: publisher restarts.", offsetof(struct endpoint, gf.seq.restarts) },
 		{ "kvtools_sub_bad_seq_total", "Messages of 3 frames or more whose seq frame is not 8 bytes.", offsetof(struct endpoint, bad_seq) },
+		{ "kvtools_sub_oversized_total", "Messages not captured for their size: a frame over --max-message, "
+		  "a record over 64 MiB or 64 frames.", offsetof(struct endpoint, oversize) },
+		{ "kvtools_sub_dropped_total", "Messages dropped while 64 MiB or --hwm records waited for a slow reader.",
+		  offsetof(struct endpoint, behind) },
 	};
 	if (!kv_metrics_begin(m, e))
 		return false;

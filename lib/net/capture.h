@@ -18,13 +18,25 @@
 /* Bytes of records that may wait for a slow reader of a pipe or socket
  * output (kv_out_nonblocking); a message beyond is dropped and counted. */
 #define KV_CAPTURE_MAX_HELD (64u << 20)
+/* Bytes of frames that ZeroMQ may queue for each socket: its receive
+ * high-water mark is at most this divided by max_message (kvsub(1) LIMITS). */
+#define KV_CAPTURE_MAX_QUEUED (64u << 20)
+/* The default max_message: a mark of 64 messages, few enough wake-ups of
+ * ZeroMQ's thread per message (one each 32), and far above a vLLM batch. */
+#define KV_CAPTURE_MAX_MESSAGE (1u << 20)
+/* After a disconnect, how long ZeroMQ has to say that it reconnects; past
+ * it, it dropped the connection for a protocol error (a frame over
+ * max_message) and will not, and the capture connects again itself. */
+#define KV_CAPTURE_RECONNECT_NS 1000000000ull
 
 struct kv_capture_opts {
 	const char *const *topics;   /* subscription prefixes; none means all */
 	size_t ntopics;
 	bool bind;
-	int hwm;                     /* ZMQ_RCVHWM per socket */
-	uint64_t replay_timeout_ns;
+	int hwm;                     /* messages ZeroMQ may queue per socket, 0: no count */
+	uint64_t max_message;        /* ZMQ_MAXMSGSIZE: the largest frame; 0: KV_CAPTURE_MAX_MESSAGE */
+	uint64_t replay_timeout_ns;  /* an ask of a replay ends after this without a reply */
+	unsigned replay_retries;     /* asks again per gap after the first */
 	bool replay_from_set;
 	uint64_t replay_from;
 	uint64_t max_records;        /* 0: no limit */

@@ -11,8 +11,14 @@
  * request as TensorRT-LLM's replay socket answers one for batches it no
  * longer holds: the snapshot header (seq -2, payload the last seq S as 8
  * bytes big-endian), every batch it published numbered S, the end marker.
- * It is an XPUB socket, so that it can wait
- * (--wait MS at most) until a subscriber has actually subscribed. */
+ * --buffer N keeps only the last N
+ * batches published for replay, as vLLM's buffer_steps does.  --replay-drop
+ * K/D answers as vLLM's ROUTER does when its reader lags and its send
+ * high-water mark is reached: of each request's replies, the end marker
+ * included, K go out, then D are dropped, then K go out, and so on (the
+ * first K always go: a new connection's queue is empty).  It is an XPUB
+ * socket, so that it can wait (--wait MS at most) until a subscriber has
+ * actually subscribed. */
 #include <getopt.h>
 #include <msgpack.h>
 #include <stdio.h>
@@ -34,6 +40,7 @@ struct msg {
 struct opts {
 	const char *endpoint, *replay, *topic, *log;
 	long count, start_seq, skip_lo, skip_hi, restart_at, wait_ms, interval_us, linger_ms, tokens, bogus;
+	long buffer, pass, drop;
 	int shape;
 	bool connect, mooncake, snapshot;
 };
@@ -89,6 +96,12 @@ static void sleep_us(long us)
 	nanosleep(&ts, NULL);
 }
 
+/* Whether the n-th reply (from 0) of a request goes out under --replay-drop. */
+static bool passes(const struct opts *o, long n)
+{
+	return o->drop <= 0 || n % (o->pass + o->drop) < o->pass;
+}
+
 static void reply_batch(void *router, zmq_msg_t *id, uint64_t seq, const msgpack_sbuffer *payload,
 			const char *topic, int shape)
 {
@@ -114,9 +127,10 @@ static void reply_snapshot(void *router, zmq_msg_t *id, struct msg *msgs, long n
 		reply_batch(router, id, version, &msgs[i].payload, topic, shape);
 }
 
-static void serve_replay(void *router, struct msg *msgs, long n, const char *topic, int shape, long bogus,
-			 bool snapshot)
+static void serve_replay(void *router, struct msg *msgs, long n, const struct opts *o)
 {
+	const char *topic = o->topic;
+	int shape = o->shape;
 	zmq_msg_t part[4];
 	size_t k = 0;
 	while (k < 4) {
@@ -138,21 +152,24 @@ static void serve_replay(void *router, struct msg *msgs, long n, const char *top
 	uint64_t start;
 	if (k == 3 && kv_replay_parse_request(fr, 2, &start)) {
 		uint8_t seqb[8];
-		if (snapshot)
+		long sent = 0;
+		if (o->snapshot)
 			reply_snapshot(router, &part[0], msgs, n, topic, shape);
-		for (long i = 0; i < n && !snapshot; i++)
-			if (msgs[i].seq >= start)
+		for (long i = o->buffer > 0 && n > o->buffer ? n - o->buffer : 0; i < n && !o->snapshot; i++)
+			if (msgs[i].seq >= start && passes(o, sent++))
 				reply_batch(router, &part[0], msgs[i].seq, &msgs[i].payload, topic, shape);
-		if (bogus >= 0 && n > 0)
-			reply_batch(router, &part[0], (uint64_t)bogus, &msgs[0].payload, topic, shape);
+		if (o->bogus >= 0 && n > 0 && passes(o, sent++))
+			reply_batch(router, &part[0], (uint64_t)o->bogus, &msgs[0].payload, topic, shape);
 		/* vLLM 0.26 ends with an empty topic frame, not the publisher's topic */
-		kv_seq_encode(KV_REPLAY_END, seqb);
-		zmq_send(router, zmq_msg_data(&part[0]), zmq_msg_size(&part[0]), ZMQ_SNDMORE);
-		zmq_send(router, "", 0, ZMQ_SNDMORE);
-		if (shape == 26)
+		if (passes(o, sent)) {
+			kv_seq_encode(KV_REPLAY_END, seqb);
+			zmq_send(router, zmq_msg_data(&part[0]), zmq_msg_size(&part[0]), ZMQ_SNDMORE);
 			zmq_send(router, "", 0, ZMQ_SNDMORE);
-		zmq_send(router, seqb, 8, ZMQ_SNDMORE);
-		zmq_send(router, "", 0, 0);
+			if (shape == 26)
+				zmq_send(router, "", 0, ZMQ_SNDMORE);
+			zmq_send(router, seqb, 8, ZMQ_SNDMORE);
+			zmq_send(router, "", 0, 0);
+		}
 	}
 	for (size_t i = 0; i < k; i++)
 		zmq_msg_close(&part[i]);
@@ -164,8 +181,6 @@ static void poll_replay(void *router, struct msg *msgs, long n, const struct opt
 	do {
 		if (router) {
 			zmq_pollitem_t it = { .socket = router, .events = ZMQ_POLLIN };
-			if (zmq_poll(&it, 1, 10) > 0)
-				serve_replay(router, msgs, n, o->topic, o->shape, o->bogus, o->snapshot);
 		} else {
 			sleep_us(wait_ms > 10 ? 10000 : wait_ms * 1000);
 		}
@@ -186,6 +201,20 @@ static void wait_subscriber(void *pub, void *router, struct msg *msgs, const str
 		if (router)
 			poll_replay(router, msgs, 0, o, 0);
 	}
+}
+
+/* --replay-drop K/D */
+static void drop_pattern(const char *s, long *pass, long *drop)
+{
+	char buf[64];
+	size_t n = strcspn(s, "/");
+	if (!s[n] || n >= sizeof buf)
+		kv_die(64, "--replay-drop: '%s' is not K/D", s);
+	snprintf(buf, sizeof buf, "%.*s", (int)n, s);
+	*pass = arg_long(buf);
+	*drop = arg_long(s + n + 1);
+	if (*pass < 1 || *drop < 0)
+		kv_die(64, "--replay-drop: '%s' is not K/D with K >= 1", s);
 }
 
 /* --skip LO-HI */
@@ -210,12 +239,6 @@ int main(int argc, char **argv)
 		{ "topic", 1, NULL, 't' }, { "wait", 1, NULL, 'w' }, { "interval-us", 1, NULL, 'i' },
 		{ "linger", 1, NULL, 'l' }, { "log", 1, NULL, 'L' }, { "tokens", 1, NULL, 'T' },
 		{ "connect", 0, NULL, 'C' }, { "mooncake", 0, NULL, 'M' }, { "replay-bogus", 1, NULL, 'B' },
-		{ "replay-snapshot", 0, NULL, 'P' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-	kv_set_prog(argv);
-	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:CMB:P", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.count = arg_long(optarg); break;
 		case 's': o.start_seq = arg_long(optarg); break;
@@ -232,7 +255,6 @@ int main(int argc, char **argv)
 		case 'C': o.connect = true; break;
 		case 'M': o.mooncake = true; break;
 		case 'B': o.bogus = arg_long(optarg); break;
-		case 'P': o.snapshot = true; break;
 		default: return 64;
 		}
 	}
@@ -248,6 +270,8 @@ int main(int argc, char **argv)
 	void *router = NULL;
 	if (o.replay) {
 		router = zmq_socket(ctx, ZMQ_ROUTER);
+		/* no real drops: only those --replay-drop asks for, which a test can count */
+		zmq_setsockopt(router, ZMQ_SNDHWM, &hwm, sizeof hwm);
 		if (zmq_bind(router, o.replay) != 0)
 			kv_die(69, "%s: %s", o.replay, zmq_strerror(zmq_errno()));
 	}

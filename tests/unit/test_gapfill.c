@@ -152,15 +152,16 @@ struct rmsg {
 
 struct model {
 	size_t max_held, max_bytes;
-	uint64_t last, gaps, missing, restarts, replayed, duplicates;
-	uint64_t lo, hi;                   /* the replay running */
+	unsigned max_asks, asks;
+	uint64_t last, seq_gaps, gaps, missing, restarts, replayed, duplicates;
+	uint64_t lo, hi, from, last_reply, held_from;   /* the replay running, its ask */
 	struct rmsg rep[MAXQ], held[MAXQ];
 	size_t nrep, nheld;
-	uint64_t asked_at;                 /* the gap ending here was asked for */
+	uint64_t gap_at;                   /* the live message of this seq has its gap counted */
 	uint64_t dedup_lo, dedup_upto;
 	size_t topic_len;
 	struct log out;
-	bool may_ask, seen, replaying, asked_at_set, dedup;
+	bool may_ask, seen, replaying, gap_at_set, dedup, counted, answered, brought;
 	uint8_t topic[MAXB];
 };
 
@@ -203,7 +204,7 @@ static void m_write(struct model *md, const struct rmsg *r, uint64_t flags)
 static void m_observe(struct model *md, uint64_t seq)
 {
 	if (md->seen && seq > md->last + 1) {
-		md->gaps++;
+		md->seq_gaps++;
 		md->missing += seq - md->last - 1;
 	} else if (md->seen && seq <= md->last) {
 		md->restarts++;
@@ -212,20 +213,43 @@ static void m_observe(struct model *md, uint64_t seq)
 	md->last = seq;
 }
 
-static bool m_ask(struct model *md, uint64_t lo, uint64_t hi)
+static void m_count_gap(struct model *md)
+{
+	if (!md->counted)
+		md->gaps++;
+	md->counted = true;
+}
+
+static bool m_ask_from(struct model *md, uint64_t from)
+{
+	md->from = from;
+	md->asks++;
+	md->answered = md->brought = false;
+	md->held_from = from;
+	struct rec *r = log_add(&md->out, REC_ASK);
+	r->lo = from;
+	r->hi = md->hi;
+	r->flags = md->out.ask_ok;
+	return md->out.ask_ok;
+}
+
+static bool m_start(struct model *md, uint64_t lo, uint64_t hi, bool counted)
 {
 	if (!md->may_ask || md->replaying)
 		return false;
-	struct rec *r = log_add(&md->out, REC_ASK);
-	r->lo = lo;
-	r->hi = hi;
-	r->flags = md->out.ask_ok;
-	if (!md->out.ask_ok)
-		return false;
-	md->replaying = true;
 	md->lo = lo;
 	md->hi = hi;
+	md->asks = 0;
+	md->counted = counted;
+	if (!m_ask_from(md, lo))
+		return false;
+	md->replaying = true;
 	return true;
+}
+
+static bool m_ask(struct model *md, uint64_t lo, uint64_t hi)
+{
+	return m_start(md, lo, hi, false);
 }
 
 /* false: it waits */
@@ -245,13 +269,15 @@ static bool m_deliver(struct model *md, const struct rmsg *r)
 		return true;
 	}
 	md->dedup = false;
-	bool asked_before = md->asked_at_set && md->asked_at == r->seq;
-	if (md->may_ask && md->seen && r->seq > md->last + 1 && !asked_before) {
-		md->asked_at_set = true;
-		md->asked_at = r->seq;
-		if (m_ask(md, md->last + 1, r->seq))
+	bool counted = md->gap_at_set && md->gap_at == r->seq;
+	if (md->seen && r->seq > md->last + 1 && !counted) {
+		md->gaps++;
+		md->gap_at_set = true;
+		md->gap_at = r->seq;
+		if (m_start(md, md->last + 1, r->seq, true))
 			return false;
 	}
+	md->gap_at_set = false;
 	m_observe(md, r->seq);
 	m_write(md, r, 0);
 	return true;
@@ -265,34 +291,91 @@ static void m_drain(struct model *md)
 	}
 }
 
-static void m_end(struct model *md)
+static uint64_t m_end_seq(const struct model *md)
+{
+	return md->nheld && md->held[0].has_seq && md->held[0].seq < md->hi ? md->held[0].seq : md->hi;
+}
+
+static void m_remove_rep(struct model *md, size_t k)
+{
+	memmove(&md->rep[k], &md->rep[k + 1], (md->nrep - k - 1) * sizeof md->rep[0]);
+	md->nrep--;
+}
+
+/* in seq order, by selection; then only what the replay is trusted for */
+static void m_settle(struct model *md)
+{
+	for (size_t i = 0; i < md->nrep; i++)
+		for (size_t j = i + 1; j < md->nrep; j++)
+			if (md->rep[j].seq < md->rep[i].seq) {
+				struct rmsg t = md->rep[i];
+				md->rep[i] = md->rep[j];
+				md->rep[j] = t;
+			}
+	uint64_t end = m_end_seq(md);
+	size_t k = 0;
+	while (k < md->nrep && md->rep[k].seq < end &&
+	       (end != UINT64_MAX || k == 0 || md->rep[k].seq == md->rep[k - 1].seq + 1))
+		k++;
+	md->nrep = k;
+}
+
+static void m_write_run(struct model *md, uint64_t floor)
+{
+	while (md->nrep) {
+		uint64_t seq = md->rep[0].seq, next = md->seen && md->last + 1 > floor ? md->last + 1 : floor;
+		if (seq >= floor && md->seen && seq != next)
+			return;
+		m_observe(md, seq);
+		md->replayed++;
+		m_write(md, &md->rep[0], KV_CAP_FLAG_REPLAYED);
+		if (!md->dedup)
+			md->dedup_lo = seq;
+		md->dedup = true;
+		md->dedup_upto = seq;
+		m_remove_rep(md, 0);
+	}
+}
+
+static void m_end_of_replay(struct model *md, uint64_t missing)
+{
+	md->replaying = false;
+	uint64_t end = m_end_seq(md);
+	m_write_run(md, UINT64_MAX);
+	if (end != UINT64_MAX && (md->missing > missing || (md->seen && md->last + 1 < end)))
+		m_count_gap(md);
+	if (md->nheld && md->held[0].has_seq && md->held[0].seq == end) {
+		md->gap_at_set = true;
+		md->gap_at = end;
+	}
+	m_drain(md);
+}
+
+static void m_end_ask(struct model *md, bool again)
 {
 	if (!md->replaying)
 		return;
 	log_add(&md->out, REC_HANG_UP);
-	md->replaying = false;
-	uint64_t end = md->hi;
-	if (md->nheld && md->held[0].has_seq && md->held[0].seq < md->hi)
-		end = md->held[0].seq;
-	/* in seq order: pick the smallest left each time */
-	while (md->nrep) {
-		size_t k = 0;
-		for (size_t i = 1; i < md->nrep; i++)
-			if (md->rep[i].seq < md->rep[k].seq)
-				k = i;
-		struct rmsg r = md->rep[k];
-		md->rep[k] = md->rep[--md->nrep];
-		if ((!md->seen || r.seq > md->last) && r.seq < end) {
-			m_observe(md, r.seq);
-			md->replayed++;
-			m_write(md, &r, KV_CAP_FLAG_REPLAYED);
-			if (!md->dedup)
-				md->dedup_lo = r.seq;
-			md->dedup = true;
-			md->dedup_upto = r.seq;
-		}
+	uint64_t missing = md->missing;
+	m_settle(md);
+	m_write_run(md, md->held_from);
+	uint64_t end = m_end_seq(md);
+	if (again && md->brought && md->asks < md->max_asks && end != UINT64_MAX && md->seen && md->last + 1 < end) {
+		m_count_gap(md);
+		if (m_ask_from(md, md->last + 1))
+			return;
 	}
-	m_drain(md);
+	m_end_of_replay(md, missing);
+}
+
+static void m_end(struct model *md)
+{
+	m_end_ask(md, true);
+}
+
+static void m_give_up(struct model *md)
+{
+	m_end_ask(md, false);
 }
 
 static void m_live(struct model *md, uint64_t recv_ns, const struct kv_frame *f, size_t n)
@@ -301,26 +384,43 @@ static void m_live(struct model *md, uint64_t recv_ns, const struct kv_frame *f,
 	if (md->replaying || md->nheld) {
 		md->held[md->nheld++] = r;
 		if (md->replaying && (md->nheld >= md->max_held || total_bytes(md->held, md->nheld) >= md->max_bytes))
-			m_end(md);
+			m_give_up(md);
 		return;
 	}
 	if (!m_deliver(md, &r))
 		md->held[md->nheld++] = r;
 }
 
+static bool m_have(const struct model *md, uint64_t seq)
+{
+	for (size_t i = 0; i < md->nrep; i++)
+		if (md->rep[i].seq == seq)
+			return true;
+	return false;
+}
+
 static bool m_replayed(struct model *md, uint64_t recv_ns, uint64_t seq, const struct kv_frame *topic,
 		       struct kv_frame payload)
 {
-	if (!md->replaying || seq < md->lo || seq >= md->hi)
+	if (!md->replaying || seq < md->from || (md->answered && seq <= md->last_reply))
 		return false;
-	if (md->nrep && seq != md->rep[md->nrep - 1].seq + 1)
+	if (!md->answered && seq > md->from)
+		md->held_from = seq;
+	md->answered = true;
+	md->last_reply = seq;
+	if (seq >= m_end_seq(md)) {
+		m_end(md);
+		return true;
+	}
+	if ((md->seen && seq <= md->last) || m_have(md, seq))
 		return false;
 	uint8_t s[8];
 	kv_seq_encode(seq, s);
 	struct kv_frame f[3] = { topic ? *topic : (struct kv_frame){ md->topic, md->topic_len }, { s, 8 }, payload };
 	md->rep[md->nrep++] = rmsg_of(recv_ns, f, 3);
+	md->brought = true;
 	if (md->nrep >= md->max_held || total_bytes(md->rep, md->nrep) >= md->max_bytes) {
-		m_end(md);
+		m_give_up(md);
 		return true;
 	}
 	return false;
@@ -329,7 +429,7 @@ static bool m_replayed(struct model *md, uint64_t recv_ns, uint64_t seq, const s
 static void m_finish(struct model *md)
 {
 	md->may_ask = false;
-	m_end(md);
+	m_give_up(md);
 	m_drain(md);
 }
 
@@ -342,17 +442,24 @@ struct pair {
 	struct model md;
 };
 
-static struct pair *pair_new(size_t max_held, size_t max_bytes, bool may_ask)
+static struct pair *pair_asks(size_t max_held, size_t max_bytes, bool may_ask, unsigned max_asks)
 {
 	struct pair *p = calloc(1, sizeof *p);
 	kv_gapfill_init(&p->g, max_held, max_bytes);
 	p->g.may_ask = may_ask;
+	p->g.max_asks = p->md.max_asks = max_asks;
 	p->io = (struct kv_gapfill_io){ &p->log, io_write, io_ask, io_hang_up };
 	p->md.may_ask = may_ask;
 	p->md.max_held = max_held;
 	p->md.max_bytes = max_bytes;
 	p->log.ask_ok = p->md.out.ask_ok = true;
 	return p;
+}
+
+/* One ask per gap, as before asks again came in. */
+static struct pair *pair_new(size_t max_held, size_t max_bytes, bool may_ask)
+{
+	return pair_asks(max_held, max_bytes, may_ask, 1);
 }
 
 static void pair_free(struct pair *p)
@@ -366,9 +473,10 @@ static bool pair_agrees(const struct pair *p)
 	const struct kv_gapfill *g = &p->g;
 	const struct model *md = &p->md;
 	return same_log(&p->log, &md->out) && g->seq.seen == md->seen && (!md->seen || g->seq.last == md->last) &&
-	       g->seq.gaps == md->gaps && g->seq.missing == md->missing && g->seq.restarts == md->restarts &&
-	       g->replayed == md->replayed && g->duplicates == md->duplicates && g->replaying == md->replaying &&
-	       g->nheld == md->nheld && g->held_bytes == total_bytes(md->held, md->nheld) && g->nrep == md->nrep &&
+	       g->seq.gaps == md->seq_gaps && g->gaps == md->gaps && g->seq.missing == md->missing &&
+	       g->seq.restarts == md->restarts && g->replayed == md->replayed && g->duplicates == md->duplicates &&
+	       g->replaying == md->replaying && (!md->replaying || g->asks == md->asks) && g->nheld == md->nheld &&
+	       g->held_bytes == total_bytes(md->held, md->nheld) && g->nrep == md->nrep &&
 	       g->rep_bytes == total_bytes(md->rep, md->nrep);
 }
 
@@ -402,6 +510,12 @@ static void end_replay(struct pair *p)
 	m_end(&p->md);
 }
 
+static void give_up(struct pair *p)
+{
+	kv_gapfill_give_up(&p->g, &p->io);
+	m_give_up(&p->md);
+}
+
 static void finish(struct pair *p)
 {
 	kv_gapfill_finish(&p->g, &p->io);
@@ -422,9 +536,10 @@ static void matches_reference(void)
 	static const struct {
 		size_t max_held, max_bytes;
 	} bounds[] = { { 6, 1 << 20 }, { 40, 300 }, { 2, 1 << 20 }, { 30, 1 << 20 } };
-	uint64_t writes = 0, replays = 0, dups = 0;
+	uint64_t writes = 0, replays = 0, dups = 0, again = 0;
 	for (int round = 0; round < 400; round++) {
-		struct pair *p = pair_new(bounds[round % 4].max_held, bounds[round % 4].max_bytes, round % 9 != 0);
+		struct pair *p = pair_asks(bounds[round % 4].max_held, bounds[round % 4].max_bytes, round % 9 != 0,
+					   1 + (unsigned)(round % 5));
 		uint64_t pub = unit_rand() % 5, t = 1000;   /* the publisher's last seq */
 		const char *topic = topics[0];
 		if (unit_rand() % 4 == 0)
@@ -449,23 +564,28 @@ static void matches_reference(void)
 					uint64_t w = p->md.dedup_upto - p->md.dedup_lo + 1;
 					m = batch(topic, p->md.dedup_lo + unit_rand() % w);
 				} else {
-					pub = j < 65 ? pub + 1 : j < 80 ? pub + 2 + unit_rand() % 3 :
+					pub = j < 65 ? pub + 1 : j < 80 ? pub + 2 + unit_rand() % 8 :
 					      j < 95 ? pub - (pub > 3 ? unit_rand() % 4 : 0) : unit_rand() % 3;
 					m = batch(topic, pub);
 				}
 				live(p, t, &m);
 			} else if (k < 85) {
-				/* mostly the replay's next batch; sometimes any seq near it */
-				uint64_t seq = p->md.nrep ? p->md.rep[p->md.nrep - 1].seq + 1 : p->md.lo + unit_rand() % 3;
+				/* mostly the ask's next batch, or one a little further
+				 * (replies dropped); sometimes any seq near it */
+				uint64_t seq = p->md.answered ? p->md.last_reply + 1 : p->md.from + unit_rand() % 3;
+				if (unit_rand() % 4 == 0)
+					seq += 1 + unit_rand() % 3;
 				if (unit_rand() % 6 == 0) {
-					seq = p->md.lo + unit_rand() % 12;
+					seq = p->md.from + unit_rand() % 12;
 					seq = seq >= 2 ? seq - 2 : seq;
 				}
 				char payload[MAXB];
 				snprintf(payload, sizeof payload, "replayed %llu", (unsigned long long)seq);
 				ASSERT(replayed(p, t, seq, unit_rand() % 2 ? "kv@r" : NULL, payload) != 2);
-			} else if (k < 93) {
+			} else if (k < 92) {
 				end_replay(p);
+			} else if (k < 93) {
+				give_up(p);
 			} else if (k < 95) {
 				/* --replay-from, here also in mid-stream */
 				ASSERT(ask(p, pub > 2 ? pub - unit_rand() % 3 : pub, UINT64_MAX) != 2);
@@ -477,14 +597,24 @@ static void matches_reference(void)
 		finish(p);
 		ASSERT(pair_agrees(p));
 		ASSERT(!p->g.replaying && p->g.nheld == 0 && p->g.nrep == 0);
-		for (size_t i = 0; i < p->log.n; i++)
-			writes += p->log.v[i].kind == REC_WRITE;
+		const struct rec *prev = NULL;   /* the last ask */
+		for (size_t i = 0; i < p->log.n; i++) {
+			const struct rec *r = &p->log.v[i];
+			writes += r->kind == REC_WRITE;
+			if (r->kind != REC_ASK)
+				continue;
+			/* asked again: the same gap, from further on */
+			again += prev && prev->flags && r->hi == prev->hi && r->lo > prev->lo;
+			prev = r;
+		}
 		replays += p->g.replayed;
 		dups += p->g.duplicates;
 		pair_free(p);
 	}
 	/* the traffic did what it is for */
-	ASSERT(writes > 50000 && replays > 3000 && dups > 40);
+	printf("# %llu writes, %llu replayed, %llu duplicates, %llu asks again\n", (unsigned long long)writes,
+	       (unsigned long long)replays, (unsigned long long)dups, (unsigned long long)again);
+	ASSERT(writes > 50000 && replays > 3000 && dups > 40 && again > 300);
 }
 
 /* ---- edge cases, by hand ---- */
@@ -536,7 +666,7 @@ static void no_gap(void)
 		live_seq(p, s, s);
 	ASSERT(wrote(p, (uint64_t[]){ 7, 8, 9, 10, 11 }, 5));
 	ASSERT_EQ_U64(count_kind(p, REC_ASK), 0);
-	ASSERT_EQ_U64(p->g.seq.gaps, 0);
+	ASSERT_EQ_U64(p->g.gaps, 0);
 	pair_free(p);
 }
 
@@ -556,7 +686,8 @@ static void gap_filled(void)
 	end_replay(p);
 	ASSERT(wrote(p, (uint64_t[]){ 1, 2, 1003, 1004, 5, 6 }, 6));
 	ASSERT_EQ_U64(p->g.replayed, 2);
-	ASSERT_EQ_U64(p->g.seq.gaps, 0);
+	ASSERT_EQ_U64(p->g.gaps, 1);          /* filled, but a gap all the same */
+	ASSERT_EQ_U64(p->g.seq.gaps, 0);      /* none left in what was written */
 	ASSERT_EQ_U64(p->g.seq.missing, 0);
 	ASSERT_EQ_U64(count_kind(p, REC_HANG_UP), 1);
 	/* a replayed record is [topic, seq, payload] as the reply gave them */
@@ -566,24 +697,123 @@ static void gap_filled(void)
 	pair_free(p);
 }
 
-/* Replies out of the range asked, not consecutive, or repeated are no part
- * of the replay; one that starts late leaves the rest of the gap missing. */
+/* Replies before what was asked, or not above the last one, are no part
+ * of the answer; one later than asked says the publisher no longer holds
+ * what comes before it; one at or past the end of the gap ends the ask
+ * (vLLM answers in seq order).  With one ask, a hole (a reply dropped)
+ * stays missing. */
 static void bad_and_late_replies(void)
 {
 	struct pair *p = pair_new(10, 1000, true);
 	live_seq(p, 1, 1);
 	live_seq(p, 2, 6);          /* asks for 2..5 */
 	ASSERT(replayed(p, 3, 1, NULL, "before") == 0);
-	ASSERT(replayed(p, 3, 6, NULL, "the live one") == 0);
 	ASSERT(replayed(p, 3, 3, NULL, "late start") == 0);
-	ASSERT(replayed(p, 3, 5, NULL, "not next") == 0);
 	ASSERT(replayed(p, 3, 3, NULL, "again") == 0);
-	ASSERT(replayed(p, 3, 4, NULL, "next") == 0);
+	ASSERT(replayed(p, 3, 5, NULL, "4 dropped") == 0);
+	ASSERT(replayed(p, 3, 4, NULL, "not above") == 0);
 	ASSERT_EQ_U64(p->g.nrep, 2);
+	ASSERT(p->g.replaying);
+	ASSERT(replayed(p, 3, 6, NULL, "the live one") == 1);
+	ASSERT(!p->g.replaying);
+	ASSERT(wrote(p, (uint64_t[]){ 1, 1003, 1005, 6 }, 4));
+	ASSERT_EQ_U64(p->g.gaps, 1);
+	ASSERT_EQ_U64(p->g.seq.missing, 2);   /* 2, no longer held, and 4 */
+	ASSERT_EQ_U64(count_kind(p, REC_ASK), 1);
+	pair_free(p);
+	/* a first reply past the gap: the publisher holds none of it */
+	p = pair_asks(10, 1000, true, 5);
+	live_seq(p, 1, 1);
+	live_seq(p, 2, 5);
+	ASSERT(replayed(p, 3, 7, NULL, "later") == 1);
+	ASSERT(wrote(p, (uint64_t[]){ 1, 5 }, 2));
+	ASSERT_EQ_U64(p->g.seq.missing, 3);
+	ASSERT_EQ_U64(count_kind(p, REC_ASK), 1);
+	pair_free(p);
+}
+
+/* vLLM's ROUTER drops replies (and the end marker) when its reader lags:
+ * each ask ends on the end marker, a reply past the gap or its time, and
+ * the gap is asked for again from its first seq still missing, until
+ * nothing is. */
+static void asks_again_for_dropped_replies(void)
+{
+	struct pair *p = pair_asks(20, 1 << 20, true, 3);
+	live_seq(p, 1, 1);
+	live_seq(p, 2, 10);         /* asks for 2..9 */
+	live_seq(p, 3, 11);
+	ASSERT(replayed(p, 4, 2, NULL, "two") == 0);
+	ASSERT(replayed(p, 4, 3, NULL, "three") == 0);
+	ASSERT(replayed(p, 4, 6, NULL, "six") == 0);
+	ASSERT(replayed(p, 4, 7, NULL, "seven") == 0);
+	end_replay(p);              /* its time is up: 2 and 3 go, 6 and 7 wait */
+	ASSERT(p->g.replaying && p->g.from == 4 && kv_gapfill_asks(&p->g) == 2);
+	ASSERT(wrote(p, (uint64_t[]){ 1, 1002, 1003 }, 3));
+	ASSERT(replayed(p, 5, 4, NULL, "four") == 0);
+	ASSERT(replayed(p, 5, 5, NULL, "five") == 0);
+	ASSERT(replayed(p, 5, 6, NULL, "six again") == 0);
+	ASSERT(replayed(p, 5, 8, NULL, "eight") == 0);
+	ASSERT_EQ_U64(p->g.nrep, 5);          /* 6 once */
+	end_replay(p);              /* 4..8 go; 9 is asked for */
+	ASSERT(p->g.replaying && p->g.from == 9 && kv_gapfill_asks(&p->g) == 3);
+	ASSERT(replayed(p, 6, 9, NULL, "nine") == 0);
+	ASSERT(replayed(p, 6, 10, NULL, "the live one") == 1);
+	ASSERT(!p->g.replaying);
+	ASSERT(wrote(p, (uint64_t[]){ 1, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 10, 11 }, 11));
+	ASSERT_EQ_U64(p->g.gaps, 1);
+	ASSERT_EQ_U64(p->g.seq.missing, 0);
+	ASSERT_EQ_U64(p->g.replayed, 8);
+	ASSERT_EQ_U64(count_kind(p, REC_ASK), 3);
+	ASSERT_EQ_U64(count_kind(p, REC_HANG_UP), 3);
+	/* the replayed 6 of the first ask was written once, with its own payload */
+	ASSERT(p->log.v[9].kind == REC_WRITE && p->log.v[9].seq == 6 && p->log.v[9].len[2] == 3);
+	pair_free(p);
+}
+
+/* Asking again stops: after max_asks, after an ask that brought nothing
+ * new, when the replay is given up, and at the publisher's oldest batch. */
+static void asking_again_is_bounded(void)
+{
+	struct pair *p = pair_asks(20, 1 << 20, true, 2);
+	live_seq(p, 1, 1);
+	live_seq(p, 2, 10);
+	ASSERT(replayed(p, 3, 2, NULL, "two") == 0);
 	end_replay(p);
-	ASSERT(wrote(p, (uint64_t[]){ 1, 1003, 1004, 6 }, 4));
-	ASSERT_EQ_U64(p->g.seq.gaps, 2);
-	ASSERT_EQ_U64(p->g.seq.missing, 2);   /* 2, then 5 */
+	ASSERT(replayed(p, 4, 3, NULL, "three") == 0);
+	end_replay(p);              /* the second and last ask */
+	ASSERT(!p->g.replaying);
+	ASSERT(wrote(p, (uint64_t[]){ 1, 1002, 1003, 10 }, 4));
+	ASSERT_EQ_U64(p->g.gaps, 1);
+	ASSERT_EQ_U64(p->g.seq.missing, 6);
+	pair_free(p);
+	/* nothing new: the publisher holds no more of it */
+	p = pair_asks(20, 1 << 20, true, 9);
+	live_seq(p, 1, 1);
+	live_seq(p, 2, 6);
+	ASSERT(replayed(p, 3, 2, NULL, "two") == 0);
+	end_replay(p);
+	ASSERT(replayed(p, 4, 4, NULL, "four") == 0);  /* 3 no longer held */
+	end_replay(p);
+	ASSERT(p->g.replaying && p->g.from == 5);
+	end_replay(p);              /* brought nothing */
+	ASSERT(!p->g.replaying);
+	ASSERT(wrote(p, (uint64_t[]){ 1, 1002, 1004, 6 }, 4));
+	ASSERT_EQ_U64(count_kind(p, REC_ASK), 3);
+	ASSERT_EQ_U64(p->g.seq.missing, 2);
+	pair_free(p);
+	/* given up by its owner (its time is up) */
+	p = pair_asks(20, 1 << 20, true, 9);
+	live_seq(p, 1, 1);
+	live_seq(p, 2, 6);
+	ASSERT(replayed(p, 3, 2, NULL, "two") == 0);
+	give_up(p);
+	ASSERT(!p->g.replaying);
+	ASSERT(wrote(p, (uint64_t[]){ 1, 1002, 6 }, 3));
+	ASSERT_EQ_U64(count_kind(p, REC_ASK), 1);
+	/* and the next gap is asked for anew */
+	live_seq(p, 3, 9);
+	ASSERT(p->g.replaying && p->g.lo == 7 && p->g.hi == 9 && kv_gapfill_asks(&p->g) == 1);
+	ASSERT_EQ_U64(p->g.gaps, 2);
 	pair_free(p);
 }
 
@@ -703,10 +933,43 @@ static void replay_from(void)
 	ASSERT(ask(p, 5, UINT64_MAX) == 1);
 	ASSERT(ask(p, 5, UINT64_MAX) == 0);    /* one replay at a time */
 	live_seq(p, 1, 8);
-	for (uint64_t s = 5; s <= 9; s++)
+	for (uint64_t s = 5; s <= 7; s++)
 		ASSERT(replayed(p, 2, s, "kv@r", "old") == 0);
-	end_replay(p);
+	ASSERT(replayed(p, 2, 8, "kv@r", "the live one") == 1);
 	ASSERT(wrote(p, (uint64_t[]){ 1005, 1006, 1007, 8 }, 4));
+	ASSERT_EQ_U64(p->g.gaps, 0);
+	pair_free(p);
+	/* replies dropped before the live seq: a gap, asked for again */
+	p = pair_asks(20, 1 << 20, true, 3);
+	ASSERT(ask(p, 0, UINT64_MAX) == 1);
+	for (uint64_t s = 0; s <= 9; s++)
+		if (s < 4 || s > 5)
+			ASSERT(replayed(p, 1, s, NULL, "old") == 0);
+	live_seq(p, 2, 10);
+	end_replay(p);
+	ASSERT(p->g.replaying && p->g.from == 4 && p->g.gaps == 1);
+	ASSERT(replayed(p, 3, 4, NULL, "four") == 0);
+	ASSERT(replayed(p, 3, 5, NULL, "five") == 0);
+	end_replay(p);
+	ASSERT(wrote(p, (uint64_t[]){ 1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 10 }, 11));
+	ASSERT_EQ_U64(p->g.gaps, 1);
+	ASSERT_EQ_U64(p->g.seq.missing, 0);
+	pair_free(p);
+	/* ... but while no live seq shows where the publisher is, only the
+	 * batches without a hole from the first are trusted, and nothing is
+	 * known to be missing */
+	p = pair_asks(20, 1 << 20, true, 3);
+	ASSERT(ask(p, 0, UINT64_MAX) == 1);
+	for (uint64_t s = 0; s <= 9; s++)
+		if (s < 4 || s > 5)
+			ASSERT(replayed(p, 1, s, NULL, "old") == 0);
+	ASSERT(replayed(p, 1, 1000000, NULL, "bogus") == 0);
+	end_replay(p);
+	ASSERT(!p->g.replaying);
+	ASSERT(wrote(p, (uint64_t[]){ 1000, 1001, 1002, 1003 }, 4));
+	ASSERT_EQ_U64(p->g.gaps, 0);
+	live_seq(p, 2, 10);         /* now a gap: 4..9 */
+	ASSERT(p->g.replaying && p->g.lo == 4 && p->g.hi == 10 && p->g.gaps == 1);
 	pair_free(p);
 	/* without a replay socket, nothing is asked */
 	p = pair_new(10, 1000, false);
@@ -780,6 +1043,8 @@ int main(void)
 	RUN(no_gap);
 	RUN(gap_filled);
 	RUN(bad_and_late_replies);
+	RUN(asks_again_for_dropped_replies);
+	RUN(asking_again_is_bounded);
 	RUN(replay_brings_nothing);
 	RUN(live_copies_after_replay);
 	RUN(bounds_end_the_replay);
