@@ -688,7 +688,7 @@ static int list(const struct options *o, struct kv_js *js)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	kv_install_signals(false);
 	struct kv_js *js = NULL;

@@ -180,6 +180,7 @@ struct run {
 	struct kv_qparser *parser;
 	struct kv_qline line;
 	uint64_t bad, answered;
+	bool stopped;                 /* a stop signal came before the end of an input */
 	uint64_t *times;
 	size_t ntimes, captimes;
 	uint64_t *chains;             /* resolved seq_hashes */
@@ -508,8 +509,10 @@ static bool read_input(struct run *r, const char *path, int *status)
 	size_t n;
 	enum kv_lines_status st;
 	while (!kv_out_failed(r->out) && (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF) {
-		if (st == KV_LINES_STOPPED)
+		if (st == KV_LINES_STOPPED) {
+			r->stopped = true;
 			break;
+		}
 		if (st == KV_LINES_ERROR) {
 			/* the rest of it is lost: its queries go unanswered, as
 			 * kvdecode's records after a read error */
@@ -553,7 +556,7 @@ static enum kv_answer_kind answer_kind(const struct options *o)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	struct kv_err e = { 0 };
 	for (size_t i = 0; i < o.nsnapshots; i++)
@@ -588,9 +591,14 @@ int main(int argc, char **argv)
 	int status = KV_EX_OK, unopened = 0;
 	if (optind == argc)
 		read_input(&r, "-", &status);
-	for (int i = optind; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
+	int i = optind;
+	for (; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
 		if (!read_input(&r, argv[i], &status))
 			unopened++;
+	if ((r.stopped || (kv_stop_signal && i < argc && !kv_out_failed(&out))) && !o.quiet) {
+		const char *product = o.output ? o.output : "-";
+		kv_say_stopped(&product, 1);
+	}
 	if (!kv_out_finish(&out, optind < argc && unopened == argc - optind, &e))
 		status = kv_status_merge(status, kv_err_print(&e));
 	if (o.timing)
