@@ -385,3 +385,24 @@ feed() {
 	[[ $stderr =~ \ [0-9]+\ records,\  ]]
 	[[ $stderr != *written* ]]
 }
+
+@test "kvnats -C with stdout closed says so (74) and writes nothing into its NATS connection" {
+	# a JetStream server of the test's own, on a free port (as tests/kvnats.bats starts them)
+	p=$(port)
+	nats-server -a 127.0.0.1 -p "$p" -js -sd "$T/js" > nats.log 2>&1 & server=$!
+	i=0
+	until grep -qs 'Server is ready' nats.log; do
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt 200 ] || { stop_bg $server; false; }
+	done
+	kvnats -q -P -s "nats://127.0.0.1:$p" "$CAP"
+	run --separate-stderr bash -c "timeout 20 kvnats -C -s nats://127.0.0.1:$p >&-"
+	logged=$(cat nats.log)
+	stop_bg $server
+	assert_equal "$status" 74
+	assert_equal "${stderr_lines[0]}" "kvnats: stdout: Bad file descriptor"
+	# the records had gone to the server as protocol, which it refused
+	[[ $logged != *"parser ERROR"* ]]
+	[[ $logged != *kvcap* ]]
+}
