@@ -386,16 +386,26 @@ feed() {
 	[[ $stderr != *written* ]]
 }
 
-@test "kvnats -C with stdout closed says so (74) and writes nothing into its NATS connection" {
-	# a JetStream server of the test's own, on a free port (as tests/kvnats.bats starts them)
+# A JetStream server of the test's own on a free port (as tests/kvnats.bats
+# starts them), ready within 10 s: its pid in $server, its port in $p, its
+# log in nats.log.  Stopped by the test, or by teardown when it fails first.
+nats_server() {
+	local i=0
 	p=$(port)
 	nats-server -a 127.0.0.1 -p "$p" -js -sd "$T/js" > nats.log 2>&1 & server=$!
-	i=0
 	until grep -qs 'Server is ready' nats.log; do
 		sleep 0.05
 		i=$((i + 1))
-		[ $i -lt 200 ] || { stop_bg $server; false; }
+		[ $i -lt 200 ] || { stop_bg $server; return 1; }
 	done
+}
+
+teardown() {
+	[ -z "${server:-}" ] || stop_bg "$server"
+}
+
+@test "kvnats -C with stdout closed says so (74) and writes nothing into its NATS connection" {
+	nats_server
 	kvnats -q -P -s "nats://127.0.0.1:$p" "$CAP"
 	run --separate-stderr bash -c "timeout 20 kvnats -C -s nats://127.0.0.1:$p >&-"
 	logged=$(cat nats.log)
@@ -405,4 +415,28 @@ feed() {
 	# the records had gone to the server as protocol, which it refused
 	[[ $logged != *"parser ERROR"* ]]
 	[[ $logged != *kvcap* ]]
+}
+
+@test "a signal that cuts kvnats -P or -C -c short says so in the same line; one that ends kvnats -C -f does not" {
+	nats_server
+	# -P: the records of a capture that is not at its end yet go to the stream
+	feed in cat "$CAP"
+	kvnats -P -s "nats://127.0.0.1:$p" in 2> err & pid=$!
+	stop_run TERM $pid
+	exec 5>&-
+	assert_equal "$status" 0
+	assert_equal "$(grep stopped err)" "kvnats: stopped by SIGTERM before the end; what came before it goes to stream KVTOOLS"
+	# -C -f -c: the stream holds fewer records than -c asks for
+	kvnats -C -f -c 100000 -s "nats://127.0.0.1:$p" -o c.kvcap 2> err & pid=$!
+	stop_run TERM $pid
+	assert_equal "$status" 0
+	assert_equal "$(head -1 err)" "kvnats: stopped by SIGTERM before the end; what came before it goes to c.kvcap"
+	# -C -f alone ends by a signal only; -c reached, or the end of the stream, is no stop
+	kvnats -C -f -s "nats://127.0.0.1:$p" -o c.kvcap 2> err & pid=$!
+	stop_run TERM $pid
+	assert_equal "$status" 0
+	kvnats -C -c 3 -s "nats://127.0.0.1:$p" -o c.kvcap 2>> err
+	kvnats -C -s "nats://127.0.0.1:$p" -o c.kvcap 2>> err
+	stop_bg $server
+	[ "$(grep -c stopped err)" = 0 ]
 }
