@@ -469,6 +469,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	struct kv_answer a = { r->answered, &r->cur->src, tenant.p, tenant.n, hits, nhits, nblocks, bs, route,
 			       r->o->rfc ? q->instance : NULL };
 	kv_answers_write(&r->answers, &a);
+	kv_out_end_record(r->out);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -484,8 +485,12 @@ static void report_timing(struct run *r)
 		return;
 	qsort(r->times, r->ntimes, sizeof *r->times, cmp_u64);
 	size_t p50 = r->ntimes / 2, p99 = (r->ntimes * 99) / 100;
-	fprintf(stderr, "%s: %zu queries answered: p50 %.1f us, p99 %.1f us, max %.1f us (hashing and walks)\n",
-		kv_prog, r->ntimes, r->times[p50] / 1e3, r->times[p99 < r->ntimes ? p99 : r->ntimes - 1] / 1e3,
+	/* when the output failed, how many of those answers it holds */
+	char written[48] = "";
+	if (kv_out_failed(r->out))
+		snprintf(written, sizeof written, " (%llu written)", (unsigned long long)kv_out_records(r->out));
+	fprintf(stderr, "%s: %zu queries answered%s: p50 %.1f us, p99 %.1f us, max %.1f us (hashing and walks)\n",
+		kv_prog, r->ntimes, written, r->times[p50] / 1e3, r->times[p99 < r->ntimes ? p99 : r->ntimes - 1] / 1e3,
 		r->times[r->ntimes - 1] / 1e3);
 }
 

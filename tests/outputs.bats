@@ -384,6 +384,21 @@ feed() {
 	assert_success
 	[[ $stderr =~ \ [0-9]+\ records,\  ]]
 	[[ $stderr != *written* ]]
+	# kvquery --timing: the queries answered, and how many answers the output
+	# holds (about 556 KB of them: the second flush crosses 400 KiB)
+	kvmatch -q --log none -r "$REGS" -o s.kvsnap "$CAP"
+	jq -c '.token_ids[:128]' "$ROOT/share/queries.jsonl" > short.jsonl
+	for i in $(seq 200); do cat short.jsonl; done > q.jsonl
+	run --separate-stderr bash -c "trap '' XFSZ; ulimit -f 400; exec kvquery --timing -s s.kvsnap -o a.jsonl q.jsonl"
+	assert_equal "$status" 74
+	assert_equal "${stderr_lines[0]}" "kvquery: a.jsonl: File too large"
+	[[ ${stderr_lines[1]} =~ ^kvquery:\ ([0-9]+)\ queries\ answered\ \(([0-9]+)\ written\):\  ]]
+	[ "${BASH_REMATCH[2]}" -gt 0 ]
+	[ "${BASH_REMATCH[1]}" -gt "${BASH_REMATCH[2]}" ]
+	assert_equal "${BASH_REMATCH[2]}" "$(wc -l < a.jsonl)"
+	run --separate-stderr kvquery --timing -s s.kvsnap -o a.jsonl short.jsonl
+	assert_success
+	[[ $stderr =~ ^kvquery:\ 5\ queries\ answered:\  ]]
 }
 
 # A JetStream server of the test's own on a free port (as tests/kvnats.bats
