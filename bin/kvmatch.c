@@ -172,12 +172,15 @@ static void check_option_pairs(const struct options *o)
 		kv_usage_error("--snapshot-every: no snapshot to write (-o FILE.kvsnap)");
 }
 
-/* -o and --metrics may not name an input; -i may be -o (resuming a
- * snapshot and writing it back), which is written by rename. */
+/* -o and --metrics may not name an input, nor each other or standard
+ * output (the state lines); -i may be -o (resuming a snapshot and writing
+ * it back), which is written by rename. */
 static void refuse_outputs_over_inputs(const struct options *o, char *const *files, size_t nfiles)
 {
 	struct kv_err e = { 0 };
-	if (!kv_out_refuse_inputs("-o", o->snapshot, files, nfiles, &e) ||
+	const struct kv_out_name outs[] = { { NULL, "-" }, { "-o", o->snapshot }, { "--metrics", o->metrics } };
+	if (!kv_out_refuse_same(outs, sizeof outs / sizeof outs[0], &e) ||
+	    !kv_out_refuse_inputs("-o", o->snapshot, files, nfiles, &e) ||
 	    !kv_out_refuse_input("-o", o->snapshot, o->regs, &e) ||
 	    !kv_out_refuse_inputs("--metrics", o->metrics, files, nfiles, &e) ||
 	    !kv_out_refuse_input("--metrics", o->metrics, o->regs, &e) ||
@@ -343,7 +346,7 @@ int main(int argc, char **argv)
 	struct run r = { .o = &o };
 	kv_workers_init(&r.ws);
 	o.ws = &r.ws;
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	check_option_pairs(&o);
 	kv_install_signals(true);
@@ -374,7 +377,7 @@ int main(int argc, char **argv)
 	o.src.idle_arg = &r;
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
 	struct kv_batch b;
-	enum kv_source_status st;
+	enum kv_source_status st = KV_SOURCE_END;
 	/* a closed stdout ends the run unless a snapshot is to be written */
 	while (!kv_out_ends_work(&out, o.snapshot != NULL) && (st = kv_source_next(src, &b, &e)) != KV_SOURCE_END &&
 	       st != KV_SOURCE_STOPPED) {
@@ -384,6 +387,10 @@ int main(int argc, char **argv)
 		}
 		handle(&r, &b);
 		between_records(&r);
+	}
+	if (st == KV_SOURCE_STOPPED && !o.quiet) {
+		const char *product = o.snapshot ? o.snapshot : "-";
+		kv_say_stopped(&product, 1);
 	}
 	write_snapshot(&r);
 	if (!kv_out_close(&out, &e))

@@ -337,6 +337,7 @@ struct produce {
 	struct kv_out packed;        /* a record packed again without its fifth element */
 	uint64_t bad;
 	bool lost;
+	bool stopped;                /* a stop signal came before the end of an input */
 };
 
 static void publish_record(struct produce *p, const struct kv_record *rec)
@@ -376,7 +377,7 @@ static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 	struct kv_cap_reader r;
 	kv_cap_open(&r, fd, name);
 	struct kv_record rec;
-	enum kv_cap_status st;
+	enum kv_cap_status st = KV_CAP_RECORD;
 	while (!kv_stop_signal && !p->lost && (st = kv_cap_next(&r, &rec)) != KV_CAP_EOF && st != KV_CAP_STOPPED) {
 		if (st == KV_CAP_HEADER) {
 			publish_header(p, &rec);
@@ -390,6 +391,8 @@ static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 				break;
 		}
 	}
+	if (kv_stop_signal && !p->lost && st != KV_CAP_EOF && st != KV_CAP_ERROR)
+		p->stopped = true;
 	kv_cap_close(&r);
 	if (!std)
 		close(fd);
@@ -420,9 +423,16 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 	int status = KV_EX_OK;
 	if (nfiles == 0 && !produce_file(&p, "-", &e))
 		status = kv_status_merge(status, kv_err_print(&e));
-	for (int i = 0; i < nfiles && !kv_stop_signal && !p.lost; i++)
+	int i = 0;
+	for (; i < nfiles && !kv_stop_signal && !p.lost; i++)
 		if (!produce_file(&p, files[i], &e))
 			status = kv_status_merge(status, kv_err_print(&e));
+	if ((p.stopped || (kv_stop_signal && i < nfiles && !p.lost)) && !o->quiet) {
+		char stream[300];
+		snprintf(stream, sizeof stream, "stream %s", o->stream);
+		const char *product = stream;
+		kv_say_stopped(&product, 1);
+	}
 	struct kv_js_pub_stats st;
 	if (!kv_js_publish_finish(js, &st))
 		p.lost = true;
@@ -462,6 +472,7 @@ struct consume {
 	struct kv_out *out;
 	msgpack_zone zone;
 	bool header_done;
+	bool stopped;                /* a stop signal came before the end or -c */
 	uint64_t records, skipped;
 };
 
@@ -541,22 +552,24 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 		int n;
 		if (!kv_js_fetch(sub, (int)(left < c->o->batch ? left : c->o->batch), FETCH_WAIT_MS, &msgs, &n, &e))
 			return kv_err_print(&e);
-		bool done = kv_stop_signal != 0;
+		bool stop = kv_stop_signal != 0;
 		/* the end: that last message, or a fetch that found nothing when
 		 * nothing up to it is left for the consumer (it was deleted): asked
 		 * of the stream's leader, as the consumer's server may be a replica
 		 * catching up, and the number a message carries can be behind there */
-		if (n == 0 && !done && !c->o->follow) {
+		if (n == 0 && !stop && !c->o->follow) {
 			if (!kv_js_done(sub, end_seq, &at_end, &e))
 				return kv_err_print(&e);
-			done = at_end;
 		}
 		for (int i = 0; i < n; i++) {
 			write_message(c, &msgs[i]);
 			if (!c->o->follow && msgs[i].stream_seq >= end_seq)
-				done = true;
+				at_end = true;
 		}
-		done |= c->o->count && c->records >= c->o->count;
+		at_end |= c->o->count && c->records >= c->o->count;
+		/* with -f and no -c, a signal is how a run ends */
+		c->stopped = stop && !at_end && (!c->o->follow || c->o->count);
+		bool done = stop || at_end;
 		/* only what is written and flushed is acknowledged */
 		if (!kv_out_flush(c->out))
 			return 0;
@@ -642,6 +655,10 @@ static int consume(struct options *o, struct kv_js *js)
 	struct consume c = { .o = o, .out = &out };
 	msgpack_zone_init(&c.zone, 8192);
 	int status = consume_loop(&c, sub, end);
+	if (c.stopped && !o->quiet) {
+		const char *product = o->output ? o->output : "-";
+		kv_say_stopped(&product, 1);
+	}
 	if (!c.header_done && !kv_out_failed(&out))
 		kv_cap_write_header(&out, "kvnats " KV_VERSION, kv_realtime_ns());
 	if (kv_js_restarts(sub) && !o->quiet)
@@ -772,7 +789,7 @@ static int list(const struct options *o, struct kv_js *js)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	kv_install_signals(false);
 	struct kv_js *js = NULL;

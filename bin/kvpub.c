@@ -524,6 +524,15 @@ static void play(struct run *r)
 	}
 }
 
+/* Whether a stop signal ended the replay before its end: the end of the
+ * inputs or -c (with --loop and no -c, a signal is how a replay ends). */
+static bool stopped_early(const struct run *r)
+{
+	const struct options *o = r->o;
+	bool counted = o->max_records && r->taken >= o->max_records;
+	return kv_stop_signal && !r->fatal && !counted && !(r->complete && !o->loop) && (!o->loop || o->max_records);
+}
+
 static void setup(struct run *r)
 {
 	const struct options *o = r->o;
@@ -550,7 +559,7 @@ static void setup(struct run *r)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	struct kv_err e = { 0 };
 	if (!kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind), &e))
@@ -591,6 +600,8 @@ int main(int argc, char **argv)
 	}
 	if (r.progress && r.last_progress)
 		fputc('\n', stderr);
+	if (stopped_early(&r) && !o.quiet)
+		kv_say_stopped(NULL, 0);
 	if (!all_regular && r.complete && !r.fatal && !kv_stop_signal)
 		r.unseen = report_unseen(&r);
 	if (!r.fatal && !kv_stop_signal)

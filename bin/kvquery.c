@@ -184,6 +184,7 @@ struct run {
 	struct kv_qparser *parser;
 	struct kv_qline line;
 	uint64_t bad, answered;
+	bool stopped;                 /* a stop signal came before the end of an input */
 	uint64_t *times;
 	size_t ntimes, captimes;
 	uint64_t *chains;             /* resolved seq_hashes */
@@ -491,6 +492,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	struct kv_answer a = { r->answered, &r->cur->src, tenant.p, tenant.n, hits, nhits, nblocks, bs, route,
 			       r->o->rfc ? q->instance : NULL };
 	kv_answers_write(&r->answers, &a);
+	kv_out_end_record(r->out);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -506,8 +508,12 @@ static void report_timing(struct run *r)
 		return;
 	qsort(r->times, r->ntimes, sizeof *r->times, cmp_u64);
 	size_t p50 = r->ntimes / 2, p99 = (r->ntimes * 99) / 100;
-	fprintf(stderr, "%s: %zu queries answered: p50 %.1f us, p99 %.1f us, max %.1f us (hashing and walks)\n",
-		kv_prog, r->ntimes, r->times[p50] / 1e3, r->times[p99 < r->ntimes ? p99 : r->ntimes - 1] / 1e3,
+	/* when the output failed, how many of those answers it holds */
+	char written[48] = "";
+	if (kv_out_failed(r->out))
+		snprintf(written, sizeof written, " (%llu written)", (unsigned long long)kv_out_records(r->out));
+	fprintf(stderr, "%s: %zu queries answered%s: p50 %.1f us, p99 %.1f us, max %.1f us (hashing and walks)\n",
+		kv_prog, r->ntimes, written, r->times[p50] / 1e3, r->times[p99 < r->ntimes ? p99 : r->ntimes - 1] / 1e3,
 		r->times[r->ntimes - 1] / 1e3);
 }
 
@@ -531,8 +537,10 @@ static bool read_input(struct run *r, const char *path, int *status)
 	size_t n;
 	enum kv_lines_status st;
 	while (!kv_out_failed(r->out) && (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF) {
-		if (st == KV_LINES_STOPPED)
+		if (st == KV_LINES_STOPPED) {
+			r->stopped = true;
 			break;
+		}
 		if (st == KV_LINES_ERROR) {
 			/* the rest of it is lost: its queries go unanswered, as
 			 * kvdecode's records after a read error */
@@ -576,7 +584,7 @@ static enum kv_answer_kind answer_kind(const struct options *o)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	struct kv_err e = { 0 };
 	for (size_t i = 0; i < o.nsnapshots; i++)
@@ -611,9 +619,14 @@ int main(int argc, char **argv)
 	int status = KV_EX_OK, unopened = 0;
 	if (optind == argc)
 		read_input(&r, "-", &status);
-	for (int i = optind; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
+	int i = optind;
+	for (; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
 		if (!read_input(&r, argv[i], &status))
 			unopened++;
+	if ((r.stopped || (kv_stop_signal && i < argc && !kv_out_failed(&out))) && !o.quiet) {
+		const char *product = o.output ? o.output : "-";
+		kv_say_stopped(&product, 1);
+	}
 	if (!kv_out_finish(&out, optind < argc && unopened == argc - optind, &e))
 		status = kv_status_merge(status, kv_err_print(&e));
 	if (o.timing)

@@ -190,7 +190,7 @@ static bool run(const struct options *o, struct kv_scrapeset *set, struct kv_fet
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 
 	regex_t rx;
@@ -236,6 +236,11 @@ int main(int argc, char **argv)
 	kv_install_signals(false);
 	bool limited = run(&o, &set, f, &out);
 	kv_fetch_free(f);
+	/* without -c or -W a signal is how a run ends, not cut short */
+	if (!limited && !kv_out_failed(&out) && (o.count || o.duration_ns) && !o.quiet) {
+		const char *product = o.output ? o.output : "-";
+		kv_say_stopped(&product, 1);
+	}
 	int status = kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 	if (o.verbose && !o.quiet)
 		kv_scrapeset_print_stats(&set, stderr);

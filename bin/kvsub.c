@@ -230,10 +230,11 @@ static void open_output(struct kv_out *out, const char *path)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	struct kv_err e = { 0 };
-	if (!kv_out_refuse_input("-o", o.output, o.regs_path, &e) ||
+	const struct kv_out_name outs[] = { { "-o", o.output ? o.output : "-" }, { "--metrics", o.metrics } };
+	if (!kv_out_refuse_same(outs, 2, &e) || !kv_out_refuse_input("-o", o.output, o.regs_path, &e) ||
 	    !kv_out_refuse_input("--metrics", o.metrics, o.regs_path, &e))
 		kv_err_exit(&e);
 	/* From the start: a stop during set-up still ends with a valid, empty capture. */
@@ -265,15 +266,20 @@ int main(int argc, char **argv)
 	bool metrics_failed = false;
 	uint64_t start = kv_monotonic_ns(), last_progress = start;
 	bool progress = o.verbose && !o.quiet && isatty(STDERR_FILENO);
+	bool ended = false;   /* by -W, -c or the output failing, not by a signal */
 	while (!kv_stop_signal) {
 		uint64_t now = kv_monotonic_ns();
-		if (o.duration_ns && now - start >= o.duration_ns)
+		if (o.duration_ns && now - start >= o.duration_ns) {
+			ended = true;
 			break;
+		}
 		int timeout = 100;
 		if (o.duration_ns && (o.duration_ns - (now - start)) / 1000000 < (uint64_t)timeout)
 			timeout = (int)((o.duration_ns - (now - start)) / 1000000) + 1;
-		if (!kv_capture_step(cap, timeout))
+		if (!kv_capture_step(cap, timeout)) {
+			ended = true;
 			break;
+		}
 		if (o.metrics && kv_metrics_due(&metrics) && !kv_capture_write_metrics(cap, &metrics, &e)) {
 			/* said once: the same failure every interval is noise */
 			if (!metrics_failed)
@@ -286,9 +292,14 @@ int main(int argc, char **argv)
 			last_progress = now;
 		}
 	}
-	kv_capture_finish(cap);
 	if (progress)
 		fputc('\n', stderr);
+	/* without -W or -c a signal is how a capture ends, not cut short */
+	if (!ended && (o.duration_ns || o.cap.max_records) && !o.quiet) {
+		const char *product = o.output ? o.output : "-";
+		kv_say_stopped(&product, 1);
+	}
+	kv_capture_finish(cap);
 	int status = kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 	if (o.metrics) {
 		/* a write that failed on the way counts, as in kvmatch */

@@ -508,7 +508,8 @@ kvpub: ipc://$T/q: 0 messages, 0 bytes"
 	assert_equal "$status" 0
 	[ $(( (end - start) / 1000000 )) -lt 500 ]
 	run cat err
-	assert_line --index 1 "kvpub: ipc://$T/p: 1 messages, 40 bytes"
+	assert_line --index 1 "kvpub: stopped by SIGINT before the end"
+	assert_line --index 2 "kvpub: ipc://$T/p: 1 messages, 40 bytes"
 }
 
 @test "SIGTERM while waiting for input on a pipe exits 0, replay still served meanwhile" {
@@ -530,7 +531,8 @@ kvpub: ipc://$T/q: 0 messages, 0 bytes"
 	assert_equal "$status" 0
 	[ $(( (end - start) / 1000000 )) -lt 500 ]
 	run cat err
-	assert_line --index 1 "kvpub: tcp://127.0.0.1:$p: 5 messages, 200 bytes, 1 replay requests, 5 replayed"
+	assert_line --index 1 "kvpub: stopped by SIGTERM before the end"
+	assert_line --index 2 "kvpub: tcp://127.0.0.1:$p: 5 messages, 200 bytes, 1 replay requests, 5 replayed"
 }
 
 # A kvgen capture (2 nodes x 2 DP ranks behind a memcache pool, caches

@@ -57,6 +57,13 @@ extern volatile sig_atomic_t kv_user_signal;
  * argv[0], and they must read `PROG: ...` like every other (kvtools(7) "Conventions").
  * Call it first in main, before getopt_long. */
 void kv_set_prog(char **argv);
+/* What every main calls first, before getopt_long: kv_set_prog, and the
+ * standard descriptors 0-2 a program was started without are reserved
+ * (/dev/null in their place, open so that a read of 0 or a write to 1 or 2
+ * still fails), so that no file or socket it opens later takes their
+ * numbers (kvtools(7) "Conventions").  Exits 70 when /dev/null cannot be
+ * opened. */
+void kv_start(char **argv);
 
 void kv_warn(const char *fmt, ...) KV_PRINTF(1, 2);
 /* kv_warn, plus ": strerror(errno)". */
@@ -80,6 +87,12 @@ void kv_install_signals(bool user_signals);
 #define KV_IDLE_TICK_MS 200
 bool kv_wait_input(int fd, void (*idle)(void *), void *arg);
 int kv_take_user_signal(void);
+/* When a stop signal (kv_stop_signal) ended the run before its end (the
+ * end of input, -c, -W), one line on stderr, said before the products are
+ * finished: `PROG: stopped by SIGTERM before the end; what came before it
+ * goes to A, B`, naming each of the n products (NULL: none; "-": standard
+ * output).  Nothing when no stop signal came.  Programs say it unless -q. */
+void kv_say_stopped(const char *const *products, size_t n);
 
 /* Range-checked parsing of option values; false on any junk or overflow. */
 bool kv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);

@@ -3,6 +3,7 @@
 #include "index/workers.h"
 #include "base/err.h"
 #include "base/jsonw.h"
+#include "base/product.h"
 #include "base/sort.h"
 #include "base/util.h"
 
@@ -162,69 +163,21 @@ static bool write_file(int fd, const struct kv_snap_writer *b)
 	return ok;
 }
 
-/* The rename is durable only once the directory holding the name is
- * synced: after a crash without it, the path can name the previous file
- * (or none).  A file system that cannot sync a directory says EINVAL. */
-static bool sync_directory_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? kv_xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : kv_xstrdup(".");
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	if (fd < 0)
-		return false;
-	bool ok = fsync(fd) == 0 || errno == EINVAL;
-	int err = errno;
-	close(fd);
-	errno = err;
-	return ok;
-}
-
 bool kv_snapw_write(struct kv_snap_writer *w, const char *path, struct kv_err *e)
 {
 	if (kv_snapw_records(w, KV_SEC_META) != 1)
 		kv_die(KV_EX_SOFTWARE, "snapshot: %llu meta records", (unsigned long long)kv_snapw_records(w, KV_SEC_META));
-	size_t n = strlen(path);
-	char *tmp = kv_xmalloc(n + 16);
-	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	bool ok = fd >= 0;
-	int err = 0;
-	if (ok) {
-		mode_t mask = umask(0);
-		umask(mask);
-		ok = fchmod(fd, 0666 & ~mask) == 0 && write_file(fd, w);
-		/* the sections are in the page cache: freed before the disk has
-		 * written them, not after (the bench's cluster snapshot: 13-20 ms
-		 * of unmapping) */
-		int why = errno;
+	struct kv_product f;
+	if (!kv_product_open(&f, path, 0, e)) {
 		kv_snapw_free(w);
-		errno = why;
-		ok = ok && fsync(fd) == 0;
-		if (!ok)
-			err = errno;
-		if (close(fd) != 0 && ok) {
-			ok = false;
-			err = errno;
-		}
-		if (ok && rename(tmp, path) != 0) {
-			ok = false;
-			err = errno;
-		} else if (ok && !sync_directory_of(path)) {
-			free(tmp);
-			return kv_err_set_errno(e, KV_EX_IOERR, "%s: syncing its directory", path);
-		}
-		if (!ok)
-			unlink(tmp);
-	} else {
-		err = errno;
+		return false;
 	}
+	int err = write_file(f.fd, w) ? 0 : errno;
+	/* the sections are in the page cache: freed before the disk has
+	 * written them, not after (the bench's cluster snapshot: 13-20 ms
+	 * of unmapping) */
 	kv_snapw_free(w);
-	free(tmp);
-	if (ok)
-		return true;
-	errno = err;
-	return kv_err_set_errno(e, KV_EX_IOERR, "%s", path);
+	return kv_product_close(&f, err, true, e);
 }
 
 /* ---- loading ------------------------------------------------------------- */

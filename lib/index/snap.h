@@ -4,7 +4,8 @@
  * in its table entry, and the header one over itself and the table, so
  * that a reader can read and check only the sections it uses.  A writer
  * gathers the sections record by record and writes them atomically
- * (temporary file, fsync, rename); what the records say is their owners'
+ * (temporary file, fsync, rename; a device or a fifo is written to
+ * directly, never renamed over: base/product.h); what the records say is their owners'
  * business (snapstate.c: the index and its workers; the matcher: its own,
  * kv_match_save), and they write canonically (sorted; no pointers, no time
  * of writing), so equal state gives equal bytes.  Loading reads the file

@@ -242,6 +242,7 @@ static void write_record(struct kv_sim *s, uint64_t recv_ns, const char *src, ui
 	kv_seq_encode(seq, seqb);
 	struct kv_frame f[3] = { { (const uint8_t *)"", 0 }, { seqb, 8 }, { payload, n } };
 	kv_cap_write_record(s->out, recv_ns, src, strlen(src), 0, f, 3);
+	kv_out_end_record(s->out);
 	kv_out_flush_if_full(s->out);
 	s->records++;
 }
@@ -704,13 +705,18 @@ void kv_sim_summary(const struct kv_sim *s, FILE *f)
 		lo = s->ranks[i].requests < lo ? s->ranks[i].requests : lo;
 		hi = s->ranks[i].requests > hi ? s->ranks[i].requests : hi;
 	}
+	/* the records the cluster published; when the capture failed (a full
+	 * disk, a reader gone), how many of them it holds */
+	char written[48] = "";
+	if (s->out && kv_out_failed(s->out))
+		snprintf(written, sizeof written, " (%llu written)", (unsigned long long)kv_out_records(s->out));
 	fprintf(f, "%s: policy %s: %llu requests, %llu prompt tokens, %.1f%% served from cache "
 		   "(xpu %.1f%%, cpu %.1f%%, disk %.1f%%); requests per worker %llu to %llu; "
-		   "%llu records, %llu blocks stored, %llu removed, %llu pool events\n",
+		   "%llu records%s, %llu blocks stored, %llu removed, %llu pool events\n",
 		kv_prog, policy_name(s->o.policy), (unsigned long long)s->requests, (unsigned long long)s->prompt,
 		100 * rate(hits, s->prompt), 100 * rate(s->hit[0], s->prompt), 100 * rate(s->hit[1], s->prompt),
 		100 * rate(s->hit[2], s->prompt), (unsigned long long)(s->nranks ? lo : 0), (unsigned long long)hi,
-		(unsigned long long)s->records, (unsigned long long)s->stored_blocks,
+		(unsigned long long)s->records, written, (unsigned long long)s->stored_blocks,
 		(unsigned long long)s->removed_blocks, (unsigned long long)s->pool_events);
 }
 
