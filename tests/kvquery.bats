@@ -80,6 +80,30 @@ setup() {
 	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":256,"npu_blocks":2}},"longest_matched":256}}}'
 }
 
+@test "a hash's range is checked in hex as in decimal: 2^64 and beyond refused in both, never cut to 64 bits" {
+	# "0x1e9b66bae2ed2488d" was read as 0xe9b66bae2ed2488d, its decimal twin refused
+	kvmatch --dump s.kvsnap | jq -r 'select(.kind == "block") | [.parent, .chain, .local] | @tsv' > blocks.tsv
+	first=$(awk -F'\t' '$1 == "0x0000000000000539" { print $3 }' blocks.tsv)
+	over="0x1${first#0x}"                                             # 17 significant digits
+	dec=$(python3 -c "print(int('$over', 16))")
+	r=$(seq -s, 1 200)                                                # a long list: read by kv_intscan_array
+	printf '%s\n' "{\"model\":\"m\",\"block_hashes\":[\"$over\"]}" "{\"model\":\"m\",\"block_hashes\":[$dec]}" \
+		"{\"model\":\"m\",\"block_hashes\":[$r,\"$over\"]}" "{\"model\":\"m\",\"block_hashes\":[$r,$dec]}" \
+		"{\"model\":\"m\",\"seq_hashes\":[\"${over#0x}\"]}" \
+		"{\"model\":\"m\",\"block_hashes\":[\"0x00000000${first#0x}\"]}" "{\"model\":\"m\",\"block_hashes\":[\"$first\"]}" > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap q.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(sed -n 1,5p <<<"$output" | sort -u)" null
+	assert_equal "$(sed -n 6p <<<"$output")" "$(sed -n 7p <<<"$output")"
+	assert_equal "$(jq -c '.default.a.longest_matched' <<<"${lines[5]}")" 128
+	u64="block_hashes: hashes are integers from 0 to 2^64-1 or hex strings"
+	assert_equal "$stderr" "kvquery: q.jsonl: line 1: block_hashes: hex string beyond 64 bits
+kvquery: q.jsonl: line 2: $u64
+kvquery: q.jsonl: line 3: block_hashes: hex string beyond 64 bits
+kvquery: q.jsonl: line 4: $u64
+kvquery: q.jsonl: line 5: block_hashes: hex string beyond 64 bits"
+}
+
 @test "two tenants and a LoRA adapter are separate partitions" {
 	cat > regs2.jsonl <<-EOF
 	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t1", "medium_endpoints": {"npu": "$E0"}}
@@ -391,7 +415,7 @@ kvquery: q.txt: line 11: parse error: premature EOF
 kvquery: q.txt: line 12: $u64
 kvquery: q.txt: line 13: $u64
 kvquery: q.txt: line 14: block_hashes: empty hex string
-kvquery: q.txt: line 15: block_hashes: hex string longer than 64 digits
+kvquery: q.txt: line 15: block_hashes: hex string beyond 64 bits
 kvquery: q.txt: line 17: token_ids: given twice
 kvquery: q.txt: line 18: seq_hashes: given twice"
 }
