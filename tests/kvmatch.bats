@@ -685,6 +685,59 @@ Try 'kvmatch --help'."
 	assert_equal "$status" 66
 }
 
+# set_meta FILE OFFSET VALUE: a u64 of a snapshot's META record set (now_ns at
+# 0, next_sweep_ns at 8, the TTLs at 16, 24, 32), its checksums made again
+# (python3-xxhash), as a file not written by kvtools could have it.
+set_meta() {
+	/usr/bin/python3 - "$@" <<-'EOF'
+	import struct, sys, xxhash
+	path, field, value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+	d = bytearray(open(path, "rb").read())
+	nsec = struct.unpack_from("<I", d, 8)[0]
+	sec, rs, off, count = struct.unpack_from("<IIQQ", d, 32)
+	assert sec == 1
+	struct.pack_into("<Q", d, off + field, value)
+	struct.pack_into("<Q", d, 32 + 24, xxhash.xxh3_64_intdigest(bytes(d[off:off + rs * count])))
+	struct.pack_into("<Q", d, 24, xxhash.xxh3_64_intdigest(bytes(d[:24] + d[32:32 + 32 * nsec])))
+	open(path, "wb").write(d)
+	EOF
+}
+
+@test "-i and --dump refuse a snapshot whose times its state does not vouch for: now_ns or next_sweep_ns of 2^64-1, or far beyond" {
+	# they were taken as they were: sweeps stopped for good, or all that was
+	# pending expired at once, and the value went into every later snapshot
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 2 cpu '"0xc"' 10.0.0.5; } > A.jsonl
+	store $E0 3 0 xpu '"0xb"' '"0xa"' 5,6,7,8 > B.jsonl
+	kvmatch -q -r regs.jsonl --log none -o a.kvsnap A.jsonl
+	assert_equal "$(kvmatch --dump a.kvsnap | jq -c 'select(.kind == "meta") | [.now_ns, .pending]')" "[2000000000,2]"
+	max=18446744073709551615 now=2000000000 s=1000000000
+	# the latest time held is the pending entry's and the memcache source's, 2 s: now_ns as it is
+	for c in "8 $max next_sweep_ns $max is more than 30 s after the event time reached (now_ns $now)" \
+		 "8 $((now + 30 * s + 1)) next_sweep_ns $((now + 30 * s + 1)) is more than 30 s after the event time reached (now_ns $now)" \
+		 "0 $max now_ns $max is a suspect time: more than the longest TTL (600 s) after the latest time the snapshot holds ($now)" \
+		 "0 $((now + 600 * s + 1)) now_ns $((now + 600 * s + 1)) is a suspect time: more than the longest TTL (600 s) after the latest time the snapshot holds ($now)" \
+		 "24 $((1000000000 * s + 1)) offload_ttl_ns $((1000000000 * s + 1)) is beyond $((1000000000 * s)) (10^9 s, the longest TTL kvmatch takes)"; do
+		read -r at value why <<<"$c"
+		cp a.kvsnap bad.kvsnap
+		set_meta bad.kvsnap "$at" "$value"
+		run --separate-stderr kvmatch -q -r regs.jsonl -i bad.kvsnap -o out.kvsnap B.jsonl
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: bad.kvsnap: META: $why"
+		[ ! -e out.kvsnap ]
+		run --separate-stderr kvmatch --dump bad.kvsnap
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: bad.kvsnap: META: $why"
+	done
+	# at the bounds: a sweep one interval ahead, an event time the longest TTL past the latest held
+	cp a.kvsnap ok.kvsnap
+	set_meta ok.kvsnap 8 $((now + 30 * s))
+	set_meta ok.kvsnap 0 $((now + 600 * s))
+	run --separate-stderr kvmatch -q -r regs.jsonl --log none -i ok.kvsnap -o out.kvsnap B.jsonl
+	assert_success
+	assert_equal "$(kvmatch --dump out.kvsnap | jq -c 'select(.kind == "meta") | [.now_ns, .pending]')" "[$((now + 600 * s)),2]"
+}
+
 @test "a snapshot of more partitions than an index holds (4096) is refused at load" {
 	# kvmatch never writes one; restoring it would find each partition among
 	# all before it, quadratic in their number

@@ -1,5 +1,6 @@
 #include "index/snap.h"
 #include "index/blockhash.h"
+#include "index/match.h"
 #include "index/workers.h"
 #include "base/err.h"
 #include "base/jsonw.h"
@@ -886,6 +887,54 @@ static bool check_links(const struct kv_snap *s, struct kv_err *e)
 	return true;
 }
 
+/* The latest time the matcher's state holds: when its entries arrived,
+ * and when each source's last record did; 0 when it holds none. */
+static uint64_t latest_time(const struct kv_snap *s)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < s->ncontent; i++)
+		t = s->content[i].t > t ? s->content[i].t : t;
+	for (size_t i = 0; i < s->noffload; i++)
+		t = s->offload[i].t > t ? s->offload[i].t : t;
+	if (s->npending) /* in arrival order */
+		t = s->pending[s->npending - 1].t > t ? s->pending[s->npending - 1].t : t;
+	for (size_t i = 0; i < s->nsources; i++)
+		t = s->sources[i].last_recv_ns > t ? s->sources[i].last_recv_ns : t;
+	return t;
+}
+
+/* The times of META, as a resumed kvmatch would take them (every other
+ * time is at or before now_ns, checked with its section): TTLs an option
+ * can give; a next sweep within one sweep interval of the event time
+ * reached (2^64-1 stopped sweeps for good, offloads and content piling up);
+ * and an event time reached that the state's own times vouch for, by the
+ * rule a record's time is judged by (kv_time_far_after): a now_ns beyond
+ * the latest time held by more than the longest TTL would expire all of it
+ * at once, and be written into every later snapshot. */
+static bool check_times(const struct kv_snap *s, struct kv_err *e)
+{
+	const struct kv_snap_meta *m = s->meta;
+	static const char *const ttl_names[] = { "pending_ttl_ns", "offload_ttl_ns", "content_ttl_ns" };
+	const uint64_t ttl[] = { m->pending_ttl_ns, m->offload_ttl_ns, m->content_ttl_ns };
+	for (int i = 0; i < 3; i++)
+		if (ttl[i] > KV_TTL_MAX_NS)
+			return kv_err_set(e, KV_EX_DATAERR, "META: %s %llu is beyond %llu (10^9 s, the longest TTL kvmatch takes)",
+					  ttl_names[i], (unsigned long long)ttl[i], KV_TTL_MAX_NS);
+	if (kv_time_far_after(m->next_sweep_ns, m->now_ns, KV_SWEEP_INTERVAL_NS))
+		return kv_err_set(e, KV_EX_DATAERR,
+				  "META: next_sweep_ns %llu is more than %llu s after the event time reached (now_ns %llu)",
+				  (unsigned long long)m->next_sweep_ns, KV_SWEEP_INTERVAL_NS / 1000000000ull,
+				  (unsigned long long)m->now_ns);
+	uint64_t latest = latest_time(s), limit = kv_time_jump_limit(ttl[0], ttl[1], ttl[2]);
+	bool holds = s->ncontent || s->noffload || s->npending || s->nsources;
+	if (holds && kv_time_far_after(m->now_ns, latest, limit))
+		return kv_err_set(e, KV_EX_DATAERR,
+				  "META: now_ns %llu is a suspect time: more than the longest TTL (%g s) after the latest "
+				  "time the snapshot holds (%llu)",
+				  (unsigned long long)m->now_ns, (double)limit / 1e9, (unsigned long long)latest);
+	return true;
+}
+
 static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 {
 	for (size_t p = 0; p < s->npartitions; p++)
@@ -910,7 +959,7 @@ static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns ||
 		    s->sources[i].last_record > 2 || (s->sources[i].last_record && !s->sources[i].seen))
 			return kv_err_set(e, KV_EX_DATAERR, "source %zu: bad record", i);
-	return true;
+	return check_times(s, e);
 }
 
 /* Checks the sections of parts (the header, table and counts checked

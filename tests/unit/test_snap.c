@@ -1051,6 +1051,89 @@ static void large_partition_written_as_held(void)
 	unlink(path);
 }
 
+/* ---- times and inputs ----------------------------------------------------- */
+
+/* Writes a u64 at a field of the META record (at offset meta) of the bytes b. */
+static void set_meta(uint8_t *b, size_t n, size_t meta, size_t field, uint64_t v)
+{
+	memcpy(b + meta + field, &v, 8);
+	reseal(b, n);
+}
+
+/* The times of META are checked as a resumed kvmatch takes them: a next
+ * sweep within one sweep interval of the event time reached, TTLs an
+ * option can give, and an event time reached that the times the state
+ * holds vouch for by the suspect-time rule of records (at most the longest
+ * TTL beyond the latest).  2^64-1 stopped sweeps for good, or expired all
+ * that was pending at once, and was written into every later snapshot. */
+static void times_checked_at_load(void)
+{
+	struct state s;
+	struct kv_snap snap;
+	char err[300];
+	make_state(&s);
+	const uint64_t now = 1764500000000000000u, sweep = (now / KV_SWEEP_INTERVAL_NS + 1) * KV_SWEEP_INTERVAL_NS;
+	const uint64_t latest = now - 1000, ttl = KV_OFFLOAD_TTL_DEFAULT; /* the longest of the three */
+	s.m.now = now;
+	s.m.next_sweep = sweep;
+	kv_srcstats_get(&s.m.sources, "tcp://x:1", 9)->last_recv_ns = latest;
+	size_t n;
+	uint8_t *b = write_read(&s, &n);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	const size_t meta = (size_t)((const uint8_t *)snap.meta - b);
+	const size_t now_at = offsetof(struct kv_snap_meta, now_ns), sweep_at = offsetof(struct kv_snap_meta, next_sweep_ns);
+	/* next_sweep_ns: at most one interval after now_ns; before it is a sweep due */
+	set_meta(b, n, meta, sweep_at, now + KV_SWEEP_INTERVAL_NS);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, sweep_at, 0);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, sweep_at, now + KV_SWEEP_INTERVAL_NS + 1);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	ASSERT_EQ_STR(err, "META: next_sweep_ns 1764500030000000001 is more than 30 s after the event time reached "
+			   "(now_ns 1764500000000000000)");
+	set_meta(b, n, meta, sweep_at, UINT64_MAX);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, sweep_at, sweep);
+	/* now_ns: at most the longest TTL after the latest time held (the source's) */
+	set_meta(b, n, meta, now_at, latest + ttl);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, now_at, latest + ttl + 1);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	ASSERT_EQ_STR(err, "META: now_ns 1764500599999999001 is a suspect time: more than the longest TTL (600 s) after "
+			   "the latest time the snapshot holds (1764499999999999000)");
+	set_meta(b, n, meta, now_at, UINT64_MAX);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, now_at, now);
+	/* a TTL no option gives would make any now_ns pass */
+	set_meta(b, n, meta, offsetof(struct kv_snap_meta, content_ttl_ns), KV_TTL_MAX_NS + 1);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	ASSERT_EQ_STR(err, "META: content_ttl_ns 1000000000000000001 is beyond 1000000000000000000 (10^9 s, the longest "
+			   "TTL kvmatch takes)");
+	set_meta(b, n, meta, offsetof(struct kv_snap_meta, content_ttl_ns), KV_TTL_MAX_NS);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	free(b);
+	/* the entries' times are at or before now_ns: the offload's too */
+	bool added;
+	uint32_t p = (uint32_t)kv_index_find_partition(&s.ix, "m", "t");
+	struct kv_offload *o = kv_offloads_upsert(&kv_match_partition(&s.m, p)->offload, 31, &added);
+	*o = (struct kv_offload){ 31, 1, 2, 3, now + 1, 0, false };
+	b = write_read(&s, &n);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	ASSERT_EQ_STR(err, "offload 0: time after the event time reached");
+	free(b);
+	free_state(&s);
+	/* a snapshot that holds no time (kvgen's: the index alone) vouches for none */
+	make_state(&s);
+	kv_match_free(&s.m);
+	struct kv_match_opts mo = kv_match_opts_default();
+	kv_match_init(&s.m, &s.ix, &s.ws, &mo);
+	s.m.now = UINT64_MAX / 2;
+	b = write_read(&s, &n);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	free(b);
+	free_state(&s);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -1065,5 +1148,6 @@ int main(void)
 	RUN(section_checksum_damaged);
 	RUN(blocks_checked_as_read);
 	RUN(large_partition_written_as_held);
+	RUN(times_checked_at_load);
 	return unit_done();
 }
