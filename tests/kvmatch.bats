@@ -655,6 +655,41 @@ Try 'kvmatch --help'."
 	assert_equal "$status" 0
 }
 
+@test "-i, -r and --dump of a device or of \`yes\` are refused at their first bytes; SIGTERM while they wait for a pipe ends kvmatch, status 0, nothing written" {
+	# they were read to their end before anything was checked (4 GB of
+	# /dev/zero), and SIGTERM did not stop it; a stopped -r load went on
+	# with some of the registrations and wrote a snapshot of them
+	mknod zero c 1 5
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
+	cp s.kvsnap keep.kvsnap
+	run --separate-stderr timeout 10 kvmatch -q -i zero -o s.kvsnap ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: zero: not a kvsnap snapshot"
+	run --separate-stderr timeout 10 kvmatch --dump <(yes)
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: /dev/fd/63: not a kvsnap snapshot"
+	cmp s.kvsnap keep.kvsnap
+	# a writer that stalls: the header and table of a snapshot, or one registration
+	mkfifo slow
+	for what in "-i slow" "-r slow"; do
+		if [ "$what" = "-i slow" ]; then
+			{ head -c 1000 keep.kvsnap; sleep 30; } > slow & writer=$!
+		else
+			{ head -1 regs.jsonl; sleep 30; } > slow & writer=$!
+		fi
+		kvmatch -q $what -o s.kvsnap ev.jsonl > out 2> err & pid=$!
+		sleep 0.5
+		kill -TERM $pid
+		wait_for $pid 5
+		stop_bg $writer
+		assert_equal "$status" 0
+		assert_equal "$(cat err)" "kvmatch: slow: loading stopped by a signal"
+		[ ! -s out ]
+		cmp s.kvsnap keep.kvsnap
+	done
+}
+
 @test "corrupt snapshots are refused with exit 65 and a message" {
 	store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8 > ev.jsonl
 	kvmatch -q --log none -o s.kvsnap ev.jsonl

@@ -583,6 +583,57 @@ A='{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_b
 	assert_equal "$(cat err.txt)" "kvquery: s.kvsnap: empty file (keeping the snapshot loaded before)"
 }
 
+@test "--watch: a fifo or a link to a device put in the snapshot's place is refused at once, the copy loaded kept" {
+	# the reload opened a fifo and waited for a writer that never came, or
+	# read /dev/zero until memory ran out
+	other_snapshot b.kvsnap
+	mknod zero c 1 5
+	live --block-size 128 --watch
+	ask "[$(seq -s, 1 384)]" 1
+	mv s.kvsnap a.kvsnap
+	mkfifo s.kvsnap
+	ask "[$(seq -s, 1 384)]" 2
+	rm s.kvsnap
+	ln -s zero s.kvsnap
+	ask "[$(seq -s, 1 384)]" 3
+	# a snapshot renamed over it, as kvmatch does, is taken again
+	cp b.kvsnap new.kvsnap
+	mv new.kvsnap s.kvsnap
+	ask "[$(seq -s, 1001 1384)]" 4
+	exec 5>&-
+	wait_for $pid
+	assert_equal "$status" 0
+	assert_equal "$(sed -n 1,3p out.txt | sort -u)" "$A"
+	assert_equal "$(sed -n 4p out.txt)" "$A"
+	assert_equal "$(grep -c . out.txt)" 4
+	assert_equal "$(cat err.txt)" "kvquery: s.kvsnap: not a regular file (a watched snapshot is replaced by renaming one over it) (keeping the snapshot loaded before)
+kvquery: s.kvsnap: not a regular file (a watched snapshot is replaced by renaming one over it) (keeping the snapshot loaded before)"
+}
+
+@test "-s of a device, of \`yes\` or of a pipe that never ends: refused at the header, at once; SIGTERM ends a load that waits" {
+	# they were read whole before the header was looked at: without bound
+	mknod zero c 1 5
+	echo "[$(seq -s, 1 384)]" > q.jsonl
+	run --separate-stderr timeout 10 kvquery -s zero q.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: zero: not a kvsnap snapshot"
+	run --separate-stderr timeout 10 kvquery -s <(yes) q.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: /dev/fd/63: not a kvsnap snapshot"
+	# the header and table of a good snapshot, then nothing: a writer that
+	# stalls; SIGTERM ends the load (status 0, as after any SIGTERM)
+	mkfifo slow
+	{ head -c 1000 s.kvsnap; sleep 30; } > slow & writer=$!
+	kvquery -s slow q.jsonl > out 2> err & pid=$!
+	sleep 0.5
+	kill -TERM $pid
+	wait_for $pid 5
+	stop_bg $writer
+	assert_equal "$status" 0
+	assert_equal "$(cat err)" "kvquery: slow: loading stopped by a signal"
+	[ ! -s out ]
+}
+
 @test "-s reads a pipe into memory; a directory cannot be opened (66)" {
 	echo "[$(seq -s, 1 384)]" > q.jsonl
 	run --separate-stderr kvquery --block-size 128 -s <(cat s.kvsnap) q.jsonl

@@ -5,16 +5,19 @@
 #define _GNU_SOURCE /* pthread_setattr_default_np */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "base/err.h"
 #include "index/blockhash.h"
+#include "base/util.h"
 #include "index/index.h"
 #include "index/matchstate.h"
 #include "index/snap.h"
@@ -1134,6 +1137,101 @@ static void times_checked_at_load(void)
 	free_state(&s);
 }
 
+/* A stop signal ends a load between two pieces read, of a small file read
+ * in order or a large one read in parts: status 0 (the status after a
+ * signal), the path, and nothing loaded. */
+static void load_stopped_by_a_signal(void)
+{
+	char small[] = "/tmp/kvtools-stop-XXXXXX", large[] = "/tmp/kvtools-stopl-XXXXXX";
+	struct state s;
+	make_state(&s);
+	close(mkstemp(small));
+	struct kv_err e = { 0 };
+	ASSERT(kv_snap_write(small, &s.ix, &s.ws, &s.m, &e));
+	free_state(&s);
+	write_long_state(large, 60000);
+	const char *paths[] = { small, large };
+	for (int i = 0; i < 2; i++) {
+		struct kv_snap snap;
+		char want[128];
+		kv_stop_signal = SIGTERM;
+		bool ok = kv_snap_load(paths[i], &snap, &e);
+		kv_stop_signal = 0;
+		ASSERT(!ok);
+		snprintf(want, sizeof want, "%s: loading stopped by a signal", paths[i]);
+		ASSERT_EQ_STR(kv_err_msg(&e), want);
+		ASSERT_EQ_U64(e.status, KV_EX_OK);
+		ASSERT(snap.data == NULL);
+		kv_err_clear(&e);
+		ASSERT(kv_snap_load(paths[i], &snap, &e));
+		kv_snap_unload(&snap);
+		unlink(paths[i]);
+	}
+}
+
+/* Loads what a child process writes into a pipe (the bytes b, then
+ * `extra` bytes of zeros): kv_snap_load's verdict, its message in e. */
+static bool load_from_pipe(const uint8_t *b, size_t n, size_t extra, struct kv_snap *snap, struct kv_err *e)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		abort();
+	pid_t child = fork();
+	if (child == 0) {
+		close(fds[0]);
+		static const uint8_t zeros[4096];
+		bool ok = write(fds[1], b, n) == (ssize_t)n;
+		for (size_t k = 0; ok && k < extra; k += sizeof zeros)
+			ok = write(fds[1], zeros, extra - k < sizeof zeros ? extra - k : sizeof zeros) > 0;
+		_exit(0);
+	}
+	close(fds[1]);
+	char path[32];
+	snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+	bool ok = kv_snap_load(path, snap, e);
+	close(fds[0]);
+	waitpid(child, NULL, 0);
+	return ok;
+}
+
+/* What is not a regular file is read up to the size its header says (and
+ * that at most KV_SNAP_MAX_STREAM), never whole before it is checked: a
+ * device of zeros is refused at its first 32 bytes, a header that says too
+ * much before anything more is read, a pipe that goes on past its size at
+ * the first byte more. */
+static void pipes_bounded_by_their_header(void)
+{
+	struct state s;
+	make_state(&s);
+	size_t n;
+	uint8_t *b = write_read(&s, &n);
+	free_state(&s);
+	struct kv_snap snap;
+	struct kv_err e = { 0 };
+	char want[256];
+	ASSERT(load_from_pipe(b, n, 0, &snap, &e));
+	kv_snap_unload(&snap);
+	ASSERT(!load_from_pipe(b, n, 1 << 20, &snap, &e));
+	ASSERT(strstr(kv_err_msg(&e), ": truncated or padded: more than ") != NULL);
+	kv_err_clear(&e);
+	ASSERT(!load_from_pipe(b, n - 1, 0, &snap, &e));
+	snprintf(want, sizeof want, ": truncated or padded: %zu bytes, header says %zu", n - 1, n);
+	ASSERT(strstr(kv_err_msg(&e), want) != NULL);
+	kv_err_clear(&e);
+	/* the header of a file of 4 GiB + 8 bytes, then zeros: not read on */
+	uint64_t big = KV_SNAP_MAX_STREAM + 8;
+	memcpy(b + 16, &big, 8);
+	ASSERT(!load_from_pipe(b, 32, 0, &snap, &e));
+	ASSERT(strstr(kv_err_msg(&e), ": header says 4294967304 bytes: a snapshot that is not a regular file is read "
+				      "up to 4294967296 bytes (copy it to a file)") != NULL);
+	ASSERT_EQ_U64(e.status, KV_EX_DATAERR);
+	kv_err_clear(&e);
+	free(b);
+	ASSERT(!kv_snap_load("/dev/zero", &snap, &e));
+	ASSERT_EQ_STR(kv_err_msg(&e), "/dev/zero: not a kvsnap snapshot");
+	kv_err_clear(&e);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -1149,5 +1247,7 @@ int main(void)
 	RUN(blocks_checked_as_read);
 	RUN(large_partition_written_as_held);
 	RUN(times_checked_at_load);
+	RUN(load_stopped_by_a_signal);
+	RUN(pipes_bounded_by_their_header);
 	return unit_done();
 }
