@@ -253,8 +253,11 @@ static int load(struct run *r, struct shard *sh, bool fatal)
 	/* the version before reading it: a change while it is read is seen next time */
 	struct stat version = { 0 };
 	stat(sh->path, &version);
-	/* what lookups need; the engine hashes when a line first needs them */
-	bool ok = kv_snap_open(sh->path, KV_SNAP_PART_BLOCKS, &s, &e);
+	/* what lookups need; the engine hashes when a line first needs them.
+	 * A reload (--watch) takes a regular file only: a fifo or a device put
+	 * in the snapshot's place would hang it or feed it without end. */
+	bool ok = fatal ? kv_snap_open(sh->path, KV_SNAP_PART_BLOCKS, &s, &e)
+			: kv_snap_open_regular(sh->path, KV_SNAP_PART_BLOCKS, &s, &e);
 	if (ok && !shards_disjoint(r, sh, &s, &e)) {
 		kv_snap_unload(&s);
 		ok = false;
@@ -278,9 +281,13 @@ static int load(struct run *r, struct shard *sh, bool fatal)
 
 /* Whether the path still names the file as it was at load.  ctime too:
  * a rewrite in place keeps the inode and may keep the size, and mtime can
- * be set back (cp -p, rsync, touch -r); a change of ctime cannot be hidden. */
+ * be set back (cp -p, rsync, touch -r); a change of ctime cannot be hidden.
+ * A pipe or a device read at start (-s /dev/stdin) is the same file while
+ * the path names it: its times change as it is written, not replaced. */
 static bool same_version(const struct stat *a, const struct stat *b)
 {
+	if (a->st_dev == b->st_dev && a->st_ino == b->st_ino && !S_ISREG(a->st_mode) && !S_ISREG(b->st_mode))
+		return true;
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
@@ -598,6 +605,9 @@ int main(int argc, char **argv)
 					 .shared_pool = o.shared_pool, .show_routed = o.route, .weights = o.weights };
 	r.shards = kv_xcalloc(o.nsnapshots, sizeof *r.shards);
 	r.nshards = o.nsnapshots;
+	/* before the snapshots are read: a signal ends a load of gigabytes, or
+	 * of a pipe that waits, as it ends the queries (status 0) */
+	kv_install_signals(false);
 	/* before -o truncates yesterday's answers: a bad snapshot leaves them be */
 	for (size_t i = 0; i < r.nshards; i++) {
 		uint64_t t0 = kv_monotonic_ns();
@@ -615,7 +625,6 @@ int main(int argc, char **argv)
 	}
 	r.q = kv_querier_new();
 	r.parser = kv_qparser_new();
-	kv_install_signals(false);
 	int status = KV_EX_OK, unopened = 0;
 	if (optind == argc)
 		read_input(&r, "-", &status);

@@ -655,6 +655,41 @@ Try 'kvmatch --help'."
 	assert_equal "$status" 0
 }
 
+@test "-i, -r and --dump of a device or of \`yes\` are refused at their first bytes; SIGTERM while they wait for a pipe ends kvmatch, status 0, nothing written" {
+	# they were read to their end before anything was checked (4 GB of
+	# /dev/zero), and SIGTERM did not stop it; a stopped -r load went on
+	# with some of the registrations and wrote a snapshot of them
+	mknod zero c 1 5
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
+	cp s.kvsnap keep.kvsnap
+	run --separate-stderr timeout 10 kvmatch -q -i zero -o s.kvsnap ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: zero: not a kvsnap snapshot"
+	run --separate-stderr timeout 10 kvmatch --dump <(yes)
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: /dev/fd/63: not a kvsnap snapshot"
+	cmp s.kvsnap keep.kvsnap
+	# a writer that stalls: the header and table of a snapshot, or one registration
+	mkfifo slow
+	for what in "-i slow" "-r slow"; do
+		if [ "$what" = "-i slow" ]; then
+			{ head -c 1000 keep.kvsnap; sleep 30; } > slow & writer=$!
+		else
+			{ head -1 regs.jsonl; sleep 30; } > slow & writer=$!
+		fi
+		kvmatch -q $what -o s.kvsnap ev.jsonl > out 2> err & pid=$!
+		sleep 0.5
+		kill -TERM $pid
+		wait_for $pid 5
+		stop_bg $writer
+		assert_equal "$status" 0
+		assert_equal "$(cat err)" "kvmatch: slow: loading stopped by a signal"
+		[ ! -s out ]
+		cmp s.kvsnap keep.kvsnap
+	done
+}
+
 @test "corrupt snapshots are refused with exit 65 and a message" {
 	store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8 > ev.jsonl
 	kvmatch -q --log none -o s.kvsnap ev.jsonl
@@ -683,6 +718,59 @@ Try 'kvmatch --help'."
 	assert_equal "$stderr" "kvmatch: ev.jsonl: not a kvsnap snapshot"
 	run --separate-stderr kvmatch -i missing.kvsnap ev.jsonl
 	assert_equal "$status" 66
+}
+
+# set_meta FILE OFFSET VALUE: a u64 of a snapshot's META record set (now_ns at
+# 0, next_sweep_ns at 8, the TTLs at 16, 24, 32), its checksums made again
+# (python3-xxhash), as a file not written by kvtools could have it.
+set_meta() {
+	/usr/bin/python3 - "$@" <<-'EOF'
+	import struct, sys, xxhash
+	path, field, value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+	d = bytearray(open(path, "rb").read())
+	nsec = struct.unpack_from("<I", d, 8)[0]
+	sec, rs, off, count = struct.unpack_from("<IIQQ", d, 32)
+	assert sec == 1
+	struct.pack_into("<Q", d, off + field, value)
+	struct.pack_into("<Q", d, 32 + 24, xxhash.xxh3_64_intdigest(bytes(d[off:off + rs * count])))
+	struct.pack_into("<Q", d, 24, xxhash.xxh3_64_intdigest(bytes(d[:24] + d[32:32 + 32 * nsec])))
+	open(path, "wb").write(d)
+	EOF
+}
+
+@test "-i and --dump refuse a snapshot whose times its state does not vouch for: now_ns or next_sweep_ns of 2^64-1, or far beyond" {
+	# they were taken as they were: sweeps stopped for good, or all that was
+	# pending expired at once, and the value went into every later snapshot
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 2 cpu '"0xc"' 10.0.0.5; } > A.jsonl
+	store $E0 3 0 xpu '"0xb"' '"0xa"' 5,6,7,8 > B.jsonl
+	kvmatch -q -r regs.jsonl --log none -o a.kvsnap A.jsonl
+	assert_equal "$(kvmatch --dump a.kvsnap | jq -c 'select(.kind == "meta") | [.now_ns, .pending]')" "[2000000000,2]"
+	max=18446744073709551615 now=2000000000 s=1000000000
+	# the latest time held is the pending entry's and the memcache source's, 2 s: now_ns as it is
+	for c in "8 $max next_sweep_ns $max is more than 30 s after the event time reached (now_ns $now)" \
+		 "8 $((now + 30 * s + 1)) next_sweep_ns $((now + 30 * s + 1)) is more than 30 s after the event time reached (now_ns $now)" \
+		 "0 $max now_ns $max is a suspect time: more than the longest TTL (600 s) after the latest time the snapshot holds ($now)" \
+		 "0 $((now + 600 * s + 1)) now_ns $((now + 600 * s + 1)) is a suspect time: more than the longest TTL (600 s) after the latest time the snapshot holds ($now)" \
+		 "24 $((1000000000 * s + 1)) offload_ttl_ns $((1000000000 * s + 1)) is beyond $((1000000000 * s)) (10^9 s, the longest TTL kvmatch takes)"; do
+		read -r at value why <<<"$c"
+		cp a.kvsnap bad.kvsnap
+		set_meta bad.kvsnap "$at" "$value"
+		run --separate-stderr kvmatch -q -r regs.jsonl -i bad.kvsnap -o out.kvsnap B.jsonl
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: bad.kvsnap: META: $why"
+		[ ! -e out.kvsnap ]
+		run --separate-stderr kvmatch --dump bad.kvsnap
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: bad.kvsnap: META: $why"
+	done
+	# at the bounds: a sweep one interval ahead, an event time the longest TTL past the latest held
+	cp a.kvsnap ok.kvsnap
+	set_meta ok.kvsnap 8 $((now + 30 * s))
+	set_meta ok.kvsnap 0 $((now + 600 * s))
+	run --separate-stderr kvmatch -q -r regs.jsonl --log none -i ok.kvsnap -o out.kvsnap B.jsonl
+	assert_success
+	assert_equal "$(kvmatch --dump out.kvsnap | jq -c 'select(.kind == "meta") | [.now_ns, .pending]')" "[$((now + 600 * s)),2]"
 }
 
 @test "a snapshot of more partitions than an index holds (4096) is refused at load" {
@@ -738,6 +826,32 @@ null
 	assert_equal "$stderr" "kvquery: q.jsonl: line 1: token_ids: given twice
 kvquery: q.jsonl: line 2: block_hash: given twice
 kvquery: q.jsonl: line 3: model: given twice"
+}
+
+@test "event lines: a hash beyond 2^64-1 is refused in hex as in decimal, never cut to its low 64 bits" {
+	# kvdecode writes "0x" and 16 digits: "0x1e9b66bae2ed2488d" was taken as 0xe9b66bae2ed2488d
+	head='"src":"'$E0'","format":"vllm","dp_rank":0,"medium":"xpu"'
+	cat > ev.jsonl <<-EOF
+	{$head,"recv_ns":1,"seq":1,"type":"stored","block_hashes":["0x1e9b66bae2ed2488d"],"parent":null,"token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":2,"seq":2,"type":"stored","block_hashes":[35237465438406353549],"parent":null,"token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":3,"seq":3,"type":"stored","block_hashes":["0xa"],"parent":"0x1e9b66bae2ed2488d","token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":4,"seq":4,"type":"stored","block_hashes":["0xb"],"parent":35237465438406353549,"token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":5,"seq":5,"type":"stored","block_hashes":["0x0000000000000000e9b66bae2ed2488d"],"parent":null,"token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":6,"seq":6,"type":"removed","block_hashes":["0xffffffffffffffff"],"ts":1e999}
+	EOF
+	run --separate-stderr kvmatch --log applied,dropped ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(jq -r '"\(.state) \(.reason // "-") \(.hash // "-")"' <<<"$output")" "dropped decode_error -
+dropped decode_error -
+dropped decode_error -
+dropped decode_error -
+applied - 0xe9b66bae2ed2488d
+dropped decode_error -"
+	assert_equal "$(printf '%s\n' "${stderr_lines[@]:0:5}")" "kvmatch: ev.jsonl: line 1: block_hashes: hex string beyond 64 bits
+kvmatch: ev.jsonl: line 2: block_hashes: a hash number must be an integer from 0 to 2^64-1
+kvmatch: ev.jsonl: line 3: parent: hex string beyond 64 bits
+kvmatch: ev.jsonl: line 4: parent: a hash number must be an integer from 0 to 2^64-1
+kvmatch: ev.jsonl: line 6: ts: beyond the range of a number"
 }
 
 @test "event lines: a field of the wrong JSON type or a dp_rank beyond 2^32-1 is an error, never 0 or absent" {

@@ -228,6 +228,31 @@ r3_stream() {
 	assert_equal "${stderr_lines[0]}" "kvnats: -o x.kvsnap: the same file as the input x.kvsnap"
 }
 
+@test "kvnats: --after a device, \`yes\` or a pipe that stalls: refused at the header, or ended by SIGTERM with status 0" {
+	# they were read whole before the header was looked at, and SIGTERM
+	# did not end the read
+	one_server
+	mknod zero c 1 5
+	run --separate-stderr timeout 10 kvnats -C -s "$URL" --after zero
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvnats: zero: not a kvsnap snapshot"
+	run --separate-stderr timeout 10 kvnats -C -s "$URL" --after <(yes)
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvnats: /dev/fd/63: not a kvsnap snapshot"
+	printf '%s\n' '{"src":"tcp://10.0.0.5:5557","recv_ns":1,"seq":1,"format":"vllm","dp_rank":0,"type":"removed","medium":"xpu","block_hashes":["0xa"]}' |
+		kvmatch -q --log none -o s.kvsnap
+	mkfifo slow
+	{ head -c 1000 s.kvsnap; sleep 30; } > slow & writer=$!
+	kvnats -C -s "$URL" --after slow > out 2> err & pid=$!
+	sleep 0.5
+	kill -TERM $pid
+	wait_for $pid 5
+	stop_bg $writer
+	assert_equal "$status" 0
+	assert_equal "$(cat err)" "kvnats: slow: loading stopped by a signal"
+	[ ! -s out ]
+}
+
 @test "kvnats: a record with a bad event and good ones, read from the stream, is applied as from the file" {
 	# its lines share one stream position: the second is no redelivery of the first
 	one_server

@@ -263,3 +263,42 @@ rss_settles() {
 	assert_line "kvtools_sub_oversized_total{src=\"$ep\"} 3"
 	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((24 * MiB)) ]
 }
+
+@test "snapshots and registrations of a device, of \`yes\` or of a link to a device put under --watch: refused at their first bytes, within 16 MiB" {
+	# each was read whole before it was looked at: kvmatch -i read 4 GB of
+	# /dev/zero, kvquery -s grew without bound, --watch ran out of memory
+	# when the snapshot's path became a link to /dev/zero, and every bad
+	# line of \`kvmatch -r <(yes)\` was kept for its message
+	mknod zero c 1 5
+	echo '{"src":"tcp://10.0.0.5:5557","recv_ns":1,"seq":1,"format":"vllm","dp_rank":0,"type":"stored","medium":"xpu","block_hashes":["0xa"],"parent":null,"token_ids":[1,2,3,4],"block_size":4}' > ev.jsonl
+	kvmatch -q --log none -o s.kvsnap ev.jsonl
+	echo '[1,2,3,4]' > q.jsonl
+	peak 1.kb timeout 20 kvquery -s zero q.jsonl 2> 1.err || true
+	peak 2.kb timeout 20 kvquery -s <(yes) q.jsonl 2> 2.err || true
+	peak 3.kb timeout 20 kvmatch -i zero ev.jsonl 2> 3.err || true
+	peak 4.kb timeout 20 kvmatch -r <(yes) ev.jsonl 2> 4.err || true
+	peak 5.kb timeout 20 kvmatch -r zero ev.jsonl 2> 5.err || true
+	assert_equal "$(cat 1.err)" "kvquery: zero: not a kvsnap snapshot"
+	assert_equal "$(cat 2.err)" "kvquery: /dev/fd/63: not a kvsnap snapshot"
+	assert_equal "$(cat 3.err)" "kvmatch: zero: not a kvsnap snapshot"
+	assert_equal "$(tail -1 4.err)" "kvmatch: /dev/fd/63: line 101: more than 100 bad lines: the rest is not read"
+	assert_equal "$(tail -1 5.err)" "kvmatch: zero: line 2: beyond the first 67108864 bytes: a registrations file is at most 64 MiB"
+	# --watch: the path made a link to the device between two queries
+	mkfifo qin
+	peak 6.kb timeout 20 kvquery --watch -s s.kvsnap qin > 6.out 2> 6.err & pid=$!
+	exec 5> qin
+	echo '[1,2,3,4]' >&5
+	i=0; while [ "$(grep -c . 6.out)" -lt 1 ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+	ln -sf zero s.kvsnap
+	echo '[1,2,3,4]' >&5
+	exec 5>&-
+	wait_for $pid 30
+	assert_equal "$status" 0
+	assert_equal "$(grep -c . 6.out)" 2
+	assert_equal "$(cat 6.err)" "kvquery: s.kvsnap: not a regular file (a watched snapshot is replaced by renaming one over it) (keeping the snapshot loaded before)"
+	# (GNU time writes "Command exited with non-zero status 65" first)
+	for i in 1 2 3 4 5 6; do
+		echo "# run $i: $(tail -1 $i.kb) KiB" >&3
+		[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(tail -1 $i.kb)" -le $((16 * MiB)) ]
+	done
+}

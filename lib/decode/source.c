@@ -236,6 +236,8 @@ static enum kv_source_status next_json(struct kv_source *s, struct kv_batch *b, 
 	case KV_LINES_ERROR:
 		fatal(s, b, strerror(s->lines.err));
 		return KV_SOURCE_BATCH;
+	case KV_LINES_LIMIT: /* a stream of lines has no bound on the whole (no max_total) */
+		kv_die(KV_EX_SOFTWARE, "event lines: a bound on the whole input");
 	case KV_LINE_TOO_LONG:
 		snprintf(s->error, sizeof s->error, "line longer than %u bytes skipped", MAX_JSON_LINE);
 		b->error = s->error;

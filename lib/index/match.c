@@ -447,14 +447,16 @@ static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_
 	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
 }
 
-/* How far beyond the event time reached a record may be stamped before it
- * is suspect: the longest TTL.  A jump beyond it expires everything kvmatch
- * keeps, so it is taken only when the next record confirms it. */
-static uint64_t time_jump_limit(const struct kv_match *m)
+uint64_t kv_time_jump_limit(uint64_t pending_ttl_ns, uint64_t offload_ttl_ns, uint64_t content_ttl_ns)
 {
-	uint64_t l = m->o.pending_ttl_ns;
-	l = m->o.offload_ttl_ns > l ? m->o.offload_ttl_ns : l;
-	return m->o.content_ttl_ns > l ? m->o.content_ttl_ns : l;
+	uint64_t l = pending_ttl_ns;
+	l = offload_ttl_ns > l ? offload_ttl_ns : l;
+	return content_ttl_ns > l ? content_ttl_ns : l;
+}
+
+bool kv_time_far_after(uint64_t t, uint64_t ref, uint64_t limit)
+{
+	return t > ref && t - ref > limit;
 }
 
 /* The event time a record is taken at (kvmatch(1), Time): its recv_ns,
@@ -464,18 +466,14 @@ static uint64_t time_jump_limit(const struct kv_match *m)
  * unless the record before it was suspect too and stamped within that
  * limit of it at another time: then all sources moved on (a capture
  * resumed hours later) and event time follows, from the second record. */
-static bool not_far_after(uint64_t t, uint64_t ref, uint64_t limit)
-{
-	return t <= ref || t - ref <= limit;
-}
-
 uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect)
 {
-	uint64_t limit = time_jump_limit(m), last = m->jump_ns;
+	uint64_t limit = kv_time_jump_limit(m->o.pending_ttl_ns, m->o.offload_ttl_ns, m->o.content_ttl_ns);
+	uint64_t last = m->jump_ns;
 	*suspect = false;
-	if (m->now == 0 || not_far_after(recv_ns, m->now, limit))
+	if (m->now == 0 || !kv_time_far_after(recv_ns, m->now, limit))
 		return recv_ns;
-	if (last && recv_ns != last && not_far_after(recv_ns, last, limit) && not_far_after(last, recv_ns, limit))
+	if (last && recv_ns != last && !kv_time_far_after(recv_ns, last, limit) && !kv_time_far_after(last, recv_ns, limit))
 		return recv_ns;
 	*suspect = true;
 	return m->now;

@@ -119,6 +119,14 @@ void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
  * taking it: recv_ns, or the event time reached when recv_ns is a suspect
  * jump (*suspect set; kvmatch(1), Time). */
 uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect);
+/* The suspect-time rule (kvmatch(1), Time), for records and for the state
+ * a snapshot holds (kvsnap(5), META): a time is suspect when it lies beyond
+ * the time it is judged by (the event time reached; the latest time a
+ * snapshot holds) by more than the limit, the longest of the three TTLs. */
+uint64_t kv_time_jump_limit(uint64_t pending_ttl_ns, uint64_t offload_ttl_ns, uint64_t content_ttl_ns);
+bool kv_time_far_after(uint64_t t, uint64_t ref, uint64_t limit);
+/* The longest TTL an option takes (10^9 s), and so a snapshot holds. */
+#define KV_TTL_MAX_NS (1000000000ull * 1000000000ull)
 /* Runs expiry up to event time t (no-op when t is not later than now). */
 void kv_match_advance(struct kv_match *m, uint64_t t);
 

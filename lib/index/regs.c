@@ -451,6 +451,47 @@ static unsigned drop_conflicts(const char *path, struct kv_regs *regs, struct kv
 	return reported;
 }
 
+enum line_kind { LINE_TAKEN, LINE_BAD, LINE_FULL };
+
+/* One line of the file: a registration added to regs (a blank line is
+ * taken too), or why the line is not one in why; LINE_FULL: one past
+ * KV_REGS_MAX, which ends the reading. */
+static enum line_kind take_line(enum kv_lines_status st, const char *line, size_t len, unsigned lineno,
+				struct kv_regs *regs, char *why, size_t n)
+{
+	if (st == KV_LINE_TOO_LONG) {
+		snprintf(why, n, "longer than %u bytes", KV_REGS_MAX_LINE);
+		return LINE_BAD;
+	}
+	if (blank(line))
+		return LINE_TAKEN;
+	if (regs->n >= KV_REGS_MAX) {
+		snprintf(why, n, "more than %u registrations", (unsigned)KV_REGS_MAX);
+		return LINE_FULL;
+	}
+	json_error_t jerr;
+	json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o || !json_is_object(o)) {
+		snprintf(why, n, "%s", o ? "expected a JSON object" : jerr.text);
+		json_decref(o);
+		return LINE_BAD;
+	}
+	struct kv_reg r = { .line = lineno };
+	const char *what = NULL, *key = take_reg(o, &r, &what);
+	json_decref(o);
+	if (key) {
+		if (what == KV_REGS_MISSING)
+			snprintf(why, n, "missing field `%s` (kv-conductor answers 422)", key);
+		else
+			snprintf(why, n, "%s: %s", key, what);
+		reg_free(&r);
+		return LINE_BAD;
+	}
+	regs->v = kv_xgrow(regs->v, &regs->cap, regs->n + 1, sizeof *regs->v);
+	regs->v[regs->n++] = r;
+	return LINE_TAKEN;
+}
+
 bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 {
 	memset(regs, 0, sizeof *regs);
@@ -459,52 +500,36 @@ bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 	if (!kv_input_open(path, &fd, e))
 		return false;
 	/* Bounded reading: a line past the limit is skipped as it streams by,
-	 * never held whole (getline would grow with it). */
+	 * never held whole (getline would grow with it); and so is the file, a
+	 * pipe or a device too, which has no end of its own. */
 	struct kv_lines l;
 	kv_lines_init(&l, fd, KV_REGS_MAX_LINE, NULL, 0);
-	char *line;
+	l.max_total = KV_REGS_MAX_BYTES;
+	char *line, why[320];
 	size_t len;
 	unsigned bad = 0;
 	enum kv_lines_status st;
 	while ((st = kv_lines_next(&l, &line, &len)) == KV_LINE || st == KV_LINE_TOO_LONG) {
 		unsigned lineno = (unsigned)l.lineno;
-		if (st == KV_LINE_TOO_LONG) {
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: longer than %u bytes", path, lineno, KV_REGS_MAX_LINE);
-			bad++;
+		enum line_kind k = take_line(st, line, len, lineno, regs, why, sizeof why);
+		if (k == LINE_TAKEN)
 			continue;
-		}
-		if (blank(line))
-			continue;
-		if (regs->n >= KV_REGS_MAX) {
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: more than %u registrations", path, lineno, KV_REGS_MAX);
-			bad++;
+		/* a file that is not registrations at all says so soon enough */
+		if (bad++ == KV_REGS_MAX_BAD) {
+			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: more than %u bad lines: the rest is not read", path,
+				   lineno, KV_REGS_MAX_BAD);
 			break;
 		}
-		json_error_t jerr;
-		json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-		if (!o || !json_is_object(o)) {
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s", path, lineno, o ? "expected a JSON object" : jerr.text);
-			json_decref(o);
-			bad++;
-			continue;
-		}
-		struct kv_reg r = { .line = lineno };
-		const char *why = NULL, *key = take_reg(o, &r, &why);
-		json_decref(o);
-		if (key && why == KV_REGS_MISSING)
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: missing field `%s` (kv-conductor answers 422)", path,
-				   lineno, key);
-		else if (key)
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s: %s", path, lineno, key, why);
-		if (key) {
-			reg_free(&r);
-			bad++;
-			continue;
-		}
-		regs->v = kv_xgrow(regs->v, &regs->cap, regs->n + 1, sizeof *regs->v);
-		regs->v[regs->n++] = r;
+		kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s", path, lineno, why);
+		if (k == LINE_FULL)
+			break;
 	}
 	int read_err = st == KV_LINES_ERROR ? l.err : 0;
+	if (st == KV_LINES_LIMIT) {
+		kv_err_set(e, KV_EX_DATAERR, "%s: line %llu: beyond the first %u bytes: a registrations file is at most 64 MiB",
+			   path, (unsigned long long)l.lineno + 1, KV_REGS_MAX_BYTES);
+		bad++;
+	}
 	bad += drop_conflicts(path, regs, e);
 	kv_lines_free(&l);
 	if (!std)
@@ -515,6 +540,8 @@ bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 		errno = read_err;
 		return kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 	}
-	/* Stopped by a signal: the program notices the flag and ends. */
+	/* stopped by a signal: registrations of part of the file are none */
+	if (st == KV_LINES_STOPPED)
+		return kv_input_stopped(e, path);
 	return bad == 0;
 }

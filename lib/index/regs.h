@@ -21,6 +21,11 @@ enum kv_backend { KV_BACKEND_NONE = 0, KV_BACKEND_MOONCAKE, KV_BACKEND_MEMCACHE,
 
 #define KV_REGS_MAX 65536
 #define KV_REGS_MAX_LINE (1u << 20)
+/* The whole file: 1 KiB a registration at the most of them (a pipe or a
+ * device has no size of its own), and the bad lines reported before the
+ * rest is left unread (a file that is not registrations at all). */
+#define KV_REGS_MAX_BYTES (64u << 20)
+#define KV_REGS_MAX_BAD 100
 
 struct kv_reg {
 	char *instance_id;
@@ -48,7 +53,10 @@ struct kv_regs {
 };
 
 /* Reads the file ("-": standard input).  False when it cannot be opened
- * or read (66), or when a line is bad (65): a bad line, or one that
+ * or read (66), when a stop signal ended the reading (status 0: no
+ * registrations of part of the file are used; kv_input_stopped), or when
+ * a line is bad (65): a line beyond KV_REGS_MAX_BYTES (the rest is not
+ * read), a line after KV_REGS_MAX_BAD bad ones (the same), a bad line, or one that
  * contradicts an earlier line (the same worker with another block size,
  * endpoint, model or tenant; an endpoint of another worker; another block
  * size in the same partition), gets a message "FILE: line N: why" in e and

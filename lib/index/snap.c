@@ -1,7 +1,9 @@
 #include "index/snap.h"
 #include "index/blockhash.h"
+#include "index/match.h"
 #include "index/workers.h"
 #include "base/err.h"
+#include "base/input.h"
 #include "base/jsonw.h"
 #include "base/product.h"
 #include "base/sort.h"
@@ -839,6 +841,54 @@ static bool check_links(const struct kv_snap *s, struct kv_err *e)
 	return true;
 }
 
+/* The latest time the matcher's state holds: when its entries arrived,
+ * and when each source's last record did; 0 when it holds none. */
+static uint64_t latest_time(const struct kv_snap *s)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < s->ncontent; i++)
+		t = s->content[i].t > t ? s->content[i].t : t;
+	for (size_t i = 0; i < s->noffload; i++)
+		t = s->offload[i].t > t ? s->offload[i].t : t;
+	if (s->npending) /* in arrival order */
+		t = s->pending[s->npending - 1].t > t ? s->pending[s->npending - 1].t : t;
+	for (size_t i = 0; i < s->nsources; i++)
+		t = s->sources[i].last_recv_ns > t ? s->sources[i].last_recv_ns : t;
+	return t;
+}
+
+/* The times of META, as a resumed kvmatch would take them (every other
+ * time is at or before now_ns, checked with its section): TTLs an option
+ * can give; a next sweep within one sweep interval of the event time
+ * reached (2^64-1 stopped sweeps for good, offloads and content piling up);
+ * and an event time reached that the state's own times vouch for, by the
+ * rule a record's time is judged by (kv_time_far_after): a now_ns beyond
+ * the latest time held by more than the longest TTL would expire all of it
+ * at once, and be written into every later snapshot. */
+static bool check_times(const struct kv_snap *s, struct kv_err *e)
+{
+	const struct kv_snap_meta *m = s->meta;
+	static const char *const ttl_names[] = { "pending_ttl_ns", "offload_ttl_ns", "content_ttl_ns" };
+	const uint64_t ttl[] = { m->pending_ttl_ns, m->offload_ttl_ns, m->content_ttl_ns };
+	for (int i = 0; i < 3; i++)
+		if (ttl[i] > KV_TTL_MAX_NS)
+			return kv_err_set(e, KV_EX_DATAERR, "META: %s %llu is beyond %llu (10^9 s, the longest TTL kvmatch takes)",
+					  ttl_names[i], (unsigned long long)ttl[i], KV_TTL_MAX_NS);
+	if (kv_time_far_after(m->next_sweep_ns, m->now_ns, KV_SWEEP_INTERVAL_NS))
+		return kv_err_set(e, KV_EX_DATAERR,
+				  "META: next_sweep_ns %llu is more than %llu s after the event time reached (now_ns %llu)",
+				  (unsigned long long)m->next_sweep_ns, KV_SWEEP_INTERVAL_NS / 1000000000ull,
+				  (unsigned long long)m->now_ns);
+	uint64_t latest = latest_time(s), limit = kv_time_jump_limit(ttl[0], ttl[1], ttl[2]);
+	bool holds = s->ncontent || s->noffload || s->npending || s->nsources;
+	if (holds && kv_time_far_after(m->now_ns, latest, limit))
+		return kv_err_set(e, KV_EX_DATAERR,
+				  "META: now_ns %llu is a suspect time: more than the longest TTL (%g s) after the latest "
+				  "time the snapshot holds (%llu)",
+				  (unsigned long long)m->now_ns, (double)limit / 1e9, (unsigned long long)latest);
+	return true;
+}
+
 static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 {
 	for (size_t p = 0; p < s->npartitions; p++)
@@ -863,7 +913,7 @@ static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns ||
 		    s->sources[i].last_record > 2 || (s->sources[i].last_record && !s->sources[i].seen))
 			return kv_err_set(e, KV_EX_DATAERR, "source %zu: bad record", i);
-	return true;
+	return check_times(s, e);
 }
 
 /* Checks the sections of parts (the header, table and counts checked
@@ -902,8 +952,8 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_e
  * passed; a part read later is checked against the table read at first.
  * Reading also takes what has no size to map: a pipe, /dev/stdin.  A
  * regular file of READ_MAPPED and more is read in parts (open_parts) into
- * anonymous memory of its own; read_whole reads the rest whole. *mapped is
- * that memory's size (0: malloc'ed).  NULL with errno set on a read error. */
+ * anonymous memory of its own; read_stream reads the rest in order, the
+ * header first.  s->mapped is that memory's size (0: malloc'ed). */
 #define READ_MAPPED ((size_t)1 << 20)
 
 /* Anonymous memory for CAP bytes on 2 MiB boundaries, asking for
@@ -913,6 +963,7 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_e
  * snapshot (the bench's 10M blocks: 210 -> 95 ms).  Where huge pages are
  * off, MADV_POPULATE_WRITE still faults the small pages in one call (as
  * MAP_POPULATE did); a kernel without it faults them in as read() writes.
+ * Without populate, only the pages written are ever memory.
  * *len is the size to unmap; NULL when there is no such memory. */
 static char *huge_alloc(size_t cap, bool populate, size_t *len)
 {
@@ -931,53 +982,22 @@ static char *huge_alloc(size_t cap, bool populate, size_t *len)
 	return a;
 }
 
-static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *mapped)
-{
-	size_t cap = S_ISREG(st->st_mode) && st->st_size > 0 ? (size_t)st->st_size + 1 : 1 << 16, len = 0;
-	char *d = NULL;
-	*mapped = 0;
-	if (cap >= READ_MAPPED)
-		d = huge_alloc(cap, true, mapped);
-	if (!*mapped)
-		d = kv_xmalloc(cap);
-	for (;;) {
-		if (len == cap) { /* it grew while being read: on in memory that can grow */
-			char *g = kv_xmalloc(2 * cap);
-			memcpy(g, d, len);
-			release_data(d, *mapped);
-			d = g;
-			cap *= 2;
-			*mapped = 0;
-		}
-		ssize_t r = read(fd, d + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			release_data(d, *mapped);
-			errno = e;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	*size = len;
-	return d;
-}
-
 /* Bytes [from, to) of the file into d at the same place: those pages
  * faulted in at once first (huge_alloc says why).  False with errno set on
  * a read error, or 0 when the file is shorter than that. */
 static bool read_at(int fd, char *d, size_t mapped, uint64_t from, uint64_t to)
 {
+	if (kv_stop_signal) { /* a load of gigabytes ends within a piece (kv_input_read) */
+		errno = EINTR;
+		return false;
+	}
 	if (mapped && to > from) { /* d starts on a huge page */
 		uint64_t a = from & ~(uint64_t)(HUGE_PAGE - 1), z = (to + HUGE_PAGE - 1) & ~(uint64_t)(HUGE_PAGE - 1);
 		(void)madvise(d + a, (size_t)((z < mapped ? z : mapped) - a), MADV_POPULATE_WRITE);
 	}
 	while (from < to) {
 		ssize_t r = pread(fd, d + from, (size_t)(to - from), (off_t)from);
-		if (r < 0 && errno == EINTR)
+		if (r < 0 && errno == EINTR && !kv_stop_signal)
 			continue;
 		if (r <= 0) {
 			if (r == 0)
@@ -1068,9 +1088,12 @@ static bool fail_open(struct kv_err *e, const char *path, int errnum)
 	return kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 }
 
-/* A read that failed (errno) or came short (a file cut while read). */
+/* A read that failed (errno), a signal stopped (EINTR) or came short (a
+ * file cut while read). */
 static bool fail_read(struct kv_err *e, const char *path, int errnum)
 {
+	if (errnum == EINTR && kv_stop_signal)
+		return kv_input_stopped(e, path);
 	if (errnum == 0)
 		return kv_err_set(e, KV_EX_DATAERR, "%s: truncated while read", path);
 	return fail_open(e, path, errnum);
@@ -1119,42 +1142,140 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 	return ok;
 }
 
-/* Anything else, read whole and checked whole (the parts not asked for
- * cost little to check: a small file, or a pipe that had to be read). */
-static bool read_all(int fd, const char *path, const struct stat *st, struct kv_snap *s, struct kv_err *e)
+/* The size a snapshot's header says the file is. */
+static uint64_t declared_size(const uint8_t *head)
 {
-	size_t size = 0, mapped;
-	void *data = read_whole(fd, st, &size, &mapped);
-	if (!data)
-		return fail_open(e, path, errno);
-	s->data = data;
-	s->size = size;
-	s->mapped = mapped;
+	uint64_t n;
+	memcpy(&n, head + 16, 8);
+	return n;
+}
+
+/* Memory for a snapshot of size bytes read in order: only the pages read
+ * into become memory, so a header that lies costs nothing until the bytes
+ * it promised come. */
+static void stream_alloc(struct kv_snap *s, uint64_t size)
+{
+	s->mapped = 0;
+	s->data = size >= READ_MAPPED ? huge_alloc((size_t)size, false, &s->mapped) : NULL;
+	if (!s->data)
+		s->data = kv_xmalloc((size_t)size);
+	s->size = (size_t)size;
+}
+
+/* Reads bytes [at, to) of s's data from fd, which stands at `at`. */
+static bool read_next(int fd, const char *path, struct kv_snap *s, uint64_t at, uint64_t to, struct kv_err *e)
+{
+	size_t got;
+	switch (kv_input_read(fd, (char *)s->data + at, (size_t)(to - at), &got)) {
+	case KV_READ_STOPPED: return kv_input_stopped(e, path);
+	case KV_READ_ERROR: return fail_open(e, path, errno);
+	default: break;
+	}
+	uint64_t end = at + got;
+	if (end < to)
+		return kv_err_set(e, KV_EX_DATAERR, "%s: truncated or padded: %llu bytes, header says %llu", path,
+				  (unsigned long long)end, (unsigned long long)s->size);
+	return true;
+}
+
+/* The input ends where its header says: one byte more is a file padded, or
+ * one that grew while it was read. */
+static bool ends_there(int fd, const char *path, uint64_t size, struct kv_err *e)
+{
+	char c;
+	size_t got;
+	switch (kv_input_read(fd, &c, 1, &got)) {
+	case KV_READ_STOPPED: return kv_input_stopped(e, path);
+	case KV_READ_ERROR: return fail_open(e, path, errno);
+	default: break;
+	}
+	if (got)
+		return kv_err_set(e, KV_EX_DATAERR, "%s: truncated or padded: more than %llu bytes, header says %llu", path,
+				  (unsigned long long)size, (unsigned long long)size);
+	return true;
+}
+
+/* Anything but a large regular file, read in order and checked as it comes:
+ * the header, as soon as its 32 bytes are in, says how much more may be
+ * read (so /dev/zero or `yes` is refused at its first bytes); the table, as
+ * soon as it is in, says where each section lies; then the rest, up to the
+ * size the header says and not a byte more, and checked whole.  A file
+ * that is not a regular one (a pipe, a device) may say at most
+ * KV_SNAP_MAX_STREAM bytes: it has no size of its own to bound it. */
+static bool read_stream(int fd, const char *path, const struct stat *st, struct kv_snap *s, struct kv_err *e)
+{
+	bool regular = S_ISREG(st->st_mode);
+	uint8_t head[HEADER_SIZE];
+	size_t got;
 	struct kv_err bad = { 0 };
-	if (size == 0)
+	switch (kv_input_read(fd, head, HEADER_SIZE, &got)) {
+	case KV_READ_STOPPED: return kv_input_stopped(e, path);
+	case KV_READ_ERROR: return fail_open(e, path, errno);
+	default: break;
+	}
+	if (got == 0)
 		return kv_err_set(e, KV_EX_DATAERR, "%s: empty file", path);
-	if (!header_ok(data, size, &bad) || !table_ok(data, size, &bad) || !counts_ok(data, &bad) ||
-	    !check_parts(data, KV_SNAP_PART_ALL, NULL, NULL, true, s, &bad))
+	uint64_t size = got < HEADER_SIZE ? got : regular ? (uint64_t)st->st_size : declared_size(head);
+	if (!header_ok(head, (size_t)size, &bad))
+		return fail_check(e, path, &bad);
+	if (!regular && size > KV_SNAP_MAX_STREAM)
+		return kv_err_set(e, KV_EX_DATAERR,
+				  "%s: header says %llu bytes: a snapshot that is not a regular file is read up to %llu "
+				  "bytes (copy it to a file)",
+				  path, (unsigned long long)size, (unsigned long long)KV_SNAP_MAX_STREAM);
+	stream_alloc(s, size);
+	memcpy(s->data, head, HEADER_SIZE);
+	uint64_t table_end = HEADER_SIZE + (uint64_t)section_total(head) * TABLE_ENTRY;
+	if (!read_next(fd, path, s, HEADER_SIZE, table_end, e))
+		return false;
+	if (!table_ok(s->data, s->size, &bad) || !counts_ok(s->data, &bad))
+		return fail_check(e, path, &bad);
+	if (!read_next(fd, path, s, table_end, size, e) || !ends_there(fd, path, size, e))
+		return false;
+	if (!check_parts(s->data, KV_SNAP_PART_ALL, NULL, NULL, true, s, &bad))
 		return fail_check(e, path, &bad);
 	return true;
 }
 
-bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
+/* Opens the file: a blocking open of a fifo waits for its writer, and a
+ * signal ends the wait.  With no_wait (a watched path) nothing waits: a
+ * fifo or a device put in the snapshot's place is refused, unread. */
+static bool open_file(const char *path, bool no_wait, int *fd, struct stat *st, struct kv_err *e)
+{
+	do
+		*fd = open(path, O_RDONLY | O_CLOEXEC | (no_wait ? O_NONBLOCK : 0));
+	while (*fd < 0 && errno == EINTR && !kv_stop_signal);
+	if (*fd < 0) {
+		if (errno == EINTR)
+			kv_input_stopped(e, path);
+		else
+			fail_open(e, path, errno);
+		return false;
+	}
+	int errnum = fstat(*fd, st) != 0 ? errno : S_ISDIR(st->st_mode) ? EISDIR : 0;
+	if (!errnum && no_wait && !S_ISREG(st->st_mode)) {
+		close(*fd);
+		return kv_err_set(e, KV_EX_NOINPUT, "%s: not a regular file (a watched snapshot is replaced by renaming one over it)",
+				  path);
+	}
+	if (errnum) {
+		close(*fd);
+		return fail_open(e, path, errnum);
+	}
+	return true;
+}
+
+static bool snap_open(const char *path, unsigned parts, bool no_wait, struct kv_snap *s, struct kv_err *e)
 {
 	memset(s, 0, sizeof *s);
 	parts |= KV_SNAP_PART_BLOCKS;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fail_open(e, path, errno);
+	int fd;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-		int errnum = S_ISDIR(st.st_mode) ? EISDIR : errno;
-		close(fd);
-		return fail_open(e, path, errnum);
-	}
+	if (!open_file(path, no_wait, &fd, &st, e))
+		return false;
 	/* a small file is read whole: one read */
 	bool partial = S_ISREG(st.st_mode) && (size_t)st.st_size >= READ_MAPPED;
-	bool ok = partial ? open_parts(fd, path, (size_t)st.st_size, parts, s, e) : read_all(fd, path, &st, s, e);
+	bool ok = partial ? open_parts(fd, path, (size_t)st.st_size, parts, s, e) : read_stream(fd, path, &st, s, e);
 	if (!ok) {
 		close(fd);
 		release_data(s->data, s->mapped);
@@ -1169,6 +1290,16 @@ bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv
 		close(fd);
 	}
 	return true;
+}
+
+bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
+{
+	return snap_open(path, parts, false, s, e);
+}
+
+bool kv_snap_open_regular(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
+{
+	return snap_open(path, parts, true, s, e);
 }
 
 bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e)

@@ -165,13 +165,26 @@ struct kv_snap {
 	uint64_t range_total[KV_RANGE_MAX];   /* records of each kind of range in the file, read or not */
 };
 
+/* The most a snapshot that is not a regular file (a pipe, a device) may
+ * say it holds: it has no size of its own to bound what is read
+ * (kvsnap(5) "Validation"). */
+#define KV_SNAP_MAX_STREAM ((uint64_t)4 << 30)
+
 /* Reads (a regular file, a pipe, a device) and validates the parts asked
  * for (KV_SNAP_PART_*; the header and table always); false with `PATH: why`
  * in e: 66 when the file could not be opened or read (a directory among
- * them), 65 when it could but is not a valid snapshot.  Of a regular file
- * only those parts are read, and the file stays open for kv_snap_read;
- * anything else is read whole. */
+ * them), 65 when it could but is not a valid snapshot, and status 0 when
+ * a stop signal ended the load (kv_input_stopped).  Of a regular file of
+ * 1 MiB and more only those parts are read, and the file stays open for
+ * kv_snap_read; anything else is read whole, never beyond the size its
+ * header says, and that at most KV_SNAP_MAX_STREAM when it is not a
+ * regular file. */
 bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e);
+/* kv_snap_open of a path watched for replacements (kvquery --watch): it
+ * opens without waiting, and refuses (66) anything but a regular file, so
+ * that a fifo or a device put in the snapshot's place neither hangs the
+ * program nor is read. */
+bool kv_snap_open_regular(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e);
 /* kv_snap_open of every part. */
 bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e);
 /* Reads and validates more parts of a snapshot kv_snap_open loaded (none
