@@ -1023,6 +1023,46 @@ b 1 held_by_pool_only"
 	assert_success
 }
 
+@test "the registrations fuzz corpus is kv-conductor's: valid-* lines both shapes it and kvtools take, conflict-* lines it takes that contradict each other, refused-* lines kvtools refuses" {
+	check="/usr/bin/python3 $ROOT/tests/helpers/regcheck.py"
+	corpus=$ROOT/fuzz/corpus/regs
+	n=0
+	for f in "$corpus"/*; do
+		name=${f##*/}
+		case $name in
+		valid-*|conflict-*)
+			run $check "$f"
+			assert_success
+			run --separate-stderr kvmatch -q -r "$f" --log none /dev/null
+			[ "$status" -eq "$([ "${name%%-*}" = valid ] && echo 0 || echo 65)" ] || fail "$name: kvmatch exit $status"
+			;;
+		refused-*)
+			run --separate-stderr kvmatch -r "$f" --log none /dev/null
+			assert_equal "$status" 65
+			# the first line is good, every other one refused with its line number
+			assert_equal "$(grep -c ': line [0-9]*: ' <<<"$stderr")" "$(($(awk 'END { print NR }' "$f") - 1))"
+			;;
+		*) fail "$name: a corpus file named neither valid-, conflict- nor refused-" ;;
+		esac
+		n=$((n + 1))
+	done
+	[ "$n" -ge 10 ]
+	# both shapes: kv-conductor's medium_endpoints, RFC #1403's endpoint with lora_name and additionalsalt
+	grep -qh '"medium_endpoints"' "$corpus"/valid-*
+	grep -h '"lora_name": "[^"]' "$corpus"/valid-* | grep -q '"additionalsalt": "[^"]'
+	grep -qh '"store_backend": "Memcache"' "$corpus"/valid-*
+}
+
+@test "registrations: null for a field kv-conductor requires is refused as it refuses it, not taken for absent (a null modelname crashed kvmatch)" {
+	for key in instance_id type modelname block_size dp_rank; do
+		jq -nc --arg k "$key" '{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "modelname": "m", "block_size": 4,
+			"medium_endpoints": {"npu": "tcp://10.0.0.1:5557"}} | .[$k] = null' > r.jsonl
+		run --separate-stderr kvmatch -r r.jsonl --log none /dev/null
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: r.jsonl: line 1: $key: null, where kv-conductor requires a value (it answers 422)"
+	done
+}
+
 @test "registrations: a line without a field kv-conductor requires is refused with the reason, exit 65" {
 	printf '%s\n' '{"instance_id": "a", "dp_rank": 0, "block_size": 4, "modelname": "m", "medium_endpoints": {"npu": "tcp://h:1"}}' \
 		'{"instance_id": "p", "type": "Memcache", "modelname": "m", "endpoint": "tcp://h:2", "dp_rank": 0}' \

@@ -91,13 +91,18 @@ static bool opt_int(json_t *obj, const char *key, int64_t min, int64_t max, int6
 static const char KV_REGS_MISSING[] = "missing";
 
 /* kv-conductor's RegisterRequest has no default for these (nor has RFC
- * #1403): serde refuses a body without one, and the HTTP answer is 422. */
-static const char *missing_required(json_t *o)
+ * #1403): serde refuses a body without one, or with null for one (not an
+ * Option: "invalid type: null"), and the HTTP answer is 422. */
+static const char *missing_required(json_t *o, const char **why)
 {
 	static const char *const required[] = { "instance_id", "type", "modelname", "block_size", "dp_rank" };
-	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-		if (!json_object_get(o, required[i]))
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+		json_t *v = json_object_get(o, required[i]);
+		if (!v || json_is_null(v)) {
+			*why = v ? "null, where kv-conductor requires a value (it answers 422)" : KV_REGS_MISSING;
 			return required[i];
+		}
+	}
 	return NULL;
 }
 
@@ -183,10 +188,8 @@ static const char *take_reg(json_t *o, struct kv_reg *r, const char **why)
 		return "block_size";
 	if (!opt_int(o, "dp_rank", 0, 65535, &r->dp_rank, why))
 		return "dp_rank";
-	if ((key = missing_required(o))) {
-		*why = KV_REGS_MISSING;
+	if ((key = missing_required(o, why)))
 		return key;
-	}
 	r->backend = KV_BACKEND_MOONCAKE; /* kv-conductor's default */
 	json_t *b = json_object_get(o, "store_backend");
 	if (b && !json_is_null(b) && (!json_is_string(b) || !kv_backend_parse(json_string_value(b), &r->backend))) {
