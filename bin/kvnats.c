@@ -16,6 +16,7 @@
 #include "index/regs.h"
 #include "index/snap.h"
 #include "base/utf8.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -143,6 +144,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	uint64_t v;
 	int64_t i;
 	int c;
+	struct kv_span servers[64];   /* as many as kv_js_connect takes */
 	const char *env = getenv("NATS_URL");
 	o->servers = env && *env ? env : "nats://127.0.0.1:4222";
 	o->stream = "KVTOOLS";
@@ -154,8 +156,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'P': case 'C': case 'L': set_mode(o, (char)c); break;
 		case 's':
-			if (!*optarg)
-				kv_usage_error("-s: no server");
+			kv_opt_list("--server", optarg, ',', servers, sizeof servers / sizeof servers[0],
+				    "URL[,URL]... (at most 64)");
 			o->servers = optarg;
 			break;
 		case OPT_STREAM:
@@ -201,8 +203,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			consume_only = true;
 			break;
 		case OPT_FILTER:
-			if (!*optarg || strchr(optarg, ' '))
-				kv_usage_error("--filter: '%s' is not a subject", optarg);
+			kv_opt_name("--filter", optarg, "a subject");
+			if (strchr(optarg, ' '))
+				kv_usage_error("--filter: '%s' is not a subject: a space", optarg);
 			o->consume.filter = optarg;
 			consume_only = true;
 			break;

@@ -17,6 +17,7 @@
 #include "query/queryline.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -93,17 +94,8 @@ struct options {
 
 static void parse_weights(const char *s, struct kv_weights *w)
 {
-	char *copy = kv_xstrdup(s), *save = NULL;
 	double v[3];
-	int n = 0;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (n == 3 || !kv_parse_double(t, 0, 1e9, &v[n]))
-			kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
-		n++;
-	}
-	free(copy);
-	if (n != 3)
-		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
+	kv_opt_numbers("--weights", s, 0, 1e9, v, 3, "three non-negative numbers N,C,D");
 	*w = (struct kv_weights){ v[0], v[1], v[2] };
 }
 
@@ -128,8 +120,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 's': o->snapshots[o->nsnapshots++] = optarg; break;
 		case 'o': o->output = optarg; break;
-		case OPT_MODEL: o->model = optarg; break;
-		case OPT_TENANT: o->tenant = optarg; break;
+		case OPT_MODEL:
+			kv_opt_name("--model", optarg, "a model name");
+			o->model = optarg;
+			break;
+		case OPT_TENANT:
+			kv_opt_name("--tenant", optarg, "a tenant name");
+			o->tenant = optarg;
+			break;
 		case OPT_BLOCK_SIZE:
 			if (!kv_parse_u64(optarg, 1, 1 << 20, &o->block_size))
 				kv_usage_error("--block-size: '%s' is not a number from 1 to 1048576", optarg);

@@ -159,8 +159,8 @@ print(want - 1)'
 	assert_equal "$(jq '.prompt_tokens' report.json)" "$(jq -s 'map(.input_length) | add' "$TRACE")"
 }
 
-@test "--model goes into queries and registrations escaped: a quote, a backslash, a tab and UTF-8 come back whole" {
-	model=$'a"b\\c\td-\xc3\xa9'
+@test "--model goes into queries and registrations escaped: a quote, a backslash, a # and UTF-8 come back whole" {
+	model=$'a"b\\c#d-\xc3\xa9'
 	kvgen -q --limit 3 --workers 1 --dp 2 --pool memcache --model "$model" --registrations regs.jsonl \
 		--queries q.jsonl -o cap.kvcap "$TRACE"
 	kvgen -n -q --limit 3 --workers 1 --dp 2 --model "$model" --queries-by-hash qh.jsonl "$TRACE"
