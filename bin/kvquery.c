@@ -345,10 +345,17 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 {
 	const struct kv_snap *s = single_partition(r);
 	struct kv_str model = { NULL, 0 }, tenant = { NULL, 0 };
-	if (q->has_model || r->o->model)
+	char *name = NULL, *base = NULL, *salt = NULL;
+	if (q->has_model || r->o->model) {
 		model.p = q->has_model ? q->model : r->o->model, model.n = strlen(model.p);
-	else if (s)
+	} else if (s) {
+		/* the partition's own name, unless the query names an adapter or salt of its model */
 		model.p = kv_snap_string(s, s->partitions[0].model, &model.n);
+		if (r->o->rfc && (q->lora || q->salt) && kv_partition_name_split(model.p, model.n, &base, &salt))
+			model.p = base, model.n = strlen(base);
+		else
+			name = kv_xstrndup(model.p, model.n);
+	}
 	if (q->has_tenant || r->o->tenant)
 		tenant.p = q->has_tenant ? q->tenant : r->o->tenant, tenant.n = strlen(tenant.p);
 	else if (s)
@@ -359,14 +366,16 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 		return "no model in the query, no --model, and the snapshot holds several partitions";
 	/* RFC #1403: the adapter and the salt are part of the partition's name
 	 * (kv-conductor's /query has neither: it ignores them) */
-	char *name = NULL;
-	if (r->o->rfc && (q->lora || q->salt)) {
-		const char *base = q->lora ? q->lora : model.p;
-		name = kv_partition_name(base, q->lora ? strlen(base) : model.n, q->salt, q->salt ? strlen(q->salt) : 0);
-		model.p = name, model.n = strlen(name);
-	}
+	if (!name && r->o->rfc && (q->lora || q->salt))
+		name = kv_partition_name(q->lora ? q->lora : model.p, q->lora ? strlen(q->lora) : model.n, q->salt,
+					 q->salt ? strlen(q->salt) : 0);
+	else if (!name)
+		name = kv_partition_name(model.p, model.n, NULL, 0);
+	model.p = name, model.n = strlen(name);
 	find_partition(r, model, tenant, part);
 	free(name);
+	free(base);
+	free(salt);
 	if (*part < 0)
 		return "no such model and tenant in the snapshot (kv-conductor: 404 \"no indexer for model=M tenant=T\")";
 	s = &r->cur->snap;

@@ -654,14 +654,12 @@ static const char *or_default(const char *s)
 	return s ? s : "default";
 }
 
-/* The partition of a LoRA adapter's blocks: named by the adapter, and by
- * the salt of the registration (RFC #1403: both are its identity). */
+/* The partition an event names (a LoRA adapter's blocks: the adapter's),
+ * with the salt of the registration (RFC #1403: both are its identity). */
 static uint32_t salted_partition(struct kv_match *m, struct kv_str name, const char *salt, const char *tenant,
 				 size_t tlen)
 {
-	if (!salt)
-		return kv_index_partition_bounded(m->ix, name.p, name.n, tenant, tlen);
-	char *full = kv_partition_name(name.p, name.n, salt, strlen(salt));
+	char *full = kv_partition_name(name.p, name.n, salt, salt ? strlen(salt) : 0);
 	uint32_t part = kv_index_partition_bounded(m->ix, full, strlen(full), tenant, tlen);
 	free(full);
 	return part;

@@ -223,16 +223,62 @@ static bool blank(const char *s)
 	return s[strspn(s, " \t\r\n")] == 0;
 }
 
+/* Appends s[0..n) escaped: a backslash, '#' and NUL become \\, \# and \0. */
+static char *put_escaped(char *d, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\\' || s[i] == '#' || s[i] == 0)
+			*d++ = '\\';
+		*d++ = s[i] ? s[i] : '0';
+	}
+	return d;
+}
+
 char *kv_partition_name(const char *name, size_t n, const char *salt, size_t saltlen)
 {
-	if (!salt || !saltlen)
-		return kv_xstrndup(name, n);
-	char *s = kv_xmalloc(n + saltlen + 2);
-	memcpy(s, name, n);
-	s[n] = '#';
-	memcpy(s + n + 1, salt, saltlen);
-	s[n + 1 + saltlen] = 0;
+	if (!salt)
+		saltlen = 0;
+	char *s = kv_xmalloc(2 * (n + saltlen) + 2), *d = put_escaped(s, name, n);
+	if (saltlen) {
+		*d++ = '#';
+		d = put_escaped(d, salt, saltlen);
+	}
+	*d = 0;
 	return s;
+}
+
+bool kv_partition_name_split(const char *key, size_t n, char **name, char **salt)
+{
+	char *part[2] = { kv_xmalloc(n + 1), NULL }, *d = part[0];
+	int k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (key[i] == '#' && k == 0) {
+			*d = 0;
+			part[++k] = d = kv_xmalloc(n - i);
+			continue;
+		}
+		if (key[i] == '\\' && i + 1 < n && (key[i + 1] == '\\' || key[i + 1] == '#' || key[i + 1] == '0')) {
+			i++;
+			*d++ = key[i] == '0' ? 0 : key[i];
+			continue;
+		}
+		if (key[i] == '\\' || key[i] == '#' || key[i] == 0) {
+			free(part[0]);
+			free(part[1]);
+			return false;
+		}
+		*d++ = key[i];
+	}
+	*d = 0;
+	/* the encoding of a name with an empty salt has no '#' */
+	if (part[1] && !part[1][0]) {
+		free(part[0]);
+		free(part[1]);
+		return false;
+	}
+	*name = part[0];
+	*salt = part[1];
+	return true;
 }
 
 char *kv_reg_partition(const struct kv_reg *r)

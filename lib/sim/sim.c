@@ -3,6 +3,7 @@
 #include "index/blockhash.h"
 #include "decode/kvcap.h"
 #include "index/match.h"
+#include "index/regs.h"
 #include "index/snapstate.h"
 #include "base/jsonw.h"
 #include "base/util.h"
@@ -165,7 +166,9 @@ struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture)
 	s->nodes = kv_xcalloc(o->instances, sizeof *s->nodes);
 	kv_index_init(&s->ix);
 	kv_workers_init(&s->ws);
-	s->part = kv_index_partition(&s->ix, o->model, strlen(o->model), "default", 7);
+	char *part = kv_partition_name(o->model, strlen(o->model), NULL, 0);
+	s->part = kv_index_partition(&s->ix, part, strlen(part), "default", 7);
+	free(part);
 	s->ix.p[s->part].block_size = o->block_size;
 	s->candidates = kv_xmalloc(s->nranks * sizeof *s->candidates);
 	s->penalty = kv_xcalloc(s->nranks, sizeof *s->penalty);
