@@ -17,8 +17,10 @@ int main(int argc, char **argv)
 		kv_die(KV_EX_USAGE, "usage: snapver VERSION FILE.kvsnap");
 	unsigned long long version = arg_u64(argv[1]);
 	FILE *f = fopen(argv[2], "r+b");
-	if (!f)
-		kv_die(KV_EX_NOINPUT, "%s: cannot open", argv[2]);
+	if (!f) {
+		kv_warn_errno("%s", argv[2]);
+		return KV_EX_NOINPUT;
+	}
 	unsigned char head[32];
 	if (fread(head, 1, sizeof head, f) != sizeof head || memcmp(head, "KVSNAP", 6) != 0)
 		kv_die(KV_EX_DATAERR, "%s: not a kvsnap snapshot", argv[2]);
