@@ -107,3 +107,18 @@ refused() {
 	run --separate-stderr "$BIN/kvgen" -n -q --limit 1 --model $'my "model" #2 \xc3\xa9' "$ROOT/share/traces/conversation-300.jsonl"
 	assert_success
 }
+
+@test "numbers: one decimal form for every program, an exponent, hexadecimal or inf refused where counts refuse them too" {
+	# strtod read these (0x10 was 16, 1e1 was 10) where the integer options refused them
+	refused kvgen --speed 0x10 "--speed: '0x10' is not a positive number" -n
+	refused kvgen --weights 1e0,1,1 "--weights: '1e0,1,1' is not three non-negative numbers N,C,D: not a number in range" -n
+	refused kvquery --weights 1,0x1p0,1 "--weights: '1,0x1p0,1' is not three non-negative numbers N,C,D: not a number in range" -s x.kvsnap
+	refused kvpub --speed 1e3 "--speed: '1e3' is not a positive number or max" --single ipc://x
+	refused kvstat -i 1e1 "-i: '1e1' is not a number of seconds from 0.01 to 86400" 127.0.0.1
+	refused kvsub -W 0x1 "-W: '0x1' is not a positive number of seconds" tcp://127.0.0.1:1
+	refused kvmatch --pending-ttl 0x1 "--pending-ttl: '0x1' is not a positive number of seconds"
+	refused kvsub -c 0x10 "-c: '0x10' is not a count of 1 or more" tcp://127.0.0.1:1
+	# the decimal forms are taken: digits, a point with or without digits on either side
+	run --separate-stderr "$BIN/kvgen" -n -q --limit 1 --speed .5 --weights 1.,0.5,2 "$ROOT/share/traces/conversation-300.jsonl"
+	assert_success
+}

@@ -1,9 +1,11 @@
 /* optval: the one reading of names, lists and KEY=VALUE pairs in option
  * values: nothing empty, padded, control or not UTF-8, no empty element,
  * no second '=', and what is taken is taken exactly. */
+#include <stdint.h>
 #include <string.h>
 
 #include "base/optval.h"
+#include "base/util.h"
 #include "unit.h"
 
 static int span_is(struct kv_span s, const char *want)
@@ -91,6 +93,32 @@ static void numbers(void)
 	}
 }
 
+/* One form of number for every option: what strtod or strtoumax take
+ * besides (white space, '+', an exponent, hexadecimal, inf) is refused by
+ * the fractional and the integer readers alike. */
+static void number_forms(void)
+{
+	static const struct { const char *s; double v; } good[] = {
+		{ "2", 2 }, { "0.5", 0.5 }, { ".5", 0.5 }, { "2.", 2 }, { "-1.25", -1.25 }, { "007", 7 },
+	};
+	double d;
+	uint64_t u;
+	int64_t i;
+	for (size_t k = 0; k < sizeof good / sizeof good[0]; k++)
+		ASSERT(kv_parse_double(good[k].s, -10, 10, &d) && d == good[k].v);
+	static const char *const bad[] = {
+		"", "-", ".", "-.", "1e3", "1E3", "1e-3", "0x10", "0x1p3", "inf", "nan", "+1", " 1", "1 ", "1..2", "1.2.3", "--1",
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+		ASSERT(!kv_parse_double(bad[k], -1e9, 1e9, &d));
+		ASSERT(!kv_parse_u64(bad[k], 0, UINT64_MAX, &u));
+		ASSERT(!kv_parse_i64(bad[k], INT64_MIN, INT64_MAX, &i));
+	}
+	ASSERT(kv_parse_u64("10", 0, 10, &u) && u == 10 && !kv_parse_u64("11", 0, 10, &u));
+	ASSERT(kv_parse_i64("-5", -5, 0, &i) && i == -5 && !kv_parse_u64("-5", 0, 10, &u));
+	ASSERT(!kv_parse_u64("1.5", 0, 10, &u) && !kv_parse_double("11", 0, 10, &d));
+}
+
 static void pairs(void)
 {
 	struct kv_span k, v;
@@ -121,6 +149,7 @@ int main(void)
 	RUN(names);
 	RUN(lists);
 	RUN(numbers);
+	RUN(number_forms);
 	RUN(pairs);
 	return unit_done();
 }
