@@ -252,6 +252,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		}
 	}
 	check_mode(o, produce_only, consume_only, list_only, argc - optind);
+	/* the servers named by the environment are read as -s reads them */
+	if (o->servers == env)
+		kv_opt_list("NATS_URL", env, ',', servers, sizeof servers / sizeof servers[0], "URL[,URL]... (at most 64)");
 	o->consume.stream = o->stream;
 	/* before any server is asked, or a durable consumer made or moved */
 	if (o->mode == 'C' && (!o->output || strcmp(o->output, "-") == 0) && isatty(STDOUT_FILENO))

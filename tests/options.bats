@@ -65,6 +65,13 @@ refused() {
 	refused kvmatch --log matched,nope "--log: 'matched,nope' is not all, none or a list of states: a name that is no state"
 	refused kvnats -s nats://127.0.0.1:1,,nats://127.0.0.1:2 "--server: 'nats://127.0.0.1:1,,nats://127.0.0.1:2' is not URL[,URL]... (at most 64): an empty element" -L
 	refused kvnats --server '' "--server: '' is not URL[,URL]... (at most 64): an empty element" -L
+	# the servers of the environment, read as --server reads them (and only when it is not given)
+	NATS_URL=nats://127.0.0.1:1, run --separate-stderr "$BIN/kvnats" -L
+	assert_equal "$status" 64
+	assert_equal "$stderr" "kvnats: NATS_URL: 'nats://127.0.0.1:1,' is not URL[,URL]... (at most 64): an empty element
+Try 'kvnats --help'."
+	NATS_URL=nats://127.0.0.1:1, run --separate-stderr "$BIN/kvnats" -L -s "nats://127.0.0.1:$(port)"
+	assert_equal "$status" 69
 	refused kvmatch --backend-serves daemon=a,,b "--backend-serves: 'daemon=a,,b' is not BACKEND_ID=INSTANCE[,INSTANCE]...: an empty element"
 	refused kvmatch --backend-serves daemon=a, "--backend-serves: 'daemon=a,' is not BACKEND_ID=INSTANCE[,INSTANCE]...: an empty element"
 	# what is taken is taken whole: the good forms still work
