@@ -13,6 +13,7 @@
 #include "base/out.h"
 #include "sim/sim.h"
 #include "sim/trace.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -132,16 +133,7 @@ static int choice(const char *name, const char *arg, const char *const *names)
 static void parse_weights(const char *s, struct kv_weights *w)
 {
 	double v[3];
-	char buf[128];
-	char *parts[3], *rest = buf;
-	snprintf(buf, sizeof buf, "%s", s);
-	bool ok = strlen(s) < sizeof buf;
-	for (int i = 0; i < 3 && ok; i++) {
-		parts[i] = strsep(&rest, ",");
-		ok = parts[i] && kv_parse_double(parts[i], 0, 1e9, &v[i]);
-	}
-	if (!ok || rest)
-		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
+	kv_opt_numbers("--weights", s, 0, 1e9, v, 3, "three non-negative numbers N,C,D");
 	*w = (struct kv_weights){ v[0], v[1], v[2] };
 }
 
@@ -196,8 +188,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			s->pool_lag_ns = lag * 1000000;
 			break;
 		case OPT_POOL_BACKEND:
-			if (!*optarg)
-				kv_usage_error("--pool-backend: an empty name");
+			kv_opt_name("--pool-backend", optarg, "a backend_id");
 			s->pool_backend = optarg;
 			break;
 		case OPT_POLICY: s->policy = (enum kv_policy)choice("--policy", optarg, policies); break;
@@ -218,7 +209,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_VLLM_FORMAT: s->emit.vllm_map = choice("--vllm-format", optarg, vllm_formats) == 1; break;
 		case OPT_HASH_FORMAT: s->emit.hash_bytes = choice("--hash-format", optarg, hash_formats) == 1; break;
-		case OPT_MODEL: s->model = optarg; break;
+		case OPT_MODEL:
+			kv_opt_name("--model", optarg, "a model name");
+			s->model = optarg;
+			break;
 		case OPT_LIMIT: o->limit = count_option("--limit", optarg, 1, UINT32_MAX); break;
 		case OPT_REGS: o->regs = optarg; break;
 		case OPT_SNAPSHOT: o->snapshot = optarg; break;

@@ -119,6 +119,7 @@ static enum kv_diag_format diag_format(const char *arg)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	int c;
+	const char *why;
 	o->match = kv_match_opts_default();
 	o->src.allow_json = true;
 	while ((c = getopt_long(argc, argv, "r:o:i:qvhV", longopts, NULL)) != -1) {
@@ -128,8 +129,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'i': o->resume = optarg; break;
 		case OPT_EVERY: o->every_ns = seconds_option("--snapshot-every", optarg, false); break;
 		case OPT_LOG:
-			if (!kv_state_mask_parse(optarg, &o->match.log_mask))
-				kv_usage_error("--log: '%s' is not all, none or a list of states", optarg);
+			if ((why = kv_state_mask_parse(optarg, &o->match.log_mask)))
+				kv_usage_error("--log: '%s' is not all, none or a list of states: %s", optarg, why);
 			break;
 		case OPT_PENDING_TTL: o->match.pending_ttl_ns = seconds_option("--pending-ttl", optarg, false); break;
 		case OPT_OFFLOAD_TTL: o->match.offload_ttl_ns = seconds_option("--offload-ttl", optarg, false); break;
@@ -144,8 +145,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->match.match_none = strcmp(optarg, "none") == 0;
 			break;
 		case OPT_BACKEND_SERVES:
-			if (!kv_workers_add_serves(o->ws, optarg))
-				kv_usage_error("--backend-serves: '%s' is not BACKEND_ID=INSTANCE[,INSTANCE]...", optarg);
+			if ((why = kv_workers_add_serves(o->ws, optarg)))
+				kv_usage_error("--backend-serves: '%s' is not BACKEND_ID=INSTANCE[,INSTANCE]...: %s", optarg,
+					       why);
 			break;
 		case OPT_DECIMAL: o->src.wire.hash.decimal_strings = true; break;
 		case OPT_DUMP: o->dump = optarg; break;

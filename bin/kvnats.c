@@ -16,6 +16,7 @@
 #include "index/regs.h"
 #include "index/snap.h"
 #include "base/utf8.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -149,6 +150,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	uint64_t v;
 	int64_t i;
 	int c;
+	struct kv_span servers[64];   /* as many as kv_js_connect takes */
 	const char *env = getenv("NATS_URL");
 	o->servers = env && *env ? env : "nats://127.0.0.1:4222";
 	o->stream = "KVTOOLS";
@@ -160,8 +162,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'P': case 'C': case 'L': set_mode(o, (char)c); break;
 		case 's':
-			if (!*optarg)
-				kv_usage_error("-s: no server");
+			kv_opt_list("--server", optarg, ',', servers, sizeof servers / sizeof servers[0],
+				    "URL[,URL]... (at most 64)");
 			o->servers = optarg;
 			break;
 		case OPT_STREAM:
@@ -207,8 +209,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			consume_only = true;
 			break;
 		case OPT_FILTER:
-			if (!*optarg || strchr(optarg, ' '))
-				kv_usage_error("--filter: '%s' is not a subject", optarg);
+			kv_opt_name("--filter", optarg, "a subject");
+			if (strchr(optarg, ' '))
+				kv_usage_error("--filter: '%s' is not a subject: a space", optarg);
 			o->consume.filter = optarg;
 			consume_only = true;
 			break;
@@ -263,6 +266,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		}
 	}
 	check_mode(o, produce_only, consume_only, list_only, argc - optind);
+	/* the servers named by the environment are read as -s reads them */
+	if (o->servers == env)
+		kv_opt_list("NATS_URL", env, ',', servers, sizeof servers / sizeof servers[0], "URL[,URL]... (at most 64)");
 	o->consume.stream = o->stream;
 	/* before any server is asked, or a durable consumer made or moved */
 	if (o->mode == 'C' && (!o->output || strcmp(o->output, "-") == 0) && isatty(STDOUT_FILENO))

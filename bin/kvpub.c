@@ -14,6 +14,7 @@
 #include "net/pace.h"
 #include "net/publish.h"
 #include "net/replay.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -125,9 +126,8 @@ static void parse_when(const char *name, const char *arg, struct when *w)
 
 static void parse_pair(const char *name, const char *arg)
 {
-	const char *eq = strchr(arg, '=');
-	if (!eq || eq == arg || !eq[1])
-		kv_usage_error("%s: '%s' is not SRC=ENDPOINT", name, arg);
+	struct kv_span src, endpoint;
+	kv_opt_pair(name, arg, &src, &endpoint, "SRC=ENDPOINT");
 }
 
 static long parse_port(const char *name, const char *arg)
@@ -172,10 +172,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->maps[o->nmaps++] = optarg;
 			break;
 		case 'p': o->pub.port_base = parse_port("--port-base", optarg); break;
-		case OPT_SINGLE: o->pub.single = optarg; break;
+		case OPT_SINGLE:
+			kv_opt_name("--single", optarg, "an endpoint");
+			o->pub.single = optarg;
+			break;
 		case OPT_HOST:
-			if (!*optarg)
-				kv_usage_error("--host: empty host");
+			kv_opt_name("--host", optarg, "a host");
 			o->pub.host = optarg;
 			break;
 		case 's':

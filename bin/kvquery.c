@@ -17,6 +17,7 @@
 #include "query/queryline.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -96,17 +97,8 @@ struct options {
 
 static void parse_weights(const char *s, struct kv_weights *w)
 {
-	char *copy = kv_xstrdup(s), *save = NULL;
 	double v[3];
-	int n = 0;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (n == 3 || !kv_parse_double(t, 0, 1e9, &v[n]))
-			kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
-		n++;
-	}
-	free(copy);
-	if (n != 3)
-		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
+	kv_opt_numbers("--weights", s, 0, 1e9, v, 3, "three non-negative numbers N,C,D");
 	*w = (struct kv_weights){ v[0], v[1], v[2] };
 }
 
@@ -132,8 +124,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 's': o->snapshots[o->nsnapshots++] = optarg; break;
 		case 'o': o->output = optarg; break;
-		case OPT_MODEL: o->model = optarg; break;
-		case OPT_TENANT: o->tenant = optarg; break;
+		case OPT_MODEL:
+			kv_opt_name("--model", optarg, "a model name");
+			o->model = optarg;
+			break;
+		case OPT_TENANT:
+			kv_opt_name("--tenant", optarg, "a tenant name");
+			o->tenant = optarg;
+			break;
 		case OPT_BLOCK_SIZE:
 			if (!kv_parse_u64(optarg, 1, 1 << 20, &o->block_size))
 				kv_usage_error("--block-size: '%s' is not a number from 1 to 1048576", optarg);
@@ -359,10 +357,17 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 {
 	const struct kv_snap *s = single_partition(r);
 	struct kv_str model = { NULL, 0 }, tenant = { NULL, 0 };
-	if (q->has_model || r->o->model)
+	char *name = NULL, *base = NULL, *salt = NULL;
+	if (q->has_model || r->o->model) {
 		model.p = q->has_model ? q->model : r->o->model, model.n = strlen(model.p);
-	else if (s)
+	} else if (s) {
+		/* the partition's own name, unless the query names an adapter or salt of its model */
 		model.p = kv_snap_string(s, s->partitions[0].model, &model.n);
+		if (r->o->rfc && (q->lora || q->salt) && kv_partition_name_split(model.p, model.n, &base, &salt))
+			model.p = base, model.n = strlen(base);
+		else
+			name = kv_xstrndup(model.p, model.n);
+	}
 	if (q->has_tenant || r->o->tenant)
 		tenant.p = q->has_tenant ? q->tenant : r->o->tenant, tenant.n = strlen(tenant.p);
 	else if (s)
@@ -373,14 +378,16 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 		return "no model in the query, no --model, and the snapshot holds several partitions";
 	/* RFC #1403: the adapter and the salt are part of the partition's name
 	 * (kv-conductor's /query has neither: it ignores them) */
-	char *name = NULL;
-	if (r->o->rfc && (q->lora || q->salt)) {
-		const char *base = q->lora ? q->lora : model.p;
-		name = kv_partition_name(base, q->lora ? strlen(base) : model.n, q->salt, q->salt ? strlen(q->salt) : 0);
-		model.p = name, model.n = strlen(name);
-	}
+	if (!name && r->o->rfc && (q->lora || q->salt))
+		name = kv_partition_name(q->lora ? q->lora : model.p, q->lora ? strlen(q->lora) : model.n, q->salt,
+					 q->salt ? strlen(q->salt) : 0);
+	else if (!name)
+		name = kv_partition_name(model.p, model.n, NULL, 0);
+	model.p = name, model.n = strlen(name);
 	find_partition(r, model, tenant, part);
 	free(name);
+	free(base);
+	free(salt);
 	if (*part < 0)
 		return "no such model and tenant in the snapshot (kv-conductor: 404 \"no indexer for model=M tenant=T\")";
 	s = &r->cur->snap;

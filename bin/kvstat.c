@@ -10,6 +10,7 @@
 #include "base/out.h"
 #include "prom/promtext.h"
 #include "prom/scrapeset.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -83,7 +84,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 			if (!kv_parse_seconds(optarg, 3600, &o->timeout_ns) || o->timeout_ns < 1000000)
 				kv_usage_error("-t: '%s' is not a number of seconds from 0.001 to 3600", optarg);
 			break;
-		case 'm': o->match = optarg; break;
+		case 'm':
+			kv_opt_name("--match", optarg, "an extended regular expression");
+			o->match = optarg;
+			break;
 		case 'f':
 			if (strcmp(optarg, "json") == 0)
 				o->format = FORMAT_JSON;

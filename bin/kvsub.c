@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/out.h"
 #include "index/regs.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -91,6 +92,7 @@ struct options {
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	uint64_t v;
+	struct kv_span key, value;
 	int c;
 	o->cap.hwm = 100000;
 	o->cap.max_message = KV_CAPTURE_MAX_MESSAGE;
@@ -102,7 +104,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'r': o->regs_path = optarg; break;
 		case 'o': o->output = optarg; break;
-		case 't': o->topics[o->ntopics++] = optarg; break;
+		case 't':
+			kv_opt_name("--topic", optarg, "a topic prefix");
+			o->topics[o->ntopics++] = optarg;
+			break;
 		case 'b': o->cap.bind = true; break;
 		case 'c':
 			if (!kv_parse_u64(optarg, 1, UINT64_MAX, &o->cap.max_records))
@@ -113,8 +118,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 				kv_usage_error("-W: '%s' is not a positive number of seconds", optarg);
 			break;
 		case OPT_REPLAY:
-			if (!strchr(optarg, '=') || optarg[0] == '=' || !strchr(optarg, '=')[1])
-				kv_usage_error("--replay: '%s' is not SRC=ENDPOINT", optarg);
+			kv_opt_pair("--replay", optarg, &key, &value, "SRC=ENDPOINT");
 			o->replays[o->nreplays++] = optarg;
 			break;
 		case OPT_REPLAY_FROM:

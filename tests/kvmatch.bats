@@ -892,7 +892,7 @@ kvmatch: ev.jsonl: line 11: backend_id: expected a string or null, not an object
 	assert_line --index 0 'Usage: kvmatch [OPTION]... [FILE]...'
 	run --separate-stderr kvmatch --log sometimes
 	assert_equal "$status" 64
-	assert_equal "${stderr_lines[0]}" "kvmatch: --log: 'sometimes' is not all, none or a list of states"
+	assert_equal "${stderr_lines[0]}" "kvmatch: --log: 'sometimes' is not all, none or a list of states: a name that is no state"
 	assert_equal "${stderr_lines[1]}" "Try 'kvmatch --help'."
 	run --separate-stderr kvmatch --pending-ttl 0
 	assert_equal "$status" 64
@@ -1076,7 +1076,7 @@ b 1 held_by_pool_only"
 	for bad in mooncake-daemon-0 =b mooncake-daemon-0= mooncake-daemon-0=b, 'x=a,,b'; do
 		run --separate-stderr kvmatch --backend-serves "$bad" /dev/null
 		assert_equal "$status" 64
-		assert_equal "${stderr_lines[0]}" "kvmatch: --backend-serves: '$bad' is not BACKEND_ID=INSTANCE[,INSTANCE]..."
+		assert_equal "${stderr_lines[0]%%...: *}" "kvmatch: --backend-serves: '$bad' is not BACKEND_ID=INSTANCE[,INSTANCE]"
 	done
 }
 
@@ -1088,10 +1088,10 @@ b 1 held_by_pool_only"
 		printf "\\00$v\\000" | dd of=old.kvsnap bs=1 seek=6 conv=notrunc status=none
 		run --separate-stderr kvquery -s old.kvsnap /dev/null
 		assert_equal "$status" 65
-		assert_equal "$stderr" "kvquery: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 6): build it again with kvmatch from the captures"
+		assert_equal "$stderr" "kvquery: old.kvsnap: snapshot version $v is an older format (this kvtools reads versions 6 and 7): build it again with kvmatch from the captures"
 		run --separate-stderr kvmatch -i old.kvsnap /dev/null
 		assert_equal "$status" 65
-		assert_equal "$stderr" "kvmatch: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 6): build it again with kvmatch from the captures"
+		assert_equal "$stderr" "kvmatch: old.kvsnap: snapshot version $v is an older format (this kvtools reads versions 6 and 7): build it again with kvmatch from the captures"
 	done
 }
 
@@ -1099,7 +1099,7 @@ b 1 held_by_pool_only"
 	mooncake_cluster b
 	kvmatch -q -r mc-regs.jsonl --log none -o s.kvsnap mc.kvcap
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "worker" and .instance_id == "b")')" '{"kind":"worker","instance_id":"b","pool":true,"dp_rank":null,"host":"","inferred":false}
-{"kind":"worker","instance_id":"b","dp_rank":0,"host":"10.0.0.6","inferred":false}'
+{"kind":"worker","instance_id":"b","dp_rank":0,"host":"10.0.0.6","partition":0,"inferred":false}'
 	echo '{"model": "m", "tenant_id": "default", "block_size": 4, "token_ids": [1,2,3,4,5,6,7,8]}' > q.jsonl
 	run --separate-stderr kvquery --shared-pool -s s.kvsnap q.jsonl
 	assert_success
@@ -1135,6 +1135,60 @@ b 1 held_by_pool_only"
 	[ "$(grep -c . tests.jsonl)" -ge 20 ]
 	run $check tests.jsonl
 	assert_success
+}
+
+@test "the registrations fuzz corpus is kv-conductor's: every file passes regcheck, valid-* ones both shapes kvtools takes too, conflict-* lines it takes one by one that contradict each other" {
+	check="/usr/bin/python3 $ROOT/tests/helpers/regcheck.py"
+	corpus=$ROOT/fuzz/corpus/regs
+	n=0
+	for f in "$corpus"/*; do
+		name=${f##*/}
+		run $check "$f"
+		assert_success
+		case $name in
+		valid-*) want=0 ;;
+		conflict-*) want=65 ;;
+		*) fail "$name: a corpus file named neither valid- nor conflict-" ;;
+		esac
+		run --separate-stderr kvmatch -q -r "$f" --log none /dev/null
+		[ "$status" -eq "$want" ] || fail "$name: kvmatch exit $status"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 10 ]
+	# both shapes: kv-conductor's medium_endpoints, RFC #1403's endpoint with lora_name and additionalsalt
+	grep -qh '"medium_endpoints"' "$corpus"/valid-*
+	grep -h '"lora_name": "[^"]' "$corpus"/valid-* | grep -q '"additionalsalt": "[^"]'
+	grep -qh '"store_backend": "Memcache"' "$corpus"/valid-*
+	# what kvgen writes for each pool, as it writes it now
+	for pool in none memcache mooncake; do
+		kvgen -n -q --workers 2 --dp 2 --pool $pool --limit 1 --registrations gen.jsonl "$ROOT/share/traces/conversation-300.jsonl"
+		cmp gen.jsonl "$corpus/valid-kvgen-$pool"
+	done
+}
+
+@test "registrations kvtools refuses (tests/fixtures/regs-refused) are refused, each line with its number, the good first line kept" {
+	n=0
+	for f in "$FIX"/regs-refused/*; do
+		# kv-conductor's serde refuses them too (422), but for the values regcheck does not look into
+		run /usr/bin/python3 "$ROOT/tests/helpers/regcheck.py" "$f"
+		[ "$status" -eq "$([ "${f##*/}" = values ] && echo 0 || echo 1)" ] || fail "${f##*/}: regcheck exit $status"
+		run --separate-stderr kvmatch -r "$f" --log none /dev/null
+		assert_equal "$status" 65
+		# the first line is good, every other one refused with its line number
+		assert_equal "$(grep -c ': line [0-9]*: ' <<<"$stderr")" "$(($(awk 'END { print NR }' "$f") - 1))"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ]
+}
+
+@test "registrations: null for a field kv-conductor requires is refused as it refuses it, not taken for absent (a null modelname crashed kvmatch)" {
+	for key in instance_id type modelname block_size dp_rank; do
+		jq -nc --arg k "$key" '{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "modelname": "m", "block_size": 4,
+			"medium_endpoints": {"npu": "tcp://10.0.0.1:5557"}} | .[$k] = null' > r.jsonl
+		run --separate-stderr kvmatch -r r.jsonl --log none /dev/null
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: r.jsonl: line 1: $key: null, where kv-conductor requires a value (it answers 422)"
+	done
 }
 
 @test "registrations: a line without a field kv-conductor requires is refused with the reason, exit 65" {
@@ -1219,6 +1273,57 @@ kvsub: bad.jsonl: line 2: replay_endpoint: a tcp endpoint to connect to needs a 
 sql#w8a8 default 1"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "worker") | "\(.instance_id)/\(.dp_rank) \(.host)"')" "a/0 10.0.0.5
 b/0 10.0.0.6"
+}
+
+@test "partition names are injective: adapter x#y and adapter x with salt y are two partitions, and a query for one is answered with its own workers" {
+	cat > rfc.jsonl <<-EOF
+	{"endpoint": "$E0", "type": "vLLM", "modelname": "m", "lora_name": "x#y", "instance_id": "a", "block_size": 4, "dp_rank": 0}
+	{"endpoint": "$E2", "type": "vLLM", "modelname": "m", "lora_name": "x", "additionalsalt": "y", "instance_id": "b", "block_size": 4, "dp_rank": 0}
+	{"endpoint": "tcp://10.0.0.7:5557", "type": "vLLM", "modelname": "x\\\\#y", "instance_id": "c", "block_size": 4, "dp_rank": 0}
+	EOF
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E2 2 0 xpu '"0xb"' null 1,2,3,4; store tcp://10.0.0.7:5557 3 0 xpu '"0xc"' null 1,2,3,4; } > ev.jsonl
+	run --separate-stderr kvmatch -r rfc.jsonl --log applied --metrics m.prom -o s.kvsnap ev.jsonl
+	assert_success
+	# each name escaped so that none is another's: a backslash, '#' (and NUL) get a backslash
+	assert_equal "$(jq -r .model <<<"$output")" 'x\#y
+x#y
+x\\\#y'
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.blocks)"')" 'x#y 1
+x\#y 1
+x\\\#y 1'
+	grep -qxF 'kvtools_match_blocks{model="x\\#y",tenant="default"} 1' m.prom
+	grep -qxF 'kvtools_match_blocks{model="x#y",tenant="default"} 1' m.prom
+	# each query finds its own partition's worker, and only it
+	ask() { kvquery -s s.kvsnap --api mooncake <<<"$1" | jq -c '.default | keys'; }
+	assert_equal "$(ask '{"model": "m", "lora_name": "x#y", "token_ids": [1,2,3,4], "block_size": 4}')" '["a"]'
+	assert_equal "$(ask '{"model": "m", "lora_name": "x", "cache_salt": "y", "token_ids": [1,2,3,4], "block_size": 4}')" '["b"]'
+	assert_equal "$(ask '{"model": "x\\#y", "token_ids": [1,2,3,4], "block_size": 4}')" '["c"]'
+	# a kv-conductor /query names a model, never a salt: "x#y" is the model x#y, a's adapter partition
+	assert_equal "$(kvquery -s s.kvsnap <<<'{"model": "x#y", "token_ids": [1,2,3,4], "block_size": 4}' | jq -c '.default | keys')" '["a"]'
+	assert_equal "$(kvquery -s s.kvsnap --model 'x#y' <<<'[1,2,3,4]' | jq -c '.default | keys')" '["a"]'
+}
+
+@test "a version 6 snapshot (names joined with '#', nothing escaped) is read where its names mean the same, refused where one holds '#' or a backslash" {
+	kvmatch -q -r regs.jsonl --log none -o plain.kvsnap <(store $E0 1 0 xpu '"0xa"' null 1,2,3,4)
+	kvquery -s plain.kvsnap <<<'{"model": "m", "token_ids": [1,2,3,4], "block_size": 4}' > want
+	assert_equal "$(od -A n -t u2 -j 6 -N 2 plain.kvsnap | tr -d ' ')" 7
+	snapver 6 plain.kvsnap
+	run --separate-stderr kvquery -s plain.kvsnap <<<'{"model": "m", "token_ids": [1,2,3,4], "block_size": 4}'
+	assert_success
+	assert_equal "$output" "$(cat want)"
+	# resumed and written again: version 7, the same state
+	kvmatch -q --log none -i plain.kvsnap -o again.kvsnap /dev/null
+	assert_equal "$(kvmatch --dump again.kvsnap | grep -v '"kind":"meta"')" "$(kvmatch --dump plain.kvsnap | grep -v '"kind":"meta"')"
+	cat > rfc.jsonl <<-EOF
+	{"endpoint": "$E0", "type": "vLLM", "modelname": "m", "lora_name": "x", "additionalsalt": "y", "instance_id": "a", "block_size": 4, "dp_rank": 0}
+	EOF
+	kvmatch -q -r rfc.jsonl --log none -o salted.kvsnap <(store $E0 1 0 xpu '"0xa"' null 1,2,3,4)
+	snapver 6 salted.kvsnap
+	for prog in kvquery kvmatch; do
+		if [ $prog = kvquery ]; then run --separate-stderr kvquery -s salted.kvsnap /dev/null; else run --separate-stderr kvmatch -i salted.kvsnap /dev/null; fi
+		assert_equal "$status" 65
+		assert_equal "$stderr" "$prog: salted.kvsnap: partition 0: version 6 wrote the name 'x#y', which this version reads otherwise: build it again with kvmatch from the captures"
+	done
 }
 
 # GCC took a function that only prefetches for one without effects and

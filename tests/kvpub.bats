@@ -49,7 +49,7 @@ gen() {
 	assert_equal "${stderr_lines[0]}" "kvpub: --replay-shape: 'v0.27' is not v0.25 or v0.26"
 	run --separate-stderr kvpub --map tcp://a:1 --single ipc://x
 	assert_equal "$status" 64
-	assert_equal "${stderr_lines[0]}" "kvpub: --map: 'tcp://a:1' is not SRC=ENDPOINT"
+	assert_equal "${stderr_lines[0]}" "kvpub: --map: 'tcp://a:1' is not SRC=ENDPOINT: no '='"
 	run --separate-stderr kvpub --port-base 70000
 	assert_equal "${stderr_lines[0]}" "kvpub: --port-base: '70000' is not a port number"
 	run --separate-stderr kvpub --drop 5-2 --single ipc://x

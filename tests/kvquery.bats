@@ -166,6 +166,33 @@ kvquery: q.jsonl: line 5: block_hashes: hex string beyond 64 bits"
 	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":2,"cpu_local_blocks":2,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":640,"npu_blocks":3}},"longest_matched":640}}}'
 }
 
+@test "--shared-pool: every engine registered in the partition is a candidate, holding nothing yet too: a decoupled pool's blocks are credited to it" {
+	cat > regs2.jsonl <<-EOF
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "c", "type": "vLLM", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "tcp://10.0.0.9:5557"}}
+	{"instance_id": "c", "type": "vLLM", "dp_rank": 1, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "tcp://10.0.0.9:5558"}}
+	{"instance_id": "d", "type": "vLLM", "dp_rank": 0, "block_size": 128, "modelname": "other", "medium_endpoints": {"npu": "tcp://10.0.0.8:5557"}}
+	{"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 128, "endpoint": "tcp://kvs:5557", "store_backend": "memcache", "modelname": "m"}
+	EOF
+	# a holds three blocks in xpu and offloads them; the pool that confirms
+	# them names no worker (a decoupled daemon): its own pool holder holds them
+	{ store $E0 1 0 xpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128
+	  store $E0 2 0 cpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128
+	  pool 3 cpu '"0x1","0x2","0x3"' mooncake-daemon-0; } > ev2.jsonl
+	kvmatch -q -r regs2.jsonl --log none -o d.kvsnap ev2.jsonl
+	echo "[$(seq -s, 1 384)]" > q.txt
+	run --separate-stderr kvquery -s d.kvsnap --model m --shared-pool q.txt
+	assert_success
+	# c holds nothing, both its ranks are credited the pool's three blocks, as remote cpu; d is another model's
+	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":384,"npu_blocks":3}},"longest_matched":384},"c":{"DP":{"0":{"cpu_blocks":3,"cpu_local_blocks":0,"cpu_remote_blocks":3,"disk_blocks":0,"matched_tokens":384,"npu_blocks":0},"1":{"cpu_blocks":3,"cpu_local_blocks":0,"cpu_remote_blocks":3,"disk_blocks":0,"matched_tokens":384,"npu_blocks":0}},"longest_matched":384}}}'
+	# per worker, without --shared-pool, only what a holds counts
+	assert_equal "$(kvquery -s d.kvsnap --model m q.txt | jq -c '.default | keys')" '["a"]'
+	# routing and explaining weigh the same candidates
+	assert_equal "$(kvquery -s d.kvsnap --model m --shared-pool --explain q.txt | jq -c '[.workers[] | "\(.instance_id)/\(.dp_rank)"]')" '["a/0","c/0","c/1"]'
+	# the snapshot says whose partition each registered engine is
+	assert_equal "$(kvmatch --dump d.kvsnap | jq -c 'select(.kind == "worker") | [.instance_id, .dp_rank, .partition]' | tr -d '\n')" '["a",0,0]["c",0,0]["c",1,0]["d",0,1]["mooncake-daemon-0",null,null]'
+}
+
 @test "--format table prints aligned rows for people" {
 	printf '[%s]\n[1]\n' "$(seq -s, 1 640)" > q.txt
 	run --separate-stderr kvquery -s s.kvsnap --format table q.txt

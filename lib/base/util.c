@@ -278,10 +278,27 @@ bool kv_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 	return true;
 }
 
+/* The one form of a fractional number (kvtools(7) "Conventions"): an
+ * optional '-', digits and an optional point with digits after it
+ * ("2", "0.5", ".5", "2."), so that what strtod takes besides (an
+ * exponent, hexadecimal, "inf") is refused here as the integer options
+ * refuse it. */
+static bool decimal_form(const char *s)
+{
+	size_t digits = 0;
+	s += *s == '-';
+	for (; *s >= '0' && *s <= '9'; s++)
+		digits++;
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			digits++;
+	return digits && !*s;
+}
+
 bool kv_parse_double(const char *s, double min, double max, double *out)
 {
 	char *end;
-	if (!starts_numeric(s, true) && !(s && *s == '.' && s[1] >= '0' && s[1] <= '9'))
+	if (!s || !decimal_form(s))
 		return false;
 	errno = 0;
 	double v = strtod(s, &end);

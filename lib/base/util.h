@@ -97,6 +97,8 @@ void kv_say_stopped(const char *const *products, size_t n);
 /* Range-checked parsing of option values; false on any junk or overflow. */
 bool kv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 bool kv_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+/* A decimal: an optional '-', digits, an optional point with digits
+ * after it; no exponent, no hexadecimal, no "inf" or "nan". */
 bool kv_parse_double(const char *s, double min, double max, double *out);
 /* Seconds as a non-negative decimal ("2", "0.5") into nanoseconds. */
 bool kv_parse_seconds(const char *s, double max, uint64_t *ns);

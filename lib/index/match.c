@@ -1,5 +1,6 @@
 #include "index/matchstate.h"
 #include "index/blockhash.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 #include <stdlib.h>
@@ -18,29 +19,32 @@ static const char *const reason_names[KV_NREASONS] = {
 const char *kv_state_name(enum kv_state s) { return s < KV_NSTATES ? state_names[s] : "?"; }
 const char *kv_reason_name(enum kv_reason r) { return r < KV_NREASONS ? reason_names[r] : "?"; }
 
-bool kv_state_mask_parse(const char *s, unsigned *mask)
+const char *kv_state_mask_parse(const char *s, unsigned *mask)
 {
 	if (strcmp(s, "all") == 0) {
 		*mask = (1u << KV_NSTATES) - 1;
-		return true;
+		return NULL;
 	}
 	*mask = 0;
 	if (strcmp(s, "none") == 0)
-		return true;
-	while (*s) {
-		size_t n = strcspn(s, ",");
+		return NULL;
+	struct kv_span names[KV_NSTATES];
+	size_t n;
+	const char *why = kv_list_flaw(s, ',', names, KV_NSTATES, &n);
+	if (why)
+		return why;
+	unsigned m = 0;
+	for (size_t k = 0; k < n; k++) {
 		int found = -1;
 		for (int i = 0; i < KV_NSTATES; i++)
-			if (strlen(state_names[i]) == n && strncmp(s, state_names[i], n) == 0)
+			if (strlen(state_names[i]) == names[k].n && memcmp(names[k].p, state_names[i], names[k].n) == 0)
 				found = i;
 		if (found < 0)
-			return false;
-		*mask |= 1u << found;
-		s += n;
-		if (*s == ',')
-			s++;
+			return "a name that is no state";
+		m |= 1u << found;
 	}
-	return true;
+	*mask = m;
+	return NULL;
 }
 
 void kv_match_init(struct kv_match *m, struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o)
@@ -648,14 +652,12 @@ static const char *or_default(const char *s)
 	return s ? s : "default";
 }
 
-/* The partition of a LoRA adapter's blocks: named by the adapter, and by
- * the salt of the registration (RFC #1403: both are its identity). */
+/* The partition an event names (a LoRA adapter's blocks: the adapter's),
+ * with the salt of the registration (RFC #1403: both are its identity). */
 static uint32_t salted_partition(struct kv_match *m, struct kv_str name, const char *salt, const char *tenant,
 				 size_t tlen)
 {
-	if (!salt)
-		return kv_index_partition_bounded(m->ix, name.p, name.n, tenant, tlen);
-	char *full = kv_partition_name(name.p, name.n, salt, strlen(salt));
+	char *full = kv_partition_name(name.p, name.n, salt, salt ? strlen(salt) : 0);
 	uint32_t part = kv_index_partition_bounded(m->ix, full, strlen(full), tenant, tlen);
 	free(full);
 	return part;

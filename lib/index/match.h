@@ -38,8 +38,9 @@ enum kv_reason {
 
 const char *kv_state_name(enum kv_state s);
 const char *kv_reason_name(enum kv_reason r);
-/* "matched,dropped" or "all" or "none" into a mask of states; false on an unknown name. */
-bool kv_state_mask_parse(const char *s, unsigned *mask);
+/* "matched,dropped" or "all" or "none" into a mask of states; NULL, or
+ * why not: a list flaw (optval.h) or a name that is no state. */
+const char *kv_state_mask_parse(const char *s, unsigned *mask);
 #define KV_LOG_DEFAULT (1u << KV_ST_MATCHED | 1u << KV_ST_CONFIRMED | 1u << KV_ST_DROPPED | 1u << KV_ST_PENDING_EXPIRED)
 
 /* One state change, as reported. */

@@ -91,13 +91,18 @@ static bool opt_int(json_t *obj, const char *key, int64_t min, int64_t max, int6
 static const char KV_REGS_MISSING[] = "missing";
 
 /* kv-conductor's RegisterRequest has no default for these (nor has RFC
- * #1403): serde refuses a body without one, and the HTTP answer is 422. */
-static const char *missing_required(json_t *o)
+ * #1403): serde refuses a body without one, or with null for one (not an
+ * Option: "invalid type: null"), and the HTTP answer is 422. */
+static const char *missing_required(json_t *o, const char **why)
 {
 	static const char *const required[] = { "instance_id", "type", "modelname", "block_size", "dp_rank" };
-	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-		if (!json_object_get(o, required[i]))
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+		json_t *v = json_object_get(o, required[i]);
+		if (!v || json_is_null(v)) {
+			*why = v ? "null, where kv-conductor requires a value (it answers 422)" : KV_REGS_MISSING;
 			return required[i];
+		}
+	}
 	return NULL;
 }
 
@@ -201,10 +206,8 @@ static const char *take_reg(json_t *o, struct kv_reg *r, const char **why)
 		return "block_size";
 	if (!opt_int(o, "dp_rank", 0, 65535, &r->dp_rank, why))
 		return "dp_rank";
-	if ((key = missing_required(o))) {
-		*why = KV_REGS_MISSING;
+	if ((key = missing_required(o, why)))
 		return key;
-	}
 	r->backend = KV_BACKEND_MOONCAKE; /* kv-conductor's default */
 	json_t *b = json_object_get(o, "store_backend");
 	if (b && !json_is_null(b) && (!json_is_string(b) || !kv_backend_parse(json_string_value(b), &r->backend))) {
@@ -245,16 +248,62 @@ static bool blank(const char *s)
 	return s[strspn(s, " \t\r\n")] == 0;
 }
 
+/* Appends s[0..n) escaped: a backslash, '#' and NUL become \\, \# and \0. */
+static char *put_escaped(char *d, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\\' || s[i] == '#' || s[i] == 0)
+			*d++ = '\\';
+		*d++ = s[i] ? s[i] : '0';
+	}
+	return d;
+}
+
 char *kv_partition_name(const char *name, size_t n, const char *salt, size_t saltlen)
 {
-	if (!salt || !saltlen)
-		return kv_xstrndup(name, n);
-	char *s = kv_xmalloc(n + saltlen + 2);
-	memcpy(s, name, n);
-	s[n] = '#';
-	memcpy(s + n + 1, salt, saltlen);
-	s[n + 1 + saltlen] = 0;
+	if (!salt)
+		saltlen = 0;
+	char *s = kv_xmalloc(2 * (n + saltlen) + 2), *d = put_escaped(s, name, n);
+	if (saltlen) {
+		*d++ = '#';
+		d = put_escaped(d, salt, saltlen);
+	}
+	*d = 0;
 	return s;
+}
+
+bool kv_partition_name_split(const char *key, size_t n, char **name, char **salt)
+{
+	char *part[2] = { kv_xmalloc(n + 1), NULL }, *d = part[0];
+	int k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (key[i] == '#' && k == 0) {
+			*d = 0;
+			part[++k] = d = kv_xmalloc(n - i);
+			continue;
+		}
+		if (key[i] == '\\' && i + 1 < n && (key[i + 1] == '\\' || key[i + 1] == '#' || key[i + 1] == '0')) {
+			i++;
+			*d++ = key[i] == '0' ? 0 : key[i];
+			continue;
+		}
+		if (key[i] == '\\' || key[i] == '#' || key[i] == 0) {
+			free(part[0]);
+			free(part[1]);
+			return false;
+		}
+		*d++ = key[i];
+	}
+	*d = 0;
+	/* the encoding of a name with an empty salt has no '#' */
+	if (part[1] && !part[1][0]) {
+		free(part[0]);
+		free(part[1]);
+		return false;
+	}
+	*name = part[0];
+	*salt = part[1];
+	return true;
 }
 
 char *kv_reg_partition(const struct kv_reg *r)

@@ -238,13 +238,14 @@ static bool header_ok(const uint8_t *d, size_t size, struct kv_err *e)
 	uint64_t declared;
 	memcpy(&version, d + 6, 2);
 	memcpy(&declared, d + 16, 8);
-	if (version < KV_SNAP_VERSION)
+	if (version < KV_SNAP_VERSION_READ)
 		return kv_err_set(e, KV_EX_DATAERR,
-			    "snapshot version %u is an older format (this kvtools reads version %u): build it again "
+			    "snapshot version %u is an older format (this kvtools reads versions %u and %u): build it again "
 			    "with kvmatch from the captures",
-			    version, KV_SNAP_VERSION);
-	if (version != KV_SNAP_VERSION)
-		return kv_err_set(e, KV_EX_DATAERR, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
+			    version, KV_SNAP_VERSION_READ, KV_SNAP_VERSION);
+	if (version > KV_SNAP_VERSION)
+		return kv_err_set(e, KV_EX_DATAERR, "snapshot version %u (this kvtools reads versions %u and %u)", version,
+				  KV_SNAP_VERSION_READ, KV_SNAP_VERSION);
 	if (declared != size)
 		return kv_err_set(e, KV_EX_DATAERR, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
 	uint32_t nsec = section_total(d);
@@ -305,6 +306,9 @@ static bool sums_ok(const uint8_t *d, unsigned parts, const uint64_t *sum, struc
  * others), and what the table says each kind of range covers. */
 static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 {
+	uint16_t version;
+	memcpy(&version, d + 6, 2);
+	s->version = version;
 	const void *ptr[KV_SEC_MAX] = { 0 };
 	uint64_t count[KV_SEC_MAX] = { 0 }, total[KV_SEC_MAX] = { 0 };
 	uint32_t nsec = section_total(d);
@@ -725,6 +729,17 @@ static bool partitions_in_order(const struct kv_snap *s, size_t p)
 	return cm < 0 || (cm == 0 && ct < 0);
 }
 
+/* Version 6 joined a name and its salt with '#' and escaped nothing
+ * (version 7: kv_partition_name): its names mean the same now unless they
+ * hold a '#' (an adapter "x#y" and model "x" with salt "y" were one) or a
+ * backslash. */
+static bool name_means_the_same(const struct kv_snap *s, const struct kv_snap_partition *rp)
+{
+	size_t n;
+	const char *m = kv_snap_string(s, rp->model, &n);
+	return !memchr(m, '#', n) && !memchr(m, '\\', n);
+}
+
 /* The partitions' records, sets and blocks (the ranges checked). */
 static bool check_scanned(struct kv_snap *s, const struct block_scan *sc, struct kv_err *e)
 {
@@ -737,6 +752,14 @@ static bool check_scanned(struct kv_snap *s, const struct block_scan *sc, struct
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: unknown flags", p);
 		if (p > 0 && !partitions_in_order(s, p))
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: partitions out of order", p);
+		if (s->version < 7 && !name_means_the_same(s, rp)) {
+			size_t n;
+			const char *m = kv_snap_string(s, rp->model, &n);
+			return kv_err_set(e, KV_EX_DATAERR,
+					  "partition %zu: version %u wrote the name '%.*s', which this version reads "
+					  "otherwise: build it again with kvmatch from the captures",
+					  p, s->version, (int)(n > 200 ? 200 : n), m);
+		}
 		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) || !check_blocks(sc, p, e))
 			return false;
 		if (sc->dirs)
@@ -823,6 +846,8 @@ static bool check_workers(const struct kv_snap *s, struct kv_err *e)
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: string out of bounds", i);
 		if (s->workers[i].flags > 2 || (s->workers[i].flags & 2 && s->workers[i].dp_rank))
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: unknown flags", i);
+		if (s->workers[i].partition > s->npartitions || (s->workers[i].partition && s->workers[i].flags))
+			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: bad partition", i);
 		if (!worker_in_order(s, i))
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: out of order or repeated", i);
 	}
@@ -1653,6 +1678,8 @@ static void dump_worker(const struct kv_snap *s, const struct kv_snap_worker *wk
 		put_u64_field(&w, ",\"dp_rank\":", wk->dp_rank);
 	jw_put_lit(&w, ",\"host\":");
 	put_snap_str(&w, s, wk->host);
+	if (wk->partition)
+		put_u64_field(&w, ",\"partition\":", wk->partition - 1);
 	jw_put_lit(&w, wk->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
 	jw_end(&w);
 }

@@ -38,7 +38,10 @@
  *    none over the whole file: a reader reads and checks what it uses
  * 6: blocks in columns (chains, sets and runs for lookups; parents and
  *    locals beside the engine hashes, read when those are) */
-#define KV_SNAP_VERSION 6
+#define KV_SNAP_VERSION 7
+/* The oldest version read: 6, whose files mean the same where no partition
+ * name holds a backslash or '#' (kvsnap(5)). */
+#define KV_SNAP_VERSION_READ 6
 
 /* The parts of a snapshot a reader reads and checks (kv_snap_open), each a
  * run of whole sections: what prefix lookups need (META to HOLDERS: the
@@ -83,7 +86,8 @@ struct kv_snap_partition {
 struct kv_snap_worker {
 	struct kv_snap_str instance_id, host;
 	uint32_t dp_rank, flags;         /* flags bit 0: inferred from a source; bit 1: a pool holder (dp_rank 0) */
-	uint32_t block_size, reserved;
+	uint32_t block_size;
+	uint32_t partition;              /* 1 + the partition its registration names (an engine's); 0: none */
 };
 /* A block, in columns: BLOCKS its chain (u64), BLOCK_SETS its holders (u32,
  * an index into SETS), RUNS its run (u8, below), PARENTS its parent (u32:
@@ -123,6 +127,7 @@ struct kv_snap {
 	unsigned parts;     /* KV_SNAP_PART_* read and checked */
 	char *path;         /* not NULL while parts of the file are left to read: its name */
 	int fd;             /* and the file, open then */
+	unsigned version;   /* of the file's format (KV_SNAP_VERSION_READ to KV_SNAP_VERSION) */
 	const struct kv_snap_meta *meta;
 	const char *strings;
 	size_t nstrings;

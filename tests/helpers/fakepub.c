@@ -181,6 +181,9 @@ static void poll_replay(void *router, struct msg *msgs, long n, const struct opt
 	do {
 		if (router) {
 			zmq_pollitem_t it = { .socket = router, .events = ZMQ_POLLIN };
+			/* what is waiting, and no wait between messages */
+			while (zmq_poll(&it, 1, wait_ms > 0 ? 10 : 0) > 0)
+				serve_replay(router, msgs, n, o);
 		} else {
 			sleep_us(wait_ms > 10 ? 10000 : wait_ms * 1000);
 		}
@@ -239,6 +242,12 @@ int main(int argc, char **argv)
 		{ "topic", 1, NULL, 't' }, { "wait", 1, NULL, 'w' }, { "interval-us", 1, NULL, 'i' },
 		{ "linger", 1, NULL, 'l' }, { "log", 1, NULL, 'L' }, { "tokens", 1, NULL, 'T' },
 		{ "connect", 0, NULL, 'C' }, { "mooncake", 0, NULL, 'M' }, { "replay-bogus", 1, NULL, 'B' },
+		{ "replay-snapshot", 0, NULL, 'P' }, { "buffer", 1, NULL, 'b' }, { "replay-drop", 1, NULL, 'D' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	kv_set_prog(argv);
+	while ((c = getopt_long(argc, argv, "n:s:k:R:r:S:t:w:i:l:L:T:CMB:Pb:D:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.count = arg_long(optarg); break;
 		case 's': o.start_seq = arg_long(optarg); break;
@@ -255,6 +264,9 @@ int main(int argc, char **argv)
 		case 'C': o.connect = true; break;
 		case 'M': o.mooncake = true; break;
 		case 'B': o.bogus = arg_long(optarg); break;
+		case 'P': o.snapshot = true; break;
+		case 'b': o.buffer = arg_long(optarg); break;
+		case 'D': drop_pattern(optarg, &o.pass, &o.drop); break;
 		default: return 64;
 		}
 	}
