@@ -390,6 +390,7 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 	if (o->regs && !kv_regs_load(o->regs, &p.subj.regs, &e))
 		return kv_err_print(&e);
 	p.subj.header = kv_js_header_subject(o->stream);
+	kv_js_set_header_subject(js, p.subj.header);
 	struct kv_js_stream_opts so = o->create;
 	char subjects[300];
 	snprintf(subjects, sizeof subjects, "%s.>", o->stream);
@@ -413,11 +414,14 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 	if (!kv_js_publish_finish(js, &st))
 		p.lost = true;
 	if (!o->quiet)
-		kv_warn("stream %s: %" PRIu64 " published, %" PRIu64 " stored, %" PRIu64 " duplicates, %" PRIu64
-			" retried, %" PRIu64 " lost", o->stream, st.published, st.stored, st.duplicates, st.retried, st.lost);
+		kv_warn("stream %s: records: %" PRIu64 " published, %" PRIu64 " stored, %" PRIu64 " duplicates, %" PRIu64
+			" retried, %" PRIu64 " lost; headers: %" PRIu64 " published, %" PRIu64 " stored, %" PRIu64
+			" duplicates, %" PRIu64 " retried, %" PRIu64 " lost", o->stream, st.records.published,
+			st.records.stored, st.records.duplicates, st.records.retried, st.records.lost, st.headers.published,
+			st.headers.stored, st.headers.duplicates, st.headers.retried, st.headers.lost);
 	if (p.lost)
-		kv_warn("%s: stream %s: %" PRIu64 " messages not stored (%s); the rest of the input was not read",
-			o->servers, o->stream, st.lost, st.last_error);
+		kv_warn("%s: stream %s: %" PRIu64 " records and %" PRIu64 " headers not stored (%s); the rest of the "
+			"input was not read", o->servers, o->stream, st.records.lost, st.headers.lost, st.last_error);
 	kv_out_free_mem(&p.packed);
 	subjects_free(&p.subj);
 	if (p.lost)
@@ -449,6 +453,7 @@ struct consume {
 	msgpack_zone zone;
 	bool header_done;
 	uint64_t records, skipped;
+	uint64_t written;            /* records whose bytes reached the output (flushed) */
 };
 
 static void write_message(struct consume *c, const struct kv_js_msg *m)
@@ -513,9 +518,11 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 				done = true;
 		}
 		done |= c->o->count && c->records >= c->o->count;
-		/* only what is written and flushed is acknowledged */
+		/* only what is written and flushed is acknowledged, and counted
+		 * as written */
 		if (!kv_out_flush(c->out))
 			return 0;
+		c->written = c->records;
 		if (n > 0 && !kv_js_ack(sub, done, &e))
 			return kv_err_print(&e);
 		if (done)
@@ -568,7 +575,7 @@ static int consume(struct options *o, struct kv_js *js)
 	if (!kv_out_close(&out, &e))
 		status = kv_status_merge(status, kv_err_print(&e));
 	if (!o->quiet)
-		kv_warn("stream %s: %" PRIu64 " records written, %" PRIu64 " messages skipped", o->stream, c.records,
+		kv_warn("stream %s: %" PRIu64 " records written, %" PRIu64 " messages skipped", o->stream, c.written,
 			c.skipped);
 	return kv_status_merge(status, c.skipped ? KV_EX_DATAERR : KV_EX_OK);
 }

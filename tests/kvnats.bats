@@ -36,8 +36,19 @@ nats_cluster() {
 	PORT0=$p
 }
 
+# A small file system that fills up (the tests run as root); MNT is where.
+MNT=
+mount_small() {
+	MNT=$T/full
+	mkdir -p "$MNT"
+	mount -t tmpfs -o size=256k tmpfs "$MNT"
+}
+
 teardown() {
 	local pid
+	if [ -n "$MNT" ] && mountpoint -q "$MNT"; then
+		umount "$MNT" || umount -l "$MNT"
+	fi
 	[ -f "$T/servers" ] || return 0
 	while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$T/servers"
 	while read -r pid; do wait "$pid" 2>/dev/null || true; done < "$T/servers"
@@ -102,7 +113,8 @@ r3_stream() {
 	assert_success
 	n=$(capdump in.kvcap 2>/dev/null | wc -l)
 	assert_equal "${stderr_lines[0]}" "kvnats: $URL: created stream KVTOOLS (1 replicas)"
-	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $((n + 1)) published, $((n + 1)) stored, 0 duplicates, 0 retried, 0 lost"
+	# records and headers counted apart: n records, as the consumer gives them back
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: records: $n published, $n stored, 0 duplicates, 0 retried, 0 lost; headers: 1 published, 1 stored, 0 duplicates, 0 retried, 0 lost"
 	run --separate-stderr kvnats -C -s "$URL" --bare -o out.kvcap
 	assert_success
 	assert_equal "$stderr" "kvnats: stream KVTOOLS: $n records written, 0 messages skipped"
@@ -135,7 +147,7 @@ r3_stream() {
 	j2mp --src "tcp://$host:5557" <<<'[1.0, [["BlockRemoved", [1]]], 0]' > long.kvcap
 	run --separate-stderr kvnats -P -s "$URL" -r long.jsonl long.kvcap
 	assert_success
-	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: 2 published, 2 stored, 0 duplicates, 0 retried, 0 lost"
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: records: 1 published, 1 stored, 0 duplicates, 0 retried, 0 lost; headers: 1 published, 1 stored, 0 duplicates, 0 retried, 0 lost"
 	kvnats -C -q -s "$URL" --bare | cmp - long.kvcap
 	# the tokens: ~ and python3-xxhash's xxh3_128_hexdigest of each long name; the
 	# source, 222 bytes escaped, as it is
@@ -169,9 +181,35 @@ r3_stream() {
 	n=$(capdump in.kvcap 2>/dev/null | wc -l)
 	assert_equal "$(messages "$URL" KVTOOLS)" $((n + 1))
 	# every publish acknowledged: as stored by one producer, as a duplicate by the other
-	stored=$(cat a.err b.err | sed -nE 's/.* published, ([0-9]+) stored, ([0-9]+) duplicates.*/\1 \2/p' | awk '{ s += $1; d += $2 } END { print s, d }')
-	assert_equal "$stored" "$((n + 1)) $((n + 1))"
+	stored=$(cat a.err b.err | sed -nE 's/.* records: [0-9]+ published, ([0-9]+) stored, ([0-9]+) duplicates.*; headers: [0-9]+ published, ([0-9]+) stored, ([0-9]+) duplicates.*/\1 \2 \3 \4/p' |
+		awk '{ s += $1; d += $2; hs += $3; hd += $4 } END { print s, d, hs, hd }')
+	assert_equal "$stored" "$n $n 1 1"
 	kvnats -C -q -s "$URL" --bare | cmp - in.kvcap
+}
+
+@test "kvnats: a publisher that restarted and sent the same batch with the same seq again is a record, not a duplicate" {
+	# the message id was the digest of (src, seq, payload): JetStream dropped
+	# the batch sent again as a duplicate, which kvmatch applies from the file
+	one_server
+	printf '%s\n' '[1764500000.0, [["BlockStored", [1], null, [1,2,3,4], 4]], 0]' \
+		'[1764500001.0, [["BlockStored", [2], 1, [5,6,7,8], 4]], 0]' | j2mp --recv 1764500000000000000 > run1.kvcap
+	# restarted: seq 0 again, byte for byte the same first batch, received later
+	printf '%s\n' '[1764500000.0, [["BlockStored", [1], null, [1,2,3,4], 4]], 0]' | j2mp --recv 1764500005000000000 > run2.kvcap
+	# (its record only: j2mp's headers are all the same bytes)
+	cat run1.kvcap <(tail -c +$(($(j2mp < /dev/null | wc -c) + 1)) run2.kvcap) > in.kvcap
+	run --separate-stderr kvnats -P -s "$URL" in.kvcap
+	assert_success
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: records: 3 published, 3 stored, 0 duplicates, 0 retried, 0 lost; headers: 1 published, 1 stored, 0 duplicates, 0 retried, 0 lost"
+	kvnats -C -q -s "$URL" --bare | cmp - in.kvcap
+	# from the stream as from the file: the batch sent again is a restart, applied
+	kvnats -C -q -s "$URL" | kvmatch -q --log none -o stream.kvsnap
+	kvmatch -q --log none -o file.kvsnap in.kvcap
+	cmp <(kvmatch --dump stream.kvsnap | grep -v '"kind":"stream"') <(kvmatch --dump file.kvsnap)
+	assert_equal "$(kvmatch --dump file.kvsnap | jq -r 'select(.kind == "source") | .restarts')" 1
+	# the same capture published again is stored once: every message a duplicate
+	run --separate-stderr kvnats -P -s "$URL" in.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: records: 3 published, 0 stored, 3 duplicates, 0 retried, 0 lost; headers: 1 published, 0 stored, 1 duplicates, 0 retried, 0 lost"
 }
 
 @test "kvnats: a consumer killed mid-stream and restarted with its durable name gives the uninterrupted snapshot" {
@@ -314,14 +352,15 @@ beta true"
 	nats_request "$URL" '$JS.API.STREAM.CREATE.ELSE' '{"name":"ELSE","subjects":["elsewhere.>"],"storage":"memory"}' > /dev/null
 	run --separate-stderr kvnats -P -s "$URL" --stream ELSE --retry 0.5 in.kvcap
 	assert_equal "$status" 69
-	assert_regex "${stderr_lines[0]}" '^kvnats: stream ELSE: ([0-9]+) published, 0 stored, 0 duplicates, [0-9]+ retried, \1 lost$'
-	assert_regex "${stderr_lines[1]}" "^kvnats: $URL: stream ELSE: [0-9]+ messages not stored \(No responders available for request\); the rest of the input was not read\$"
+	assert_regex "${stderr_lines[0]}" '^kvnats: stream ELSE: records: ([0-9]+) published, 0 stored, 0 duplicates, [0-9]+ retried, \1 lost; headers: 1 published, 0 stored, 0 duplicates, [0-9]+ retried, 1 lost$'
+	lost=$(sed -nE 's/.*records: ([0-9]+) published.*/\1/p' <<<"${stderr_lines[0]}")
+	assert_equal "${stderr_lines[1]}" "kvnats: $URL: stream ELSE: $lost records and 1 headers not stored (No responders available for request); the rest of the input was not read"
 	# a file that is no capture is reported, and nothing of it published
 	echo '{"a":1}' > bad.json
 	run --separate-stderr kvnats -P -s "$URL" bad.json
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvnats: bad.json: not a kvcap capture (it does not start with a kvcap header)
-kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
+kvnats: stream KVTOOLS: records: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost; headers: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 }
 
 @test "kvnats: an input that is a directory, missing or unreadable cannot be opened (66), as in every program" {
@@ -349,6 +388,27 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	closed|Permission denied|unprivileged
 	EOT
 	assert_equal "$(kvnats -C -q -s "$URL" --bare | capdump 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null)"
+}
+
+@test "kvnats -C: a write that failed is not counted as written" {
+	# the records of a batch were counted as written before its flush failed:
+	# "80 records written" into /dev/full, then exit 74
+	one_server
+	capture 20
+	kvnats -P -q -s "$URL" in.kvcap
+	run --separate-stderr kvnats -C -s "$URL" -o /dev/full
+	assert_equal "$status" 74
+	assert_equal "$stderr" "kvnats: /dev/full: No space left on device
+kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
+	# a disk that fills up: the count is what the file holds, cut back to
+	# the last batch written whole
+	mount_small
+	run --separate-stderr kvnats -C -s "$URL" --batch 2 -o "$MNT/out.kvcap"
+	assert_equal "$status" 74
+	assert_equal "${stderr_lines[0]}" "kvnats: $MNT/out.kvcap: No space left on device"
+	n=$(capdump "$MNT/out.kvcap" 2>/dev/null | wc -l)
+	[ "$n" -gt 0 ]
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $n records written, 0 messages skipped"
 }
 
 @test "kvnats: -f follows the stream as it grows; --start-seq starts where asked" {
@@ -426,7 +486,7 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	assert_equal "$status" 0
 	run cat pub.err
 	echo "# producer through the SIGKILL: ${lines[-1]#kvnats: }" >&3
-	assert_output --regexp "published, [0-9]+ stored, [0-9]+ duplicates, [0-9]+ retried, 0 lost$"
+	assert_output --regexp "records: $n published, [0-9]+ stored, [0-9]+ duplicates, [0-9]+ retried, 0 lost; headers: 1 published, [0-9]+ stored, [0-9]+ duplicates, [0-9]+ retried, 0 lost$"
 	# kvsub got every record, and the stream holds each of them once
 	assert_equal "$(capdump cap.kvcap 2>/dev/null | wc -l)" "$n"
 	kvnats -C -s "$URLS" --stream R3 --bare -o got.kvcap 2> con.err

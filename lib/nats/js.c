@@ -31,6 +31,7 @@ struct kv_js {
 	char *servers;
 	uint64_t retry_ns;         /* how long a publish is retried */
 	bool given_up;             /* one was lost: the others are not retried */
+	char *header_subject;      /* messages on it are headers, the others records */
 	pthread_mutex_t mu;        /* guards st and retry: acks arrive on a libnats thread */
 	struct kv_js_pub_stats st;
 	natsMsg **retry;
@@ -71,22 +72,31 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The counts of the kind of message m is (k->mu held). */
+static struct kv_js_pub_counts *counts_of(struct kv_js *k, natsMsg *m)
+{
+	const char *subject = natsMsg_GetSubject(m);
+	bool header = k->header_subject && subject && strcmp(subject, k->header_subject) == 0;
+	return header ? &k->st.headers : &k->st.records;
+}
+
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
 	(void)js;
 	struct kv_js *k = closure;
 	pthread_mutex_lock(&k->mu);
+	struct kv_js_pub_counts *c = counts_of(k, msg);
 	if (pa) {
 		if (pa->Duplicate)
-			k->st.duplicates++;
+			c->duplicates++;
 		else
-			k->st.stored++;
+			c->stored++;
 		natsMsg_Destroy(msg);
 	} else {
 		/* kept for kv_js_publish to retry, on the main thread */
 		k->retry = kv_xgrow(k->retry, &k->capretry, k->nretry + 1, sizeof *k->retry); // NOLINT(bugprone-sizeof-expression)
 		k->retry[k->nretry++] = msg;
-		k->st.retried++;
+		c->retried++;
 		snprintf(k->st.last_error, sizeof k->st.last_error, "%s",
 			 pae && pae->ErrText ? pae->ErrText : natsStatus_GetText(pae ? pae->Err : NATS_ERR));
 	}
@@ -202,6 +212,7 @@ void kv_js_close(struct kv_js *k)
 	natsConnection_Destroy(k->nc);
 	natsOptions_Destroy(k->no);
 	pthread_mutex_destroy(&k->mu);
+	free(k->header_subject);
 	free(k->servers);
 	free(k);
 	/* the library's threads and memory, so that leak checkers see none */
@@ -280,6 +291,12 @@ void kv_js_set_retry(struct kv_js *k, uint64_t ns)
 	k->retry_ns = ns;
 }
 
+void kv_js_set_header_subject(struct kv_js *k, const char *subject)
+{
+	free(k->header_subject);
+	k->header_subject = kv_xstrdup(subject);
+}
+
 /* One message, synchronously, until it is acknowledged or the retry time
  * has passed; takes the message. */
 static bool publish_until_acked(struct kv_js *k, natsMsg *m)
@@ -294,16 +311,17 @@ static bool publish_until_acked(struct kv_js *k, natsMsg *m)
 		jsErrCode jerr = 0;
 		natsStatus s = js_PublishMsg(&pa, k->js, m, &po, &jerr);
 		pthread_mutex_lock(&k->mu);
+		struct kv_js_pub_counts *c = counts_of(k, m);
 		if (s == NATS_OK) {
 			if (pa->Duplicate)
-				k->st.duplicates++;
+				c->duplicates++;
 			else
-				k->st.stored++;
+				c->stored++;
 		} else {
 			snprintf(k->st.last_error, sizeof k->st.last_error, "%s", why(s));
 		}
 		bool lost = s != NATS_OK && (k->given_up || kv_monotonic_ns() > deadline);
-		k->st.lost += lost;
+		c->lost += lost;
 		k->given_up |= lost;
 		pthread_mutex_unlock(&k->mu);
 		jsPubAck_Destroy(pa);
@@ -343,7 +361,7 @@ bool kv_js_publish(struct kv_js *k, const char *subject, const char *msg_id, con
 	jsPubOptions_Init(&po);
 	po.MaxWait = ACK_WAIT_MS;
 	pthread_mutex_lock(&k->mu);
-	k->st.published++;
+	counts_of(k, m)->published++;
 	pthread_mutex_unlock(&k->mu);
 	uint64_t deadline = kv_monotonic_ns() + k->retry_ns;
 	for (;;) {
@@ -354,7 +372,7 @@ bool kv_js_publish(struct kv_js *k, const char *subject, const char *msg_id, con
 		ok &= retry_refused(k);
 		if (s != NATS_TIMEOUT || kv_monotonic_ns() > deadline) {
 			pthread_mutex_lock(&k->mu);
-			k->st.retried++;
+			counts_of(k, m)->retried++;
 			pthread_mutex_unlock(&k->mu);
 			return publish_until_acked(k, m) && ok;
 		}
@@ -375,7 +393,7 @@ bool kv_js_publish_finish(struct kv_js *k, struct kv_js_pub_stats *st)
 			if (js_PublishAsyncGetPendingList(&pending, k->js) == NATS_OK) {
 				for (int i = 0; i < pending.Count; i++) {
 					pthread_mutex_lock(&k->mu);
-					k->st.retried++;
+					counts_of(k, pending.Msgs[i])->retried++;
 					pthread_mutex_unlock(&k->mu);
 					ok &= publish_until_acked(k, pending.Msgs[i]);
 					pending.Msgs[i] = NULL;
@@ -392,7 +410,7 @@ bool kv_js_publish_finish(struct kv_js *k, struct kv_js_pub_stats *st)
 	pthread_mutex_lock(&k->mu);
 	*st = k->st;
 	pthread_mutex_unlock(&k->mu);
-	return ok && st->lost == 0;
+	return ok && st->records.lost == 0 && st->headers.lost == 0;
 }
 
 /* ---- consuming ---- */

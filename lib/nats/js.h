@@ -51,16 +51,24 @@ bool kv_js_stream_range(struct kv_js *js, const char *name, uint64_t *first, uin
 bool kv_js_last_seq(struct kv_js *js, const char *stream, const char *filter, uint64_t *seq, struct kv_err *e);
 
 /* ---- publishing ---- */
-struct kv_js_pub_stats {
+struct kv_js_pub_counts {
 	uint64_t published;       /* publishes started */
 	uint64_t stored;          /* acknowledged as new */
 	uint64_t duplicates;      /* acknowledged as already stored (message id) */
 	uint64_t retried;         /* publishes that had to be retried */
 	uint64_t lost;            /* given up after the retry time */
+};
+/* Records and headers apart: a capture of N records is N records, whatever
+ * headers travel with it. */
+struct kv_js_pub_stats {
+	struct kv_js_pub_counts records, headers;
 	char last_error[200];
 };
 
 void kv_js_set_retry(struct kv_js *js, uint64_t ns);
+/* Messages published on subject are counted as headers, the others as
+ * records. */
+void kv_js_set_header_subject(struct kv_js *js, const char *subject);
 /* Publishes data (copied) on subject with the message id; retries as
  * described above.  False once a publish was lost. */
 bool kv_js_publish(struct kv_js *js, const char *subject, const char *msg_id, const void *data, size_t n);
