@@ -29,13 +29,14 @@ static const char usage[] =
 	"  -L, --list                list streams, their consumers and their lag\n"
 	"  -s, --server URL[,URL]... NATS servers (default: $NATS_URL, else nats://127.0.0.1:4222)\n"
 	"      --stream NAME         the stream (default KVTOOLS); its subjects are NAME.>\n"
+	"      --retry SECS          retry a publish, or a request the servers did not serve,\n"
+	"                            for SECS (default 20: a cluster electing leaders)\n"
 	"Producing:\n"
 	"  -r, --registrations FILE  put each record's model and tenant in its subject\n"
 	"      --replicas N          replicas of a stream kvnats creates (default 1)\n"
 	"      --max-age SECS        age limit of a stream kvnats creates (default 604800; 0: none)\n"
 	"      --max-bytes N         size limit of a stream kvnats creates (default 1073741824; -1: none)\n"
 	"      --dup-window SECS     its duplicate window (default 120)\n"
-	"      --retry SECS          retry a refused or unacknowledged publish SECS (default 20)\n"
 	"Consuming:\n"
 	"      --durable NAME        a durable consumer: a restart goes on after what was written\n"
 	"      --filter SUBJECT      only the records of SUBJECT (a partition: NAME.MODEL.TENANT.>)\n"
@@ -128,7 +129,7 @@ static void check_mode(const struct options *o, bool produce_only, bool consume_
 	if (!o->mode)
 		kv_usage_error("no mode: -P (produce), -C (consume) or -L (list)");
 	if (produce_only && o->mode != 'P')
-		kv_usage_error("-r, --replicas, --max-age, --max-bytes, --dup-window and --retry go with -P");
+		kv_usage_error("-r, --replicas, --max-age, --max-bytes and --dup-window go with -P");
 	if (consume_only && o->mode != 'C')
 		kv_usage_error("--durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C");
 	if (list_only && o->mode != 'L')
@@ -192,7 +193,6 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_RETRY:
 			if (!kv_parse_seconds(optarg, 86400, &o->retry_ns))
 				kv_usage_error("--retry: '%s' is not a number of seconds", optarg);
-			produce_only = true;
 			break;
 		case OPT_DURABLE:
 			if (!kv_js_name_ok(optarg))
@@ -386,7 +386,6 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 {
 	struct produce p = { .o = o, .js = js, .subj = { .o = o } };
 	struct kv_err e = { 0 };
-	kv_js_set_retry(js, o->retry_ns);
 	if (o->regs && !kv_regs_load(o->regs, &p.subj.regs, &e))
 		return kv_err_print(&e);
 	p.subj.header = kv_js_header_subject(o->stream);
@@ -530,6 +529,57 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 	}
 }
 
+/* The start option given, for messages: "--start-seq 5". */
+static void start_asked(const struct options *o, char *buf, size_t n)
+{
+	if (o->after)
+		snprintf(buf, n, "--after %s", o->after);
+	else if (o->consume.start == KV_JS_START_SEQ)
+		snprintf(buf, n, "--start-seq %" PRIu64, o->consume.start_seq);
+	else
+		snprintf(buf, n, "--start-time %" PRId64, o->consume.start_time_ns);
+}
+
+/* A start that lies beyond the stream's next message is refused: the
+ * messages up to it, when they come, would never be read (JetStream itself
+ * would start at the next one instead). */
+static bool start_in_stream(const struct options *o, const struct kv_js_stream_state *st, struct kv_err *e)
+{
+	if (o->consume.start != KV_JS_START_SEQ || o->consume.start_seq <= st->last + 1)
+		return true;
+	if (o->after)
+		return kv_err_set(e, KV_EX_DATAERR, "%s: its position, message %" PRIu64 ", is beyond the last "
+			"message of stream %s, %" PRIu64 ": it was not made from this stream", o->after,
+			o->consume.start_seq - 1, o->stream, st->last);
+	return kv_err_set(e, KV_EX_DATAERR, "stream %s: --start-seq %" PRIu64 " is beyond its last message, %" PRIu64
+			  " (the next one is %" PRIu64 ")", o->stream, o->consume.start_seq, st->last, st->last + 1);
+}
+
+/* What kv_js_subscribe did to a durable, on standard error. */
+static void say_bound(const struct options *o, const struct kv_js_bind_info *b)
+{
+	char asked[300];
+	if (o->quiet)
+		return;
+	switch (b->how) {
+	case KV_JS_AFTER_ACK:
+		if (b->was_after)
+			kv_warn("stream %s: durable %s resumes after message %" PRIu64 ", the last it acknowledged",
+				o->stream, o->consume.durable, b->was_after);
+		else
+			kv_warn("stream %s: durable %s starts again: it acknowledged nothing", o->stream,
+				o->consume.durable);
+		break;
+	case KV_JS_MOVED:
+		start_asked(o, asked, sizeof asked);
+		kv_warn("stream %s: durable %s moved to start after message %" PRIu64 " as %s asks; it would have gone "
+			"on after message %" PRIu64, o->stream, o->consume.durable, b->after, asked, b->was_after);
+		break;
+	default:
+		break;
+	}
+}
+
 static int consume(struct options *o, struct kv_js *js)
 {
 	struct kv_err e = { 0 };
@@ -539,24 +589,21 @@ static int consume(struct options *o, struct kv_js *js)
 		o->consume.start_seq = position_after(o->after);
 	}
 	struct kv_js_sub *sub = NULL;
-	uint64_t first = 0, last = 0, end = 0, floor = 0;
-	bool recreated = false;
-	bool ok = kv_js_stream_range(js, o->stream, &first, &last, &e);
-	if (ok && o->after && first > o->consume.start_seq && !o->quiet)
+	struct kv_js_stream_state st;
+	struct kv_js_bind_info bound;
+	uint64_t end = 0;
+	bool ok = kv_js_stream_state(js, o->stream, &st, &e) && start_in_stream(o, &st, &e);
+	if (ok && o->after && st.first > o->consume.start_seq && !o->quiet)
 		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s misses them",
-			o->stream, o->consume.start_seq, first - 1, o->after);
+			o->stream, o->consume.start_seq, st.first - 1, o->after);
 	/* the end: the stream's last message for the consumer, as its leader
 	 * knows it (the last sequence of the stream's info may come from a
 	 * replica that is behind) */
 	if (ok && !o->follow)
 		ok = kv_js_last_seq(js, o->stream, o->consume.filter, &end, &e);
-	if (!ok || !kv_js_subscribe(js, &o->consume, &sub, &recreated, &floor, &e))
+	if (!ok || !kv_js_subscribe(js, &o->consume, &sub, &bound, &e))
 		return kv_err_print(&e);
-	if (recreated && !o->quiet && floor)
-		kv_warn("stream %s: durable %s resumes after message %" PRIu64 ", the last it acknowledged", o->stream,
-			o->consume.durable, floor);
-	else if (recreated && !o->quiet)
-		kv_warn("stream %s: durable %s starts again: it acknowledged nothing", o->stream, o->consume.durable);
+	say_bound(o, &bound);
 	struct kv_out out;
 	if (!kv_out_open(&out, o->output, &e)) {
 		kv_js_unsubscribe(sub);
@@ -701,14 +748,13 @@ int main(int argc, char **argv)
 	struct kv_js *js = NULL;
 	struct kv_err e = { 0 };
 	int rc = KV_EX_OK;
-	if (!kv_js_connect(&js, o.servers, &e))
+	if (!kv_js_connect(&js, o.servers, &e)) {
 		rc = kv_err_print(&e);
-	else if (o.mode == 'P')
-		rc = produce(&o, js, argv + optind, argc - optind);
-	else if (o.mode == 'C')
-		rc = consume(&o, js);
-	else
-		rc = list(&o, js);
+	} else {
+		kv_js_set_retry(js, o.retry_ns);
+		rc = o.mode == 'P' ? produce(&o, js, argv + optind, argc - optind) :
+		     o.mode == 'C' ? consume(&o, js) : list(&o, js);
+	}
 	kv_js_close(js);
 	return rc;
 }

@@ -70,14 +70,17 @@ capture() {
 }
 
 # nats_request URL SUBJECT BODY: a request by the NATS protocol itself (as
-# another program would make it), its reply on stdout.
+# another program would make it), its reply on stdout (waited for 10 s at most).
 nats_request() {
 	exec 4<> "/dev/tcp/127.0.0.1/${1##*:}"
-	printf 'CONNECT {"verbose":false,"headers":true}\r\nSUB _INBOX.t 1\r\nPUB %s _INBOX.t %d\r\n%s\r\nPING\r\n' \
+	printf 'CONNECT {"verbose":false,"headers":true}\r\nSUB _INBOX.t 1\r\nPUB %s _INBOX.t %d\r\n%s\r\n' \
 		"$2" "${#3}" "$3" >&4
-	timeout 10 bash -c 'while read -r l <&4; do case $l in MSG*) read -r l <&4; echo "$l" ;; PONG*) exit 0 ;; esac; done'
+	timeout 10 bash -c 'while read -r l <&4; do case $l in MSG*) read -r l <&4; echo "$l"; exit 0 ;; PING*) printf "PONG\r\n" >&4 ;; esac; done'
 	exec 4>&-
 }
+
+# The server that leads stream $2 of the cluster, asked of the server at $1.
+stream_leader() { nats_request "$1" "\$JS.API.STREAM.INFO.$2" '' | jq -r '.cluster.leader'; }
 
 # Messages in stream $2 of servers $1.
 messages() { kvnats -L -s "$1" --stream "$2" --format json | jq -s '.[0].messages'; }
@@ -241,6 +244,104 @@ r3_stream() {
 	run --separate-stderr kvnats -C -s "$URL" --durable d1 --bare -o rest.kvcap
 	assert_success
 	assert_equal "$stderr" "kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
+}
+
+# Waits (at most $3 seconds) until capture $1 holds at least $2 records.
+wait_records() {
+	local i=0
+	until [ "$(capdump "$1" 2>/dev/null | wc -l)" -ge "$2" ]; do
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt $(($3 * 20)) ] || { echo "# $1: fewer than $2 records after $3 s" >&3; return 1; }
+	done
+}
+
+@test "kvnats -C: one consumer on a durable at a time: another is refused while it runs, and of two started at once one takes it" {
+	# two kvnats -C on one durable shared its messages: records duplicated,
+	# exit 69 at random, or a hang; a second one started while the first
+	# waited at the end bound the durable too and ended with nothing (exit 0)
+	one_server
+	capture 20
+	kvnats -P -q -s "$URL" in.kvcap
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 10 --seed 9 -o more.kvcap "$TRACE"
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	m=$(capdump more.kvcap 2>/dev/null | wc -l)
+	kvnats -C -q -s "$URL" --durable d1 -f --bare -o first.kvcap & first=$!
+	wait_records first.kvcap "$n" 20
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --bare -o second.kvcap
+	assert_equal "$status" 69
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: durable d1 is in use by another kvnats -C (one consumer per durable at a time)"
+	[ ! -e second.kvcap ]
+	# the first goes on undisturbed, and has every record once
+	kvnats -P -q -s "$URL" more.kvcap
+	wait_records first.kvcap $((n + m)) 20
+	kill -TERM $first
+	wait_for $first 10
+	assert_equal "$status" 0
+	assert_equal "$(capdump first.kvcap 2>/dev/null)" "$(cat <(capdump in.kvcap 2>/dev/null) <(capdump more.kvcap 2>/dev/null))"
+	# once it ended, the durable is free: the next goes on after it
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --bare -o third.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
+	# two started at once: one takes the durable, the other is refused
+	kvnats -C -q -s "$URL" --durable d2 -f --bare -o a.kvcap 2> a.err & a=$!
+	kvnats -C -q -s "$URL" --durable d2 -f --bare -o b.kvcap 2> b.err & b=$!
+	i=0
+	while kill -0 $a 2>/dev/null && kill -0 $b 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt 400 ] || { echo "# both still run after 20 s" >&3; false; }
+	done
+	if kill -0 $a 2>/dev/null; then won=a lost=$b; else won=b lost=$a; fi
+	wait_for $lost 10 || true
+	assert_equal "$status" 69
+	assert_equal "$(cat a.err b.err)" "kvnats: stream KVTOOLS: durable d2 is in use by another kvnats -C (one consumer per durable at a time)"
+	wait_records $won.kvcap $((n + m)) 20
+	kill -TERM "$(if [ $won = a ]; then echo $a; else echo $b; fi)"
+	wait_for "$(if [ $won = a ]; then echo $a; else echo $b; fi)" 10
+	assert_equal "$status" 0
+	assert_equal "$(capdump $won.kvcap 2>/dev/null)" "$(capdump first.kvcap 2>/dev/null)"
+}
+
+@test "kvnats -C: a durable asked to start elsewhere than where it is is moved there, and says so; a start beyond the stream's end is refused" {
+	# --start-seq, --start-time and --after were ignored for a durable that
+	# existed: it went on where it was, and the records asked for were never
+	# written (exit 0); --start-seq beyond the end started at the end, silently
+	one_server
+	capture 20
+	kvnats -P -q -s "$URL" in.kvcap
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	# the header is message 1, the records 2 to n + 1
+	kvnats -C -q -s "$URL" --durable d1 -c 5 --bare -o a.kvcap
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --start-seq 3 --bare -o b.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: durable d1 moved to start after message 2 as --start-seq 3 asks; it would have gone on after message 6"
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $((n - 1)) records written, 0 messages skipped"
+	assert_equal "$(capdump b.kvcap 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null | tail -n +2)"
+	# asked to start where it is: bound as it is, nothing said
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --start-seq $((n + 2)) --bare -o c.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --start-time 1 --bare -o d.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: durable d1 moved to start after message 0 as --start-time 1 asks; it would have gone on after message $((n + 1))"
+	cmp d.kvcap in.kvcap
+	# --after a snapshot: where the snapshot's input ended
+	kvnats -C -q -s "$URL" -c 10 | kvmatch -q --log none -o x.kvsnap
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --after x.kvsnap --bare -o e.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: durable d1 moved to start after message 11 as --after x.kvsnap asks; it would have gone on after message $((n + 1))"
+	assert_equal "$(capdump e.kvcap 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null | tail -n +11)"
+	# beyond the next message: refused, the durable left where it is
+	for d in "" "--durable d1"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr kvnats -C -s "$URL" $d --start-seq $((n + 3)) --bare -o f.kvcap
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvnats: stream KVTOOLS: --start-seq $((n + 3)) is beyond its last message, $((n + 1)) (the next one is $((n + 2)))"
+		[ ! -e f.kvcap ]
+	done
+	run kvnats -L -s "$URL" --format json
+	assert_line --regexp "\"consumer\":\"d1\",.*\"delivered_seq\":$((n + 1)),\"ack_floor_seq\":$((n + 1))\}"
 }
 
 @test "kvnats: --after a snapshot continues where its input ended, byte for byte" {
@@ -444,8 +545,8 @@ kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
 	assert_equal "${stderr_lines[0]}" "kvnats: no mode: -P (produce), -C (consume) or -L (list)"
 	run --separate-stderr kvnats -P -C
 	assert_equal "${stderr_lines[0]}" "kvnats: -P and -C: choose one of -P, -C and -L"
-	run --separate-stderr kvnats -C --retry 3
-	assert_equal "${stderr_lines[0]}" "kvnats: -r, --replicas, --max-age, --max-bytes, --dup-window and --retry go with -P"
+	run --separate-stderr kvnats -C --dup-window 3
+	assert_equal "${stderr_lines[0]}" "kvnats: -r, --replicas, --max-age, --max-bytes and --dup-window go with -P"
 	run --separate-stderr kvnats -P --durable d
 	assert_equal "${stderr_lines[0]}" "kvnats: --durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C"
 	run --separate-stderr kvnats -C --start-seq 3 --after x.kvsnap
@@ -533,4 +634,28 @@ kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
 		wait "${pids[k - 1]}" || { echo "# consumer $k: status $?: $(cat "con$k.err")" >&3; false; }
 		cmp "got$k.kvcap" in.kvcap || { echo "# consumer $k: $(cat "con$k.err")" >&3; false; }
 	done
+}
+
+@test "kvnats: right after the leader of an R3 stream is killed, -C and -P wait for the cluster to elect another" {
+	# kvnats -C exited 69 with "cannot create a consumer: Timeout" or
+	# "stream R3: Timeout" while the others elected new leaders
+	nats_cluster
+	capture 20
+	r3_stream
+	kvnats -P -q -s "$URLS" --stream R3 -r regs.jsonl in.kvcap
+	leader=$(stream_leader "$URLS" R3)
+	[[ $leader =~ ^s[012]$ ]]
+	others=$(tr , '\n' <<<"$URLS" | sed "$((${leader#s} + 1))d" | paste -sd,)
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 10 --seed 9 -o more.kvcap "$TRACE"
+	kill -9 "$(cat "$T/$leader.pid")"
+	# at once: a durable consumer of the first capture, and another capture published
+	kvnats -P -s "$others" --stream R3 more.kvcap 2> pub.err & pub=$!
+	run --separate-stderr timeout 60 kvnats -C -s "$others" --stream R3 --durable d1 --filter 'R3.llama.>' --bare -o got.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream R3: $(capdump in.kvcap 2>/dev/null | wc -l) records written, 0 messages skipped"
+	assert_equal "$(capdump got.kvcap 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null)"
+	wait_for $pub 60
+	assert_equal "$status" 0
+	m=$(capdump more.kvcap 2>/dev/null | wc -l)
+	assert_regex "$(cat pub.err)" "^kvnats: stream R3: records: $m published, $m stored, 0 duplicates, [0-9]+ retried, 0 lost; headers: 1 published, [01] stored, [01] duplicates, [0-9]+ retried, 0 lost\$"
 }

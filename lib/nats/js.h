@@ -20,7 +20,9 @@
 
 #include "base/err.h"
 
-/* How long one publish is retried before it is counted as lost, by default. */
+/* How long one publish is retried before it is counted as lost, and a
+ * request JetStream did not serve (a cluster electing leaders after a
+ * server died) is asked again before it fails, by default. */
 #define KV_JS_RETRY_NS (20ull * 1000000000ull)
 
 struct kv_js;
@@ -42,10 +44,15 @@ struct kv_js_stream_opts {
 
 /* Creates the stream unless it exists; false with e (69). */
 bool kv_js_ensure_stream(struct kv_js *js, const struct kv_js_stream_opts *o, bool *created, struct kv_err *e);
-/* The first and last sequence of an existing stream; false with e: 66 (no
- * such stream) or 69.  In a cluster they may come from a replica that is
- * behind (one that knows of no leader answers too). */
-bool kv_js_stream_range(struct kv_js *js, const char *name, uint64_t *first, uint64_t *last, struct kv_err *e);
+struct kv_js_stream_state {
+	uint64_t first, last;     /* sequences of its first and last message */
+	int64_t created_ns;       /* when it was created: with its name, which stream it is (one deleted
+				   * and made again under its name is another, its sequences anew) */
+};
+/* The state of an existing stream; false with e: 66 (no such stream) or 69.
+ * In a cluster the sequences may come from a replica that is behind (one
+ * that knows of no leader answers too). */
+bool kv_js_stream_state(struct kv_js *js, const char *name, struct kv_js_stream_state *st, struct kv_err *e);
 /* The stream sequence of the stream's last message on filter (NULL: any),
  * 0 if none, as the stream's leader knows it; false with e (69). */
 bool kv_js_last_seq(struct kv_js *js, const char *stream, const char *filter, uint64_t *seq, struct kv_err *e);
@@ -65,6 +72,7 @@ struct kv_js_pub_stats {
 	char last_error[200];
 };
 
+/* How long a publish is retried, and a request asked again (see above). */
 void kv_js_set_retry(struct kv_js *js, uint64_t ns);
 /* Messages published on subject are counted as headers, the others as
  * records. */
@@ -97,13 +105,31 @@ struct kv_js_msg {
 
 struct kv_js_sub;
 
+/* How kv_js_subscribe came by the consumer. */
+enum kv_js_bound {
+	KV_JS_NEW,        /* created: an ephemeral, or a durable that did not exist */
+	KV_JS_RESUMED,    /* a durable, bound as it was: it goes on after its last delivery */
+	KV_JS_AFTER_ACK,  /* a durable with deliveries never acknowledged, created again after its
+			   * last acknowledged message, so that the stream comes in order */
+	KV_JS_MOVED,      /* a durable created again at the start asked for, which is not where it
+			   * would have gone on */
+};
+struct kv_js_bind_info {
+	enum kv_js_bound how;
+	uint64_t was_after;       /* a durable found: the stream sequence it would have gone on after */
+	uint64_t after;           /* the stream sequence the consumer delivers after: it hands out every
+				   * message it takes after this one, in order */
+};
+
 /* Creates or binds the consumer; false with e: 64 (a durable that filters
- * another subject), 66 (no such stream) or 69.  A durable
- * with deliveries not acknowledged is created again after its last
- * acknowledged message (*ack_floor, the stream sequence of that message,
- * 0 if none), so that the stream comes in order; *recreated says so. */
+ * another subject), 66 (no such stream) or 69 (also when another kvnats
+ * holds the durable: one kvnats at a time on a durable, for as long as its
+ * connection lives).  An existing durable goes on where it is, unless it
+ * has deliveries never acknowledged (it is created again after the last one
+ * acknowledged) or o asks for another start (it is created again there:
+ * moved, never left where it is while another start was asked for). */
 bool kv_js_subscribe(struct kv_js *js, const struct kv_js_consumer_opts *o, struct kv_js_sub **sub,
-		     bool *recreated, uint64_t *ack_floor, struct kv_err *e);
+		     struct kv_js_bind_info *info, struct kv_err *e);
 /* Whether the consumer has handed out every message it takes up to the
  * stream sequence end_seq: it has nothing pending, and the stream's leader
  * holds none of them after the last one handed out.  The consumer's own
