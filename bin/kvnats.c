@@ -320,7 +320,8 @@ struct produce {
 	const struct options *o;
 	struct kv_js *js;
 	struct subjects subj;
-	struct kv_out packed;        /* a record packed again without its fifth element */
+	struct kv_out packed;        /* a record packed again without its fifth element, a header without its stream */
+	msgpack_zone zone;
 	uint64_t bad;
 	bool lost;
 };
@@ -346,8 +347,17 @@ static void publish_record(struct produce *p, const struct kv_record *rec)
 static void publish_header(struct produce *p, const struct kv_record *rec)
 {
 	char id[KV_JS_MSGID_LEN + 1];
-	kv_js_msg_id(NULL, rec->raw, rec->raw_len, id);
-	if (!kv_js_publish(p->js, p->subj.header, id, rec->raw, rec->raw_len))
+	const uint8_t *data = rec->raw;
+	size_t n = rec->raw_len;
+	/* the header of kvnats -C output: its records go without their
+	 * positions, so it goes without the stream they were in */
+	p->packed.len = 0;
+	if (kv_cap_header_without_stream(data, n, &p->zone, &p->packed)) {
+		data = (const uint8_t *)p->packed.buf;
+		n = p->packed.len;
+	}
+	kv_js_msg_id(NULL, data, n, id);
+	if (!kv_js_publish(p->js, p->subj.header, id, data, n))
 		p->lost = true;
 }
 
@@ -403,6 +413,7 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 	if (created && !o->quiet)
 		kv_warn("%s: created stream %s (%" PRId64 " replicas)", o->servers, o->stream, so.replicas);
 	kv_out_open_mem(&p.packed);
+	msgpack_zone_init(&p.zone, 1024);
 	int status = KV_EX_OK;
 	if (nfiles == 0 && !produce_file(&p, "-", &e))
 		status = kv_status_merge(status, kv_err_print(&e));
@@ -422,6 +433,7 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 		kv_warn("%s: stream %s: %" PRIu64 " records and %" PRIu64 " headers not stored (%s); the rest of the "
 			"input was not read", o->servers, o->stream, st.records.lost, st.headers.lost, st.last_error);
 	kv_out_free_mem(&p.packed);
+	msgpack_zone_destroy(&p.zone);
 	subjects_free(&p.subj);
 	if (p.lost)
 		status = kv_status_merge(status, KV_EX_UNAVAILABLE);
@@ -430,20 +442,50 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 
 /* ---- consuming ---------------------------------------------------------- */
 
-/* The stream position a kvmatch snapshot recorded: where --after starts. */
-static uint64_t position_after(const char *path)
+/* The stream position a kvmatch snapshot recorded, and the stream it is
+ * in: where --after starts, and in which stream alone. */
+struct snap_position {
+	uint64_t last_seq;
+	char *stream;                /* its name, NULL when the snapshot does not say */
+	uint64_t created_ns;
+};
+
+static void position_after(const char *path, struct snap_position *p)
 {
 	struct kv_snap s;
 	struct kv_err e = { 0 };
 	if (!kv_snap_load(path, &s, &e))
 		kv_err_exit(&e);
 	bool has = s.stream != NULL;
-	uint64_t seq = has ? s.stream->last_seq : 0;
+	p->last_seq = has ? s.stream->last_seq : 0;
+	if (s.stream_id) {
+		size_t n;
+		const char *name = kv_snap_string(&s, s.stream_id->name, &n);
+		p->stream = kv_xstrndup(name, n);
+		p->created_ns = s.stream_id->created_ns;
+	}
 	kv_snap_unload(&s);
 	if (!has)
 		kv_die(KV_EX_DATAERR, "%s: the snapshot records no stream position (its input was not kvnats -C, "
 			"or an older kvmatch wrote it); rebuild it: kvnats -C | kvmatch -o %s", path, path);
-	return seq + 1;
+	if (!p->stream)
+		kv_die(KV_EX_DATAERR, "%s: the snapshot records no stream its position is in (an older kvnats or "
+			"kvmatch made it), so that it cannot be told from a position in another stream; rebuild it: "
+			"kvnats -C | kvmatch -o %s", path, path);
+}
+
+/* A position belongs to one stream: in another (another name, or one
+ * deleted and made again under the name, its sequences anew) it would
+ * skip records, or read them twice. */
+static bool same_stream(const struct options *o, const struct snap_position *p, const struct kv_js_stream_state *st,
+			struct kv_err *e)
+{
+	char was[KV_UTC_NS_LEN], is[KV_UTC_NS_LEN];
+	if (strcmp(p->stream, o->stream) == 0 && p->created_ns == (uint64_t)st->created_ns)
+		return true;
+	return kv_err_set(e, KV_EX_DATAERR, "%s: its position is in stream %s created %s, not in stream %s created %s: "
+			  "the positions of two streams are not comparable", o->after, p->stream,
+			  kv_utc_ns(p->created_ns, was), o->stream, kv_utc_ns((uint64_t)st->created_ns, is));
 }
 
 struct consume {
@@ -453,7 +495,19 @@ struct consume {
 	bool header_done;
 	uint64_t records, skipped;
 	uint64_t written;            /* records whose bytes reached the output (flushed) */
+	const struct kv_cap_stream *named;  /* the stream the first header names (not with --bare) */
 };
+
+/* The output's first header, when the first message is no header: ours,
+ * naming the stream unless --bare. */
+static void write_own_header(struct consume *c)
+{
+	if (c->named)
+		kv_cap_write_stream_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns(), c->named);
+	else
+		kv_cap_write_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns());
+	c->header_done = true;
+}
 
 static void write_message(struct consume *c, const struct kv_js_msg *m)
 {
@@ -461,7 +515,10 @@ static void write_message(struct consume *c, const struct kv_js_msg *m)
 	const char *why = NULL;
 	enum kv_cap_status st = kv_cap_classify(m->data, m->len, &c->zone, &rec, &why);
 	if (st == KV_CAP_HEADER) {
-		kv_out_write(c->out, m->data, m->len);
+		/* the first names the stream the positions are of, and after which
+		 * message they follow without a gap: what kvmatch checks a resume by */
+		if (c->header_done || !c->named || !kv_cap_header_with_stream(m->data, m->len, &c->zone, c->named, c->out))
+			kv_out_write(c->out, m->data, m->len);
 		c->header_done = true;
 		return;
 	}
@@ -472,10 +529,8 @@ static void write_message(struct consume *c, const struct kv_js_msg *m)
 				m->stream_seq, why);
 		return;
 	}
-	if (!c->header_done) {
-		kv_cap_write_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns());
-		c->header_done = true;
-	}
+	if (!c->header_done)
+		write_own_header(c);
 	c->records++;
 	if (c->o->bare)
 		kv_out_write(c->out, m->data, m->len);
@@ -583,16 +638,20 @@ static void say_bound(const struct options *o, const struct kv_js_bind_info *b)
 static int consume(struct options *o, struct kv_js *js)
 {
 	struct kv_err e = { 0 };
+	struct snap_position snap = { 0 };
 	if (o->after) {
 		if (!kv_out_refuse_input("-o", o->output, o->after, &e))
 			kv_err_exit(&e);
-		o->consume.start_seq = position_after(o->after);
+		position_after(o->after, &snap);
+		o->consume.start_seq = snap.last_seq + 1;
 	}
 	struct kv_js_sub *sub = NULL;
 	struct kv_js_stream_state st;
 	struct kv_js_bind_info bound;
 	uint64_t end = 0;
-	bool ok = kv_js_stream_state(js, o->stream, &st, &e) && start_in_stream(o, &st, &e);
+	bool ok = kv_js_stream_state(js, o->stream, &st, &e) && (!o->after || same_stream(o, &snap, &st, &e)) &&
+		  start_in_stream(o, &st, &e);
+	free(snap.stream);
 	if (ok && o->after && st.first > o->consume.start_seq && !o->quiet)
 		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s misses them",
 			o->stream, o->consume.start_seq, st.first - 1, o->after);
@@ -609,11 +668,12 @@ static int consume(struct options *o, struct kv_js *js)
 		kv_js_unsubscribe(sub);
 		return kv_err_print(&e);
 	}
-	struct consume c = { .o = o, .out = &out };
+	const struct kv_cap_stream named = { o->stream, strlen(o->stream), (uint64_t)st.created_ns, bound.after };
+	struct consume c = { .o = o, .out = &out, .named = o->bare ? NULL : &named };
 	msgpack_zone_init(&c.zone, 8192);
 	int status = consume_loop(&c, sub, end);
 	if (!c.header_done && !kv_out_failed(&out))
-		kv_cap_write_header(&out, "kvnats " KV_VERSION, kv_realtime_ns());
+		write_own_header(&c);
 	if (kv_js_restarts(sub) && !o->quiet)
 		kv_warn("stream %s: deliveries lost on the way %" PRIu64 " times: fetched again in order", o->stream,
 			kv_js_restarts(sub));

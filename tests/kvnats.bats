@@ -351,7 +351,7 @@ wait_records() {
 	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -o whole.kvsnap
 	kvnats -C -q -s "$URL" -c 50 | kvmatch -q -r regs.jsonl --log none -o x.kvsnap
 	run kvmatch --dump x.kvsnap
-	assert_line '{"kind":"stream","last_seq":51}'
+	assert_line --regexp '^\{"kind":"stream","last_seq":51,"stream":"KVTOOLS","created_ns":[1-9][0-9]*\}$'
 	kvnats -C -q -s "$URL" --after x.kvsnap | kvmatch -q -r regs.jsonl --log none -i x.kvsnap -o y.kvsnap
 	cmp y.kvsnap whole.kvsnap
 	# records delivered twice change nothing: kvmatch drops what is at or before its position
@@ -365,6 +365,66 @@ wait_records() {
 	run --separate-stderr kvnats -C -s "$URL" --after x.kvsnap -o x.kvsnap
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "kvnats: -o x.kvsnap: the same file as the input x.kvsnap"
+}
+
+@test "kvnats --after, kvmatch -i: a position belongs to one stream; another stream's records, or those of one deleted and made again under its name, are refused" {
+	# --after a snapshot of another stream started at its position there, and
+	# kvmatch dropped that stream's records up to it as duplicates: records
+	# skipped, exit 0
+	one_server
+	capture 30
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	kvnats -P -q -s "$URL" -r regs.jsonl --stream OTHER in.kvcap
+	kvnats -C -q -s "$URL" -c 20 | kvmatch -q -r regs.jsonl --log none -o x.kvsnap
+	t='20[0-9][0-9]-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\.[0-9]{9}Z'
+	run --separate-stderr kvnats -C -s "$URL" --stream OTHER --after x.kvsnap -o y.kvcap
+	assert_equal "$status" 65
+	assert_regex "$stderr" "^kvnats: x.kvsnap: its position is in stream KVTOOLS created $t, not in stream OTHER created $t: the positions of two streams are not comparable\$"
+	[ ! -e y.kvcap ]
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' --stream OTHER | kvmatch -r regs.jsonl --log none -i x.kvsnap -o z.kvsnap"
+	assert_equal "$status" 65
+	assert_regex "${stderr_lines[0]}" "^kvmatch: stdin: stream OTHER created $t is not stream KVTOOLS created $t, of x.kvsnap's position, message 21: the positions of two streams are not comparable; the rest of this input is not read\$"
+	cmp <(kvmatch --dump z.kvsnap) <(kvmatch --dump x.kvsnap)
+	# KVTOOLS deleted and made again: its sequences begin anew
+	nats_request "$URL" '$JS.API.STREAM.DELETE.KVTOOLS' '' > /dev/null
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	run --separate-stderr kvnats -C -s "$URL" --after x.kvsnap -o y.kvcap
+	assert_equal "$status" 65
+	assert_regex "$stderr" "^kvnats: x.kvsnap: its position is in stream KVTOOLS created $t, not in stream KVTOOLS created $t: the positions of two streams are not comparable\$"
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' | kvmatch -r regs.jsonl --log none -i x.kvsnap -o z.kvsnap"
+	assert_equal "$status" 65
+	assert_regex "${stderr_lines[0]}" "^kvmatch: stdin: stream KVTOOLS created $t is not stream KVTOOLS created $t, of x.kvsnap's position, message 21: "
+	# the snapshot names its stream: kvmatch --dump shows it
+	assert_equal "$(kvmatch --dump x.kvsnap | jq -c 'select(.kind == "stream") | [.last_seq, .stream, (.created_ns > 0)]')" '[21,"KVTOOLS",true]'
+}
+
+@test "kvmatch -i: a stream resumed after a later position than the snapshot's is said (65), a durable that acknowledged more than the snapshot holds too" {
+	# records between the snapshot's position and where the consumer started
+	# were missing from the index without a word (exit 0)
+	one_server
+	capture 30
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -o whole.kvsnap
+	kvnats -C -q -s "$URL" -c 10 | kvmatch -q -r regs.jsonl --log none -o x.kvsnap
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' --start-seq 20 | kvmatch -r regs.jsonl --log none -i x.kvsnap -o y.kvsnap"
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]}" "kvmatch: stdin: stream KVTOOLS: this input starts after message 19, not after x.kvsnap's position, message 11: messages 12 to 19 are missing (kvnats -C --after SNAPSHOT starts right after a snapshot's position)"
+	# a durable: its kvmatch wrote a snapshot, then the durable went on (that
+	# kvmatch killed before its next one)
+	kvnats -C -q -s "$URL" --durable d1 -c 10 | kvmatch -q -r regs.jsonl --log none -o d.kvsnap
+	kvnats -C -q -s "$URL" --durable d1 -c 5 > /dev/null
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' --durable d1 | kvmatch -r regs.jsonl --log none -i d.kvsnap -o e.kvsnap"
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]}" "kvmatch: stdin: stream KVTOOLS: this input starts after message 16, not after d.kvsnap's position, message 11: messages 12 to 16 are missing (kvnats -C --after SNAPSHOT starts right after a snapshot's position)"
+	# --after the snapshot moves the durable back to it: exact, nothing said
+	run --separate-stderr bash -c "set -o pipefail; kvnats -C -q -s '$URL' --durable d1 --after d.kvsnap | kvmatch -q -r regs.jsonl --log none -i d.kvsnap -o f.kvsnap"
+	assert_success
+	assert_equal "$stderr" ""
+	cmp f.kvsnap whole.kvsnap
+	# from before the position: what was applied is dropped again, nothing said
+	run --separate-stderr bash -c "set -o pipefail; kvnats -C -q -s '$URL' | kvmatch -q -r regs.jsonl --log none -i x.kvsnap -o g.kvsnap"
+	assert_success
+	cmp g.kvsnap whole.kvsnap
 }
 
 @test "kvnats: a record with a bad event and good ones, read from the stream, is applied as from the file" {

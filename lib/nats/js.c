@@ -509,16 +509,29 @@ static void message_text(natsMsg *m, char *buf, size_t n)
 	buf[k] = 0;
 }
 
+/* "WORD N": the word and the number; false for anything else. */
+static bool word_number(const char *text, char *word, size_t size, unsigned long long *n)
+{
+	const char *sp = strchr(text, ' ');
+	uint64_t v;
+	if (!sp || (size_t)(sp - text) >= size || !kv_parse_u64(sp + 1, 0, UINT64_MAX, &v))
+		return false;
+	memcpy(word, text, (size_t)(sp - text));
+	word[sp - text] = 0;
+	*n = v;
+	return true;
+}
+
 /* "who N" asked by another: our state and number (libnats's thread). */
 static void on_hold_question(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
 	(void)sub;
 	struct kv_js_hold *h = closure;
-	char text[64], answer[64];
+	char text[64], word[16], answer[64];
 	unsigned long long theirs;
 	message_text(msg, text, sizeof text);
 	const char *reply = natsMsg_GetReply(msg);
-	if (reply && sscanf(text, "who %llu", &theirs) == 1 && theirs != h->number) {
+	if (reply && word_number(text, word, sizeof word, &theirs) && strcmp(word, "who") == 0 && theirs != h->number) {
 		pthread_mutex_lock(&h->mu);
 		if (h->state == HOLD_TAKING && theirs < h->number)
 			h->state = HOLD_LOST;
@@ -536,7 +549,7 @@ static bool another_has_it(natsMsg *m, unsigned long long ours)
 	char text[64], word[16];
 	unsigned long long theirs;
 	message_text(m, text, sizeof text);
-	if (sscanf(text, "%15s %llu", word, &theirs) != 2 || theirs == ours)
+	if (!word_number(text, word, sizeof word, &theirs) || theirs == ours)
 		return false;
 	return strcmp(word, "held") == 0 || (strcmp(word, "taking") == 0 && theirs < ours);
 }
