@@ -652,9 +652,12 @@ static int consume(struct options *o, struct kv_js *js)
 	bool ok = kv_js_stream_state(js, o->stream, &st, &e) && (!o->after || same_stream(o, &snap, &st, &e)) &&
 		  start_in_stream(o, &st, &e);
 	free(snap.stream);
-	if (ok && o->after && st.first > o->consume.start_seq && !o->quiet)
-		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s misses them",
-			o->stream, o->consume.start_seq, st.first - 1, o->after);
+	if (ok && o->consume.start == KV_JS_START_SEQ && st.first > o->consume.start_seq && !o->quiet) {
+		char asked[300];
+		start_asked(o, asked, sizeof asked);
+		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s starts at "
+			"message %" PRIu64 ", its first", o->stream, o->consume.start_seq, st.first - 1, asked, st.first);
+	}
 	/* the end: the stream's last message for the consumer, as its leader
 	 * knows it (the last sequence of the stream's info may come from a
 	 * replica that is behind) */

@@ -425,6 +425,20 @@ wait_records() {
 	run --separate-stderr bash -c "set -o pipefail; kvnats -C -q -s '$URL' | kvmatch -q -r regs.jsonl --log none -i x.kvsnap -o g.kvsnap"
 	assert_success
 	cmp g.kvsnap whole.kvsnap
+	# messages after the position gone by the stream's limits: said by both
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 3 --seed 9 -o few.kvcap "$TRACE"
+	kvnats -P -q -s "$URL" --stream SMALL --max-bytes 400000 few.kvcap
+	kvnats -C -q -s "$URL" --stream SMALL -c 2 | kvmatch -q --log none -o s.kvsnap
+	kvnats -P -q -s "$URL" --stream SMALL in.kvcap
+	first=$(kvnats -L -s "$URL" --stream SMALL --format json | jq -s '.[0].first_seq')
+	[ "$first" -gt 4 ]
+	run --separate-stderr bash -c "kvnats -C -s '$URL' --stream SMALL --after s.kvsnap | kvmatch --log none -i s.kvsnap -o t.kvsnap"
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]}" "kvnats: stream SMALL: messages 4 to $((first - 1)) are gone (the stream's limits): --after s.kvsnap starts at message $first, its first"
+	assert_equal "${stderr_lines[1]}" "kvmatch: stdin: stream SMALL: this input starts after message $((first - 1)), not after s.kvsnap's position, message 3: messages 4 to $((first - 1)) are missing (kvnats -C --after SNAPSHOT starts right after a snapshot's position)"
+	run --separate-stderr kvnats -C -s "$URL" --stream SMALL --start-seq 2 --bare -o u.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvnats: stream SMALL: messages 2 to $((first - 1)) are gone (the stream's limits): --start-seq 2 starts at message $first, its first"
 }
 
 @test "kvnats: a record with a bad event and good ones, read from the stream, is applied as from the file" {
