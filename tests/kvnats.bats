@@ -733,3 +733,27 @@ kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
 	m=$(capdump more.kvcap 2>/dev/null | wc -l)
 	assert_regex "$(cat pub.err)" "^kvnats: stream R3: records: $m published, $m stored, 0 duplicates, [0-9]+ retried, 0 lost; headers: 1 published, [01] stored, [01] duplicates, [0-9]+ retried, 0 lost\$"
 }
+
+@test "kvnats -C: the server of its consumer killed mid-stream, it goes on with another and writes every record once, in order" {
+	# an ephemeral consumer lived on one server: killed with it, the run
+	# ended with 69 ("consumer: Timeout") halfway through the stream
+	nats_cluster
+	capture 60
+	r3_stream
+	kvnats -P -q -s "$URLS" --stream R3 in.kvcap
+	mkfifo pipe
+	kvnats -C -s "$URLS" --stream R3 --batch 5 --bare > pipe 2> con.err & c=$!
+	exec 5< pipe
+	# blocked on the pipe after 1 MB: halfway
+	head -c 1000000 <&5 > got.kvcap
+	consumer=$(kvnats -L -s "$URLS" --stream R3 --format json | jq -r 'select(.consumer) | .consumer')
+	leader=$(nats_request "$URLS" "\$JS.API.CONSUMER.INFO.R3.$consumer" '' | jq -r '.cluster.leader')
+	[[ $leader =~ ^s[012]$ ]]
+	kill -9 "$(cat "$T/$leader.pid")"
+	timeout 60 cat <&5 >> got.kvcap
+	exec 5<&-
+	wait_for $c 10
+	assert_equal "$status" 0
+	cmp got.kvcap in.kvcap
+}
+

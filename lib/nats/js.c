@@ -281,6 +281,7 @@ static bool stream_state(struct kv_js *k, const char *name, struct kv_js_stream_
 	st->first = si->State.FirstSeq;
 	st->last = si->State.LastSeq;
 	st->created_ns = si->Created;
+	st->replicas = si->Config ? si->Config->Replicas : 1;
 	jsStreamInfo_Destroy(si);
 	return true;
 }
@@ -766,6 +767,9 @@ bool kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struc
 		cc.FilterSubject = o->filter;
 		cc.AckPolicy = o->durable ? js_AckAll : js_AckNone;
 		cc.MaxAckPending = 100000;
+		/* as many copies as the stream, as a durable has: an ephemeral on
+		 * one server alone was lost with it, and the run with it */
+		cc.Replicas = st.replicas;
 		start_where_asked(&cc, o);
 		info->how = KV_JS_NEW;
 		ok = create_consumer(k, o->stream, &cc, &name, &info->after, e);

@@ -48,6 +48,7 @@ struct kv_js_stream_state {
 	uint64_t first, last;     /* sequences of its first and last message */
 	int64_t created_ns;       /* when it was created: with its name, which stream it is (one deleted
 				   * and made again under its name is another, its sequences anew) */
+	int64_t replicas;
 };
 /* The state of an existing stream; false with e: 66 (no such stream) or 69.
  * In a cluster the sequences may come from a replica that is behind (one
