@@ -597,9 +597,16 @@ static void start_asked(const struct options *o, char *buf, size_t n)
 
 /* A start that lies beyond the stream's next message is refused: the
  * messages up to it, when they come, would never be read (JetStream itself
- * would start at the next one instead). */
+ * would start at the next one instead); and so is a start time to come,
+ * since JetStream would start at the next message stored, before that time
+ * or not. */
 static bool start_in_stream(const struct options *o, const struct kv_js_stream_state *st, struct kv_err *e)
 {
+	char when[KV_UTC_NS_LEN];
+	if (o->consume.start == KV_JS_START_TIME && (uint64_t)o->consume.start_time_ns > kv_realtime_ns())
+		return kv_err_set(e, KV_EX_DATAERR, "stream %s: --start-time %" PRId64 " (%s) is still to come: the "
+				  "next message stored would be read, before that time or not", o->stream,
+				  o->consume.start_time_ns, kv_utc_ns((uint64_t)o->consume.start_time_ns, when));
 	if (o->consume.start != KV_JS_START_SEQ || o->consume.start_seq <= st->last + 1)
 		return true;
 	if (o->after)

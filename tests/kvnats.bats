@@ -340,6 +340,12 @@ wait_records() {
 		assert_equal "$stderr" "kvnats: stream KVTOOLS: --start-seq $((n + 3)) is beyond its last message, $((n + 1)) (the next one is $((n + 2)))"
 		[ ! -e f.kvcap ]
 	done
+	# a start time still to come: JetStream would start at the next message, whenever stored
+	later=$(($(date +%s) + 3600))000000000
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --start-time "$later" --bare -o f.kvcap
+	assert_equal "$status" 65
+	assert_regex "$stderr" "^kvnats: stream KVTOOLS: --start-time $later \(20[0-9-]+T[0-9:]+\.000000000Z\) is still to come: the next message stored would be read, before that time or not\$"
+	[ ! -e f.kvcap ]
 	run kvnats -L -s "$URL" --format json
 	assert_line --regexp "\"consumer\":\"d1\",.*\"delivered_seq\":$((n + 1)),\"ack_floor_seq\":$((n + 1))\}"
 }

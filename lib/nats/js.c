@@ -29,7 +29,7 @@ struct kv_js {
 	natsConnection *nc;
 	jsCtx *js;
 	char *servers;
-	uint64_t retry_ns;         /* how long a publish is retried */
+	uint64_t retry_ns;         /* how long a publish is retried, and a request asked again */
 	bool given_up;             /* one was lost: the others are not retried */
 	char *header_subject;      /* messages on it are headers, the others records */
 	pthread_mutex_t mu;        /* guards st and retry: acks arrive on a libnats thread */

@@ -8,6 +8,10 @@
  * or a duplicate of one stored), or is retried one at a time for the retry
  * time (KV_JS_RETRY_NS unless set) and then counted as lost.  Message ids make a
  * retry of a message that was in fact stored a duplicate, not a second copy.
+ * No request fails while a cluster recovers: one not served for a reason
+ * that may pass (a timeout, no responders, JetStream not available yet) is
+ * asked again for the same retry time.  Consumers have as many replicas as
+ * their stream, and a durable is consumed by one kvnats at a time.
  *
  * This module is the only user of libnats.  It lives in lib/nats/, outside
  * the sources of libkvtools.a, and only kvnats links it (see the Makefile). */
