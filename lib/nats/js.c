@@ -745,7 +745,7 @@ static bool consumer_info(struct kv_js *k, const char *stream, const char *name,
 bool kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out,
 		     struct kv_js_bind_info *info, struct kv_err *e)
 {
-	struct kv_js_stream_state st;
+	struct kv_js_stream_state st = { 0 };
 	memset(info, 0, sizeof *info);
 	if (!kv_js_stream_state(k, o->stream, &st, e))
 		return false;
