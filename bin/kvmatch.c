@@ -122,6 +122,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	const char *why;
 	o->match = kv_match_opts_default();
 	o->src.allow_json = true;
+	o->src.stream_headers = true;
 	while ((c = getopt_long(argc, argv, "r:o:i:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r': o->regs = optarg; break;
@@ -201,6 +202,9 @@ struct run {
 	uint64_t next_snapshot;
 	struct kv_metrics metrics;
 	bool metrics_failed;
+	struct kv_source *src;
+	bool resumed_position;        /* -i's snapshot had a stream position: ... */
+	uint64_t resumed_at;          /* ... this one */
 };
 
 static void on_report(void *arg, const struct kv_report *r)
@@ -285,8 +289,53 @@ static void snapshot_if_due(struct run *r, const struct kv_batch *b)
 	r->next_snapshot = slot > UINT64_MAX / r->o->every_ns ? UINT64_MAX : slot * r->o->every_ns;
 }
 
+/* "x.kvsnap's position, message 5" or "the position reached, message 5". */
+static void position_reached(const struct run *r, uint64_t position, char *buf, size_t n)
+{
+	if (r->resumed_position && position == r->resumed_at)
+		snprintf(buf, n, "%s's position, message %" PRIu64, r->o->resume, position);
+	else
+		snprintf(buf, n, "the position reached, message %" PRIu64, position);
+}
+
+/* A header naming the stream the records after it come from (kvnats -C):
+ * another stream than the position reached is in, or a start after it,
+ * is said, and 65; another stream's records are not read, since none of
+ * them could be told from one applied already by its position. */
+static void stream_begins(struct run *r, const struct kv_batch *b)
+{
+	const struct kv_cap_stream *st = b->stream;
+	struct kv_stream_reached was;
+	char at[600], when[KV_UTC_NS_LEN], then[KV_UTC_NS_LEN];
+	enum kv_stream_verdict v = kv_match_stream_begins(r->m, st, &was);
+	position_reached(r, was.position, at, sizeof at);
+	if (v == KV_STREAM_OTHER) {
+		r->status = kv_status_merge(r->status, KV_EX_DATAERR);
+		kv_source_skip_input(r->src);
+		if (!r->o->quiet)
+			kv_warn("%s: stream %.*s created %s is not stream %s created %s, of %s: the positions of two "
+				"streams are not comparable; the rest of this input is not read", b->file,
+				(int)st->name_len, st->name, kv_utc_ns(st->created_ns, when), was.stream,
+				kv_utc_ns(was.created_ns, then), at);
+	} else if (v == KV_STREAM_GAP) {
+		r->status = kv_status_merge(r->status, KV_EX_DATAERR);
+		if (!r->o->quiet)
+			kv_warn("%s: stream %.*s: this input starts after message %" PRIu64 ", not after %s: messages %"
+				PRIu64 " to %" PRIu64 " are missing (kvnats -C --after SNAPSHOT starts right after a "
+				"snapshot's position)", b->file, (int)st->name_len, st->name, st->after, at,
+				was.position + 1, st->after);
+	} else if (v == KV_STREAM_UNCHECKED && !r->o->quiet) {
+		kv_warn("%s: stream %.*s: %s names no stream (an older kvmatch wrote it): that this input continues "
+			"it is not checked", b->file, (int)st->name_len, st->name, at);
+	}
+}
+
 static void handle(struct run *r, const struct kv_batch *b)
 {
+	if (b->stream) {
+		stream_begins(r, b);
+		return;
+	}
 	if (kv_match_stream_duplicate(r->m, &b->ctx, b->nev))
 		return;
 	snapshot_if_due(r, b);
@@ -337,6 +386,8 @@ static void load_state(struct run *r)
 		if (!kv_snap_load(r->o->resume, &s, &e))
 			kv_err_exit(&e);
 		kv_snap_restore(&s, &r->ix, &r->ws, r->m);
+		r->resumed_position = s.stream != NULL;
+		r->resumed_at = s.stream ? s.stream->last_seq : 0;
 		kv_snap_unload(&s);
 	}
 	kv_match_create_registered(r->m);
@@ -378,6 +429,7 @@ int main(int argc, char **argv)
 	o.src.idle = on_idle;
 	o.src.idle_arg = &r;
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
+	r.src = src;
 	struct kv_batch b;
 	enum kv_source_status st = KV_SOURCE_END;
 	/* a closed stdout ends the run unless a snapshot is to be written */

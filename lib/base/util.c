@@ -327,6 +327,17 @@ static uint64_t clock_ns(clockid_t id)
 uint64_t kv_realtime_ns(void) { return clock_ns(CLOCK_REALTIME); }
 uint64_t kv_monotonic_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
+char *kv_utc_ns(uint64_t ns, char out[KV_UTC_NS_LEN])
+{
+	time_t secs = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	if (!gmtime_r(&secs, &tm) || strftime(out, KV_UTC_NS_LEN, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		snprintf(out, KV_UTC_NS_LEN, "%" PRIu64 " ns", ns);
+	else
+		snprintf(out + strlen(out), KV_UTC_NS_LEN - strlen(out), ".%09uZ", (unsigned)(ns % 1000000000u));
+	return out;
+}
+
 static _Noreturn void out_of_memory(size_t n)
 {
 	kv_die(KV_EX_SOFTWARE, "out of memory (%zu bytes)", n);

@@ -105,6 +105,10 @@ bool kv_parse_seconds(const char *s, double max, uint64_t *ns);
 
 uint64_t kv_realtime_ns(void);
 uint64_t kv_monotonic_ns(void);
+/* A time in nanoseconds since 1970 for people, in UTC to the nanosecond:
+ * "2026-12-01T10:00:00.123456789Z" (as JetStream writes its times). */
+#define KV_UTC_NS_LEN 48
+char *kv_utc_ns(uint64_t ns, char out[KV_UTC_NS_LEN]);
 
 /* malloc family that end the program with status 70 instead of returning NULL. */
 void *kv_xmalloc(size_t n);

@@ -2,6 +2,7 @@
 #include "index/blockhash.h"
 #include "base/optval.h"
 #include "base/util.h"
+#include "decode/kvcap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ void kv_match_free(struct kv_match *m)
 	free(m->targets);
 	free(m->srcbuf);
 	free(m->expired_by_worker);
+	free(m->stream);
 	memset(m, 0, sizeof *m);
 }
 
@@ -574,6 +576,34 @@ bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx
 	m->has_position = true;
 	m->position = ctx->position;
 	return false;
+}
+
+void kv_match_set_stream(struct kv_match *m, const char *name, size_t len, uint64_t created_ns)
+{
+	free(m->stream);
+	m->stream = kv_xstrndup(name, len);
+	m->stream_created = created_ns;
+}
+
+enum kv_stream_verdict kv_match_stream_begins(struct kv_match *m, const struct kv_cap_stream *st,
+					      struct kv_stream_reached *reached)
+{
+	*reached = (struct kv_stream_reached){ m->stream, m->stream_created, m->position };
+	bool same = m->stream && strlen(m->stream) == st->name_len && memcmp(m->stream, st->name, st->name_len) == 0 &&
+		    m->stream_created == st->created_ns;
+	if (!m->has_position) {
+		/* no position yet: nothing to compare, the stream is this one */
+		reached->stream = NULL;
+		kv_match_set_stream(m, st->name, st->name_len, st->created_ns);
+		return KV_STREAM_OK;
+	}
+	if (m->stream && !same)
+		return KV_STREAM_OTHER;
+	enum kv_stream_verdict v = !m->stream ? KV_STREAM_UNCHECKED : st->after > m->position ? KV_STREAM_GAP :
+				   KV_STREAM_OK;
+	if (!m->stream)
+		kv_match_set_stream(m, st->name, st->name_len, st->created_ns);
+	return v;
 }
 
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)

@@ -108,6 +108,30 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
  * dropped (duplicate) and none of its lines may be applied.  Called once per
  * record, before its lines; false for a record without a position. */
 bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);
+/* What a header naming the stream the records after it come from (kvnats
+ * -C, kvcap(5)) says against the position reached: */
+enum kv_stream_verdict {
+	KV_STREAM_OK,         /* its stream, continued (or no position yet: the stream is taken as this one) */
+	KV_STREAM_OTHER,      /* another stream (another name, or one made again under the name): its
+			       * positions are not comparable with the one reached, and none of its records
+			       * may be applied by them */
+	KV_STREAM_GAP,        /* its stream, but the records start after a later position than the one
+			       * reached: those in between are missing */
+	KV_STREAM_UNCHECKED,  /* a position reached in a stream not named (a snapshot of a kvmatch before
+			       * streams were named): taken as this one, unchecked */
+};
+/* The position reached and its stream, for what is said about a verdict
+ * (valid until the matcher next changes them). */
+struct kv_stream_reached {
+	const char *stream;       /* NULL: not named */
+	uint64_t created_ns;
+	uint64_t position;
+};
+struct kv_cap_stream;
+enum kv_stream_verdict kv_match_stream_begins(struct kv_match *m, const struct kv_cap_stream *st,
+					      struct kv_stream_reached *reached);
+/* The stream of the position reached (restored from a snapshot). */
+void kv_match_set_stream(struct kv_match *m, const char *name, size_t len, uint64_t created_ns);
 void kv_match_event(struct kv_match *m, const struct kv_event *e);
 /* A record, or one event of it, that could not be decoded (reported
  * dropped: decode_error); further problems and events of the same record

@@ -41,6 +41,7 @@ _Static_assert(sizeof(struct kv_snap_content) == 32, "content record");
 _Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
 _Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
 _Static_assert(sizeof(struct kv_snap_source) == 64, "source record");
+_Static_assert(sizeof(struct kv_snap_stream_id) == 16, "stream name record");
 
 /* ---- writing ------------------------------------------------------------- */
 
@@ -134,9 +135,12 @@ static uint64_t header_sum(const uint8_t *header, const uint8_t *table, uint32_t
 
 static bool write_file(int fd, const struct kv_snap_writer *b)
 {
-	/* the stream section only when there is a position: a snapshot of
-	 * files has the 16 sections it had before the section existed */
-	uint32_t nsec = b->sec[KV_SEC_STREAM].len ? KV_SEC_STREAM : KV_SEC_STREAM - 1;
+	/* the stream sections only when there is a position (and the stream's
+	 * name when it is known): a snapshot of files has the sections it had
+	 * before they existed */
+	uint32_t nsec = b->sec[KV_SEC_STREAM_ID].len ? KV_SEC_STREAM_ID :
+			b->sec[KV_SEC_STREAM].len    ? KV_SEC_STREAM :
+						       KV_SEC_STREAM - 1;
 	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
 	uint8_t table[MAX_SECTIONS * TABLE_ENTRY] = { 0 };
 	static const uint8_t zeros[8];
@@ -357,6 +361,7 @@ static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 	s->sources = ptr[KV_SEC_SOURCES];
 	s->nsources = count[KV_SEC_SOURCES];
 	s->stream = count[KV_SEC_STREAM] && ptr[KV_SEC_STREAM] ? ptr[KV_SEC_STREAM] : NULL;
+	s->stream_id = count[KV_SEC_STREAM_ID] && ptr[KV_SEC_STREAM_ID] ? ptr[KV_SEC_STREAM_ID] : NULL;
 }
 
 /* What the table says of sections alone: those every reader needs are
@@ -386,6 +391,10 @@ static bool counts_ok(const uint8_t *d, struct kv_err *e)
 		return kv_err_set(e, KV_EX_DATAERR, "block columns or engine-hash blocks do not match blocks or engine hashes");
 	if (count[KV_SEC_STREAM] > 1)
 		return kv_err_set(e, KV_EX_DATAERR, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
+	/* a stream's name goes with a position in it */
+	if (count[KV_SEC_STREAM_ID] > count[KV_SEC_STREAM])
+		return kv_err_set(e, KV_EX_DATAERR, "stream name section holds %llu records, for %llu positions",
+				  (unsigned long long)count[KV_SEC_STREAM_ID], (unsigned long long)count[KV_SEC_STREAM]);
 	return true;
 }
 
@@ -938,6 +947,8 @@ static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns ||
 		    s->sources[i].last_record > 2 || (s->sources[i].last_record && !s->sources[i].seen))
 			return kv_err_set(e, KV_EX_DATAERR, "source %zu: bad record", i);
+	if (s->stream_id && !str_ok(s, s->stream_id->name))
+		return kv_err_set(e, KV_EX_DATAERR, "stream name: out of range");
 	return check_times(s, e);
 }
 
@@ -1731,11 +1742,16 @@ static void dump_source(const struct kv_snap *s, const struct kv_snap_source *r,
 	jw_end(&w);
 }
 
-static void dump_stream(const struct kv_snap_stream *st, struct kv_out *o)
+static void dump_stream(const struct kv_snap *s, struct kv_out *o)
 {
 	struct jw w;
 	jw_begin(&w, o);
-	put_u64_field(&w, "{\"kind\":\"stream\",\"last_seq\":", st->last_seq);
+	put_u64_field(&w, "{\"kind\":\"stream\",\"last_seq\":", s->stream->last_seq);
+	if (s->stream_id) {
+		jw_put_lit(&w, ",\"stream\":");
+		put_snap_str(&w, s, s->stream_id->name);
+		put_u64_field(&w, ",\"created_ns\":", s->stream_id->created_ns);
+	}
 	jw_put_lit(&w, "}\n");
 	jw_end(&w);
 }
@@ -1760,5 +1776,5 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 	for (size_t i = 0; i < s->nsources; i++)
 		dump_source(s, &s->sources[i], o);
 	if (s->stream)
-		dump_stream(s->stream, o);
+		dump_stream(s, o);
 }

@@ -60,6 +60,7 @@ enum kv_snap_section {
 	KV_SEC_SETS, KV_SEC_HOLDERS, KV_SEC_PARENTS, KV_SEC_LOCALS, KV_SEC_ORPHANS, KV_SEC_EHASHES, KV_SEC_EHASH_BLOCKS,
 	KV_SEC_STALE, KV_SEC_CONTENT, KV_SEC_OFFLOAD, KV_SEC_PENDING, KV_SEC_SOURCES,
 	KV_SEC_STREAM,   /* written only when the input came from kvnats -C: readers before it skip it */
+	KV_SEC_STREAM_ID, /* and the stream's name and creation time, when known: likewise */
 	KV_SEC_MAX
 };
 
@@ -115,8 +116,10 @@ struct kv_snap_source {
 	uint64_t last_recv_ns;           /* of its last batch: event lines that continue it are no new batch */
 };
 
-/* Where the input stopped in the JetStream stream it was consumed from. */
+/* Where the input stopped in the JetStream stream it was consumed from,
+ * and which stream that is: its name and creation time (kvcap(5)). */
 struct kv_snap_stream { uint64_t last_seq, reserved; };
+struct kv_snap_stream_id { struct kv_snap_str name; uint64_t created_ns; };
 
 /* A loaded, validated snapshot: views into the file's bytes, read into
  * memory.  The views of a part not read (parts) are NULL, their counts 0. */
@@ -161,6 +164,7 @@ struct kv_snap {
 	const struct kv_snap_source *sources;
 	size_t nsources;
 	const struct kv_snap_stream *stream;   /* NULL: no stream position */
+	const struct kv_snap_stream_id *stream_id;  /* NULL: the stream not named */
 	/* per partition, a directory of where each top-bits prefix of the
 	 * chains starts (built by kv_snap_load, so that a lookup reads one
 	 * directory slot and a block or two); NULL: binary search */
@@ -276,6 +280,7 @@ static const uint32_t kv_snap_record_size[KV_SEC_MAX] = {
 	[KV_SEC_PENDING] = sizeof(struct kv_snap_pending),
 	[KV_SEC_SOURCES] = sizeof(struct kv_snap_source),
 	[KV_SEC_STREAM] = sizeof(struct kv_snap_stream),
+	[KV_SEC_STREAM_ID] = sizeof(struct kv_snap_stream_id),
 };
 
 struct kv_snap_buf {

@@ -359,6 +359,72 @@ static void stream_position(void)
 	free(b);
 }
 
+/* The stream's name and creation time beside its position: a section of
+ * their own after it, written when known, read back and restored; refused
+ * without a position, or naming a string out of bounds. */
+static void stream_identity(void)
+{
+	struct state s, t;
+	make_state(&s);
+	s.m.has_position = true;
+	s.m.position = 4242;
+	size_t n, m;
+	uint8_t *unnamed = write_read(&s, &n);
+	kv_match_set_stream(&s.m, "R3", 2, 1764500000123456789ull);
+	uint8_t *b = write_read(&s, &m);
+	uint32_t nsec;
+	memcpy(&nsec, b + 8, 4);
+	ASSERT_EQ_U64(nsec, KV_SEC_STREAM_ID);
+	struct kv_snap snap;
+	char err[200];
+	ASSERT(check_bytes(unnamed, n, &snap, err, sizeof err) && snap.stream && !snap.stream_id);
+	ASSERT(check_bytes(b, m, &snap, err, sizeof err) && snap.stream && snap.stream_id);
+	size_t len;
+	const char *name = kv_snap_string(&snap, snap.stream_id->name, &len);
+	ASSERT(len == 2 && memcmp(name, "R3", 2) == 0 && snap.stream_id->created_ns == 1764500000123456789ull);
+	struct kv_match_opts o = s.m.o;
+	kv_index_init(&t.ix);
+	kv_workers_init(&t.ws);
+	kv_match_init(&t.m, &t.ix, &t.ws, &o);
+	kv_snap_restore(&snap, &t.ix, &t.ws, &t.m);
+	ASSERT(t.m.has_position && t.m.position == 4242 && strcmp(t.m.stream, "R3") == 0 &&
+	       t.m.stream_created == 1764500000123456789ull);
+	/* written again from what was restored: the same bytes */
+	size_t k;
+	uint8_t *again = write_read(&t, &k);
+	ASSERT(k == m && memcmp(again, b, m) == 0);
+	free(again);
+	/* a name without a position: refused (STREAM emptied: its record taken
+	 * out, the name's moved up, the table and size made to agree) */
+	uint8_t *c = malloc(m);
+	memcpy(c, b, m);
+	uint8_t *st = c + 32 + (KV_SEC_STREAM - 1) * 32, *id = c + 32 + (KV_SEC_STREAM_ID - 1) * 32;
+	uint64_t soff, ioff, zero = 0, size = m - 16;
+	memcpy(&soff, st + 8, 8);
+	memcpy(&ioff, id + 8, 8);
+	ASSERT(ioff == soff + 16 && ioff + 16 == m);
+	memmove(c + soff, c + ioff, 16);
+	memcpy(id + 8, &soff, 8);
+	memcpy(st + 16, &zero, 8);
+	memcpy(c + 16, &size, 8);
+	reseal(c, size);
+	ASSERT(!check_bytes(c, size, &snap, err, sizeof err));
+	ASSERT(strcmp(err, "stream name section holds 1 records, for 0 positions") == 0);
+	/* a name beyond the strings: refused */
+	memcpy(c, b, m);
+	uint64_t off;
+	memcpy(&off, c + 32 + (KV_SEC_STREAM_ID - 1) * 32 + 8, 8);
+	uint32_t far = 1u << 30;
+	memcpy(c + off, &far, 4);
+	reseal(c, m);
+	ASSERT(!check_bytes(c, m, &snap, err, sizeof err) && strstr(err, "stream name"));
+	free(c);
+	free_state(&t);
+	free_state(&s);
+	free(unnamed);
+	free(b);
+}
+
 /* ---- loading: every rule at its boundary --------------------------------- */
 
 /* One event, applied as kvmatch applies an event line: blocks k..k+n-1 of
@@ -1240,6 +1306,7 @@ int main(void)
 	RUN(order_times_and_bounds);
 	RUN(repeated_workers);
 	RUN(stream_position);
+	RUN(stream_identity);
 	RUN(load_refuses_each_fault_at_its_boundary);
 	RUN(load_and_write_failures_say_path_and_status);
 	RUN(parts_read_when_asked);
