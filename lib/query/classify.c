@@ -202,6 +202,11 @@ static enum kv_class gap(const struct kv_case *c, struct kv_verdict *v)
 		for (size_t i = 0; i < n; i++)
 			note_gap(c, s[i], v);
 	}
+	/* a lost pool event names nobody: every pool's gaps count for a lower tier */
+	if (c->medium != KV_XPU)
+		for (uint32_t src = 0; src < kv_evidence_nsources(c->ev); src++)
+			if (kv_evidence_pool_source(c->ev, src))
+				note_gap(c, src, v);
 	return v->ngaps ? KV_CLASS_GAP : KV_CLASS_NONE;
 }
 

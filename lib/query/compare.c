@@ -338,6 +338,23 @@ static void follow_rank(const struct kv_row *ra, const struct kv_row *ka, struct
 			v[d[f]].follows = KV_NO_FOLLOW;
 }
 
+/* RFC #1403's tiers are cumulative (GPU <= CPU <= DISK): CPU follows GPU,
+ * and DISK the tier above it, when one walk of the lower tier can give
+ * both sides' counts (same_walk). */
+static void follow_tiers(const struct kv_row *ra, const struct kv_row *ka, struct kv_fdiffs *out, const size_t *d)
+{
+	struct kv_fdiff *v = out->v;
+	uint64_t rg = val(ra, KV_F_GPU), kg = val(ka, KV_F_GPU), rc = val(ra, KV_F_RCPU), kc = val(ka, KV_F_RCPU);
+	uint64_t rd = val(ra, KV_F_RDISK), kd = val(ka, KV_F_RDISK);
+	if (d[KV_F_RCPU] != SIZE_MAX && d[KV_F_GPU] != SIZE_MAX &&
+	    same_walk(rg, rc > rg ? rc - rg : 0, kg, kc > kg ? kc - kg : 0))
+		v[d[KV_F_RCPU]].follows = d[KV_F_GPU];
+	static const enum kv_field up[] = { KV_F_GPU, KV_F_RCPU };
+	size_t first = first_of(d, up, 2);
+	if (d[KV_F_RDISK] != SIZE_MAX && first != SIZE_MAX && same_walk(rc, rd > rc ? rd - rc : 0, kc, kd > kc ? kd - kc : 0))
+		v[d[KV_F_RDISK]].follows = first;
+}
+
 void kv_rows_diff(const struct kv_rows *router, const struct kv_rows *kvtools, struct kv_fdiffs *out)
 {
 	size_t i = 0, j = 0;
@@ -390,8 +407,11 @@ void kv_rows_diff(const struct kv_rows *router, const struct kv_rows *kvtools, s
 				cause = k;
 		if (cause == KV_NO_FOLLOW && ranks_end > first)
 			cause = first;
-		for (int f = 0; f < KV_NFIELDS; f++)
-			if (d[f] != SIZE_MAX)
-				out->v[d[f]].follows = cause;
+		/* RFC #1403's GPU, CPU and DISK are the largest of the ranks per
+		 * tier: a rank's tokens may not show them, so they stand alone */
+		if (d[KV_F_LONGEST] != SIZE_MAX)
+			out->v[d[KV_F_LONGEST]].follows = cause;
+		follow_tiers(inst_i != SIZE_MAX ? &router->v[inst_i] : NULL, inst_j != SIZE_MAX ? &kvtools->v[inst_j] : NULL,
+			     out, d);
 	}
 }

@@ -74,6 +74,7 @@ struct wstate {                        /* per worker of ws */
 struct source {
 	struct kv_seqtrack t;
 	struct kv_evgap g;
+	bool pool;                     /* a pool's: its events decide lower tiers */
 };
 
 /* The records of one publisher batch: event lines of one record share its
@@ -738,6 +739,8 @@ static void clear_event(struct kv_evidence *ev, const struct kv_event *e, uint32
 static void one_event(struct kv_evidence *ev, const struct kv_event *e, uint32_t src)
 {
 	ev->order++;
+	if (e->format != KV_FMT_VLLM)
+		ev->src[src].pool = true;
 	if (e->format == KV_FMT_MOONCAKE)
 		for (size_t i = 0; i < e->nhashes; i++)
 			if (e->hashes[i] >> 63)
@@ -902,6 +905,16 @@ const char *kv_evidence_source(const struct kv_evidence *ev, uint32_t src, size_
 const struct kv_evgap *kv_evidence_gaps(const struct kv_evidence *ev, uint32_t src)
 {
 	return &ev->src[src].g;
+}
+
+size_t kv_evidence_nsources(const struct kv_evidence *ev)
+{
+	return kv_strmap_count(&ev->srcnames);
+}
+
+bool kv_evidence_pool_source(const struct kv_evidence *ev, uint32_t src)
+{
+	return ev->src[src].pool;
 }
 
 const char *kv_evidence_name(const struct kv_evidence *ev, uint32_t id, size_t *len)

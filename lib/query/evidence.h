@@ -147,6 +147,9 @@ const uint32_t *kv_evidence_worker_sources(const struct kv_evidence *ev, uint32_
 /* A source's name and gaps; a backend_id's name (NULL for UINT32_MAX). */
 const char *kv_evidence_source(const struct kv_evidence *ev, uint32_t src, size_t *len);
 const struct kv_evgap *kv_evidence_gaps(const struct kv_evidence *ev, uint32_t src);
+/* Sources of the pass, and whether one is a pool's. */
+size_t kv_evidence_nsources(const struct kv_evidence *ev);
+bool kv_evidence_pool_source(const struct kv_evidence *ev, uint32_t src);
 const char *kv_evidence_name(const struct kv_evidence *ev, uint32_t id, size_t *len);
 /* Whether an event is an engine's offload without tokens (block_size 0 or none). */
 bool kv_evrec_placeholder(const struct kv_evrec *r);

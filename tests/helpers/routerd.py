@@ -30,7 +30,9 @@ and, for the failures kvquery must report: --lag SECS (an event is applied
 SECS after its recv_ns), --limit N (only the first N event lines), --drop
 SRC:SEQ (ignore that record's events), --status CODE, --garbage, --cut (a
 body cut inside its JSON), --truncate (fewer bytes than Content-Length),
---slow SECS.  --follow keeps reading the events file as it grows.  It
+--slow SECS; each of the last five also for one request, by a path before
+the route: /status/404/query, /slow/3/query, /garbage/query, /cut/query,
+/truncate/query.  --follow keeps reading the events file as it grows.  It
 listens on 127.0.0.1:PORT, writes PORT to --ready FILE once listening, and
 exits after --lifetime seconds (default 120).
 """
@@ -55,11 +57,26 @@ PENDING_TTL = 60 * 10**9
 OFFLOAD_TTL = 600 * 10**9
 
 
-def local_hash(tokens):
-    b = array.array("I", [t & 0xFFFFFFFF for t in tokens])
+def token_bytes(tokens):
+    """Token ids as u32 little-endian, as kv-conductor hashes them (as u32)."""
+    try:
+        b = array.array("I", tokens)
+    except OverflowError:
+        b = array.array("I", [t & 0xFFFFFFFF for t in tokens])
     if sys.byteorder != "little":
         b.byteswap()
-    return xxhash.xxh3_64_intdigest(b.tobytes(), seed=SEED)
+    return b.tobytes()
+
+
+def local_hashes(tokens, bs, complete_only=False):
+    """The local hash of each block of bs tokens (a trailing partial one too)."""
+    b, step = token_bytes(tokens), 4 * bs
+    end = len(b) - len(b) % step if complete_only else len(b)
+    return [xxhash.xxh3_64_intdigest(b[i:i + step], seed=SEED) for i in range(0, end, step)]
+
+
+def local_hash(tokens):
+    return xxhash.xxh3_64_intdigest(token_bytes(tokens), seed=SEED)
 
 
 def chain_next(parent, local):
@@ -260,11 +277,8 @@ class Index:
         parent = ROOT if par is None else s["ehash"].get(int(par, 16))
         if parent is None:
             return
-        for i, h in enumerate(hashes):
-            blk = toks[i * bs:(i + 1) * bs]
-            if not blk:
-                break
-            parent = chain_next(parent, local_hash(blk))
+        for h, local in zip(hashes, local_hashes(toks, bs)):
+            parent = chain_next(parent, local)
             s["ehash"][h] = parent
             self.hold(s, parent, w, "xpu")
             s["xpu_of"].setdefault(w, set()).add(parent)
@@ -427,9 +441,8 @@ class Index:
 
 def token_chains(tokens, bs, complete_only):
     out, parent = [], ROOT
-    n = len(tokens) - len(tokens) % bs if complete_only else len(tokens)
-    for i in range(0, n, bs):
-        parent = chain_next(parent, local_hash(tokens[i:i + bs]))
+    for local in local_hashes(tokens, bs, complete_only):
+        parent = chain_next(parent, local)
         out.append(parent)
     return out
 
@@ -445,7 +458,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def send(self, status, body, ctype="application/json"):
-        a = self.server.args
+        a = self.mode
         if a.truncate:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
@@ -464,10 +477,21 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self):
-        a = self.server.args
+        a = argparse.Namespace(**vars(self.server.args))
         n = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(n)
         self.server.requests += 1
+        # a failure asked for in the path: /status/N/..., /slow/SECS/..., /garbage/..., /cut/..., /truncate/...
+        parts = self.path.split("/")
+        while len(parts) > 2 and parts[1] in ("status", "slow", "garbage", "cut", "truncate"):
+            if parts[1] in ("status", "slow"):
+                setattr(a, parts[1], type(getattr(a, parts[1]))(parts[2]))
+                del parts[1:3]
+            else:
+                setattr(a, parts[1], True)
+                del parts[1]
+        self.path = "/".join(parts)
+        self.mode = a
         if a.slow:
             time.sleep(a.slow)
         if a.status:
