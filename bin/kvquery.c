@@ -684,9 +684,10 @@ static char *route_url(const char *base, const char *path)
 	size_t n = strlen(base);
 	while (n > 8 && base[n - 1] == '/')
 		n--;
-	char *u = kv_xmalloc(n + strlen(path) + 1);
+	size_t pn = strlen(path);
+	char *u = kv_xmalloc(n + pn + 1);
 	memcpy(u, base, n);
-	strcpy(u + n, path);
+	memcpy(u + n, path, pn + 1);
 	return u;
 }
 

@@ -435,7 +435,7 @@ static bool seen_before(const struct kv_against *a, size_t i, bool part)
 
 /* The blocks the batch's differences name, and one pass over the captures
  * for their events. */
-static void gather(struct kv_against *a, struct kv_rows *rr, struct kv_fdiffs *ds, size_t *first)
+static void gather(struct kv_against *a, struct kv_rows *rr, struct kv_fdiffs *ds, const size_t *first)
 {
 	kv_evidence_reset(a->ev);
 	bool any = false;
@@ -551,8 +551,7 @@ static void put_event(struct kv_against *a, struct jw *w, const struct kv_evrec 
 	if (b)
 		put_key_str(w, ",\"backend_id\":", b, n);
 	jw_put_lit(w, ",\"about\":[");
-	size_t nt = r->ntargets < KV_EVIDENCE_TARGETS ? r->ntargets : KV_EVIDENCE_TARGETS;
-	for (size_t i = 0; i < nt; i++) {
+	for (size_t i = 0; i < r->ntargets && i < KV_EVIDENCE_TARGETS; i++) {
 		if (i)
 			jw_put_char(w, ',');
 		put_worker(w, kv_evidence_worker_at(a->ev, r->targets[i]));

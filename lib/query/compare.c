@@ -355,63 +355,72 @@ static void follow_tiers(const struct kv_row *ra, const struct kv_row *ka, struc
 		v[d[KV_F_RDISK]].follows = first;
 }
 
+/* A key of both lists and the row each has for it (NULL: none). */
+struct pair {
+	const struct kv_row *r, *k;
+};
+
+static const struct kv_row *key_of(const struct pair *p)
+{
+	return p->r ? p->r : p->k;
+}
+
+/* The keys of two sorted lists of rows, merged. */
+static size_t pairs_of(const struct kv_rows *a, const struct kv_rows *b, struct pair *out)
+{
+	size_t i = 0, j = 0, n = 0;
+	while (i < a->n || j < b->n) {
+		const struct kv_row *x = i < a->n ? &a->v[i] : NULL, *y = j < b->n ? &b->v[j] : NULL;
+		int c = !x ? 1 : !y ? -1 : row_key_cmp(x->instance, x->len, x->dp, y->instance, y->len, y->dp);
+		out[n++] = (struct pair){ c <= 0 ? x : NULL, c >= 0 ? y : NULL };
+		i += c <= 0;
+		j += c >= 0;
+	}
+	return n;
+}
+
+/* The differences of one instance's keys, pairs [p, q): its ranks, then
+ * its own fields (its key with dp -1 sorts first), which follow them. */
+static void diff_instance(const struct pair *pairs, size_t p, size_t q, struct kv_fdiffs *out)
+{
+	size_t first = out->n, d[KV_NFIELDS];
+	for (size_t k = p; k < q; k++) {
+		if (key_of(&pairs[k])->dp < 0)
+			continue;
+		diff_row(pairs[k].r, pairs[k].k, out, d);
+		follow_rank(pairs[k].r, pairs[k].k, out, d);
+	}
+	if (key_of(&pairs[p])->dp >= 0)
+		return;
+	size_t ranks_end = out->n;
+	diff_row(pairs[p].r, pairs[p].k, out, d);
+	/* longest_matched follows the first rank that differs in tokens, else any */
+	size_t cause = KV_NO_FOLLOW;
+	for (size_t k = first; k < ranks_end && cause == KV_NO_FOLLOW; k++)
+		if (out->v[k].field == KV_F_TOKENS || out->v[k].field == KV_F_DP)
+			cause = k;
+	if (cause == KV_NO_FOLLOW && ranks_end > first)
+		cause = first;
+	/* RFC #1403's GPU, CPU and DISK are the largest of the ranks per tier:
+	 * a rank's tokens may not show them, so they stand alone */
+	if (d[KV_F_LONGEST] != SIZE_MAX)
+		out->v[d[KV_F_LONGEST]].follows = cause;
+	follow_tiers(pairs[p].r, pairs[p].k, out, d);
+}
+
 void kv_rows_diff(const struct kv_rows *router, const struct kv_rows *kvtools, struct kv_fdiffs *out)
 {
-	size_t i = 0, j = 0;
+	struct pair *pairs = kv_xmalloc((router->n + kvtools->n + 1) * sizeof *pairs);
+	size_t np = pairs_of(router, kvtools, pairs);
 	out->n = 0;
-	while (i < router->n || j < kvtools->n) {
-		const struct kv_row *ra = i < router->n ? &router->v[i] : NULL;
-		const struct kv_row *ka = j < kvtools->n ? &kvtools->v[j] : NULL;
-		int c = !ra ? 1 : !ka ? -1 : row_key_cmp(ra->instance, ra->len, ra->dp, ka->instance, ka->len, ka->dp);
-		const struct kv_row *key = c <= 0 ? ra : ka;
-		/* an instance: its ranks first, then its own fields, which follow them */
-		size_t first = out->n, inst_i = c <= 0 ? i : SIZE_MAX, inst_j = c >= 0 ? j : SIZE_MAX;
-		const char *name = key->instance;
-		size_t len = key->len;
-		if (c <= 0)
-			i++;
-		if (c >= 0)
-			j++;
-		bool is_instance = key->dp < 0;
-		if (!is_instance) {
-			size_t d[KV_NFIELDS];
-			const struct kv_row *r1 = c <= 0 ? ra : NULL, *k1 = c >= 0 ? ka : NULL;
-			diff_row(r1, k1, out, d);
-			follow_rank(r1, k1, out, d);
-			continue;
+	for (size_t p = 0, q; p < np; p = q) {
+		const struct kv_row *key = key_of(&pairs[p]);
+		for (q = p + 1; q < np; q++) {
+			const struct kv_row *o = key_of(&pairs[q]);
+			if (o->len != key->len || memcmp(o->instance, key->instance, key->len) != 0)
+				break;
 		}
-		/* the instance's ranks come next in both lists */
-		while ((i < router->n && router->v[i].len == len && !memcmp(router->v[i].instance, name, len)) ||
-		       (j < kvtools->n && kvtools->v[j].len == len && !memcmp(kvtools->v[j].instance, name, len))) {
-			const struct kv_row *r2 = i < router->n && router->v[i].len == len &&
-							  !memcmp(router->v[i].instance, name, len) ? &router->v[i] : NULL;
-			const struct kv_row *k2 = j < kvtools->n && kvtools->v[j].len == len &&
-							  !memcmp(kvtools->v[j].instance, name, len) ? &kvtools->v[j] : NULL;
-			int c2 = !r2 ? 1 : !k2 ? -1 : (r2->dp > k2->dp) - (r2->dp < k2->dp);
-			size_t d[KV_NFIELDS];
-			diff_row(c2 <= 0 ? r2 : NULL, c2 >= 0 ? k2 : NULL, out, d);
-			follow_rank(c2 <= 0 ? r2 : NULL, c2 >= 0 ? k2 : NULL, out, d);
-			if (c2 <= 0)
-				i++;
-			if (c2 >= 0)
-				j++;
-		}
-		size_t ranks_end = out->n;
-		size_t d[KV_NFIELDS];
-		diff_row(inst_i != SIZE_MAX ? &router->v[inst_i] : NULL, inst_j != SIZE_MAX ? &kvtools->v[inst_j] : NULL,
-			 out, d);
-		/* an instance's fields follow its first rank that differs in tokens, else any */
-		size_t cause = KV_NO_FOLLOW;
-		for (size_t k = first; k < ranks_end && cause == KV_NO_FOLLOW; k++)
-			if (out->v[k].field == KV_F_TOKENS || out->v[k].field == KV_F_DP)
-				cause = k;
-		if (cause == KV_NO_FOLLOW && ranks_end > first)
-			cause = first;
-		/* RFC #1403's GPU, CPU and DISK are the largest of the ranks per
-		 * tier: a rank's tokens may not show them, so they stand alone */
-		if (d[KV_F_LONGEST] != SIZE_MAX)
-			out->v[d[KV_F_LONGEST]].follows = cause;
-		follow_tiers(inst_i != SIZE_MAX ? &router->v[inst_i] : NULL, inst_j != SIZE_MAX ? &kvtools->v[inst_j] : NULL,
-			     out, d);
+		diff_instance(pairs, p, q, out);
 	}
+	free(pairs);
 }

@@ -814,6 +814,19 @@ uint64_t kv_evidence_bad(const struct kv_evidence *ev, const char **first)
 
 /* ---- what the pass kept -------------------------------------------------- */
 
+/* A full ring of n records whose oldest is at *head, put in order in place. */
+static void unroll(struct kv_evrec *r, uint32_t n, uint32_t *head)
+{
+	if (!*head)
+		return;
+	struct kv_evrec *tmp = kv_xmalloc(n * sizeof *tmp);
+	memcpy(tmp, r + *head, (n - *head) * sizeof *tmp);
+	memcpy(tmp + (n - *head), r, *head * sizeof *tmp);
+	memcpy(r, tmp, n * sizeof *tmp);
+	free(tmp);
+	*head = 0;
+}
+
 const struct kv_evrec *kv_evidence_events(struct kv_evidence *ev, uint64_t chain, size_t *n)
 {
 	uint32_t bi = block_of_chain(ev, chain);
@@ -821,13 +834,7 @@ const struct kv_evrec *kv_evidence_events(struct kv_evidence *ev, uint64_t chain
 	if (bi == UINT32_MAX || !ev->b[bi].nev)
 		return NULL;
 	struct block *b = &ev->b[bi];
-	if (b->head) { /* the ring in order, oldest first */
-		struct kv_evrec tmp[KV_EVIDENCE_EVENTS];
-		for (uint32_t i = 0; i < b->nev; i++)
-			tmp[i] = b->ev[(b->head + i) % b->nev];
-		memcpy(b->ev, tmp, b->nev * sizeof *tmp);
-		b->head = 0;
-	}
+	unroll(b->ev, b->nev, &b->head);
 	*n = b->nev;
 	return b->ev;
 }
@@ -878,13 +885,7 @@ const struct kv_evrec *kv_evidence_clears(struct kv_evidence *ev, uint32_t w, si
 		return NULL;
 	}
 	struct wstate *s = &ev->w[w];
-	if (s->clears_head) { /* oldest first */
-		struct kv_evrec tmp[KV_EVIDENCE_CLEARS];
-		for (uint32_t i = 0; i < s->nclears; i++)
-			tmp[i] = s->clears[(s->clears_head + i) % s->nclears];
-		memcpy(s->clears, tmp, s->nclears * sizeof *tmp);
-		s->clears_head = 0;
-	}
+	unroll(s->clears, s->nclears, &s->clears_head);
 	*n = s->nclears;
 	return s->clears;
 }
