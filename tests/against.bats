@@ -407,7 +407,28 @@ removed xpu tcp://10.0.0.1:5557 2"
 	assert_line --index 0 --partial '"error":"Operation timed out after'
 }
 
-@test "--rate and --concurrency: requests go no faster than asked" {
+# router_stats: what the router at $URL served ("requests max_in_flight").
+router_stats() {
+	/usr/bin/python3 -c 'import json, sys, urllib.request
+s = json.load(urllib.request.urlopen(sys.argv[1] + "/stats", timeout=10))
+print(s["requests"], s["max_in_flight"])' "$URL"
+}
+
+@test "--concurrency: at most that many requests in flight (default 4)" {
+	D=$BATS_FILE_TMPDIR
+	start_router -r "$ROOT/share/registrations.jsonl" --events "$D/sample.jsonl"
+	cat "$ROOT/share/queries.jsonl" "$ROOT/share/queries.jsonl" > q.jsonl
+	# each answer takes 0.3 s, so that requests allowed at once overlap
+	run --separate-stderr kvquery -s "$D/sample.kvsnap" --against "$URL/slow/0.3" --concurrency 2 q.jsonl
+	assert_equal "$status" 0
+	assert_equal "${#lines[@]}" 10
+	assert_equal "$(router_stats)" "10 2"
+	run --separate-stderr kvquery -s "$D/sample.kvsnap" --against "$URL/slow/0.3" q.jsonl
+	assert_equal "$status" 0
+	assert_equal "$(router_stats)" "20 4"
+}
+
+@test "--rate: requests go no faster than asked" {
 	D=$BATS_FILE_TMPDIR
 	start_router -r "$ROOT/share/registrations.jsonl" --events "$D/sample.jsonl"
 	t0=$(date +%s%N)

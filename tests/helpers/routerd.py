@@ -32,7 +32,9 @@ SRC:SEQ (ignore that record's events), --status CODE, --garbage, --cut (a
 body cut inside its JSON), --truncate (fewer bytes than Content-Length),
 --slow SECS; each of the last five also for one request, by a path before
 the route: /status/404/query, /slow/3/query, /garbage/query, /cut/query,
-/truncate/query.  --follow keeps reading the events file as it grows.  It
+/truncate/query.  GET /stats answers {"requests":N,"max_in_flight":M}: the
+POSTs served, and the most it was serving at once.  --follow keeps reading
+the events file as it grows.  It
 listens on 127.0.0.1:PORT, writes PORT to --ready FILE once listening, and
 exits after --lifetime seconds (default 120).
 """
@@ -476,11 +478,31 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_GET(self):
+        self.mode = self.server.args
+        if self.path != "/stats":
+            return self.send(404, compact({"error": "not found"}))
+        srv = self.server
+        with srv.stats_lock:
+            body = compact({"requests": srv.requests, "max_in_flight": srv.max_in_flight})
+        self.send(200, body)
+
     def do_POST(self):
+        srv = self.server
+        with srv.stats_lock:
+            srv.requests += 1
+            srv.in_flight += 1
+            srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
+        try:
+            self.serve_post()
+        finally:
+            with srv.stats_lock:
+                srv.in_flight -= 1
+
+    def serve_post(self):
         a = argparse.Namespace(**vars(self.server.args))
         n = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(n)
-        self.server.requests += 1
         # a failure asked for in the path: /status/N/..., /slow/SECS/..., /garbage/..., /cut/..., /truncate/...
         parts = self.path.split("/")
         while len(parts) > 2 and parts[1] in ("status", "slow", "garbage", "cut", "truncate"):
@@ -583,7 +605,7 @@ def main():
     ap.add_argument("--garbage", action="store_true")
     ap.add_argument("--cut", action="store_true")
     ap.add_argument("--truncate", action="store_true")
-    ap.add_argument("--slow", type=float, default=0)
+    ap.add_argument("--slow", type=float, default=0.0)
     ap.add_argument("--lifetime", type=float, default=120)
     a = ap.parse_args()
     if a.conductor:
@@ -600,9 +622,12 @@ def main():
     if a.events:
         threading.Thread(target=feed, args=(idx, a), daemon=True).start()
         idx.ready.wait(a.lifetime)
+    # a backlog for kvquery's every connection at once (socketserver's is 5)
+    ThreadingHTTPServer.request_queue_size = 128
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     srv.daemon_threads = True
-    srv.args, srv.index, srv.requests = a, idx, 0
+    srv.args, srv.index = a, idx
+    srv.stats_lock, srv.requests, srv.in_flight, srv.max_in_flight = threading.Lock(), 0, 0, 0
     threading.Timer(a.lifetime, lambda: os._exit(0)).start()
     if a.ready:
         with open(a.ready + ".tmp", "w") as f:
