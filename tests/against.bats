@@ -7,27 +7,7 @@
 # free port of 127.0.0.1, waited for at most 30 s, and lives at most 60 s.
 load helper
 
-ROUTERD=$ROOT/tests/helpers/routerd.py
-
-# start_router ARG...: a router as ARGs say; its URL in $URL.
-start_router() {
-	local p
-	p=$(port)
-	/usr/bin/python3 "$ROUTERD" --port "$p" --ready "$T/ready.$p" --lifetime 60 "$@" 3>&- &
-	RPIDS="${RPIDS:-} $!"
-	local i=0
-	until [ -f "$T/ready.$p" ]; do
-		kill -0 "$!" 2>/dev/null || fail "routerd $* exited before it was ready"
-		sleep 0.05
-		i=$((i + 1))
-		[ $i -lt 600 ] || fail "routerd $* not ready after 30 s"
-	done
-	URL=http://127.0.0.1:$p
-}
-
-teardown() {
-	for pid in ${RPIDS:-}; do stop_bg "$pid"; done
-}
+teardown() { stop_routers; }
 
 # scenario NAME: tests/helpers/scenario.py's events, registrations and
 # queries in $T/NAME, and the snapshot kvmatch makes of the events.
