@@ -1,5 +1,6 @@
 #include "http/post.h"
 #include "base/util.h"
+#include "http/easy.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -15,9 +16,7 @@ struct handle {
 	CURL *easy;
 	int state;
 	uint64_t id, started_ns, ended_ns, order;
-	char *buf;
-	size_t len, cap, max;
-	bool too_big;
+	struct kv_http_answer ans;
 	CURLcode code;
 	long status;
 	char errbuf[CURL_ERROR_SIZE];
@@ -41,31 +40,10 @@ struct kv_post {
 	uint64_t finished;         /* requests ended so far: the order results are reported in */
 };
 
-static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
-{
-	struct handle *h = arg;
-	size_t n = size * nmemb;
-	if (n > h->max - h->len) {
-		h->too_big = true;
-		return 0; /* fails the transfer */
-	}
-	h->buf = kv_xgrow(h->buf, &h->cap, h->len + n + 1, 1);
-	memcpy(h->buf + h->len, p, n);
-	h->len += n;
-	h->buf[h->len] = 0;
-	return n;
-}
-
 static void sleep_ms(int n)
 {
 	struct timespec t = { n / 1000, (long)(n % 1000) * 1000000L };
 	nanosleep(&t, NULL);
-}
-
-static long ms(uint64_t ns)
-{
-	uint64_t v = (ns + 999999) / 1000000;
-	return v > 0x7fffffff ? 0x7fffffff : (long)v;
 }
 
 static bool set_up_handle(struct kv_post *p, struct handle *h)
@@ -73,28 +51,13 @@ static bool set_up_handle(struct kv_post *p, struct handle *h)
 	CURL *e = h->easy = curl_easy_init();
 	if (!e)
 		return false;
-	h->max = p->o.max_body;
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
 	/* a POST is not followed to another place: a router that redirects is
 	 * reported with its status */
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms(p->o.timeout_ns));
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms(p->o.connect_timeout_ns));
-	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)p->o.max_body);
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->headers);
+	struct kv_http_easy_opts eo = { .timeout_ns = p->o.timeout_ns, .connect_timeout_ns = p->o.connect_timeout_ns,
+					.max_body = p->o.max_body, .headers = p->headers, .user_agent = p->o.user_agent,
+					.max_redirects = 0 };
+	kv_http_easy_setup(e, &eo, &h->ans, h->errbuf, h);
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
-	if (p->o.user_agent)
-		curl_easy_setopt(e, CURLOPT_USERAGENT, p->o.user_agent);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->errbuf);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, h);
 	return true;
 }
 
@@ -137,7 +100,7 @@ void kv_post_free(struct kv_post *p)
 			curl_multi_remove_handle(p->multi, h->easy);
 		if (h->easy)
 			curl_easy_cleanup(h->easy);
-		free(h->buf);
+		free(h->ans.buf);
 	}
 	free(p->h);
 	free(p->q);
@@ -172,8 +135,7 @@ static void release_taken(struct kv_post *p)
 static bool start(struct kv_post *p, struct handle *h, const struct request *rq, uint64_t now)
 {
 	h->id = rq->id;
-	h->len = 0;
-	h->too_big = false;
+	kv_http_answer_reset(&h->ans);
 	h->errbuf[0] = 0;
 	h->status = 0;
 	h->code = CURLE_OK;
@@ -257,7 +219,7 @@ void kv_post_wait(struct kv_post *p, int timeout_ms)
 
 static enum kv_post_failure failure_of(const struct handle *h)
 {
-	if (h->too_big || h->code == CURLE_FILESIZE_EXCEEDED)
+	if (kv_http_too_large(&h->ans, h->code))
 		return KV_POST_TOO_LARGE;
 	switch (h->code) {
 	case CURLE_OK: return KV_POST_OK;
@@ -284,10 +246,10 @@ bool kv_post_next(struct kv_post *p, struct kv_post_result *r)
 				      .elapsed_ns = first->ended_ns - first->started_ns };
 	if (r->failure == KV_POST_OK) {
 		r->status = first->status;
-		r->body = first->buf ? first->buf : "";
-		r->len = first->len;
+		r->body = first->ans.buf ? first->ans.buf : "";
+		r->len = first->ans.len;
 	} else if (r->failure == KV_POST_TOO_LARGE) {
-		snprintf(first->errbuf, sizeof first->errbuf, "answer larger than %zu bytes", first->max);
+		snprintf(first->errbuf, sizeof first->errbuf, "answer larger than %zu bytes", first->ans.max);
 		r->error = first->errbuf;
 	} else {
 		if (!first->errbuf[0])

@@ -9,8 +9,9 @@
  * large) and a kind for it.
  *
  * Like fetch.c, this module lives in lib/http/, outside libkvtools.a, and
- * only the programs that need libcurl link it (see the Makefile).  curl runs
- * with CURLOPT_NOSIGNAL: signal handling stays the program's. */
+ * only kvquery links it (see the Makefile); its transfers are set up as
+ * http/easy does for both (CURLOPT_NOSIGNAL: signal handling stays the
+ * program's). */
 #ifndef KV_POST_H
 #define KV_POST_H
 
