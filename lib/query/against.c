@@ -312,6 +312,21 @@ static void ends(const struct aq *q, const struct kv_fdiff *d, const struct kv_r
 	}
 }
 
+/* The blocks where the two counts of d part, [lo, hi) of the query, and the
+ * medium they are about; an ownership split is about the cpu range of
+ * kvquery's answer. */
+static void parting(const struct aq *q, const struct kv_rows *rr, const struct kv_fdiff *d, uint32_t *lo,
+		    uint32_t *hi, enum kv_medium *m, bool *ownership)
+{
+	const struct kv_row *r = kv_rows_find(rr, d->instance, d->len, d->dp);
+	const struct kv_row *k = kv_rows_find(&q->kv[0], d->instance, d->len, d->dp);
+	uint64_t re, ke;
+	ends(q, d, r, k, &re, &ke, m, ownership);
+	uint64_t a = *ownership || re < ke ? re : ke, b = *ownership || re < ke ? ke : re;
+	*hi = (uint32_t)(b < q->nblocks ? b : q->nblocks);
+	*lo = (uint32_t)(a < *hi ? a : *hi);
+}
+
 static size_t add_candidate(uint32_t *out, size_t n, size_t max, uint32_t w)
 {
 	for (size_t k = 0; k < n; k++)
@@ -390,19 +405,8 @@ static void explain(struct kv_against *a, const struct aq *q, const struct kv_ro
 {
 	memset(x, 0, sizeof *x);
 	x->cls = by_numbers(q, d);
-	const struct kv_row *r = kv_rows_find(rr, d->instance, d->len, d->dp);
-	const struct kv_row *k = kv_rows_find(&q->kv[0], d->instance, d->len, d->dp);
-	uint64_t re, ke;
 	enum kv_medium m;
-	ends(q, d, r, k, &re, &ke, &m, &x->ownership);
-	x->lo = (uint32_t)(re < ke ? re : ke);
-	x->hi = (uint32_t)(re < ke ? ke : re);
-	if (x->ownership)
-		x->lo = (uint32_t)re, x->hi = (uint32_t)ke;
-	if (x->hi > q->nblocks)
-		x->hi = q->nblocks;
-	if (x->lo > x->hi)
-		x->lo = x->hi;
+	parting(q, rr, d, &x->lo, &x->hi, &m, &x->ownership);
 	if (x->cls)
 		return;
 	uint32_t w[32];
@@ -450,18 +454,11 @@ static void gather(struct kv_against *a, struct kv_rows *rr, struct kv_fdiffs *d
 			const struct kv_fdiff *d = &ds->v[k];
 			if (d->follows != KV_NO_FOLLOW)
 				continue;
-			struct explained x;
-			const struct kv_row *r = kv_rows_find(&rr[i], d->instance, d->len, d->dp);
-			const struct kv_row *kk = kv_rows_find(&q->kv[0], d->instance, d->len, d->dp);
-			uint64_t re, ke;
+			uint32_t lo, top;
 			enum kv_medium m;
-			ends(q, d, r, kk, &re, &ke, &m, &x.ownership);
-			uint32_t lo = (uint32_t)(re < ke ? re : ke), top = (uint32_t)(re < ke ? ke : re);
-			if (x.ownership)
-				lo = (uint32_t)re, top = (uint32_t)ke;
-			if (top > q->nblocks)
-				top = q->nblocks;
-			uint32_t span = x.ownership ? OWNERSHIP_BLOCKS : SHOWN_BLOCKS;
+			bool ownership;
+			parting(q, &rr[i], d, &lo, &top, &m, &ownership);
+			uint32_t span = ownership ? OWNERSHIP_BLOCKS : SHOWN_BLOCKS;
 			for (uint32_t p = lo; p < top && p < lo + span; p++)
 				kv_evidence_block(a->ev, q->chains[p], true);
 			uint32_t w[32];
