@@ -97,18 +97,23 @@ $(PROGDIR)/%: $(BUILD)/bin/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-# kvstat alone links libcurl.  Its HTTP module is lib/http/fetch.c, outside
-# LIB_SRC, so that libkvtools.a, the other programs, the unit tests and the
-# fuzz harnesses never depend on curl.
+# kvstat and kvquery alone link libcurl.  Their HTTP modules are in
+# lib/http/ (fetch.c: kvstat's GETs; post.c: kvquery --against's POSTs;
+# easy.c: how both set up a transfer), outside LIB_SRC, so that libkvtools.a, the other programs, the unit tests
+# and the fuzz harnesses never depend on curl.
 CURL_CFLAGS   = $(shell pkg-config --cflags libcurl 2>/dev/null)
-LDLIBS_kvstat = $(shell pkg-config --libs libcurl 2>/dev/null)
-$(BUILD)/lib/http/fetch.o: lib/http/fetch.c lib/http/fetch.h $(LIB_HDR) $(BUILD)/.flags
+LDLIBS_curl   = $(shell pkg-config --libs libcurl 2>/dev/null)
+$(BUILD)/lib/http/%.o: lib/http/%.c lib/http/%.h lib/http/easy.h $(LIB_HDR) $(BUILD)/.flags
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -c -o $@ $<
 $(BUILD)/bin/kvstat.o: lib/http/fetch.h
-$(PROGDIR)/kvstat: $(BUILD)/bin/kvstat.o $(BUILD)/lib/http/fetch.o $(LIBA)
+$(PROGDIR)/kvstat: $(BUILD)/bin/kvstat.o $(BUILD)/lib/http/fetch.o $(BUILD)/lib/http/easy.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS) $(LDLIBS_kvstat)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS) $(LDLIBS_curl)
+$(BUILD)/bin/kvquery.o: lib/http/post.h
+$(PROGDIR)/kvquery: $(BUILD)/bin/kvquery.o $(BUILD)/lib/http/post.o $(BUILD)/lib/http/easy.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS) $(LDLIBS_curl)
 
 # kvnats alone links libnats (NATS JetStream), the same way: its module is
 # lib/nats/js.c, outside LIB_SRC.
@@ -171,7 +176,7 @@ fuzz: $(FUZZERS)
 # .cppcheck-suppressions and .clang-tidy; any finding fails.  clang-tidy runs
 # once per file into build/lint, so `make -j2 lint` uses both cores and a
 # second run only looks at what changed.
-LINT_SRC   = $(LIB_SRC) lib/http/fetch.c lib/nats/js.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c bench/limits.c bench/applyonly.c
+LINT_SRC   = $(LIB_SRC) lib/http/fetch.c lib/http/post.c lib/http/easy.c lib/nats/js.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c bench/limits.c bench/applyonly.c
 TIDY_FLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DKV_VERSION='"$(VERSION)"' \
              -Ilib -Itests/unit $(PKG_CFLAGS) $(CURL_CFLAGS) $(NATS_CFLAGS)
 CPPCHECK   = cppcheck --std=c11 --enable=warning,style,performance,portability --inline-suppr \

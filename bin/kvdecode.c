@@ -162,7 +162,7 @@ static void handle(struct run *r, const struct kv_batch *b)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	size_t nfiles = (size_t)(argc - optind);
 	struct kv_err e = { 0 };
@@ -179,13 +179,17 @@ int main(int argc, char **argv)
 	kv_srcstats_init(&r.stats);
 	struct kv_source *src = kv_source_new(argv + optind, nfiles, &o.src);
 	struct kv_batch b;
-	enum kv_source_status st;
+	enum kv_source_status st = KV_SOURCE_END;
 	int status = KV_EX_OK;
 	while (!kv_out_failed(&out) && (st = kv_source_next(src, &b, &e)) != KV_SOURCE_END && st != KV_SOURCE_STOPPED) {
 		if (st == KV_SOURCE_UNOPENED)
 			status = kv_status_merge(status, kv_err_print(&e));
 		else
 			handle(&r, &b);
+	}
+	if (st == KV_SOURCE_STOPPED && !o.quiet) {
+		const char *product = o.output ? o.output : "-";
+		kv_say_stopped(&product, 1);
 	}
 	if (!kv_out_finish(&out, nfiles && kv_source_open_failures(src) == nfiles, &e))
 		status = kv_status_merge(status, kv_err_print(&e));

@@ -13,6 +13,7 @@
 #include "base/out.h"
 #include "sim/sim.h"
 #include "sim/trace.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -132,17 +133,22 @@ static int choice(const char *name, const char *arg, const char *const *names)
 static void parse_weights(const char *s, struct kv_weights *w)
 {
 	double v[3];
-	char buf[128];
-	char *parts[3], *rest = buf;
-	snprintf(buf, sizeof buf, "%s", s);
-	bool ok = strlen(s) < sizeof buf;
-	for (int i = 0; i < 3 && ok; i++) {
-		parts[i] = strsep(&rest, ",");
-		ok = parts[i] && kv_parse_double(parts[i], 0, 1e9, &v[i]);
-	}
-	if (!ok || rest)
-		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
+	kv_opt_numbers("--weights", s, 0, 1e9, v, 3, "three non-negative numbers N,C,D");
 	*w = (struct kv_weights){ v[0], v[1], v[2] };
+}
+
+/* The outputs of a run, in the order they are named in messages: the
+ * capture (standard output unless -o; none with -n) first. */
+#define KV_GEN_OUTPUTS 5
+struct outputs {
+	struct kv_out_name v[KV_GEN_OUTPUTS];
+};
+static struct outputs outputs(const struct options *o)
+{
+	const char *capture = o->no_capture ? NULL : o->output ? o->output : "-";
+	return (struct outputs){ { { "-o", capture }, { "--registrations", o->regs }, { "--snapshot", o->snapshot },
+				   { "--report", o->report },
+				   { o->queries_by_hash ? "--queries-by-hash" : "--queries", o->queries } } };
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
@@ -182,8 +188,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			s->pool_lag_ns = lag * 1000000;
 			break;
 		case OPT_POOL_BACKEND:
-			if (!*optarg)
-				kv_usage_error("--pool-backend: an empty name");
+			kv_opt_name("--pool-backend", optarg, "a backend_id");
 			s->pool_backend = optarg;
 			break;
 		case OPT_POLICY: s->policy = (enum kv_policy)choice("--policy", optarg, policies); break;
@@ -204,7 +209,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_VLLM_FORMAT: s->emit.vllm_map = choice("--vllm-format", optarg, vllm_formats) == 1; break;
 		case OPT_HASH_FORMAT: s->emit.hash_bytes = choice("--hash-format", optarg, hash_formats) == 1; break;
-		case OPT_MODEL: s->model = optarg; break;
+		case OPT_MODEL:
+			kv_opt_name("--model", optarg, "a model name");
+			s->model = optarg;
+			break;
 		case OPT_LIMIT: o->limit = count_option("--limit", optarg, 1, UINT32_MAX); break;
 		case OPT_REGS: o->regs = optarg; break;
 		case OPT_SNAPSHOT: o->snapshot = optarg; break;
@@ -231,7 +239,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		kv_usage_error("one trace at most");
 	const char *trace = optind < argc ? argv[optind] : "-";
 	struct kv_err e = { 0 };
-	if (!kv_out_refuse_input("-o", o->output, trace, &e) ||
+	if (!kv_out_refuse_same(outputs(o).v, KV_GEN_OUTPUTS, &e) ||
+	    !kv_out_refuse_input("-o", o->output, trace, &e) ||
 	    !kv_out_refuse_input("--registrations", o->regs, trace, &e) ||
 	    !kv_out_refuse_input("--snapshot", o->snapshot, trace, &e) ||
 	    !kv_out_refuse_input("--report", o->report, trace, &e) ||
@@ -311,7 +320,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	char *line;
 	size_t n;
 	uint64_t served = 0, bad = 0, went_back = 0;
-	enum kv_lines_status st;
+	enum kv_lines_status st = KV_LINE;
 	/* the capture failing (a reader gone) ends the run only when no file is to be written besides */
 	bool side_files = o->regs || o->snapshot || o->report || o->queries;
 	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_ends_work(out, side_files)) &&
@@ -336,6 +345,16 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 				name, (unsigned long long)l.lineno, (unsigned long long)req.ts_ms);
 		served++;
 	}
+	/* the signal ended it, not the trace, --limit or a failed capture */
+	bool stopped = kv_stop_signal && st != KV_LINES_EOF && st != KV_LINES_ERROR && !(o->limit && served >= o->limit) &&
+		       !(out && kv_out_ends_work(out, side_files));
+	if (stopped && !o->quiet) {
+		struct outputs outs = outputs(o);
+		const char *products[KV_GEN_OUTPUTS];
+		for (size_t i = 0; i < KV_GEN_OUTPUTS; i++)
+			products[i] = outs.v[i].path;
+		kv_say_stopped(products, KV_GEN_OUTPUTS);
+	}
 	free(req.hash_ids);
 	kv_lines_free(&l);
 	if (!t->std)
@@ -348,7 +367,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	bool to_stdout = !o.output || strcmp(o.output, "-") == 0;
 	/* before reading the trace, which may be a terminal waiting for input */

@@ -119,8 +119,10 @@ static enum kv_diag_format diag_format(const char *arg)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	int c;
+	const char *why;
 	o->match = kv_match_opts_default();
 	o->src.allow_json = true;
+	o->src.stream_headers = true;
 	while ((c = getopt_long(argc, argv, "r:o:i:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r': o->regs = optarg; break;
@@ -128,8 +130,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'i': o->resume = optarg; break;
 		case OPT_EVERY: o->every_ns = seconds_option("--snapshot-every", optarg, false); break;
 		case OPT_LOG:
-			if (!kv_state_mask_parse(optarg, &o->match.log_mask))
-				kv_usage_error("--log: '%s' is not all, none or a list of states", optarg);
+			if ((why = kv_state_mask_parse(optarg, &o->match.log_mask)))
+				kv_usage_error("--log: '%s' is not all, none or a list of states: %s", optarg, why);
 			break;
 		case OPT_PENDING_TTL: o->match.pending_ttl_ns = seconds_option("--pending-ttl", optarg, false); break;
 		case OPT_OFFLOAD_TTL: o->match.offload_ttl_ns = seconds_option("--offload-ttl", optarg, false); break;
@@ -144,8 +146,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->match.match_none = strcmp(optarg, "none") == 0;
 			break;
 		case OPT_BACKEND_SERVES:
-			if (!kv_workers_add_serves(o->ws, optarg))
-				kv_usage_error("--backend-serves: '%s' is not BACKEND_ID=INSTANCE[,INSTANCE]...", optarg);
+			if ((why = kv_workers_add_serves(o->ws, optarg)))
+				kv_usage_error("--backend-serves: '%s' is not BACKEND_ID=INSTANCE[,INSTANCE]...: %s", optarg,
+					       why);
 			break;
 		case OPT_DECIMAL: o->src.wire.hash.decimal_strings = true; break;
 		case OPT_DUMP: o->dump = optarg; break;
@@ -172,12 +175,15 @@ static void check_option_pairs(const struct options *o)
 		kv_usage_error("--snapshot-every: no snapshot to write (-o FILE.kvsnap)");
 }
 
-/* -o and --metrics may not name an input; -i may be -o (resuming a
- * snapshot and writing it back), which is written by rename. */
+/* -o and --metrics may not name an input, nor each other or standard
+ * output (the state lines); -i may be -o (resuming a snapshot and writing
+ * it back), which is written by rename. */
 static void refuse_outputs_over_inputs(const struct options *o, char *const *files, size_t nfiles)
 {
 	struct kv_err e = { 0 };
-	if (!kv_out_refuse_inputs("-o", o->snapshot, files, nfiles, &e) ||
+	const struct kv_out_name outs[] = { { NULL, "-" }, { "-o", o->snapshot }, { "--metrics", o->metrics } };
+	if (!kv_out_refuse_same(outs, sizeof outs / sizeof outs[0], &e) ||
+	    !kv_out_refuse_inputs("-o", o->snapshot, files, nfiles, &e) ||
 	    !kv_out_refuse_input("-o", o->snapshot, o->regs, &e) ||
 	    !kv_out_refuse_inputs("--metrics", o->metrics, files, nfiles, &e) ||
 	    !kv_out_refuse_input("--metrics", o->metrics, o->regs, &e) ||
@@ -196,6 +202,9 @@ struct run {
 	uint64_t next_snapshot;
 	struct kv_metrics metrics;
 	bool metrics_failed;
+	struct kv_source *src;
+	bool resumed_position;        /* -i's snapshot had a stream position: ... */
+	uint64_t resumed_at;          /* ... this one */
 };
 
 static void on_report(void *arg, const struct kv_report *r)
@@ -280,8 +289,53 @@ static void snapshot_if_due(struct run *r, const struct kv_batch *b)
 	r->next_snapshot = slot > UINT64_MAX / r->o->every_ns ? UINT64_MAX : slot * r->o->every_ns;
 }
 
+/* "x.kvsnap's position, message 5" or "the position reached, message 5". */
+static void position_reached(const struct run *r, uint64_t position, char *buf, size_t n)
+{
+	if (r->resumed_position && position == r->resumed_at)
+		snprintf(buf, n, "%s's position, message %" PRIu64, r->o->resume, position);
+	else
+		snprintf(buf, n, "the position reached, message %" PRIu64, position);
+}
+
+/* A header naming the stream the records after it come from (kvnats -C):
+ * another stream than the position reached is in, or a start after it,
+ * is said, and 65; another stream's records are not read, since none of
+ * them could be told from one applied already by its position. */
+static void stream_begins(struct run *r, const struct kv_batch *b)
+{
+	const struct kv_cap_stream *st = b->stream;
+	struct kv_stream_reached was;
+	char at[600], when[KV_UTC_NS_LEN], then[KV_UTC_NS_LEN];
+	enum kv_stream_verdict v = kv_match_stream_begins(r->m, st, &was);
+	position_reached(r, was.position, at, sizeof at);
+	if (v == KV_STREAM_OTHER) {
+		r->status = kv_status_merge(r->status, KV_EX_DATAERR);
+		kv_source_skip_input(r->src);
+		if (!r->o->quiet)
+			kv_warn("%s: stream %.*s created %s is not stream %s created %s, of %s: the positions of two "
+				"streams are not comparable; the rest of this input is not read", b->file,
+				(int)st->name_len, st->name, kv_utc_ns(st->created_ns, when), was.stream,
+				kv_utc_ns(was.created_ns, then), at);
+	} else if (v == KV_STREAM_GAP) {
+		r->status = kv_status_merge(r->status, KV_EX_DATAERR);
+		if (!r->o->quiet)
+			kv_warn("%s: stream %.*s: this input starts after message %" PRIu64 ", not after %s: messages %"
+				PRIu64 " to %" PRIu64 " are missing (kvnats -C --after SNAPSHOT starts right after a "
+				"snapshot's position)", b->file, (int)st->name_len, st->name, st->after, at,
+				was.position + 1, st->after);
+	} else if (v == KV_STREAM_UNCHECKED && !r->o->quiet) {
+		kv_warn("%s: stream %.*s: %s names no stream (an older kvmatch wrote it): that this input continues "
+			"it is not checked", b->file, (int)st->name_len, st->name, at);
+	}
+}
+
 static void handle(struct run *r, const struct kv_batch *b)
 {
+	if (b->stream) {
+		stream_begins(r, b);
+		return;
+	}
 	if (kv_match_stream_duplicate(r->m, &b->ctx, b->nev))
 		return;
 	snapshot_if_due(r, b);
@@ -332,6 +386,8 @@ static void load_state(struct run *r)
 		if (!kv_snap_load(r->o->resume, &s, &e))
 			kv_err_exit(&e);
 		kv_snap_restore(&s, &r->ix, &r->ws, r->m);
+		r->resumed_position = s.stream != NULL;
+		r->resumed_at = s.stream ? s.stream->last_seq : 0;
 		kv_snap_unload(&s);
 	}
 	kv_match_create_registered(r->m);
@@ -343,7 +399,7 @@ int main(int argc, char **argv)
 	struct run r = { .o = &o };
 	kv_workers_init(&r.ws);
 	o.ws = &r.ws;
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	check_option_pairs(&o);
 	kv_install_signals(true);
@@ -373,8 +429,9 @@ int main(int argc, char **argv)
 	o.src.idle = on_idle;
 	o.src.idle_arg = &r;
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
+	r.src = src;
 	struct kv_batch b;
-	enum kv_source_status st;
+	enum kv_source_status st = KV_SOURCE_END;
 	/* a closed stdout ends the run unless a snapshot is to be written */
 	while (!kv_out_ends_work(&out, o.snapshot != NULL) && (st = kv_source_next(src, &b, &e)) != KV_SOURCE_END &&
 	       st != KV_SOURCE_STOPPED) {
@@ -384,6 +441,10 @@ int main(int argc, char **argv)
 		}
 		handle(&r, &b);
 		between_records(&r);
+	}
+	if (st == KV_SOURCE_STOPPED && !o.quiet) {
+		const char *product = o.snapshot ? o.snapshot : "-";
+		kv_say_stopped(&product, 1);
 	}
 	write_snapshot(&r);
 	if (!kv_out_close(&out, &e))

@@ -16,6 +16,7 @@
 #include "index/regs.h"
 #include "index/snap.h"
 #include "base/utf8.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -29,13 +30,14 @@ static const char usage[] =
 	"  -L, --list                list streams, their consumers and their lag\n"
 	"  -s, --server URL[,URL]... NATS servers (default: $NATS_URL, else nats://127.0.0.1:4222)\n"
 	"      --stream NAME         the stream (default KVTOOLS); its subjects are NAME.>\n"
+	"      --retry SECS          retry a publish, or a request the servers did not serve,\n"
+	"                            for SECS (default 20: a cluster electing leaders)\n"
 	"Producing:\n"
 	"  -r, --registrations FILE  put each record's model and tenant in its subject\n"
 	"      --replicas N          replicas of a stream kvnats creates (default 1)\n"
 	"      --max-age SECS        age limit of a stream kvnats creates (default 604800; 0: none)\n"
 	"      --max-bytes N         size limit of a stream kvnats creates (default 1073741824; -1: none)\n"
 	"      --dup-window SECS     its duplicate window (default 120)\n"
-	"      --retry SECS          retry a refused or unacknowledged publish SECS (default 20)\n"
 	"Consuming:\n"
 	"      --durable NAME        a durable consumer: a restart goes on after what was written\n"
 	"      --filter SUBJECT      only the records of SUBJECT (a partition: NAME.MODEL.TENANT.>)\n"
@@ -134,7 +136,7 @@ static void check_mode(const struct options *o, bool produce_only, bool consume_
 	if (!o->mode)
 		kv_usage_error("no mode: -P (produce), -C (consume) or -L (list)");
 	if (produce_only && o->mode != 'P')
-		kv_usage_error("-r, --replicas, --max-age, --max-bytes, --dup-window and --retry go with -P");
+		kv_usage_error("-r, --replicas, --max-age, --max-bytes and --dup-window go with -P");
 	if (consume_only && o->mode != 'C')
 		kv_usage_error("--durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C");
 	if (list_only && o->mode != 'L')
@@ -149,6 +151,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	uint64_t v;
 	int64_t i;
 	int c;
+	struct kv_span servers[64];   /* as many as kv_js_connect takes */
 	const char *env = getenv("NATS_URL");
 	o->servers = env && *env ? env : "nats://127.0.0.1:4222";
 	o->stream = "KVTOOLS";
@@ -160,8 +163,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'P': case 'C': case 'L': set_mode(o, (char)c); break;
 		case 's':
-			if (!*optarg)
-				kv_usage_error("-s: no server");
+			kv_opt_list("--server", optarg, ',', servers, sizeof servers / sizeof servers[0],
+				    "URL[,URL]... (at most 64)");
 			o->servers = optarg;
 			break;
 		case OPT_STREAM:
@@ -198,7 +201,6 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_RETRY:
 			if (!kv_parse_seconds(optarg, 86400, &o->retry_ns))
 				kv_usage_error("--retry: '%s' is not a number of seconds", optarg);
-			produce_only = true;
 			break;
 		case OPT_DURABLE:
 			if (!kv_js_name_ok(optarg))
@@ -207,8 +209,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			consume_only = true;
 			break;
 		case OPT_FILTER:
-			if (!*optarg || strchr(optarg, ' '))
-				kv_usage_error("--filter: '%s' is not a subject", optarg);
+			kv_opt_name("--filter", optarg, "a subject");
+			if (strchr(optarg, ' '))
+				kv_usage_error("--filter: '%s' is not a subject: a space", optarg);
 			o->consume.filter = optarg;
 			consume_only = true;
 			break;
@@ -263,6 +266,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		}
 	}
 	check_mode(o, produce_only, consume_only, list_only, argc - optind);
+	/* the servers named by the environment are read as -s reads them */
+	if (o->servers == env)
+		kv_opt_list("NATS_URL", env, ',', servers, sizeof servers / sizeof servers[0], "URL[,URL]... (at most 64)");
 	o->consume.stream = o->stream;
 	/* before any server is asked, or a durable consumer made or moved */
 	if (o->mode == 'C' && (!o->output || strcmp(o->output, "-") == 0) && isatty(STDOUT_FILENO))
@@ -334,9 +340,11 @@ struct produce {
 	const struct options *o;
 	struct kv_js *js;
 	struct subjects subj;
-	struct kv_out packed;        /* a record packed again without its fifth element */
+	struct kv_out packed;        /* a record packed again without its fifth element, a header without its stream */
+	msgpack_zone zone;
 	uint64_t bad;
 	bool lost;
+	bool stopped;                /* a stop signal came before the end of an input */
 };
 
 static void publish_record(struct produce *p, const struct kv_record *rec)
@@ -360,8 +368,17 @@ static void publish_record(struct produce *p, const struct kv_record *rec)
 static void publish_header(struct produce *p, const struct kv_record *rec)
 {
 	char id[KV_JS_MSGID_LEN + 1];
-	kv_js_msg_id(NULL, rec->raw, rec->raw_len, id);
-	if (!kv_js_publish(p->js, p->subj.header, id, rec->raw, rec->raw_len))
+	const uint8_t *data = rec->raw;
+	size_t n = rec->raw_len;
+	/* the header of kvnats -C output: its records go without their
+	 * positions, so it goes without the stream they were in */
+	p->packed.len = 0;
+	if (kv_cap_header_without_stream(data, n, &p->zone, &p->packed)) {
+		data = (const uint8_t *)p->packed.buf;
+		n = p->packed.len;
+	}
+	kv_js_msg_id(NULL, data, n, id);
+	if (!kv_js_publish(p->js, p->subj.header, id, data, n))
 		p->lost = true;
 }
 
@@ -376,7 +393,7 @@ static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 	struct kv_cap_reader r;
 	kv_cap_open(&r, fd, name);
 	struct kv_record rec;
-	enum kv_cap_status st;
+	enum kv_cap_status st = KV_CAP_RECORD;
 	while (!kv_stop_signal && !p->lost && (st = kv_cap_next(&r, &rec)) != KV_CAP_EOF && st != KV_CAP_STOPPED) {
 		if (st == KV_CAP_HEADER) {
 			publish_header(p, &rec);
@@ -390,6 +407,8 @@ static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 				break;
 		}
 	}
+	if (kv_stop_signal && !p->lost && st != KV_CAP_EOF && st != KV_CAP_ERROR)
+		p->stopped = true;
 	kv_cap_close(&r);
 	if (!std)
 		close(fd);
@@ -400,10 +419,10 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 {
 	struct produce p = { .o = o, .js = js, .subj = { .o = o } };
 	struct kv_err e = { 0 };
-	kv_js_set_retry(js, o->retry_ns);
 	if (o->regs && !kv_regs_load(o->regs, &p.subj.regs, &e))
 		return kv_err_print(&e);
 	p.subj.header = kv_js_header_subject(o->stream);
+	kv_js_set_header_subject(js, p.subj.header);
 	struct kv_js_stream_opts so = o->create;
 	char subjects[300];
 	snprintf(subjects, sizeof subjects, "%s.>", o->stream);
@@ -417,22 +436,34 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 	if (created && !o->quiet)
 		kv_warn("%s: created stream %s (%" PRId64 " replicas)", o->servers, o->stream, so.replicas);
 	kv_out_open_mem(&p.packed);
+	msgpack_zone_init(&p.zone, 1024);
 	int status = KV_EX_OK;
 	if (nfiles == 0 && !produce_file(&p, "-", &e))
 		status = kv_status_merge(status, kv_err_print(&e));
-	for (int i = 0; i < nfiles && !kv_stop_signal && !p.lost; i++)
+	int i = 0;
+	for (; i < nfiles && !kv_stop_signal && !p.lost; i++)
 		if (!produce_file(&p, files[i], &e))
 			status = kv_status_merge(status, kv_err_print(&e));
+	if ((p.stopped || (kv_stop_signal && i < nfiles && !p.lost)) && !o->quiet) {
+		char stream[300];
+		snprintf(stream, sizeof stream, "stream %s", o->stream);
+		const char *product = stream;
+		kv_say_stopped(&product, 1);
+	}
 	struct kv_js_pub_stats st;
 	if (!kv_js_publish_finish(js, &st))
 		p.lost = true;
 	if (!o->quiet)
-		kv_warn("stream %s: %" PRIu64 " published, %" PRIu64 " stored, %" PRIu64 " duplicates, %" PRIu64
-			" retried, %" PRIu64 " lost", o->stream, st.published, st.stored, st.duplicates, st.retried, st.lost);
+		kv_warn("stream %s: records: %" PRIu64 " published, %" PRIu64 " stored, %" PRIu64 " duplicates, %" PRIu64
+			" retried, %" PRIu64 " lost; headers: %" PRIu64 " published, %" PRIu64 " stored, %" PRIu64
+			" duplicates, %" PRIu64 " retried, %" PRIu64 " lost", o->stream, st.records.published,
+			st.records.stored, st.records.duplicates, st.records.retried, st.records.lost, st.headers.published,
+			st.headers.stored, st.headers.duplicates, st.headers.retried, st.headers.lost);
 	if (p.lost)
-		kv_warn("%s: stream %s: %" PRIu64 " messages not stored (%s); the rest of the input was not read",
-			o->servers, o->stream, st.lost, st.last_error);
+		kv_warn("%s: stream %s: %" PRIu64 " records and %" PRIu64 " headers not stored (%s); the rest of the "
+			"input was not read", o->servers, o->stream, st.records.lost, st.headers.lost, st.last_error);
 	kv_out_free_mem(&p.packed);
+	msgpack_zone_destroy(&p.zone);
 	subjects_free(&p.subj);
 	if (p.lost)
 		status = kv_status_merge(status, KV_EX_UNAVAILABLE);
@@ -441,20 +472,50 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 
 /* ---- consuming ---------------------------------------------------------- */
 
-/* The stream position a kvmatch snapshot recorded: where --after starts. */
-static uint64_t position_after(const char *path)
+/* The stream position a kvmatch snapshot recorded, and the stream it is
+ * in: where --after starts, and in which stream alone. */
+struct snap_position {
+	uint64_t last_seq;
+	char *stream;                /* its name, NULL when the snapshot does not say */
+	uint64_t created_ns;
+};
+
+static void position_after(const char *path, struct snap_position *p)
 {
 	struct kv_snap s;
 	struct kv_err e = { 0 };
 	if (!kv_snap_load(path, &s, &e))
 		kv_err_exit(&e);
 	bool has = s.stream != NULL;
-	uint64_t seq = has ? s.stream->last_seq : 0;
+	p->last_seq = has ? s.stream->last_seq : 0;
+	if (s.stream_id) {
+		size_t n;
+		const char *name = kv_snap_string(&s, s.stream_id->name, &n);
+		p->stream = kv_xstrndup(name, n);
+		p->created_ns = s.stream_id->created_ns;
+	}
 	kv_snap_unload(&s);
 	if (!has)
 		kv_die(KV_EX_DATAERR, "%s: the snapshot records no stream position (its input was not kvnats -C, "
 			"or an older kvmatch wrote it); rebuild it: kvnats -C | kvmatch -o %s", path, path);
-	return seq + 1;
+	if (!p->stream)
+		kv_die(KV_EX_DATAERR, "%s: the snapshot records no stream its position is in (an older kvnats or "
+			"kvmatch made it), so that it cannot be told from a position in another stream; rebuild it: "
+			"kvnats -C | kvmatch -o %s", path, path);
+}
+
+/* A position belongs to one stream: in another (another name, or one
+ * deleted and made again under the name, its sequences anew) it would
+ * skip records, or read them twice. */
+static bool same_stream(const struct options *o, const struct snap_position *p, const struct kv_js_stream_state *st,
+			struct kv_err *e)
+{
+	char was[KV_UTC_NS_LEN], is[KV_UTC_NS_LEN];
+	if (strcmp(p->stream, o->stream) == 0 && p->created_ns == (uint64_t)st->created_ns)
+		return true;
+	return kv_err_set(e, KV_EX_DATAERR, "%s: its position is in stream %s created %s, not in stream %s created %s: "
+			  "the positions of two streams are not comparable", o->after, p->stream,
+			  kv_utc_ns(p->created_ns, was), o->stream, kv_utc_ns((uint64_t)st->created_ns, is));
 }
 
 struct consume {
@@ -462,8 +523,22 @@ struct consume {
 	struct kv_out *out;
 	msgpack_zone zone;
 	bool header_done;
+	bool stopped;                /* a stop signal came before the end or -c */
 	uint64_t records, skipped;
+	uint64_t written;            /* records whose bytes reached the output (flushed) */
+	const struct kv_cap_stream *named;  /* the stream the first header names (not with --bare) */
 };
+
+/* The output's first header, when the first message is no header: ours,
+ * naming the stream unless --bare. */
+static void write_own_header(struct consume *c)
+{
+	if (c->named)
+		kv_cap_write_stream_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns(), c->named);
+	else
+		kv_cap_write_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns());
+	c->header_done = true;
+}
 
 /* A message that is no kvcap object (Dynamo's KV events, on its JetStream
  * queue or its event plane) as a record of its own: received when the
@@ -480,10 +555,8 @@ static void write_wrapped(struct consume *c, const struct kv_js_msg *m)
 	rec.frames[0] = (struct kv_frame){ (const uint8_t *)m->subject, sn };
 	rec.frames[1] = (struct kv_frame){ m->data, m->len };
 	rec.nframes = 2;
-	if (!c->header_done) {
-		kv_cap_write_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns());
-		c->header_done = true;
-	}
+	if (!c->header_done)
+		write_own_header(c);
 	c->records++;
 	if (c->o->bare || !m->stream_seq)
 		kv_cap_write_record(c->out, rec.recv_ns, rec.src, rec.src_len, 0, rec.frames, rec.nframes);
@@ -501,7 +574,10 @@ static void write_message(struct consume *c, const struct kv_js_msg *m)
 	const char *why = NULL;
 	enum kv_cap_status st = kv_cap_classify(m->data, m->len, &c->zone, &rec, &why);
 	if (st == KV_CAP_HEADER) {
-		kv_out_write(c->out, m->data, m->len);
+		/* the first names the stream the positions are of, and after which
+		 * message they follow without a gap: what kvmatch checks a resume by */
+		if (c->header_done || !c->named || !kv_cap_header_with_stream(m->data, m->len, &c->zone, c->named, c->out))
+			kv_out_write(c->out, m->data, m->len);
 		c->header_done = true;
 		return;
 	}
@@ -512,10 +588,8 @@ static void write_message(struct consume *c, const struct kv_js_msg *m)
 				m->stream_seq, why);
 		return;
 	}
-	if (!c->header_done) {
-		kv_cap_write_header(c->out, "kvnats " KV_VERSION, kv_realtime_ns());
-		c->header_done = true;
-	}
+	if (!c->header_done)
+		write_own_header(c);
 	c->records++;
 	if (c->o->bare)
 		kv_out_write(c->out, m->data, m->len);
@@ -541,29 +615,91 @@ static int consume_loop(struct consume *c, struct kv_js_sub *sub, uint64_t end_s
 		int n;
 		if (!kv_js_fetch(sub, (int)(left < c->o->batch ? left : c->o->batch), FETCH_WAIT_MS, &msgs, &n, &e))
 			return kv_err_print(&e);
-		bool done = kv_stop_signal != 0;
+		bool stop = kv_stop_signal != 0;
 		/* the end: that last message, or a fetch that found nothing when
 		 * nothing up to it is left for the consumer (it was deleted): asked
 		 * of the stream's leader, as the consumer's server may be a replica
 		 * catching up, and the number a message carries can be behind there */
-		if (n == 0 && !done && !c->o->follow) {
+		if (n == 0 && !stop && !c->o->follow) {
 			if (!kv_js_done(sub, end_seq, &at_end, &e))
 				return kv_err_print(&e);
-			done = at_end;
 		}
 		for (int i = 0; i < n; i++) {
 			write_message(c, &msgs[i]);
 			if (!c->o->follow && msgs[i].stream_seq >= end_seq)
-				done = true;
+				at_end = true;
 		}
-		done |= c->o->count && c->records >= c->o->count;
-		/* only what is written and flushed is acknowledged */
+		at_end |= c->o->count && c->records >= c->o->count;
+		/* with -f and no -c, a signal is how a run ends */
+		c->stopped = stop && !at_end && (!c->o->follow || c->o->count);
+		bool done = stop || at_end;
+		/* only what is written and flushed is acknowledged, and counted
+		 * as written */
 		if (!kv_out_flush(c->out))
 			return 0;
+		c->written = c->records;
 		if (n > 0 && !kv_js_ack(sub, done, &e))
 			return kv_err_print(&e);
 		if (done)
 			return 0;
+	}
+}
+
+/* The start option given, for messages: "--start-seq 5". */
+static void start_asked(const struct options *o, char *buf, size_t n)
+{
+	if (o->after)
+		snprintf(buf, n, "--after %s", o->after);
+	else if (o->consume.start == KV_JS_START_SEQ)
+		snprintf(buf, n, "--start-seq %" PRIu64, o->consume.start_seq);
+	else
+		snprintf(buf, n, "--start-time %" PRId64, o->consume.start_time_ns);
+}
+
+/* A start that lies beyond the stream's next message is refused: the
+ * messages up to it, when they come, would never be read (JetStream itself
+ * would start at the next one instead); and so is a start time to come,
+ * since JetStream would start at the next message stored, before that time
+ * or not. */
+static bool start_in_stream(const struct options *o, const struct kv_js_stream_state *st, struct kv_err *e)
+{
+	char when[KV_UTC_NS_LEN];
+	if (o->consume.start == KV_JS_START_TIME && (uint64_t)o->consume.start_time_ns > kv_realtime_ns())
+		return kv_err_set(e, KV_EX_DATAERR, "stream %s: --start-time %" PRId64 " (%s) is still to come: the "
+				  "next message stored would be read, before that time or not", o->stream,
+				  o->consume.start_time_ns, kv_utc_ns((uint64_t)o->consume.start_time_ns, when));
+	if (o->consume.start != KV_JS_START_SEQ || o->consume.start_seq <= st->last + 1)
+		return true;
+	if (o->after)
+		return kv_err_set(e, KV_EX_DATAERR, "%s: its position, message %" PRIu64 ", is beyond the last "
+			"message of stream %s, %" PRIu64 ": it was not made from this stream", o->after,
+			o->consume.start_seq - 1, o->stream, st->last);
+	return kv_err_set(e, KV_EX_DATAERR, "stream %s: --start-seq %" PRIu64 " is beyond its last message, %" PRIu64
+			  " (the next one is %" PRIu64 ")", o->stream, o->consume.start_seq, st->last, st->last + 1);
+}
+
+/* What kv_js_subscribe did to a durable, on standard error. */
+static void say_bound(const struct options *o, const struct kv_js_bind_info *b)
+{
+	char asked[300];
+	if (o->quiet)
+		return;
+	switch (b->how) {
+	case KV_JS_AFTER_ACK:
+		if (b->was_after)
+			kv_warn("stream %s: durable %s resumes after message %" PRIu64 ", the last it acknowledged",
+				o->stream, o->consume.durable, b->was_after);
+		else
+			kv_warn("stream %s: durable %s starts again: it acknowledged nothing", o->stream,
+				o->consume.durable);
+		break;
+	case KV_JS_MOVED:
+		start_asked(o, asked, sizeof asked);
+		kv_warn("stream %s: durable %s moved to start after message %" PRIu64 " as %s asks; it would have gone "
+			"on after message %" PRIu64, o->stream, o->consume.durable, b->after, asked, b->was_after);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -594,56 +730,72 @@ static int consume_core(const struct options *o, struct kv_js *js)
 		}
 		if (got)
 			write_message(&c, &m);
-		if (!got || c.records % 64 == 0)
-			ok = kv_out_flush(&out);
+		if ((!got || c.records % 64 == 0) && (ok = kv_out_flush(&out)))
+			c.written = c.records;
 	}
+	if (ok && kv_out_flush(&out))
+		c.written = c.records;
 	kv_js_core_unsubscribe(sub);
+	/* without -c, a signal is how --core ends */
+	if (kv_stop_signal && o->count && c.records < o->count && !o->quiet) {
+		const char *product = o->output ? o->output : "-";
+		kv_say_stopped(&product, 1);
+	}
 	if (!kv_out_close(&out, &e))
 		status = kv_status_merge(status, kv_err_print(&e));
 	if (!o->quiet)
-		kv_warn("subject %s: %" PRIu64 " records written", o->core, c.records);
+		kv_warn("subject %s: %" PRIu64 " records written", o->core, c.written);
 	return status;
 }
 
 static int consume(struct options *o, struct kv_js *js)
 {
 	struct kv_err e = { 0 };
+	struct snap_position snap = { 0 };
 	if (o->core)
 		return consume_core(o, js);
 	if (o->after) {
 		if (!kv_out_refuse_input("-o", o->output, o->after, &e))
 			kv_err_exit(&e);
-		o->consume.start_seq = position_after(o->after);
+		position_after(o->after, &snap);
+		o->consume.start_seq = snap.last_seq + 1;
 	}
 	struct kv_js_sub *sub = NULL;
-	uint64_t first = 0, last = 0, end = 0, floor = 0;
-	bool recreated = false;
-	bool ok = kv_js_stream_range(js, o->stream, &first, &last, &e);
-	if (ok && o->after && first > o->consume.start_seq && !o->quiet)
-		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s misses them",
-			o->stream, o->consume.start_seq, first - 1, o->after);
+	struct kv_js_stream_state st;
+	struct kv_js_bind_info bound;
+	uint64_t end = 0;
+	bool ok = kv_js_stream_state(js, o->stream, &st, &e) && (!o->after || same_stream(o, &snap, &st, &e)) &&
+		  start_in_stream(o, &st, &e);
+	free(snap.stream);
+	if (ok && o->consume.start == KV_JS_START_SEQ && st.first > o->consume.start_seq && !o->quiet) {
+		char asked[300];
+		start_asked(o, asked, sizeof asked);
+		kv_warn("stream %s: messages %" PRIu64 " to %" PRIu64 " are gone (the stream's limits): %s starts at "
+			"message %" PRIu64 ", its first", o->stream, o->consume.start_seq, st.first - 1, asked, st.first);
+	}
 	/* the end: the stream's last message for the consumer, as its leader
 	 * knows it (the last sequence of the stream's info may come from a
 	 * replica that is behind) */
 	if (ok && !o->follow)
 		ok = kv_js_last_seq(js, o->stream, o->consume.filter, &end, &e);
-	if (!ok || !kv_js_subscribe(js, &o->consume, &sub, &recreated, &floor, &e))
+	if (!ok || !kv_js_subscribe(js, &o->consume, &sub, &bound, &e))
 		return kv_err_print(&e);
-	if (recreated && !o->quiet && floor)
-		kv_warn("stream %s: durable %s resumes after message %" PRIu64 ", the last it acknowledged", o->stream,
-			o->consume.durable, floor);
-	else if (recreated && !o->quiet)
-		kv_warn("stream %s: durable %s starts again: it acknowledged nothing", o->stream, o->consume.durable);
+	say_bound(o, &bound);
 	struct kv_out out;
 	if (!kv_out_open(&out, o->output, &e)) {
 		kv_js_unsubscribe(sub);
 		return kv_err_print(&e);
 	}
-	struct consume c = { .o = o, .out = &out };
+	const struct kv_cap_stream named = { o->stream, strlen(o->stream), (uint64_t)st.created_ns, bound.after };
+	struct consume c = { .o = o, .out = &out, .named = o->bare ? NULL : &named };
 	msgpack_zone_init(&c.zone, 8192);
 	int status = consume_loop(&c, sub, end);
+	if (c.stopped && !o->quiet) {
+		const char *product = o->output ? o->output : "-";
+		kv_say_stopped(&product, 1);
+	}
 	if (!c.header_done && !kv_out_failed(&out))
-		kv_cap_write_header(&out, "kvnats " KV_VERSION, kv_realtime_ns());
+		write_own_header(&c);
 	if (kv_js_restarts(sub) && !o->quiet)
 		kv_warn("stream %s: deliveries lost on the way %" PRIu64 " times: fetched again in order", o->stream,
 			kv_js_restarts(sub));
@@ -652,7 +804,7 @@ static int consume(struct options *o, struct kv_js *js)
 	if (!kv_out_close(&out, &e))
 		status = kv_status_merge(status, kv_err_print(&e));
 	if (!o->quiet)
-		kv_warn("stream %s: %" PRIu64 " records written, %" PRIu64 " messages skipped", o->stream, c.records,
+		kv_warn("stream %s: %" PRIu64 " records written, %" PRIu64 " messages skipped", o->stream, c.written,
 			c.skipped);
 	return kv_status_merge(status, c.skipped ? KV_EX_DATAERR : KV_EX_OK);
 }
@@ -772,20 +924,19 @@ static int list(const struct options *o, struct kv_js *js)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	kv_install_signals(false);
 	struct kv_js *js = NULL;
 	struct kv_err e = { 0 };
 	int rc = KV_EX_OK;
-	if (!kv_js_connect(&js, o.servers, &e))
+	if (!kv_js_connect(&js, o.servers, &e)) {
 		rc = kv_err_print(&e);
-	else if (o.mode == 'P')
-		rc = produce(&o, js, argv + optind, argc - optind);
-	else if (o.mode == 'C')
-		rc = consume(&o, js);
-	else
-		rc = list(&o, js);
+	} else {
+		kv_js_set_retry(js, o.retry_ns);
+		rc = o.mode == 'P' ? produce(&o, js, argv + optind, argc - optind) :
+		     o.mode == 'C' ? consume(&o, js) : list(&o, js);
+	}
 	kv_js_close(js);
 	return rc;
 }

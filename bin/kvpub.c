@@ -14,6 +14,7 @@
 #include "net/pace.h"
 #include "net/publish.h"
 #include "net/replay.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -125,9 +126,8 @@ static void parse_when(const char *name, const char *arg, struct when *w)
 
 static void parse_pair(const char *name, const char *arg)
 {
-	const char *eq = strchr(arg, '=');
-	if (!eq || eq == arg || !eq[1])
-		kv_usage_error("%s: '%s' is not SRC=ENDPOINT", name, arg);
+	struct kv_span src, endpoint;
+	kv_opt_pair(name, arg, &src, &endpoint, "SRC=ENDPOINT");
 }
 
 static long parse_port(const char *name, const char *arg)
@@ -172,10 +172,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->maps[o->nmaps++] = optarg;
 			break;
 		case 'p': o->pub.port_base = parse_port("--port-base", optarg); break;
-		case OPT_SINGLE: o->pub.single = optarg; break;
+		case OPT_SINGLE:
+			kv_opt_name("--single", optarg, "an endpoint");
+			o->pub.single = optarg;
+			break;
 		case OPT_HOST:
-			if (!*optarg)
-				kv_usage_error("--host: empty host");
+			kv_opt_name("--host", optarg, "a host");
 			o->pub.host = optarg;
 			break;
 		case 's':
@@ -524,6 +526,15 @@ static void play(struct run *r)
 	}
 }
 
+/* Whether a stop signal ended the replay before its end: the end of the
+ * inputs or -c (with --loop and no -c, a signal is how a replay ends). */
+static bool stopped_early(const struct run *r)
+{
+	const struct options *o = r->o;
+	bool counted = o->max_records && r->taken >= o->max_records;
+	return kv_stop_signal && !r->fatal && !counted && !(r->complete && !o->loop) && (!o->loop || o->max_records);
+}
+
 static void setup(struct run *r)
 {
 	const struct options *o = r->o;
@@ -550,7 +561,7 @@ static void setup(struct run *r)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	struct kv_err e = { 0 };
 	if (!kv_out_refuse_inputs("-o", o.output, argv + optind, (size_t)(argc - optind), &e))
@@ -591,6 +602,8 @@ int main(int argc, char **argv)
 	}
 	if (r.progress && r.last_progress)
 		fputc('\n', stderr);
+	if (stopped_early(&r) && !o.quiet)
+		kv_say_stopped(NULL, 0);
 	if (!all_regular && r.complete && !r.fatal && !kv_stop_signal)
 		r.unseen = report_unseen(&r);
 	if (!r.fatal && !kv_stop_signal)

@@ -17,7 +17,10 @@
 #include "query/queryline.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "base/optval.h"
 #include "base/util.h"
+#include "http/post.h"
+#include "query/against.h"
 
 static const char usage[] =
 	"Usage: kvquery -s FILE.kvsnap [OPTION]... [FILE]...\n"
@@ -46,6 +49,16 @@ static const char usage[] =
 	"      --format json|table   JSON lines (default) or an aligned table for people\n"
 	"      --watch               reload the snapshot when it is replaced\n"
 	"      --timing              report answer times (hashing and walks) on stderr\n"
+	"      --against URL         ask the router at URL each query too, and write how its\n"
+	"                            answer differs from kvquery's, and why (one line a query)\n"
+	"      --events FILE         with --against: a capture the snapshot was built from\n"
+	"                            (kvcap or event JSON lines; repeatable), to explain from\n"
+	"  -r, --registrations FILE  with --against: the registrations kvmatch was given\n"
+	"      --concurrency N       with --against: requests in flight at most (4)\n"
+	"      --rate N              with --against: requests started a second at most (no limit)\n"
+	"      --timeout SECS        with --against: a request's time at most (10)\n"
+	"      --lag-window SECS     with --against: events this recent may not have reached\n"
+	"                            the router yet (2)\n"
 	"  -q, --quiet               no messages about bad queries\n"
 	"  -v, --verbose             more messages\n"
 	"  -h, --help                show this help and exit\n"
@@ -53,10 +66,13 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 success, 64 usage, 65 some query could not be answered (its line\n"
 	"is null) or a bad snapshot, 66 cannot open an input, 70 internal error (out of\n"
-	"memory), 74 write error.  See kvquery(1).\n";
+	"memory), 74 write error.  With --against, as diff: 0 the answers agree, 1 every\n"
+	"difference explained, 2 a difference unexplained, 69 the router did not answer\n"
+	"some query.  See kvquery(1).\n";
 
 enum { OPT_MODEL = 256, OPT_TENANT, OPT_BLOCK_SIZE, OPT_ROUTE, OPT_WEIGHTS, OPT_EXPLAIN, OPT_SHARED, OPT_FORMAT,
-       OPT_WATCH, OPT_TIMING, OPT_API, OPT_HASH };
+       OPT_WATCH, OPT_TIMING, OPT_API, OPT_HASH, OPT_AGAINST, OPT_EVENTS, OPT_CONCURRENCY, OPT_RATE, OPT_TIMEOUT,
+       OPT_LAG_WINDOW };
 
 static const struct option longopts[] = {
 	{ "snapshot", required_argument, NULL, 's' },
@@ -73,6 +89,13 @@ static const struct option longopts[] = {
 	{ "timing", no_argument, NULL, OPT_TIMING },
 	{ "api", required_argument, NULL, OPT_API },
 	{ "hash", required_argument, NULL, OPT_HASH },
+	{ "against", required_argument, NULL, OPT_AGAINST },
+	{ "events", required_argument, NULL, OPT_EVENTS },
+	{ "registrations", required_argument, NULL, 'r' },
+	{ "concurrency", required_argument, NULL, OPT_CONCURRENCY },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "lag-window", required_argument, NULL, OPT_LAG_WINDOW },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -92,21 +115,48 @@ struct options {
 	uint64_t rfc_seed;
 	struct kv_weights weights;
 	int quiet, verbose;
+	/* --against */
+	const char *against, *registrations;
+	char **events;
+	size_t nevents;
+	uint64_t concurrency, timeout_ns, window_ns;
+	double rate;
 };
+
+/* --against's options; the router's URL is http(s). */
+static void parse_against(int c, const char *arg, struct options *o)
+{
+	switch (c) {
+	case OPT_AGAINST:
+		if (strncmp(arg, "http://", 7) != 0 && strncmp(arg, "https://", 8) != 0)
+			kv_usage_error("--against: '%s' is not an http:// or https:// URL", arg);
+		o->against = arg;
+		break;
+	case OPT_EVENTS: o->events[o->nevents++] = (char *)arg; break;
+	case 'r': o->registrations = arg; break;
+	case OPT_CONCURRENCY:
+		if (!kv_parse_u64(arg, 1, 64, &o->concurrency))
+			kv_usage_error("--concurrency: '%s' is not a number from 1 to 64", arg);
+		break;
+	case OPT_RATE:
+		if (!kv_parse_double(arg, 0, 1e6, &o->rate))
+			kv_usage_error("--rate: '%s' is not a number of requests a second from 0 to 1000000", arg);
+		break;
+	case OPT_TIMEOUT:
+		if (!kv_parse_seconds(arg, 3600, &o->timeout_ns) || !o->timeout_ns)
+			kv_usage_error("--timeout: '%s' is not a number of seconds above 0, at most 3600", arg);
+		break;
+	case OPT_LAG_WINDOW:
+		if (!kv_parse_seconds(arg, 86400, &o->window_ns))
+			kv_usage_error("--lag-window: '%s' is not a number of seconds from 0 to 86400", arg);
+		break;
+	}
+}
 
 static void parse_weights(const char *s, struct kv_weights *w)
 {
-	char *copy = kv_xstrdup(s), *save = NULL;
 	double v[3];
-	int n = 0;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (n == 3 || !kv_parse_double(t, 0, 1e9, &v[n]))
-			kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
-		n++;
-	}
-	free(copy);
-	if (n != 3)
-		kv_usage_error("--weights: '%s' is not three non-negative numbers N,C,D", s);
+	kv_opt_numbers("--weights", s, 0, 1e9, v, 3, "three non-negative numbers N,C,D");
 	*w = (struct kv_weights){ v[0], v[1], v[2] };
 }
 
@@ -128,12 +178,22 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c;
 	o->weights = KV_WEIGHTS_DEFAULT;
 	o->snapshots = kv_xcalloc((size_t)argc, sizeof *o->snapshots);
-	while ((c = getopt_long(argc, argv, "s:o:qvhV", longopts, NULL)) != -1) {
+	o->events = kv_xcalloc((size_t)argc, sizeof *o->events);
+	o->concurrency = 4;
+	o->timeout_ns = 10000000000ull;
+	o->window_ns = 2000000000ull;
+	while ((c = getopt_long(argc, argv, "s:o:r:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->snapshots[o->nsnapshots++] = optarg; break;
 		case 'o': o->output = optarg; break;
-		case OPT_MODEL: o->model = optarg; break;
-		case OPT_TENANT: o->tenant = optarg; break;
+		case OPT_MODEL:
+			kv_opt_name("--model", optarg, "a model name");
+			o->model = optarg;
+			break;
+		case OPT_TENANT:
+			kv_opt_name("--tenant", optarg, "a tenant name");
+			o->tenant = optarg;
+			break;
 		case OPT_BLOCK_SIZE:
 			if (!kv_parse_u64(optarg, 1, 1 << 20, &o->block_size))
 				kv_usage_error("--block-size: '%s' is not a number from 1 to 1048576", optarg);
@@ -155,6 +215,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->rfc = strcmp(optarg, "mooncake") == 0;
 			break;
 		case OPT_HASH: parse_hash(optarg, o); break;
+		case OPT_AGAINST:
+		case OPT_EVENTS:
+		case 'r':
+		case OPT_CONCURRENCY:
+		case OPT_RATE:
+		case OPT_TIMEOUT:
+		case OPT_LAG_WINDOW: parse_against(c, optarg, o); break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
@@ -164,6 +231,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 	if (!o->nsnapshots)
 		kv_usage_error("no snapshot (-s FILE.kvsnap)");
+	if (o->against && (o->route || o->explain))
+		kv_usage_error("--against compares answers: not with --route or --explain");
+	if (!o->against && (o->nevents || o->registrations))
+		kv_usage_error("--events and --registrations go with --against");
 }
 
 /* One -s snapshot: a shard when there are several (kvquery(1), Sharding). */
@@ -184,6 +255,7 @@ struct run {
 	struct kv_qparser *parser;
 	struct kv_qline line;
 	uint64_t bad, answered;
+	bool stopped;                 /* a stop signal came before the end of an input */
 	uint64_t *times;
 	size_t ntimes, captimes;
 	uint64_t *chains;             /* resolved seq_hashes */
@@ -191,6 +263,7 @@ struct run {
 	uint64_t *seq;                /* --hash rfc1403: a token query's sequence hashes */
 	size_t capseq;
 	struct kv_answers answers;
+	struct kv_against *against;   /* --against */
 };
 
 /* Partition p of shard sh holds blocks: a partition kvmatch created for
@@ -252,8 +325,11 @@ static int load(struct run *r, struct shard *sh, bool fatal)
 	/* the version before reading it: a change while it is read is seen next time */
 	struct stat version = { 0 };
 	stat(sh->path, &version);
-	/* what lookups need; the engine hashes when a line first needs them */
-	bool ok = kv_snap_open(sh->path, KV_SNAP_PART_BLOCKS, &s, &e);
+	/* what lookups need; the engine hashes when a line first needs them.
+	 * A reload (--watch) takes a regular file only: a fifo or a device put
+	 * in the snapshot's place would hang it or feed it without end. */
+	bool ok = fatal ? kv_snap_open(sh->path, KV_SNAP_PART_BLOCKS, &s, &e)
+			: kv_snap_open_regular(sh->path, KV_SNAP_PART_BLOCKS, &s, &e);
 	if (ok && !shards_disjoint(r, sh, &s, &e)) {
 		kv_snap_unload(&s);
 		ok = false;
@@ -277,9 +353,13 @@ static int load(struct run *r, struct shard *sh, bool fatal)
 
 /* Whether the path still names the file as it was at load.  ctime too:
  * a rewrite in place keeps the inode and may keep the size, and mtime can
- * be set back (cp -p, rsync, touch -r); a change of ctime cannot be hidden. */
+ * be set back (cp -p, rsync, touch -r); a change of ctime cannot be hidden.
+ * A pipe or a device read at start (-s /dev/stdin) is the same file while
+ * the path names it: its times change as it is written, not replaced. */
 static bool same_version(const struct stat *a, const struct stat *b)
 {
+	if (a->st_dev == b->st_dev && a->st_ino == b->st_ino && !S_ISREG(a->st_mode) && !S_ISREG(b->st_mode))
+		return true;
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
@@ -294,6 +374,8 @@ static void maybe_reload(struct run *r, struct shard *sh)
 	if (stat(sh->path, &st) != 0)
 		return;
 	if (!same_version(&st, &sh->snap_stat)) {
+		if (r->against)
+			kv_against_flush(r->against); /* its queries point into the snapshot in use */
 		if (load(r, sh, false) == 0 && r->o->verbose)
 			kv_warn("%s: reloaded", sh->path);
 		else
@@ -304,6 +386,8 @@ static void maybe_reload(struct run *r, struct shard *sh)
 static void flush_output(void *arg)
 {
 	struct run *r = arg;
+	if (r->against)
+		kv_against_flush(r->against);
 	kv_out_flush(r->out);
 }
 
@@ -312,7 +396,10 @@ static void bad_line(struct run *r, const char *file, uint64_t lineno, const cha
 	r->bad++;
 	if (!r->o->quiet)
 		kv_warn("%s: line %llu: %s", file, (unsigned long long)lineno, why);
-	kv_answers_write_null(&r->answers);
+	if (r->against)
+		kv_against_bad(r->against, r->answered, why);
+	else
+		kv_answers_write_null(&r->answers);
 }
 
 /* The snapshot holding the only partition of all the snapshots, or NULL. */
@@ -351,10 +438,17 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 {
 	const struct kv_snap *s = single_partition(r);
 	struct kv_str model = { NULL, 0 }, tenant = { NULL, 0 };
-	if (q->has_model || r->o->model)
+	char *name = NULL, *base = NULL, *salt = NULL;
+	if (q->has_model || r->o->model) {
 		model.p = q->has_model ? q->model : r->o->model, model.n = strlen(model.p);
-	else if (s)
+	} else if (s) {
+		/* the partition's own name, unless the query names an adapter or salt of its model */
 		model.p = kv_snap_string(s, s->partitions[0].model, &model.n);
+		if (r->o->rfc && (q->lora || q->salt) && kv_partition_name_split(model.p, model.n, &base, &salt))
+			model.p = base, model.n = strlen(base);
+		else
+			name = kv_xstrndup(model.p, model.n);
+	}
 	if (q->has_tenant || r->o->tenant)
 		tenant.p = q->has_tenant ? q->tenant : r->o->tenant, tenant.n = strlen(tenant.p);
 	else if (s)
@@ -365,14 +459,16 @@ static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *par
 		return "no model in the query, no --model, and the snapshot holds several partitions";
 	/* RFC #1403: the adapter and the salt are part of the partition's name
 	 * (kv-conductor's /query has neither: it ignores them) */
-	char *name = NULL;
-	if (r->o->rfc && (q->lora || q->salt)) {
-		const char *base = q->lora ? q->lora : model.p;
-		name = kv_partition_name(base, q->lora ? strlen(base) : model.n, q->salt, q->salt ? strlen(q->salt) : 0);
-		model.p = name, model.n = strlen(name);
-	}
+	if (!name && r->o->rfc && (q->lora || q->salt))
+		name = kv_partition_name(q->lora ? q->lora : model.p, q->lora ? strlen(q->lora) : model.n, q->salt,
+					 q->salt ? strlen(q->salt) : 0);
+	else if (!name)
+		name = kv_partition_name(model.p, model.n, NULL, 0);
+	model.p = name, model.n = strlen(name);
 	find_partition(r, model, tenant, part);
 	free(name);
+	free(base);
+	free(salt);
 	if (*part < 0)
 		return "no such model and tenant in the snapshot (kv-conductor: 404 \"no indexer for model=M tenant=T\")";
 	s = &r->cur->snap;
@@ -479,6 +575,20 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 		hash_dynamo(r, q, &req);
 	else if (r->o->rfc && !q->by_hash)
 		req.ntokens -= req.ntokens % bs; /* RFC #1403: only complete blocks are considered */
+	if (r->against) {
+		const char *model = q->has_model ? q->model : r->o->model;
+		size_t mlen;
+		if (!model)
+			model = kv_snap_string(&r->cur->snap, r->cur->snap.partitions[part].model, &mlen);
+		else
+			mlen = strlen(model);
+		struct kv_against_query aq = { r->answered, &r->cur->src, &r->cur->snap, r->q, &req, q,
+					       model, mlen, tenant.p, tenant.n };
+		kv_against_add(r->against, &aq);
+		if (kv_against_due(r->against))
+			kv_against_flush(r->against);
+		return;
+	}
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
 	size_t nhits, nblocks;
 	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
@@ -491,6 +601,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	struct kv_answer a = { r->answered, &r->cur->src, tenant.p, tenant.n, hits, nhits, nblocks, bs, route,
 			       r->o->rfc ? q->instance : NULL };
 	kv_answers_write(&r->answers, &a);
+	kv_out_end_record(r->out);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -506,8 +617,12 @@ static void report_timing(struct run *r)
 		return;
 	qsort(r->times, r->ntimes, sizeof *r->times, cmp_u64);
 	size_t p50 = r->ntimes / 2, p99 = (r->ntimes * 99) / 100;
-	fprintf(stderr, "%s: %zu queries answered: p50 %.1f us, p99 %.1f us, max %.1f us (hashing and walks)\n",
-		kv_prog, r->ntimes, r->times[p50] / 1e3, r->times[p99 < r->ntimes ? p99 : r->ntimes - 1] / 1e3,
+	/* when the output failed, how many of those answers it holds */
+	char written[48] = "";
+	if (kv_out_failed(r->out))
+		snprintf(written, sizeof written, " (%llu written)", (unsigned long long)kv_out_records(r->out));
+	fprintf(stderr, "%s: %zu queries answered%s: p50 %.1f us, p99 %.1f us, max %.1f us (hashing and walks)\n",
+		kv_prog, r->ntimes, written, r->times[p50] / 1e3, r->times[p99 < r->ntimes ? p99 : r->ntimes - 1] / 1e3,
 		r->times[r->ntimes - 1] / 1e3);
 }
 
@@ -531,8 +646,10 @@ static bool read_input(struct run *r, const char *path, int *status)
 	size_t n;
 	enum kv_lines_status st;
 	while (!kv_out_failed(r->out) && (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF) {
-		if (st == KV_LINES_STOPPED)
+		if (st == KV_LINES_STOPPED) {
+			r->stopped = true;
 			break;
+		}
 		if (st == KV_LINES_ERROR) {
 			/* the rest of it is lost: its queries go unanswered, as
 			 * kvdecode's records after a read error */
@@ -562,6 +679,7 @@ static void free_shards(struct run *r)
 	}
 	free(r->shards);
 	free(r->o->snapshots);
+	free(r->o->events);
 }
 
 static enum kv_answer_kind answer_kind(const struct options *o)
@@ -573,10 +691,95 @@ static enum kv_answer_kind answer_kind(const struct options *o)
 	return o->rfc ? KV_ANSWER_RFC : KV_ANSWER_CONDUCTOR;
 }
 
+/* --against: the router over HTTP (http/post), as query/against sees it. */
+struct http {
+	struct kv_post *post;
+	char *query_url, *by_hash_url;
+	struct kv_regs regs;
+};
+
+static void http_submit(void *ctx, uint64_t id, const char *path, const char *body, size_t len)
+{
+	struct http *h = ctx;
+	kv_post_submit(h->post, id, strcmp(path, "/query") == 0 ? h->query_url : h->by_hash_url, body, len);
+}
+
+static size_t http_busy(void *ctx)
+{
+	return kv_post_busy(((struct http *)ctx)->post);
+}
+
+static void http_wait(void *ctx, int ms)
+{
+	kv_post_wait(((struct http *)ctx)->post, ms);
+}
+
+static bool http_next(void *ctx, struct kv_reply *r)
+{
+	struct kv_post_result p;
+	if (!kv_post_next(((struct http *)ctx)->post, &p))
+		return false;
+	*r = (struct kv_reply){ p.id, p.failure == KV_POST_OK, p.status, p.body, p.len, kv_post_failure_name(p.failure),
+				p.error };
+	return true;
+}
+
+static char *route_url(const char *base, const char *path)
+{
+	size_t n = strlen(base);
+	while (n > 8 && base[n - 1] == '/')
+		n--;
+	size_t pn = strlen(path);
+	char *u = kv_xmalloc(n + pn + 1);
+	memcpy(u, base, n);
+	memcpy(u + n, path, pn + 1);
+	return u;
+}
+
+/* The router's client and the comparison, before any query is read: a
+ * capture or registrations that cannot be read stop the run (66, 65). */
+static void start_against(struct run *r, struct http *h)
+{
+	const struct options *o = r->o;
+	struct kv_err e = { 0 };
+	for (size_t i = 0; i < o->nevents; i++) {
+		int fd;
+		if (strcmp(o->events[i], "-") == 0)
+			kv_usage_error("--events: a capture is read again for each batch of queries: not standard input");
+		if (!kv_input_open(o->events[i], &fd, &e))
+			kv_err_exit(&e);
+		close(fd);
+	}
+	if (o->registrations && !kv_regs_load(o->registrations, &h->regs, &e))
+		kv_err_exit(&e);
+	struct kv_post_opts po = { .timeout_ns = o->timeout_ns, .connect_timeout_ns = o->timeout_ns,
+				   .max_body = 64u << 20, .concurrency = (unsigned)o->concurrency, .rate = o->rate,
+				   .user_agent = "kvquery/" KV_VERSION };
+	if (!kv_post_new(&h->post, &po, &e))
+		kv_err_exit(&e);
+	h->query_url = route_url(o->against, "/query");
+	h->by_hash_url = route_url(o->against, "/query_by_hash");
+	struct kv_transport t = { h, http_submit, http_busy, http_wait, http_next };
+	struct kv_against_opts ao = { .url = o->against, .rfc = o->rfc, .shared_pool = o->shared_pool, .table = o->table,
+				      .events = o->events, .nevents = o->nevents,
+				      .regs = o->registrations ? &h->regs : NULL, .window_ns = o->window_ns,
+				      .quiet = o->quiet };
+	r->against = kv_against_new(&ao, &t, r->out);
+}
+
+static void stop_against(struct run *r, struct http *h)
+{
+	kv_against_free(r->against);
+	kv_post_free(h->post);
+	free(h->query_url);
+	free(h->by_hash_url);
+	kv_regs_free(&h->regs);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	struct kv_err e = { 0 };
 	for (size_t i = 0; i < o.nsnapshots; i++)
@@ -590,6 +793,9 @@ int main(int argc, char **argv)
 					 .shared_pool = o.shared_pool, .show_routed = o.route, .weights = o.weights };
 	r.shards = kv_xcalloc(o.nsnapshots, sizeof *r.shards);
 	r.nshards = o.nsnapshots;
+	/* before the snapshots are read: a signal ends a load of gigabytes, or
+	 * of a pipe that waits, as it ends the queries (status 0) */
+	kv_install_signals(false);
 	/* before -o truncates yesterday's answers: a bad snapshot leaves them be */
 	for (size_t i = 0; i < r.nshards; i++) {
 		uint64_t t0 = kv_monotonic_ns();
@@ -607,13 +813,22 @@ int main(int argc, char **argv)
 	}
 	r.q = kv_querier_new();
 	r.parser = kv_qparser_new();
-	kv_install_signals(false);
+	struct http http = { 0 };
+	if (o.against)
+		start_against(&r, &http);
 	int status = KV_EX_OK, unopened = 0;
 	if (optind == argc)
 		read_input(&r, "-", &status);
-	for (int i = optind; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
+	int i = optind;
+	for (; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
 		if (!read_input(&r, argv[i], &status))
 			unopened++;
+	if ((r.stopped || (kv_stop_signal && i < argc && !kv_out_failed(&out))) && !o.quiet) {
+		const char *product = o.output ? o.output : "-";
+		kv_say_stopped(&product, 1);
+	}
+	if (r.against)
+		status = kv_status_merge(status, kv_against_finish(r.against));
 	if (!kv_out_finish(&out, optind < argc && unopened == argc - optind, &e))
 		status = kv_status_merge(status, kv_err_print(&e));
 	if (o.timing)
@@ -628,6 +843,8 @@ int main(int argc, char **argv)
 	free(r.chains);
 	free(r.seq);
 	kv_querier_free(r.q);
+	if (r.against)
+		stop_against(&r, &http);
 	free_shards(&r);
 	return status;
 }

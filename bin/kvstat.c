@@ -10,6 +10,7 @@
 #include "base/out.h"
 #include "prom/promtext.h"
 #include "prom/scrapeset.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -83,7 +84,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 			if (!kv_parse_seconds(optarg, 3600, &o->timeout_ns) || o->timeout_ns < 1000000)
 				kv_usage_error("-t: '%s' is not a number of seconds from 0.001 to 3600", optarg);
 			break;
-		case 'm': o->match = optarg; break;
+		case 'm':
+			kv_opt_name("--match", optarg, "an extended regular expression");
+			o->match = optarg;
+			break;
 		case 'f':
 			if (strcmp(optarg, "json") == 0)
 				o->format = FORMAT_JSON;
@@ -190,7 +194,7 @@ static bool run(const struct options *o, struct kv_scrapeset *set, struct kv_fet
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 
 	regex_t rx;
@@ -236,6 +240,11 @@ int main(int argc, char **argv)
 	kv_install_signals(false);
 	bool limited = run(&o, &set, f, &out);
 	kv_fetch_free(f);
+	/* without -c or -W a signal is how a run ends, not cut short */
+	if (!limited && !kv_out_failed(&out) && (o.count || o.duration_ns) && !o.quiet) {
+		const char *product = o.output ? o.output : "-";
+		kv_say_stopped(&product, 1);
+	}
 	int status = kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 	if (o.verbose && !o.quiet)
 		kv_scrapeset_print_stats(&set, stderr);

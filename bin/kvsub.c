@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/out.h"
 #include "index/regs.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -91,6 +92,7 @@ struct options {
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	uint64_t v;
+	struct kv_span key, value;
 	int c;
 	o->cap.hwm = 100000;
 	o->cap.max_message = KV_CAPTURE_MAX_MESSAGE;
@@ -102,7 +104,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'r': o->regs_path = optarg; break;
 		case 'o': o->output = optarg; break;
-		case 't': o->topics[o->ntopics++] = optarg; break;
+		case 't':
+			kv_opt_name("--topic", optarg, "a topic prefix");
+			o->topics[o->ntopics++] = optarg;
+			break;
 		case 'b': o->cap.bind = true; break;
 		case 'c':
 			if (!kv_parse_u64(optarg, 1, UINT64_MAX, &o->cap.max_records))
@@ -113,8 +118,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 				kv_usage_error("-W: '%s' is not a positive number of seconds", optarg);
 			break;
 		case OPT_REPLAY:
-			if (!strchr(optarg, '=') || optarg[0] == '=' || !strchr(optarg, '=')[1])
-				kv_usage_error("--replay: '%s' is not SRC=ENDPOINT", optarg);
+			kv_opt_pair("--replay", optarg, &key, &value, "SRC=ENDPOINT");
 			o->replays[o->nreplays++] = optarg;
 			break;
 		case OPT_REPLAY_FROM:
@@ -230,10 +234,11 @@ static void open_output(struct kv_out *out, const char *path)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	kv_set_prog(argv);
+	kv_start(argv);
 	parse_options(argc, argv, &o);
 	struct kv_err e = { 0 };
-	if (!kv_out_refuse_input("-o", o.output, o.regs_path, &e) ||
+	const struct kv_out_name outs[] = { { "-o", o.output ? o.output : "-" }, { "--metrics", o.metrics } };
+	if (!kv_out_refuse_same(outs, 2, &e) || !kv_out_refuse_input("-o", o.output, o.regs_path, &e) ||
 	    !kv_out_refuse_input("--metrics", o.metrics, o.regs_path, &e))
 		kv_err_exit(&e);
 	/* From the start: a stop during set-up still ends with a valid, empty capture. */
@@ -265,15 +270,20 @@ int main(int argc, char **argv)
 	bool metrics_failed = false;
 	uint64_t start = kv_monotonic_ns(), last_progress = start;
 	bool progress = o.verbose && !o.quiet && isatty(STDERR_FILENO);
+	bool ended = false;   /* by -W, -c or the output failing, not by a signal */
 	while (!kv_stop_signal) {
 		uint64_t now = kv_monotonic_ns();
-		if (o.duration_ns && now - start >= o.duration_ns)
+		if (o.duration_ns && now - start >= o.duration_ns) {
+			ended = true;
 			break;
+		}
 		int timeout = 100;
 		if (o.duration_ns && (o.duration_ns - (now - start)) / 1000000 < (uint64_t)timeout)
 			timeout = (int)((o.duration_ns - (now - start)) / 1000000) + 1;
-		if (!kv_capture_step(cap, timeout))
+		if (!kv_capture_step(cap, timeout)) {
+			ended = true;
 			break;
+		}
 		if (o.metrics && kv_metrics_due(&metrics) && !kv_capture_write_metrics(cap, &metrics, &e)) {
 			/* said once: the same failure every interval is noise */
 			if (!metrics_failed)
@@ -286,9 +296,14 @@ int main(int argc, char **argv)
 			last_progress = now;
 		}
 	}
-	kv_capture_finish(cap);
 	if (progress)
 		fputc('\n', stderr);
+	/* without -W or -c a signal is how a capture ends, not cut short */
+	if (!ended && (o.duration_ns || o.cap.max_records) && !o.quiet) {
+		const char *product = o.output ? o.output : "-";
+		kv_say_stopped(&product, 1);
+	}
+	kv_capture_finish(cap);
 	int status = kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 	if (o.metrics) {
 		/* a write that failed on the way counts, as in kvmatch */

@@ -148,7 +148,16 @@ static void queries(const struct kv_snap *s, uint8_t opt)
 	kv_querier_free(q);
 }
 
-/* kvmatch -i: the snapshot into live structures; then kvmatch -o. */
+static uint64_t at_least(uint64_t ttl, uint64_t dflt)
+{
+	return ttl > dflt ? ttl : dflt;
+}
+
+/* kvmatch -i: the snapshot into live structures; then kvmatch -o.  With
+ * TTLs no shorter than the snapshot's: its event time reached is judged by
+ * the longest of them against the times it holds (kvsnap(5) META), and a
+ * run resumed with shorter ones, adding nothing, may write a snapshot whose
+ * event time its state no longer vouches for. */
 static void restore(const struct kv_snap *s)
 {
 	struct kv_index ix;
@@ -156,6 +165,9 @@ static void restore(const struct kv_snap *s)
 	struct kv_match m;
 	struct kv_match_opts mo = kv_match_opts_default();
 	mo.log_mask = 0;
+	mo.pending_ttl_ns = at_least(s->meta->pending_ttl_ns, mo.pending_ttl_ns);
+	mo.offload_ttl_ns = at_least(s->meta->offload_ttl_ns, mo.offload_ttl_ns);
+	mo.content_ttl_ns = at_least(s->meta->content_ttl_ns, mo.content_ttl_ns);
 	kv_index_init(&ix);
 	kv_workers_init(&ws);
 	kv_match_init(&m, &ix, &ws, &mo);

@@ -5,7 +5,8 @@
 set -eu
 
 # build: compiler, pkg-config and the libraries (libcurl: kvstat's HTTP
-# scrapes, and only kvstat links it; libnats: kvnats alone, JetStream);
+# scrapes and kvquery --against's requests, and only those two link it;
+# libnats: kvnats alone, JetStream);
 # test: bats, mandoc, script(1), nats-server (kvnats tests), objdump (the
 # matcher's prefetch hints kept by the compiler), strace (how often an
 # input is opened);

@@ -71,7 +71,7 @@ mantree() {
 	for p in $PROGRAMS; do
 		st=$(awk '/^\.Sh EXIT STATUS/ { s = 1; next } /^\.Sh / { s = 0 } s && /^\.It [0-9]+$/ { print $2 }' "$ROOT/man/$p.1")
 		# 70: kv_xmalloc and friends end every program that way when memory runs out
-		for code in $("$p" --help | sed -n '/^Exit status/,$p' | grep -oE '\b(0|[1-9][0-9])\b') 70; do
+		for code in $("$p" --help | sed -n '/^Exit status/,$p' | sed 's/([0-9])//g' | grep -oE '\b(0|[1-9][0-9]?)\b') 70; do
 			grep -qx "$code" <<<"$st" || { echo "$p.1 EXIT STATUS lacks $code" >&3; false; }
 		done
 	done
@@ -80,7 +80,7 @@ mantree() {
 @test "every exit status of a page's EXIT STATUS is in --help too, 70 included" {
 	# kvdecode, kvmatch and kvquery (and kvgen, kvstat, kvsub) left 70 out of --help
 	for p in $PROGRAMS; do
-		help=$("$p" --help | sed -n '/^Exit status/,$p' | grep -oE '\b(0|[1-9][0-9])\b')
+		help=$("$p" --help | sed -n '/^Exit status/,$p' | sed 's/([0-9])//g' | grep -oE '\b(0|[1-9][0-9]?)\b')
 		for code in $(awk '/^\.Sh EXIT STATUS/ { s = 1; next } /^\.Sh / { s = 0 } s && /^\.It [0-9]+$/ { print $2 }' "$ROOT/man/$p.1"); do
 			grep -qx "$code" <<<"$help" || { echo "$p --help lacks exit status $code" >&3; false; }
 		done
@@ -94,6 +94,7 @@ mantree() {
 #   kvnats                talks to NATS servers (tests/kvnats.bats runs them);
 #   pkill                 signals a process such a pipeline started;
 #   --watch               runs until it is interrupted;
+#   --against             asks a running router (tests/against.bats runs one);
 #   conversation_trace, routing-experiment
 #                         the full trace: minutes of run time.
 offline_examples() {
@@ -103,6 +104,7 @@ offline_examples() {
 		if (blk ~ /(^|[^a-z])(kvsub|kvpub|kvstat|kvnats) /) next
 		if (blk ~ /(^|[^a-z])pkill /) next
 		if (blk ~ /--watch/) next
+		if (blk ~ /--against/) next
 		if (blk ~ /conversation_trace|routing-experiment/) next
 		printf "%s%c", blk, 0
 		next }

@@ -556,8 +556,8 @@ small_snapshot() {
 	for ((i = 0; i < size; i++)); do
 		case $i in
 		[0-5]) want="not a kvsnap snapshot" ;;
-		6) want="snapshot version $((0x06 ^ 0xff)) (this kvtools reads version 6)" ;;
-		7) want="snapshot version $((0xff06)) (this kvtools reads version 6)" ;;
+		6) want="snapshot version $((0x07 ^ 0xff)) (this kvtools reads versions 6 and 7)" ;;
+		7) want="snapshot version $((0xff07)) (this kvtools reads versions 6 and 7)" ;;
 		8) want="bad section count $((19 ^ 0xff))" ;;
 		9 | 1[01]) want="bad section count $(perl -e 'local $/; open my $f, "<:raw", $ARGV[0]; my $d = <$f>; print unpack("V", substr($d, 8, 4))' flip/$i)" ;;
 		1[6-9] | 2[0-3]) want="truncated or padded: $size bytes, header says $(perl -e 'local $/; open my $f, "<:raw", $ARGV[0]; my $d = <$f>; print unpack("Q<", substr($d, 16, 8))' flip/$i)" ;;

@@ -57,6 +57,29 @@ stop_bg() {
 	wait "$1" 2>/dev/null || true
 }
 
+# start_router ARG...: tests/helpers/routerd.py, a router for kvquery
+# --against, as ARGs say, on a free port of 127.0.0.1: its URL in $URL.
+# Waited for at most 30 s; it lives at most 60 s; stop_routers (in a
+# teardown) stops those a test started.
+start_router() {
+	local p i=0
+	p=$(port)
+	/usr/bin/python3 "$ROOT/tests/helpers/routerd.py" --port "$p" --ready "$T/ready.$p" --lifetime 60 "$@" 3>&- &
+	RPIDS="${RPIDS:-} $!"
+	until [ -f "$T/ready.$p" ]; do
+		kill -0 "$!" 2>/dev/null || fail "routerd $* exited before it was ready"
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt 600 ] || fail "routerd $* not ready after 30 s"
+	done
+	URL=http://127.0.0.1:$p
+}
+
+stop_routers() {
+	local pid
+	for pid in ${RPIDS:-}; do stop_bg "$pid"; done
+}
+
 # two_models N: kvgen's traffic of two clusters, 2 nodes each, serving the
 # first N requests of the short trace: model alpha (alpha.kvcap), and model
 # beta on other hosts with its nodes named apart (b.kvcap); their

@@ -84,6 +84,42 @@ records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' ';
 	assert_equal "$(grep -c '^kvdecode: tcp://' <<<"$stderr")" 5
 }
 
+# A capture's Mooncake batches in mp2j's notation (its vLLM batches start with a float).
+mooncake_batches() { mp2j "$1" | jq -c 'select(.[0] | startswith("u:"))'; }
+# The shape of each Mooncake event: its type, its keys in order, those that are nil.
+shapes() { mooncake_batches "$1" | jq -c '.[1][] | [.event_type, keys_unsorted, [to_entries[] | select(.value == null) | .key]]' | sort -u; }
+
+@test "--pool mooncake publishes as the Mooncake master does: its keys in its order, nil model, u64 seq_hashes and int64 block_hashes, one object key an event" {
+	kvgen -q --limit 40 --workers 2 --dp 2 --pool mooncake --pool-capacity 200 --disk-capacity 400 -o cap.kvcap "$TRACE"
+	shapes "$FIX/mooncake-master/L1K1.kvcap" > real
+	shapes cap.kvcap > ours
+	# stored and removed, each in a shape the real master sends
+	assert_equal "$(jq -r '.[0]' ours | tr '\n' ' ')" "removed stored "
+	assert_equal "$(comm -23 ours real)" ""
+	mooncake_batches cap.kvcap > batches
+	[ "$(wc -l < batches)" -gt 100 ]
+	# every value as the master writes it, event ids counting from 1 over the batches
+	run python3 -c '
+import json, sys
+want = 1
+for n, line in enumerate(open("batches"), 1):
+    ts, events, trailer = json.loads(line)
+    assert trailer == "u:0" and 1 <= len(events) <= 64, n
+    for e in events:
+        h = int(e["object_key"])
+        assert e["seq_hashes"] == ["u:%d" % h], (n, e)
+        assert e["block_hashes"] == ["u:%d" % h if h < 2**63 else "i:%d" % (h - 2**64)], (n, e)
+        assert e["event_id"] == "u:%d" % want and e["timestamp"] == ts, (n, e)
+        assert e["tenant_id"] == "default" and e["medium"] in ("cpu", "disk"), (n, e)
+        want += 1
+assert any(e.startswith("[\"u") and "\"i:-" in e for e in open("batches")), "no hash above 2^63"
+print(want - 1)'
+	assert_success
+	# kvdecode reads one hash an event, no model: the pool's registration names it
+	assert_equal "$(kvdecode cap.kvcap | jq -c 'select(.format == "mooncake") | [(.block_hashes | length), has("model_name")]' | sort -u)" "[1,false]"
+	assert_equal "$(kvdecode cap.kvcap | jq -c 'select(.format == "mooncake")' | wc -l)" "$output"
+}
+
 @test "make sample-decoupled: a decoupled Mooncake pool (kvgen --pool-backend) is held by a pool holder, counted under --shared-pool" {
 	run make -s -C "$ROOT" sample-decoupled SAMPLEDIR="$T/made"
 	assert_success
@@ -123,8 +159,8 @@ records() { kvdecode "$1" | jq -c '[.recv_ns, .src, .seq]' | uniq | tr '\n' ' ';
 	assert_equal "$(jq '.prompt_tokens' report.json)" "$(jq -s 'map(.input_length) | add' "$TRACE")"
 }
 
-@test "--model goes into queries and registrations escaped: a quote, a backslash, a tab and UTF-8 come back whole" {
-	model=$'a"b\\c\td-\xc3\xa9'
+@test "--model goes into queries and registrations escaped: a quote, a backslash, a # and UTF-8 come back whole" {
+	model=$'a"b\\c#d-\xc3\xa9'
 	kvgen -q --limit 3 --workers 1 --dp 2 --pool memcache --model "$model" --registrations regs.jsonl \
 		--queries q.jsonl -o cap.kvcap "$TRACE"
 	kvgen -n -q --limit 3 --workers 1 --dp 2 --model "$model" --queries-by-hash qh.jsonl "$TRACE"

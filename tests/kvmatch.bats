@@ -655,6 +655,41 @@ Try 'kvmatch --help'."
 	assert_equal "$status" 0
 }
 
+@test "-i, -r and --dump of a device or of \`yes\` are refused at their first bytes; SIGTERM while they wait for a pipe ends kvmatch, status 0, nothing written" {
+	# they were read to their end before anything was checked (4 GB of
+	# /dev/zero), and SIGTERM did not stop it; a stopped -r load went on
+	# with some of the registrations and wrote a snapshot of them
+	mknod zero c 1 5
+	store $E0 1 0 xpu '"0xa"' null 1,2,3,4 > ev.jsonl
+	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
+	cp s.kvsnap keep.kvsnap
+	run --separate-stderr timeout 10 kvmatch -q -i zero -o s.kvsnap ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: zero: not a kvsnap snapshot"
+	run --separate-stderr timeout 10 kvmatch --dump <(yes)
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: /dev/fd/63: not a kvsnap snapshot"
+	cmp s.kvsnap keep.kvsnap
+	# a writer that stalls: the header and table of a snapshot, or one registration
+	mkfifo slow
+	for what in "-i slow" "-r slow"; do
+		if [ "$what" = "-i slow" ]; then
+			{ head -c 1000 keep.kvsnap; sleep 30; } > slow & writer=$!
+		else
+			{ head -1 regs.jsonl; sleep 30; } > slow & writer=$!
+		fi
+		kvmatch -q $what -o s.kvsnap ev.jsonl > out 2> err & pid=$!
+		sleep 0.5
+		kill -TERM $pid
+		wait_for $pid 5
+		stop_bg $writer
+		assert_equal "$status" 0
+		assert_equal "$(cat err)" "kvmatch: slow: loading stopped by a signal"
+		[ ! -s out ]
+		cmp s.kvsnap keep.kvsnap
+	done
+}
+
 @test "corrupt snapshots are refused with exit 65 and a message" {
 	store $E0 1 0 xpu '"0xa","0xb"' null 1,2,3,4,5,6,7,8 > ev.jsonl
 	kvmatch -q --log none -o s.kvsnap ev.jsonl
@@ -683,6 +718,59 @@ Try 'kvmatch --help'."
 	assert_equal "$stderr" "kvmatch: ev.jsonl: not a kvsnap snapshot"
 	run --separate-stderr kvmatch -i missing.kvsnap ev.jsonl
 	assert_equal "$status" 66
+}
+
+# set_meta FILE OFFSET VALUE: a u64 of a snapshot's META record set (now_ns at
+# 0, next_sweep_ns at 8, the TTLs at 16, 24, 32), its checksums made again
+# (python3-xxhash), as a file not written by kvtools could have it.
+set_meta() {
+	/usr/bin/python3 - "$@" <<-'EOF'
+	import struct, sys, xxhash
+	path, field, value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+	d = bytearray(open(path, "rb").read())
+	nsec = struct.unpack_from("<I", d, 8)[0]
+	sec, rs, off, count = struct.unpack_from("<IIQQ", d, 32)
+	assert sec == 1
+	struct.pack_into("<Q", d, off + field, value)
+	struct.pack_into("<Q", d, 32 + 24, xxhash.xxh3_64_intdigest(bytes(d[off:off + rs * count])))
+	struct.pack_into("<Q", d, 24, xxhash.xxh3_64_intdigest(bytes(d[:24] + d[32:32 + 32 * nsec])))
+	open(path, "wb").write(d)
+	EOF
+}
+
+@test "-i and --dump refuse a snapshot whose times its state does not vouch for: now_ns or next_sweep_ns of 2^64-1, or far beyond" {
+	# they were taken as they were: sweeps stopped for good, or all that was
+	# pending expired at once, and the value went into every later snapshot
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4
+	  pool stored 2 cpu '"0xc"' 10.0.0.5; } > A.jsonl
+	store $E0 3 0 xpu '"0xb"' '"0xa"' 5,6,7,8 > B.jsonl
+	kvmatch -q -r regs.jsonl --log none -o a.kvsnap A.jsonl
+	assert_equal "$(kvmatch --dump a.kvsnap | jq -c 'select(.kind == "meta") | [.now_ns, .pending]')" "[2000000000,2]"
+	max=18446744073709551615 now=2000000000 s=1000000000
+	# the latest time held is the pending entry's and the memcache source's, 2 s: now_ns as it is
+	for c in "8 $max next_sweep_ns $max is more than 30 s after the event time reached (now_ns $now)" \
+		 "8 $((now + 30 * s + 1)) next_sweep_ns $((now + 30 * s + 1)) is more than 30 s after the event time reached (now_ns $now)" \
+		 "0 $max now_ns $max is a suspect time: more than the longest TTL (600 s) after the latest time the snapshot holds ($now)" \
+		 "0 $((now + 600 * s + 1)) now_ns $((now + 600 * s + 1)) is a suspect time: more than the longest TTL (600 s) after the latest time the snapshot holds ($now)" \
+		 "24 $((1000000000 * s + 1)) offload_ttl_ns $((1000000000 * s + 1)) is beyond $((1000000000 * s)) (10^9 s, the longest TTL kvmatch takes)"; do
+		read -r at value why <<<"$c"
+		cp a.kvsnap bad.kvsnap
+		set_meta bad.kvsnap "$at" "$value"
+		run --separate-stderr kvmatch -q -r regs.jsonl -i bad.kvsnap -o out.kvsnap B.jsonl
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: bad.kvsnap: META: $why"
+		[ ! -e out.kvsnap ]
+		run --separate-stderr kvmatch --dump bad.kvsnap
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: bad.kvsnap: META: $why"
+	done
+	# at the bounds: a sweep one interval ahead, an event time the longest TTL past the latest held
+	cp a.kvsnap ok.kvsnap
+	set_meta ok.kvsnap 8 $((now + 30 * s))
+	set_meta ok.kvsnap 0 $((now + 600 * s))
+	run --separate-stderr kvmatch -q -r regs.jsonl --log none -i ok.kvsnap -o out.kvsnap B.jsonl
+	assert_success
+	assert_equal "$(kvmatch --dump out.kvsnap | jq -c 'select(.kind == "meta") | [.now_ns, .pending]')" "[$((now + 600 * s)),2]"
 }
 
 @test "a snapshot of more partitions than an index holds (4096) is refused at load" {
@@ -740,6 +828,32 @@ kvquery: q.jsonl: line 2: block_hash: given twice
 kvquery: q.jsonl: line 3: model: given twice"
 }
 
+@test "event lines: a hash beyond 2^64-1 is refused in hex as in decimal, never cut to its low 64 bits" {
+	# kvdecode writes "0x" and 16 digits: "0x1e9b66bae2ed2488d" was taken as 0xe9b66bae2ed2488d
+	head='"src":"'$E0'","format":"vllm","dp_rank":0,"medium":"xpu"'
+	cat > ev.jsonl <<-EOF
+	{$head,"recv_ns":1,"seq":1,"type":"stored","block_hashes":["0x1e9b66bae2ed2488d"],"parent":null,"token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":2,"seq":2,"type":"stored","block_hashes":[35237465438406353549],"parent":null,"token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":3,"seq":3,"type":"stored","block_hashes":["0xa"],"parent":"0x1e9b66bae2ed2488d","token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":4,"seq":4,"type":"stored","block_hashes":["0xb"],"parent":35237465438406353549,"token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":5,"seq":5,"type":"stored","block_hashes":["0x0000000000000000e9b66bae2ed2488d"],"parent":null,"token_ids":[1,2,3,4],"block_size":4}
+	{$head,"recv_ns":6,"seq":6,"type":"removed","block_hashes":["0xffffffffffffffff"],"ts":1e999}
+	EOF
+	run --separate-stderr kvmatch --log applied,dropped ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(jq -r '"\(.state) \(.reason // "-") \(.hash // "-")"' <<<"$output")" "dropped decode_error -
+dropped decode_error -
+dropped decode_error -
+dropped decode_error -
+applied - 0xe9b66bae2ed2488d
+dropped decode_error -"
+	assert_equal "$(printf '%s\n' "${stderr_lines[@]:0:5}")" "kvmatch: ev.jsonl: line 1: block_hashes: hex string beyond 64 bits
+kvmatch: ev.jsonl: line 2: block_hashes: a hash number must be an integer from 0 to 2^64-1
+kvmatch: ev.jsonl: line 3: parent: hex string beyond 64 bits
+kvmatch: ev.jsonl: line 4: parent: a hash number must be an integer from 0 to 2^64-1
+kvmatch: ev.jsonl: line 6: ts: beyond the range of a number"
+}
+
 @test "event lines: a field of the wrong JSON type or a dp_rank beyond 2^32-1 is an error, never 0 or absent" {
 	head='"src":"'$E0'","seq":1,"format":"vllm","type":"removed"'
 	cat > ev.jsonl <<-EOF
@@ -778,7 +892,7 @@ kvmatch: ev.jsonl: line 11: backend_id: expected a string or null, not an object
 	assert_line --index 0 'Usage: kvmatch [OPTION]... [FILE]...'
 	run --separate-stderr kvmatch --log sometimes
 	assert_equal "$status" 64
-	assert_equal "${stderr_lines[0]}" "kvmatch: --log: 'sometimes' is not all, none or a list of states"
+	assert_equal "${stderr_lines[0]}" "kvmatch: --log: 'sometimes' is not all, none or a list of states: a name that is no state"
 	assert_equal "${stderr_lines[1]}" "Try 'kvmatch --help'."
 	run --separate-stderr kvmatch --pending-ttl 0
 	assert_equal "$status" 64
@@ -962,7 +1076,7 @@ b 1 held_by_pool_only"
 	for bad in mooncake-daemon-0 =b mooncake-daemon-0= mooncake-daemon-0=b, 'x=a,,b'; do
 		run --separate-stderr kvmatch --backend-serves "$bad" /dev/null
 		assert_equal "$status" 64
-		assert_equal "${stderr_lines[0]}" "kvmatch: --backend-serves: '$bad' is not BACKEND_ID=INSTANCE[,INSTANCE]..."
+		assert_equal "${stderr_lines[0]%%...: *}" "kvmatch: --backend-serves: '$bad' is not BACKEND_ID=INSTANCE[,INSTANCE]"
 	done
 }
 
@@ -974,10 +1088,10 @@ b 1 held_by_pool_only"
 		printf "\\00$v\\000" | dd of=old.kvsnap bs=1 seek=6 conv=notrunc status=none
 		run --separate-stderr kvquery -s old.kvsnap /dev/null
 		assert_equal "$status" 65
-		assert_equal "$stderr" "kvquery: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 6): build it again with kvmatch from the captures"
+		assert_equal "$stderr" "kvquery: old.kvsnap: snapshot version $v is an older format (this kvtools reads versions 6 and 7): build it again with kvmatch from the captures"
 		run --separate-stderr kvmatch -i old.kvsnap /dev/null
 		assert_equal "$status" 65
-		assert_equal "$stderr" "kvmatch: old.kvsnap: snapshot version $v is an older format (this kvtools reads version 6): build it again with kvmatch from the captures"
+		assert_equal "$stderr" "kvmatch: old.kvsnap: snapshot version $v is an older format (this kvtools reads versions 6 and 7): build it again with kvmatch from the captures"
 	done
 }
 
@@ -985,7 +1099,7 @@ b 1 held_by_pool_only"
 	mooncake_cluster b
 	kvmatch -q -r mc-regs.jsonl --log none -o s.kvsnap mc.kvcap
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -c 'select(.kind == "worker" and .instance_id == "b")')" '{"kind":"worker","instance_id":"b","pool":true,"dp_rank":null,"host":"","inferred":false}
-{"kind":"worker","instance_id":"b","dp_rank":0,"host":"10.0.0.6","inferred":false}'
+{"kind":"worker","instance_id":"b","dp_rank":0,"host":"10.0.0.6","partition":0,"inferred":false}'
 	echo '{"model": "m", "tenant_id": "default", "block_size": 4, "token_ids": [1,2,3,4,5,6,7,8]}' > q.jsonl
 	run --separate-stderr kvquery --shared-pool -s s.kvsnap q.jsonl
 	assert_success
@@ -1021,6 +1135,60 @@ b 1 held_by_pool_only"
 	[ "$(grep -c . tests.jsonl)" -ge 20 ]
 	run $check tests.jsonl
 	assert_success
+}
+
+@test "the registrations fuzz corpus is kv-conductor's: every file passes regcheck, valid-* ones both shapes kvtools takes too, conflict-* lines it takes one by one that contradict each other" {
+	check="/usr/bin/python3 $ROOT/tests/helpers/regcheck.py"
+	corpus=$ROOT/fuzz/corpus/regs
+	n=0
+	for f in "$corpus"/*; do
+		name=${f##*/}
+		run $check "$f"
+		assert_success
+		case $name in
+		valid-*) want=0 ;;
+		conflict-*) want=65 ;;
+		*) fail "$name: a corpus file named neither valid- nor conflict-" ;;
+		esac
+		run --separate-stderr kvmatch -q -r "$f" --log none /dev/null
+		[ "$status" -eq "$want" ] || fail "$name: kvmatch exit $status"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 10 ]
+	# both shapes: kv-conductor's medium_endpoints, RFC #1403's endpoint with lora_name and additionalsalt
+	grep -qh '"medium_endpoints"' "$corpus"/valid-*
+	grep -h '"lora_name": "[^"]' "$corpus"/valid-* | grep -q '"additionalsalt": "[^"]'
+	grep -qh '"store_backend": "Memcache"' "$corpus"/valid-*
+	# what kvgen writes for each pool, as it writes it now
+	for pool in none memcache mooncake; do
+		kvgen -n -q --workers 2 --dp 2 --pool $pool --limit 1 --registrations gen.jsonl "$ROOT/share/traces/conversation-300.jsonl"
+		cmp gen.jsonl "$corpus/valid-kvgen-$pool"
+	done
+}
+
+@test "registrations kvtools refuses (tests/fixtures/regs-refused) are refused, each line with its number, the good first line kept" {
+	n=0
+	for f in "$FIX"/regs-refused/*; do
+		# kv-conductor's serde refuses them too (422), but for the values regcheck does not look into
+		run /usr/bin/python3 "$ROOT/tests/helpers/regcheck.py" "$f"
+		[ "$status" -eq "$([ "${f##*/}" = values ] && echo 0 || echo 1)" ] || fail "${f##*/}: regcheck exit $status"
+		run --separate-stderr kvmatch -r "$f" --log none /dev/null
+		assert_equal "$status" 65
+		# the first line is good, every other one refused with its line number
+		assert_equal "$(grep -c ': line [0-9]*: ' <<<"$stderr")" "$(($(awk 'END { print NR }' "$f") - 1))"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ]
+}
+
+@test "registrations: null for a field kv-conductor requires is refused as it refuses it, not taken for absent (a null modelname crashed kvmatch)" {
+	for key in instance_id type modelname block_size dp_rank; do
+		jq -nc --arg k "$key" '{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "modelname": "m", "block_size": 4,
+			"medium_endpoints": {"npu": "tcp://10.0.0.1:5557"}} | .[$k] = null' > r.jsonl
+		run --separate-stderr kvmatch -r r.jsonl --log none /dev/null
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvmatch: r.jsonl: line 1: $key: null, where kv-conductor requires a value (it answers 422)"
+	done
 }
 
 @test "registrations: a line without a field kv-conductor requires is refused with the reason, exit 65" {
@@ -1105,6 +1273,57 @@ kvsub: bad.jsonl: line 2: replay_endpoint: a tcp endpoint to connect to needs a 
 sql#w8a8 default 1"
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "worker") | "\(.instance_id)/\(.dp_rank) \(.host)"')" "a/0 10.0.0.5
 b/0 10.0.0.6"
+}
+
+@test "partition names are injective: adapter x#y and adapter x with salt y are two partitions, and a query for one is answered with its own workers" {
+	cat > rfc.jsonl <<-EOF
+	{"endpoint": "$E0", "type": "vLLM", "modelname": "m", "lora_name": "x#y", "instance_id": "a", "block_size": 4, "dp_rank": 0}
+	{"endpoint": "$E2", "type": "vLLM", "modelname": "m", "lora_name": "x", "additionalsalt": "y", "instance_id": "b", "block_size": 4, "dp_rank": 0}
+	{"endpoint": "tcp://10.0.0.7:5557", "type": "vLLM", "modelname": "x\\\\#y", "instance_id": "c", "block_size": 4, "dp_rank": 0}
+	EOF
+	{ store $E0 1 0 xpu '"0xa"' null 1,2,3,4; store $E2 2 0 xpu '"0xb"' null 1,2,3,4; store tcp://10.0.0.7:5557 3 0 xpu '"0xc"' null 1,2,3,4; } > ev.jsonl
+	run --separate-stderr kvmatch -r rfc.jsonl --log applied --metrics m.prom -o s.kvsnap ev.jsonl
+	assert_success
+	# each name escaped so that none is another's: a backslash, '#' (and NUL) get a backslash
+	assert_equal "$(jq -r .model <<<"$output")" 'x\#y
+x#y
+x\\\#y'
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "partition") | "\(.model) \(.blocks)"')" 'x#y 1
+x\#y 1
+x\\\#y 1'
+	grep -qxF 'kvtools_match_blocks{model="x\\#y",tenant="default"} 1' m.prom
+	grep -qxF 'kvtools_match_blocks{model="x#y",tenant="default"} 1' m.prom
+	# each query finds its own partition's worker, and only it
+	ask() { kvquery -s s.kvsnap --api mooncake <<<"$1" | jq -c '.default | keys'; }
+	assert_equal "$(ask '{"model": "m", "lora_name": "x#y", "token_ids": [1,2,3,4], "block_size": 4}')" '["a"]'
+	assert_equal "$(ask '{"model": "m", "lora_name": "x", "cache_salt": "y", "token_ids": [1,2,3,4], "block_size": 4}')" '["b"]'
+	assert_equal "$(ask '{"model": "x\\#y", "token_ids": [1,2,3,4], "block_size": 4}')" '["c"]'
+	# a kv-conductor /query names a model, never a salt: "x#y" is the model x#y, a's adapter partition
+	assert_equal "$(kvquery -s s.kvsnap <<<'{"model": "x#y", "token_ids": [1,2,3,4], "block_size": 4}' | jq -c '.default | keys')" '["a"]'
+	assert_equal "$(kvquery -s s.kvsnap --model 'x#y' <<<'[1,2,3,4]' | jq -c '.default | keys')" '["a"]'
+}
+
+@test "a version 6 snapshot (names joined with '#', nothing escaped) is read where its names mean the same, refused where one holds '#' or a backslash" {
+	kvmatch -q -r regs.jsonl --log none -o plain.kvsnap <(store $E0 1 0 xpu '"0xa"' null 1,2,3,4)
+	kvquery -s plain.kvsnap <<<'{"model": "m", "token_ids": [1,2,3,4], "block_size": 4}' > want
+	assert_equal "$(od -A n -t u2 -j 6 -N 2 plain.kvsnap | tr -d ' ')" 7
+	snapver 6 plain.kvsnap
+	run --separate-stderr kvquery -s plain.kvsnap <<<'{"model": "m", "token_ids": [1,2,3,4], "block_size": 4}'
+	assert_success
+	assert_equal "$output" "$(cat want)"
+	# resumed and written again: version 7, the same state
+	kvmatch -q --log none -i plain.kvsnap -o again.kvsnap /dev/null
+	assert_equal "$(kvmatch --dump again.kvsnap | grep -v '"kind":"meta"')" "$(kvmatch --dump plain.kvsnap | grep -v '"kind":"meta"')"
+	cat > rfc.jsonl <<-EOF
+	{"endpoint": "$E0", "type": "vLLM", "modelname": "m", "lora_name": "x", "additionalsalt": "y", "instance_id": "a", "block_size": 4, "dp_rank": 0}
+	EOF
+	kvmatch -q -r rfc.jsonl --log none -o salted.kvsnap <(store $E0 1 0 xpu '"0xa"' null 1,2,3,4)
+	snapver 6 salted.kvsnap
+	for prog in kvquery kvmatch; do
+		if [ $prog = kvquery ]; then run --separate-stderr kvquery -s salted.kvsnap /dev/null; else run --separate-stderr kvmatch -i salted.kvsnap /dev/null; fi
+		assert_equal "$status" 65
+		assert_equal "$stderr" "$prog: salted.kvsnap: partition 0: version 6 wrote the name 'x#y', which this version reads otherwise: build it again with kvmatch from the captures"
+	done
 }
 
 # GCC took a function that only prefetches for one without effects and

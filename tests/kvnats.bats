@@ -36,8 +36,19 @@ nats_cluster() {
 	PORT0=$p
 }
 
+# A small file system that fills up (the tests run as root); MNT is where.
+MNT=
+mount_small() {
+	MNT=$T/full
+	mkdir -p "$MNT"
+	mount -t tmpfs -o size=256k tmpfs "$MNT"
+}
+
 teardown() {
 	local pid
+	if [ -n "$MNT" ] && mountpoint -q "$MNT"; then
+		umount "$MNT" || umount -l "$MNT"
+	fi
 	[ -f "$T/servers" ] || return 0
 	while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$T/servers"
 	while read -r pid; do wait "$pid" 2>/dev/null || true; done < "$T/servers"
@@ -59,14 +70,17 @@ capture() {
 }
 
 # nats_request URL SUBJECT BODY: a request by the NATS protocol itself (as
-# another program would make it), its reply on stdout.
+# another program would make it), its reply on stdout (waited for 10 s at most).
 nats_request() {
 	exec 4<> "/dev/tcp/127.0.0.1/${1##*:}"
-	printf 'CONNECT {"verbose":false,"headers":true}\r\nSUB _INBOX.t 1\r\nPUB %s _INBOX.t %d\r\n%s\r\nPING\r\n' \
+	printf 'CONNECT {"verbose":false,"headers":true}\r\nSUB _INBOX.t 1\r\nPUB %s _INBOX.t %d\r\n%s\r\n' \
 		"$2" "${#3}" "$3" >&4
-	timeout 10 bash -c 'while read -r l <&4; do case $l in MSG*) read -r l <&4; echo "$l" ;; PONG*) exit 0 ;; esac; done'
+	timeout 10 bash -c 'while read -r l <&4; do case $l in MSG*) read -r l <&4; echo "$l"; exit 0 ;; PING*) printf "PONG\r\n" >&4 ;; esac; done'
 	exec 4>&-
 }
+
+# The server that leads stream $2 of the cluster, asked of the server at $1.
+stream_leader() { nats_request "$1" "\$JS.API.STREAM.INFO.$2" '' | jq -r '.cluster.leader'; }
 
 # Messages in stream $2 of servers $1.
 messages() { kvnats -L -s "$1" --stream "$2" --format json | jq -s '.[0].messages'; }
@@ -102,7 +116,8 @@ r3_stream() {
 	assert_success
 	n=$(capdump in.kvcap 2>/dev/null | wc -l)
 	assert_equal "${stderr_lines[0]}" "kvnats: $URL: created stream KVTOOLS (1 replicas)"
-	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $((n + 1)) published, $((n + 1)) stored, 0 duplicates, 0 retried, 0 lost"
+	# records and headers counted apart: n records, as the consumer gives them back
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: records: $n published, $n stored, 0 duplicates, 0 retried, 0 lost; headers: 1 published, 1 stored, 0 duplicates, 0 retried, 0 lost"
 	run --separate-stderr kvnats -C -s "$URL" --bare -o out.kvcap
 	assert_success
 	assert_equal "$stderr" "kvnats: stream KVTOOLS: $n records written, 0 messages skipped"
@@ -135,7 +150,7 @@ r3_stream() {
 	j2mp --src "tcp://$host:5557" <<<'[1.0, [["BlockRemoved", [1]]], 0]' > long.kvcap
 	run --separate-stderr kvnats -P -s "$URL" -r long.jsonl long.kvcap
 	assert_success
-	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: 2 published, 2 stored, 0 duplicates, 0 retried, 0 lost"
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: records: 1 published, 1 stored, 0 duplicates, 0 retried, 0 lost; headers: 1 published, 1 stored, 0 duplicates, 0 retried, 0 lost"
 	kvnats -C -q -s "$URL" --bare | cmp - long.kvcap
 	# the tokens: ~ and python3-xxhash's xxh3_128_hexdigest of each long name; the
 	# source, 222 bytes escaped, as it is
@@ -169,9 +184,35 @@ r3_stream() {
 	n=$(capdump in.kvcap 2>/dev/null | wc -l)
 	assert_equal "$(messages "$URL" KVTOOLS)" $((n + 1))
 	# every publish acknowledged: as stored by one producer, as a duplicate by the other
-	stored=$(cat a.err b.err | sed -nE 's/.* published, ([0-9]+) stored, ([0-9]+) duplicates.*/\1 \2/p' | awk '{ s += $1; d += $2 } END { print s, d }')
-	assert_equal "$stored" "$((n + 1)) $((n + 1))"
+	stored=$(cat a.err b.err | sed -nE 's/.* records: [0-9]+ published, ([0-9]+) stored, ([0-9]+) duplicates.*; headers: [0-9]+ published, ([0-9]+) stored, ([0-9]+) duplicates.*/\1 \2 \3 \4/p' |
+		awk '{ s += $1; d += $2; hs += $3; hd += $4 } END { print s, d, hs, hd }')
+	assert_equal "$stored" "$n $n 1 1"
 	kvnats -C -q -s "$URL" --bare | cmp - in.kvcap
+}
+
+@test "kvnats: a publisher that restarted and sent the same batch with the same seq again is a record, not a duplicate" {
+	# the message id was the digest of (src, seq, payload): JetStream dropped
+	# the batch sent again as a duplicate, which kvmatch applies from the file
+	one_server
+	printf '%s\n' '[1764500000.0, [["BlockStored", [1], null, [1,2,3,4], 4]], 0]' \
+		'[1764500001.0, [["BlockStored", [2], 1, [5,6,7,8], 4]], 0]' | j2mp --recv 1764500000000000000 > run1.kvcap
+	# restarted: seq 0 again, byte for byte the same first batch, received later
+	printf '%s\n' '[1764500000.0, [["BlockStored", [1], null, [1,2,3,4], 4]], 0]' | j2mp --recv 1764500005000000000 > run2.kvcap
+	# (its record only: j2mp's headers are all the same bytes)
+	cat run1.kvcap <(tail -c +$(($(j2mp < /dev/null | wc -c) + 1)) run2.kvcap) > in.kvcap
+	run --separate-stderr kvnats -P -s "$URL" in.kvcap
+	assert_success
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: records: 3 published, 3 stored, 0 duplicates, 0 retried, 0 lost; headers: 1 published, 1 stored, 0 duplicates, 0 retried, 0 lost"
+	kvnats -C -q -s "$URL" --bare | cmp - in.kvcap
+	# from the stream as from the file: the batch sent again is a restart, applied
+	kvnats -C -q -s "$URL" | kvmatch -q --log none -o stream.kvsnap
+	kvmatch -q --log none -o file.kvsnap in.kvcap
+	cmp <(kvmatch --dump stream.kvsnap | grep -v '"kind":"stream"') <(kvmatch --dump file.kvsnap)
+	assert_equal "$(kvmatch --dump file.kvsnap | jq -r 'select(.kind == "source") | .restarts')" 1
+	# the same capture published again is stored once: every message a duplicate
+	run --separate-stderr kvnats -P -s "$URL" in.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: records: 3 published, 0 stored, 3 duplicates, 0 retried, 0 lost; headers: 1 published, 0 stored, 1 duplicates, 0 retried, 0 lost"
 }
 
 @test "kvnats: a consumer killed mid-stream and restarted with its durable name gives the uninterrupted snapshot" {
@@ -205,6 +246,110 @@ r3_stream() {
 	assert_equal "$stderr" "kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
 }
 
+# Waits (at most $3 seconds) until capture $1 holds at least $2 records.
+wait_records() {
+	local i=0
+	until [ "$(capdump "$1" 2>/dev/null | wc -l)" -ge "$2" ]; do
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt $(($3 * 20)) ] || { echo "# $1: fewer than $2 records after $3 s" >&3; return 1; }
+	done
+}
+
+@test "kvnats -C: one consumer on a durable at a time: another is refused while it runs, and of two started at once one takes it" {
+	# two kvnats -C on one durable shared its messages: records duplicated,
+	# exit 69 at random, or a hang; a second one started while the first
+	# waited at the end bound the durable too and ended with nothing (exit 0)
+	one_server
+	capture 20
+	kvnats -P -q -s "$URL" in.kvcap
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 10 --seed 9 -o more.kvcap "$TRACE"
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	m=$(capdump more.kvcap 2>/dev/null | wc -l)
+	kvnats -C -q -s "$URL" --durable d1 -f --bare -o first.kvcap & first=$!
+	wait_records first.kvcap "$n" 20
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --bare -o second.kvcap
+	assert_equal "$status" 69
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: durable d1 is in use by another kvnats -C (one consumer per durable at a time)"
+	[ ! -e second.kvcap ]
+	# the first goes on undisturbed, and has every record once
+	kvnats -P -q -s "$URL" more.kvcap
+	wait_records first.kvcap $((n + m)) 20
+	kill -TERM $first
+	wait_for $first 10
+	assert_equal "$status" 0
+	assert_equal "$(capdump first.kvcap 2>/dev/null)" "$(cat <(capdump in.kvcap 2>/dev/null) <(capdump more.kvcap 2>/dev/null))"
+	# once it ended, the durable is free: the next goes on after it
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --bare -o third.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
+	# two started at once: one takes the durable, the other is refused
+	kvnats -C -q -s "$URL" --durable d2 -f --bare -o a.kvcap 2> a.err & a=$!
+	kvnats -C -q -s "$URL" --durable d2 -f --bare -o b.kvcap 2> b.err & b=$!
+	i=0
+	while kill -0 $a 2>/dev/null && kill -0 $b 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt 400 ] || { echo "# both still run after 20 s" >&3; false; }
+	done
+	if kill -0 $a 2>/dev/null; then won=a lost=$b; else won=b lost=$a; fi
+	wait_for $lost 10 || true
+	assert_equal "$status" 69
+	assert_equal "$(cat a.err b.err)" "kvnats: stream KVTOOLS: durable d2 is in use by another kvnats -C (one consumer per durable at a time)"
+	wait_records $won.kvcap $((n + m)) 20
+	kill -TERM "$(if [ $won = a ]; then echo $a; else echo $b; fi)"
+	wait_for "$(if [ $won = a ]; then echo $a; else echo $b; fi)" 10
+	assert_equal "$status" 0
+	assert_equal "$(capdump $won.kvcap 2>/dev/null)" "$(capdump first.kvcap 2>/dev/null)"
+}
+
+@test "kvnats -C: a durable asked to start elsewhere than where it is is moved there, and says so; a start beyond the stream's end is refused" {
+	# --start-seq, --start-time and --after were ignored for a durable that
+	# existed: it went on where it was, and the records asked for were never
+	# written (exit 0); --start-seq beyond the end started at the end, silently
+	one_server
+	capture 20
+	kvnats -P -q -s "$URL" in.kvcap
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	# the header is message 1, the records 2 to n + 1
+	kvnats -C -q -s "$URL" --durable d1 -c 5 --bare -o a.kvcap
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --start-seq 3 --bare -o b.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: durable d1 moved to start after message 2 as --start-seq 3 asks; it would have gone on after message 6"
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $((n - 1)) records written, 0 messages skipped"
+	assert_equal "$(capdump b.kvcap 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null | tail -n +2)"
+	# asked to start where it is: bound as it is, nothing said
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --start-seq $((n + 2)) --bare -o c.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --start-time 1 --bare -o d.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: durable d1 moved to start after message 0 as --start-time 1 asks; it would have gone on after message $((n + 1))"
+	cmp d.kvcap in.kvcap
+	# --after a snapshot: where the snapshot's input ended
+	kvnats -C -q -s "$URL" -c 10 | kvmatch -q --log none -o x.kvsnap
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --after x.kvsnap --bare -o e.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvnats: stream KVTOOLS: durable d1 moved to start after message 11 as --after x.kvsnap asks; it would have gone on after message $((n + 1))"
+	assert_equal "$(capdump e.kvcap 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null | tail -n +11)"
+	# beyond the next message: refused, the durable left where it is
+	for d in "" "--durable d1"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr kvnats -C -s "$URL" $d --start-seq $((n + 3)) --bare -o f.kvcap
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvnats: stream KVTOOLS: --start-seq $((n + 3)) is beyond its last message, $((n + 1)) (the next one is $((n + 2)))"
+		[ ! -e f.kvcap ]
+	done
+	# a start time still to come: JetStream would start at the next message, whenever stored
+	later=$(($(date +%s) + 3600))000000000
+	run --separate-stderr kvnats -C -s "$URL" --durable d1 --start-time "$later" --bare -o f.kvcap
+	assert_equal "$status" 65
+	assert_regex "$stderr" "^kvnats: stream KVTOOLS: --start-time $later \(20[0-9-]+T[0-9:]+\.000000000Z\) is still to come: the next message stored would be read, before that time or not\$"
+	[ ! -e f.kvcap ]
+	run kvnats -L -s "$URL" --format json
+	assert_line --regexp "\"consumer\":\"d1\",.*\"delivered_seq\":$((n + 1)),\"ack_floor_seq\":$((n + 1))\}"
+}
+
 @test "kvnats: --after a snapshot continues where its input ended, byte for byte" {
 	one_server
 	capture 60
@@ -212,7 +357,7 @@ r3_stream() {
 	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -o whole.kvsnap
 	kvnats -C -q -s "$URL" -c 50 | kvmatch -q -r regs.jsonl --log none -o x.kvsnap
 	run kvmatch --dump x.kvsnap
-	assert_line '{"kind":"stream","last_seq":51}'
+	assert_line --regexp '^\{"kind":"stream","last_seq":51,"stream":"KVTOOLS","created_ns":[1-9][0-9]*\}$'
 	kvnats -C -q -s "$URL" --after x.kvsnap | kvmatch -q -r regs.jsonl --log none -i x.kvsnap -o y.kvsnap
 	cmp y.kvsnap whole.kvsnap
 	# records delivered twice change nothing: kvmatch drops what is at or before its position
@@ -226,6 +371,105 @@ r3_stream() {
 	run --separate-stderr kvnats -C -s "$URL" --after x.kvsnap -o x.kvsnap
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "kvnats: -o x.kvsnap: the same file as the input x.kvsnap"
+}
+
+@test "kvnats: --after a device, \`yes\` or a pipe that stalls: refused at the header, or ended by SIGTERM with status 0" {
+	# they were read whole before the header was looked at, and SIGTERM
+	# did not end the read
+	one_server
+	mknod zero c 1 5
+	run --separate-stderr timeout 10 kvnats -C -s "$URL" --after zero
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvnats: zero: not a kvsnap snapshot"
+	run --separate-stderr timeout 10 kvnats -C -s "$URL" --after <(yes)
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvnats: /dev/fd/63: not a kvsnap snapshot"
+	printf '%s\n' '{"src":"tcp://10.0.0.5:5557","recv_ns":1,"seq":1,"format":"vllm","dp_rank":0,"type":"removed","medium":"xpu","block_hashes":["0xa"]}' |
+		kvmatch -q --log none -o s.kvsnap
+	mkfifo slow
+	{ head -c 1000 s.kvsnap; sleep 30; } > slow & writer=$!
+	kvnats -C -s "$URL" --after slow > out 2> err & pid=$!
+	sleep 0.5
+	kill -TERM $pid
+	wait_for $pid 5
+	stop_bg $writer
+	assert_equal "$status" 0
+	assert_equal "$(cat err)" "kvnats: slow: loading stopped by a signal"
+	[ ! -s out ]
+}
+
+@test "kvnats --after, kvmatch -i: a position belongs to one stream; another stream's records, or those of one deleted and made again under its name, are refused" {
+	# --after a snapshot of another stream started at its position there, and
+	# kvmatch dropped that stream's records up to it as duplicates: records
+	# skipped, exit 0
+	one_server
+	capture 30
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	kvnats -P -q -s "$URL" -r regs.jsonl --stream OTHER in.kvcap
+	kvnats -C -q -s "$URL" -c 20 | kvmatch -q -r regs.jsonl --log none -o x.kvsnap
+	t='20[0-9][0-9]-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\.[0-9]{9}Z'
+	run --separate-stderr kvnats -C -s "$URL" --stream OTHER --after x.kvsnap -o y.kvcap
+	assert_equal "$status" 65
+	assert_regex "$stderr" "^kvnats: x.kvsnap: its position is in stream KVTOOLS created $t, not in stream OTHER created $t: the positions of two streams are not comparable\$"
+	[ ! -e y.kvcap ]
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' --stream OTHER | kvmatch -r regs.jsonl --log none -i x.kvsnap -o z.kvsnap"
+	assert_equal "$status" 65
+	assert_regex "${stderr_lines[0]}" "^kvmatch: stdin: stream OTHER created $t is not stream KVTOOLS created $t, of x.kvsnap's position, message 21: the positions of two streams are not comparable; the rest of this input is not read\$"
+	cmp <(kvmatch --dump z.kvsnap) <(kvmatch --dump x.kvsnap)
+	# KVTOOLS deleted and made again: its sequences begin anew
+	nats_request "$URL" '$JS.API.STREAM.DELETE.KVTOOLS' '' > /dev/null
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	run --separate-stderr kvnats -C -s "$URL" --after x.kvsnap -o y.kvcap
+	assert_equal "$status" 65
+	assert_regex "$stderr" "^kvnats: x.kvsnap: its position is in stream KVTOOLS created $t, not in stream KVTOOLS created $t: the positions of two streams are not comparable\$"
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' | kvmatch -r regs.jsonl --log none -i x.kvsnap -o z.kvsnap"
+	assert_equal "$status" 65
+	assert_regex "${stderr_lines[0]}" "^kvmatch: stdin: stream KVTOOLS created $t is not stream KVTOOLS created $t, of x.kvsnap's position, message 21: "
+	# the snapshot names its stream: kvmatch --dump shows it
+	assert_equal "$(kvmatch --dump x.kvsnap | jq -c 'select(.kind == "stream") | [.last_seq, .stream, (.created_ns > 0)]')" '[21,"KVTOOLS",true]'
+}
+
+@test "kvmatch -i: a stream resumed after a later position than the snapshot's is said (65), a durable that acknowledged more than the snapshot holds too" {
+	# records between the snapshot's position and where the consumer started
+	# were missing from the index without a word (exit 0)
+	one_server
+	capture 30
+	kvnats -P -q -s "$URL" -r regs.jsonl in.kvcap
+	kvnats -C -q -s "$URL" | kvmatch -q -r regs.jsonl --log none -o whole.kvsnap
+	kvnats -C -q -s "$URL" -c 10 | kvmatch -q -r regs.jsonl --log none -o x.kvsnap
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' --start-seq 20 | kvmatch -r regs.jsonl --log none -i x.kvsnap -o y.kvsnap"
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]}" "kvmatch: stdin: stream KVTOOLS: this input starts after message 19, not after x.kvsnap's position, message 11: messages 12 to 19 are missing (kvnats -C --after SNAPSHOT starts right after a snapshot's position)"
+	# a durable: its kvmatch wrote a snapshot, then the durable went on (that
+	# kvmatch killed before its next one)
+	kvnats -C -q -s "$URL" --durable d1 -c 10 | kvmatch -q -r regs.jsonl --log none -o d.kvsnap
+	kvnats -C -q -s "$URL" --durable d1 -c 5 > /dev/null
+	run --separate-stderr bash -c "kvnats -C -q -s '$URL' --durable d1 | kvmatch -r regs.jsonl --log none -i d.kvsnap -o e.kvsnap"
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]}" "kvmatch: stdin: stream KVTOOLS: this input starts after message 16, not after d.kvsnap's position, message 11: messages 12 to 16 are missing (kvnats -C --after SNAPSHOT starts right after a snapshot's position)"
+	# --after the snapshot moves the durable back to it: exact, nothing said
+	run --separate-stderr bash -c "set -o pipefail; kvnats -C -q -s '$URL' --durable d1 --after d.kvsnap | kvmatch -q -r regs.jsonl --log none -i d.kvsnap -o f.kvsnap"
+	assert_success
+	assert_equal "$stderr" ""
+	cmp f.kvsnap whole.kvsnap
+	# from before the position: what was applied is dropped again, nothing said
+	run --separate-stderr bash -c "set -o pipefail; kvnats -C -q -s '$URL' | kvmatch -q -r regs.jsonl --log none -i x.kvsnap -o g.kvsnap"
+	assert_success
+	cmp g.kvsnap whole.kvsnap
+	# messages after the position gone by the stream's limits: said by both
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 3 --seed 9 -o few.kvcap "$TRACE"
+	kvnats -P -q -s "$URL" --stream SMALL --max-bytes 400000 few.kvcap
+	kvnats -C -q -s "$URL" --stream SMALL -c 2 | kvmatch -q --log none -o s.kvsnap
+	kvnats -P -q -s "$URL" --stream SMALL in.kvcap
+	first=$(kvnats -L -s "$URL" --stream SMALL --format json | jq -s '.[0].first_seq')
+	[ "$first" -gt 4 ]
+	run --separate-stderr bash -c "kvnats -C -s '$URL' --stream SMALL --after s.kvsnap | kvmatch --log none -i s.kvsnap -o t.kvsnap"
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[0]}" "kvnats: stream SMALL: messages 4 to $((first - 1)) are gone (the stream's limits): --after s.kvsnap starts at message $first, its first"
+	assert_equal "${stderr_lines[1]}" "kvmatch: stdin: stream SMALL: this input starts after message $((first - 1)), not after s.kvsnap's position, message 3: messages 4 to $((first - 1)) are missing (kvnats -C --after SNAPSHOT starts right after a snapshot's position)"
+	run --separate-stderr kvnats -C -s "$URL" --stream SMALL --start-seq 2 --bare -o u.kvcap
+	assert_success
+	assert_equal "${stderr_lines[0]}" "kvnats: stream SMALL: messages 2 to $((first - 1)) are gone (the stream's limits): --start-seq 2 starts at message $first, its first"
 }
 
 @test "kvnats: a record with a bad event and good ones, read from the stream, is applied as from the file" {
@@ -314,14 +558,15 @@ beta true"
 	nats_request "$URL" '$JS.API.STREAM.CREATE.ELSE' '{"name":"ELSE","subjects":["elsewhere.>"],"storage":"memory"}' > /dev/null
 	run --separate-stderr kvnats -P -s "$URL" --stream ELSE --retry 0.5 in.kvcap
 	assert_equal "$status" 69
-	assert_regex "${stderr_lines[0]}" '^kvnats: stream ELSE: ([0-9]+) published, 0 stored, 0 duplicates, [0-9]+ retried, \1 lost$'
-	assert_regex "${stderr_lines[1]}" "^kvnats: $URL: stream ELSE: [0-9]+ messages not stored \(No responders available for request\); the rest of the input was not read\$"
+	assert_regex "${stderr_lines[0]}" '^kvnats: stream ELSE: records: ([0-9]+) published, 0 stored, 0 duplicates, [0-9]+ retried, \1 lost; headers: 1 published, 0 stored, 0 duplicates, [0-9]+ retried, 1 lost$'
+	lost=$(sed -nE 's/.*records: ([0-9]+) published.*/\1/p' <<<"${stderr_lines[0]}")
+	assert_equal "${stderr_lines[1]}" "kvnats: $URL: stream ELSE: $lost records and 1 headers not stored (No responders available for request); the rest of the input was not read"
 	# a file that is no capture is reported, and nothing of it published
 	echo '{"a":1}' > bad.json
 	run --separate-stderr kvnats -P -s "$URL" bad.json
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvnats: bad.json: not a kvcap capture (it does not start with a kvcap header)
-kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
+kvnats: stream KVTOOLS: records: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost; headers: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 }
 
 @test "kvnats: an input that is a directory, missing or unreadable cannot be opened (66), as in every program" {
@@ -349,6 +594,27 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	closed|Permission denied|unprivileged
 	EOT
 	assert_equal "$(kvnats -C -q -s "$URL" --bare | capdump 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null)"
+}
+
+@test "kvnats -C: a write that failed is not counted as written" {
+	# the records of a batch were counted as written before its flush failed:
+	# "80 records written" into /dev/full, then exit 74
+	one_server
+	capture 20
+	kvnats -P -q -s "$URL" in.kvcap
+	run --separate-stderr kvnats -C -s "$URL" -o /dev/full
+	assert_equal "$status" 74
+	assert_equal "$stderr" "kvnats: /dev/full: No space left on device
+kvnats: stream KVTOOLS: 0 records written, 0 messages skipped"
+	# a disk that fills up: the count is what the file holds, cut back to
+	# the last batch written whole
+	mount_small
+	run --separate-stderr kvnats -C -s "$URL" --batch 2 -o "$MNT/out.kvcap"
+	assert_equal "$status" 74
+	assert_equal "${stderr_lines[0]}" "kvnats: $MNT/out.kvcap: No space left on device"
+	n=$(capdump "$MNT/out.kvcap" 2>/dev/null | wc -l)
+	[ "$n" -gt 0 ]
+	assert_equal "${stderr_lines[1]}" "kvnats: stream KVTOOLS: $n records written, 0 messages skipped"
 }
 
 @test "kvnats: -f follows the stream as it grows; --start-seq starts where asked" {
@@ -384,8 +650,8 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	assert_equal "${stderr_lines[0]}" "kvnats: no mode: -P (produce), -C (consume) or -L (list)"
 	run --separate-stderr kvnats -P -C
 	assert_equal "${stderr_lines[0]}" "kvnats: -P and -C: choose one of -P, -C and -L"
-	run --separate-stderr kvnats -C --retry 3
-	assert_equal "${stderr_lines[0]}" "kvnats: -r, --replicas, --max-age, --max-bytes, --dup-window and --retry go with -P"
+	run --separate-stderr kvnats -C --dup-window 3
+	assert_equal "${stderr_lines[0]}" "kvnats: -r, --replicas, --max-age, --max-bytes and --dup-window go with -P"
 	run --separate-stderr kvnats -P --durable d
 	assert_equal "${stderr_lines[0]}" "kvnats: --durable, --filter, --after, --start-seq, --start-time, -c, --batch, -f, --bare and -o go with -C"
 	run --separate-stderr kvnats -C --start-seq 3 --after x.kvsnap
@@ -426,7 +692,7 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 	assert_equal "$status" 0
 	run cat pub.err
 	echo "# producer through the SIGKILL: ${lines[-1]#kvnats: }" >&3
-	assert_output --regexp "published, [0-9]+ stored, [0-9]+ duplicates, [0-9]+ retried, 0 lost$"
+	assert_output --regexp "records: $n published, [0-9]+ stored, [0-9]+ duplicates, [0-9]+ retried, 0 lost; headers: 1 published, [0-9]+ stored, [0-9]+ duplicates, [0-9]+ retried, 0 lost$"
 	# kvsub got every record, and the stream holds each of them once
 	assert_equal "$(capdump cap.kvcap 2>/dev/null | wc -l)" "$n"
 	kvnats -C -s "$URLS" --stream R3 --bare -o got.kvcap 2> con.err
@@ -474,3 +740,51 @@ kvnats: stream KVTOOLS: 0 published, 0 stored, 0 duplicates, 0 retried, 0 lost"
 		cmp "got$k.kvcap" in.kvcap || { echo "# consumer $k: $(cat "con$k.err")" >&3; false; }
 	done
 }
+
+@test "kvnats: right after the leader of an R3 stream is killed, -C and -P wait for the cluster to elect another" {
+	# kvnats -C exited 69 with "cannot create a consumer: Timeout" or
+	# "stream R3: Timeout" while the others elected new leaders
+	nats_cluster
+	capture 20
+	r3_stream
+	kvnats -P -q -s "$URLS" --stream R3 -r regs.jsonl in.kvcap
+	leader=$(stream_leader "$URLS" R3)
+	[[ $leader =~ ^s[012]$ ]]
+	others=$(tr , '\n' <<<"$URLS" | sed "$((${leader#s} + 1))d" | paste -sd,)
+	kvgen -q --workers 2 --dp 2 --block-size 64 --capacity 1500 --pool memcache --limit 10 --seed 9 -o more.kvcap "$TRACE"
+	kill -9 "$(cat "$T/$leader.pid")"
+	# at once: a durable consumer of the first capture, and another capture published
+	kvnats -P -s "$others" --stream R3 more.kvcap 2> pub.err & pub=$!
+	run --separate-stderr timeout 60 kvnats -C -s "$others" --stream R3 --durable d1 --filter 'R3.llama.>' --bare -o got.kvcap
+	assert_success
+	assert_equal "$stderr" "kvnats: stream R3: $(capdump in.kvcap 2>/dev/null | wc -l) records written, 0 messages skipped"
+	assert_equal "$(capdump got.kvcap 2>/dev/null)" "$(capdump in.kvcap 2>/dev/null)"
+	wait_for $pub 60
+	assert_equal "$status" 0
+	m=$(capdump more.kvcap 2>/dev/null | wc -l)
+	assert_regex "$(cat pub.err)" "^kvnats: stream R3: records: $m published, $m stored, 0 duplicates, [0-9]+ retried, 0 lost; headers: 1 published, [01] stored, [01] duplicates, [0-9]+ retried, 0 lost\$"
+}
+
+@test "kvnats -C: the server of its consumer killed mid-stream, it goes on with another and writes every record once, in order" {
+	# an ephemeral consumer lived on one server: killed with it, the run
+	# ended with 69 ("consumer: Timeout") halfway through the stream
+	nats_cluster
+	capture 60
+	r3_stream
+	kvnats -P -q -s "$URLS" --stream R3 in.kvcap
+	mkfifo pipe
+	kvnats -C -s "$URLS" --stream R3 --batch 5 --bare > pipe 2> con.err & c=$!
+	exec 5< pipe
+	# blocked on the pipe after 1 MB: halfway
+	head -c 1000000 <&5 > got.kvcap
+	consumer=$(kvnats -L -s "$URLS" --stream R3 --format json | jq -r 'select(.consumer) | .consumer')
+	leader=$(nats_request "$URLS" "\$JS.API.CONSUMER.INFO.R3.$consumer" '' | jq -r '.cluster.leader')
+	[[ $leader =~ ^s[012]$ ]]
+	kill -9 "$(cat "$T/$leader.pid")"
+	timeout 60 cat <&5 >> got.kvcap
+	exec 5<&-
+	wait_for $c 10
+	assert_equal "$status" 0
+	cmp got.kvcap in.kvcap
+}
+

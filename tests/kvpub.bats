@@ -49,7 +49,7 @@ gen() {
 	assert_equal "${stderr_lines[0]}" "kvpub: --replay-shape: 'v0.27' is not v0.25 or v0.26"
 	run --separate-stderr kvpub --map tcp://a:1 --single ipc://x
 	assert_equal "$status" 64
-	assert_equal "${stderr_lines[0]}" "kvpub: --map: 'tcp://a:1' is not SRC=ENDPOINT"
+	assert_equal "${stderr_lines[0]}" "kvpub: --map: 'tcp://a:1' is not SRC=ENDPOINT: no '='"
 	run --separate-stderr kvpub --port-base 70000
 	assert_equal "${stderr_lines[0]}" "kvpub: --port-base: '70000' is not a port number"
 	run --separate-stderr kvpub --drop 5-2 --single ipc://x
@@ -508,7 +508,8 @@ kvpub: ipc://$T/q: 0 messages, 0 bytes"
 	assert_equal "$status" 0
 	[ $(( (end - start) / 1000000 )) -lt 500 ]
 	run cat err
-	assert_line --index 1 "kvpub: ipc://$T/p: 1 messages, 40 bytes"
+	assert_line --index 1 "kvpub: stopped by SIGINT before the end"
+	assert_line --index 2 "kvpub: ipc://$T/p: 1 messages, 40 bytes"
 }
 
 @test "SIGTERM while waiting for input on a pipe exits 0, replay still served meanwhile" {
@@ -530,7 +531,8 @@ kvpub: ipc://$T/q: 0 messages, 0 bytes"
 	assert_equal "$status" 0
 	[ $(( (end - start) / 1000000 )) -lt 500 ]
 	run cat err
-	assert_line --index 1 "kvpub: tcp://127.0.0.1:$p: 5 messages, 200 bytes, 1 replay requests, 5 replayed"
+	assert_line --index 1 "kvpub: stopped by SIGTERM before the end"
+	assert_line --index 2 "kvpub: tcp://127.0.0.1:$p: 5 messages, 200 bytes, 1 replay requests, 5 replayed"
 }
 
 # A kvgen capture (2 nodes x 2 DP ranks behind a memcache pool, caches

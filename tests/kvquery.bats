@@ -80,6 +80,30 @@ setup() {
 	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":256,"npu_blocks":2}},"longest_matched":256}}}'
 }
 
+@test "a hash's range is checked in hex as in decimal: 2^64 and beyond refused in both, never cut to 64 bits" {
+	# "0x1e9b66bae2ed2488d" was read as 0xe9b66bae2ed2488d, its decimal twin refused
+	kvmatch --dump s.kvsnap | jq -r 'select(.kind == "block") | [.parent, .chain, .local] | @tsv' > blocks.tsv
+	first=$(awk -F'\t' '$1 == "0x0000000000000539" { print $3 }' blocks.tsv)
+	over="0x1${first#0x}"                                             # 17 significant digits
+	dec=$(python3 -c "print(int('$over', 16))")
+	r=$(seq -s, 1 200)                                                # a long list: read by kv_intscan_array
+	printf '%s\n' "{\"model\":\"m\",\"block_hashes\":[\"$over\"]}" "{\"model\":\"m\",\"block_hashes\":[$dec]}" \
+		"{\"model\":\"m\",\"block_hashes\":[$r,\"$over\"]}" "{\"model\":\"m\",\"block_hashes\":[$r,$dec]}" \
+		"{\"model\":\"m\",\"seq_hashes\":[\"${over#0x}\"]}" \
+		"{\"model\":\"m\",\"block_hashes\":[\"0x00000000${first#0x}\"]}" "{\"model\":\"m\",\"block_hashes\":[\"$first\"]}" > q.jsonl
+	run --separate-stderr kvquery -s s.kvsnap q.jsonl
+	assert_equal "$status" 65
+	assert_equal "$(sed -n 1,5p <<<"$output" | sort -u)" null
+	assert_equal "$(sed -n 6p <<<"$output")" "$(sed -n 7p <<<"$output")"
+	assert_equal "$(jq -c '.default.a.longest_matched' <<<"${lines[5]}")" 128
+	u64="block_hashes: hashes are integers from 0 to 2^64-1 or hex strings"
+	assert_equal "$stderr" "kvquery: q.jsonl: line 1: block_hashes: hex string beyond 64 bits
+kvquery: q.jsonl: line 2: $u64
+kvquery: q.jsonl: line 3: block_hashes: hex string beyond 64 bits
+kvquery: q.jsonl: line 4: $u64
+kvquery: q.jsonl: line 5: block_hashes: hex string beyond 64 bits"
+}
+
 @test "two tenants and a LoRA adapter are separate partitions" {
 	cat > regs2.jsonl <<-EOF
 	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 2, "modelname": "m", "tenant_id": "t1", "medium_endpoints": {"npu": "$E0"}}
@@ -140,6 +164,33 @@ setup() {
 	run --separate-stderr kvquery -s s.kvsnap --shared-pool q.txt
 	assert_success
 	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":2,"cpu_local_blocks":2,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":640,"npu_blocks":3}},"longest_matched":640}}}'
+}
+
+@test "--shared-pool: every engine registered in the partition is a candidate, holding nothing yet too: a decoupled pool's blocks are credited to it" {
+	cat > regs2.jsonl <<-EOF
+	{"instance_id": "a", "type": "vLLM", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "$E0"}}
+	{"instance_id": "c", "type": "vLLM", "dp_rank": 0, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "tcp://10.0.0.9:5557"}}
+	{"instance_id": "c", "type": "vLLM", "dp_rank": 1, "block_size": 128, "modelname": "m", "medium_endpoints": {"npu": "tcp://10.0.0.9:5558"}}
+	{"instance_id": "d", "type": "vLLM", "dp_rank": 0, "block_size": 128, "modelname": "other", "medium_endpoints": {"npu": "tcp://10.0.0.8:5557"}}
+	{"instance_id": "kvs", "type": "Memcache", "dp_rank": 0, "block_size": 128, "endpoint": "tcp://kvs:5557", "store_backend": "memcache", "modelname": "m"}
+	EOF
+	# a holds three blocks in xpu and offloads them; the pool that confirms
+	# them names no worker (a decoupled daemon): its own pool holder holds them
+	{ store $E0 1 0 xpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128
+	  store $E0 2 0 cpu '"0x1","0x2","0x3"' null "$(seq -s, 1 384)" 128
+	  pool 3 cpu '"0x1","0x2","0x3"' mooncake-daemon-0; } > ev2.jsonl
+	kvmatch -q -r regs2.jsonl --log none -o d.kvsnap ev2.jsonl
+	echo "[$(seq -s, 1 384)]" > q.txt
+	run --separate-stderr kvquery -s d.kvsnap --model m --shared-pool q.txt
+	assert_success
+	# c holds nothing, both its ranks are credited the pool's three blocks, as remote cpu; d is another model's
+	assert_output '{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_blocks":0,"disk_blocks":0,"matched_tokens":384,"npu_blocks":3}},"longest_matched":384},"c":{"DP":{"0":{"cpu_blocks":3,"cpu_local_blocks":0,"cpu_remote_blocks":3,"disk_blocks":0,"matched_tokens":384,"npu_blocks":0},"1":{"cpu_blocks":3,"cpu_local_blocks":0,"cpu_remote_blocks":3,"disk_blocks":0,"matched_tokens":384,"npu_blocks":0}},"longest_matched":384}}}'
+	# per worker, without --shared-pool, only what a holds counts
+	assert_equal "$(kvquery -s d.kvsnap --model m q.txt | jq -c '.default | keys')" '["a"]'
+	# routing and explaining weigh the same candidates
+	assert_equal "$(kvquery -s d.kvsnap --model m --shared-pool --explain q.txt | jq -c '[.workers[] | "\(.instance_id)/\(.dp_rank)"]')" '["a/0","c/0","c/1"]'
+	# the snapshot says whose partition each registered engine is
+	assert_equal "$(kvmatch --dump d.kvsnap | jq -c 'select(.kind == "worker") | [.instance_id, .dp_rank, .partition]' | tr -d '\n')" '["a",0,0]["c",0,0]["c",1,0]["d",0,1]["mooncake-daemon-0",null,null]'
 }
 
 @test "--format table prints aligned rows for people" {
@@ -391,7 +442,7 @@ kvquery: q.txt: line 11: parse error: premature EOF
 kvquery: q.txt: line 12: $u64
 kvquery: q.txt: line 13: $u64
 kvquery: q.txt: line 14: block_hashes: empty hex string
-kvquery: q.txt: line 15: block_hashes: hex string longer than 64 digits
+kvquery: q.txt: line 15: block_hashes: hex string beyond 64 bits
 kvquery: q.txt: line 17: token_ids: given twice
 kvquery: q.txt: line 18: seq_hashes: given twice"
 }
@@ -557,6 +608,57 @@ A='{"default":{"a":{"DP":{"0":{"cpu_blocks":0,"cpu_local_blocks":0,"cpu_remote_b
 	assert_equal "$(sed -n 2p out.txt)" "$A"
 	assert_equal "$(sed -n 3p out.txt)" "$A"
 	assert_equal "$(cat err.txt)" "kvquery: s.kvsnap: empty file (keeping the snapshot loaded before)"
+}
+
+@test "--watch: a fifo or a link to a device put in the snapshot's place is refused at once, the copy loaded kept" {
+	# the reload opened a fifo and waited for a writer that never came, or
+	# read /dev/zero until memory ran out
+	other_snapshot b.kvsnap
+	mknod zero c 1 5
+	live --block-size 128 --watch
+	ask "[$(seq -s, 1 384)]" 1
+	mv s.kvsnap a.kvsnap
+	mkfifo s.kvsnap
+	ask "[$(seq -s, 1 384)]" 2
+	rm s.kvsnap
+	ln -s zero s.kvsnap
+	ask "[$(seq -s, 1 384)]" 3
+	# a snapshot renamed over it, as kvmatch does, is taken again
+	cp b.kvsnap new.kvsnap
+	mv new.kvsnap s.kvsnap
+	ask "[$(seq -s, 1001 1384)]" 4
+	exec 5>&-
+	wait_for $pid
+	assert_equal "$status" 0
+	assert_equal "$(sed -n 1,3p out.txt | sort -u)" "$A"
+	assert_equal "$(sed -n 4p out.txt)" "$A"
+	assert_equal "$(grep -c . out.txt)" 4
+	assert_equal "$(cat err.txt)" "kvquery: s.kvsnap: not a regular file (a watched snapshot is replaced by renaming one over it) (keeping the snapshot loaded before)
+kvquery: s.kvsnap: not a regular file (a watched snapshot is replaced by renaming one over it) (keeping the snapshot loaded before)"
+}
+
+@test "-s of a device, of \`yes\` or of a pipe that never ends: refused at the header, at once; SIGTERM ends a load that waits" {
+	# they were read whole before the header was looked at: without bound
+	mknod zero c 1 5
+	echo "[$(seq -s, 1 384)]" > q.jsonl
+	run --separate-stderr timeout 10 kvquery -s zero q.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: zero: not a kvsnap snapshot"
+	run --separate-stderr timeout 10 kvquery -s <(yes) q.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: /dev/fd/63: not a kvsnap snapshot"
+	# the header and table of a good snapshot, then nothing: a writer that
+	# stalls; SIGTERM ends the load (status 0, as after any SIGTERM)
+	mkfifo slow
+	{ head -c 1000 s.kvsnap; sleep 30; } > slow & writer=$!
+	kvquery -s slow q.jsonl > out 2> err & pid=$!
+	sleep 0.5
+	kill -TERM $pid
+	wait_for $pid 5
+	stop_bg $writer
+	assert_equal "$status" 0
+	assert_equal "$(cat err)" "kvquery: slow: loading stopped by a signal"
+	[ ! -s out ]
 }
 
 @test "-s reads a pipe into memory; a directory cannot be opened (66)" {

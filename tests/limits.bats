@@ -197,10 +197,46 @@ sys.stdout.write(r[:-1] + " " * (n - len(r)) + "}\n")' "$@"
 	run --separate-stderr kvmatch -r over.jsonl ev.jsonl
 	assert_equal "$status" 65
 	assert_equal "$stderr" "kvmatch: over.jsonl: line 1: longer than 1048576 bytes"
-	# 256 MiB without a newline: streamed past, never held (a few MiB of memory)
+	# 256 MiB without a newline: streamed past, never held (a few MiB of
+	# memory), and no further than the 64 MiB a registrations file may be
 	run --separate-stderr bash -c "head -c $((256 * MiB)) /dev/zero | tr '\\0' ' ' | /usr/bin/time -f %M kvmatch -r - ev.jsonl"
 	assert_equal "${stderr_lines[0]}" "kvmatch: -: line 1: longer than 1048576 bytes"
-	[ "${stderr_lines[2]}" -lt 32000 ]
+	assert_equal "${stderr_lines[1]}" "kvmatch: -: line 2: beyond the first 67108864 bytes: a registrations file is at most 64 MiB"
+	[ "${stderr_lines[-1]}" -lt 32000 ]
+}
+
+@test "registrations: 64 MiB are read, one byte more is refused; after 100 bad lines the rest is not read; a device or \`yes\` ends there" {
+	# a pipe or a device that never ends was read to its end (never), each
+	# bad line's message kept: \`kvmatch -r <(yes)\` grew without bound
+	: > ev.jsonl
+	reg_line 200 1 > at.jsonl
+	head -c $((64 * MiB - 201)) /dev/zero | tr '\0' '\n' >> at.jsonl
+	run --separate-stderr kvmatch -q -r at.jsonl -o s.kvsnap ev.jsonl
+	assert_success
+	assert_equal "$(kvmatch --dump s.kvsnap | jq -r 'select(.kind == "worker") | .instance_id')" w1
+	{ cat at.jsonl; echo; } > over.jsonl
+	run --separate-stderr kvmatch -r over.jsonl ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: over.jsonl: line $((64 * MiB - 200 + 1)): beyond the first 67108864 bytes: a registrations file is at most 64 MiB"
+	# the 101st bad line: not reported, and nothing after it read
+	{ for i in $(seq 101); do echo "{\"instance_id\":\"w$i\"}"; done; reg_line 200 2; } > bad.jsonl
+	run --separate-stderr kvmatch -r bad.jsonl ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "${#stderr_lines[@]}" 101
+	assert_equal "${stderr_lines[99]}" "kvmatch: bad.jsonl: line 100: missing field \`type\` (kv-conductor answers 422)"
+	assert_equal "${stderr_lines[100]}" "kvmatch: bad.jsonl: line 101: more than 100 bad lines: the rest is not read"
+	mknod zero c 1 5
+	run --separate-stderr timeout 20 kvmatch -r zero ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvmatch: zero: line 1: longer than 1048576 bytes
+kvmatch: zero: line 2: beyond the first 67108864 bytes: a registrations file is at most 64 MiB"
+	run --separate-stderr timeout 20 kvmatch -r <(yes) ev.jsonl
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[100]}" "kvmatch: /dev/fd/63: line 101: more than 100 bad lines: the rest is not read"
+	run --separate-stderr timeout 20 kvsub -r <(yes '') -o c.kvcap
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvsub: /dev/fd/63: line 67108865: beyond the first 67108864 bytes: a registrations file is at most 64 MiB"
+	[ ! -e c.kvcap ]
 }
 
 @test "registrations: 65536 are read; a 65537th is refused" {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# Memory bounds (kvmatch(1) "Time, expiry and memory", kvsub(1) "LIMITS"):
+# Memory bounds (kvmatch(1) "Time, expiry and memory", kvsub(1) "LIMITS",
+# kvquery(1) "Comparing with a router"):
 # peak resident memory does not grow with the length of the input.  Peaks
 # are compared between a short and a long run of the same traffic, with
 # generous margins, since the machine may be shared; inputs come from
@@ -26,12 +27,18 @@ MiB=1024  # in KiB, as peak reports
 
 # A busy loop a test started, stopped whatever the test's outcome.
 HOG=
-teardown() {
+stop_hog() {
 	if [ -n "$HOG" ]; then
 		kill "$HOG" 2> /dev/null || true
 		wait "$HOG" 2> /dev/null || true
 	fi
-	true
+	HOG=
+}
+
+# bats runs the last teardown defined: one, for all that tests start
+teardown() {
+	stop_hog
+	stop_routers
 }
 
 # Store/remove churn: each record stores a block and removes the one stored
@@ -108,6 +115,29 @@ capture() {
 	fakepub -n "$1" -w 5000 -l 0 "$ep"
 	wait_for $sub 60
 	assert_equal "$status" 0
+}
+
+@test "kvquery --against: 1M more events in the captures read for the evidence peak within 4 MiB" {
+	no_san
+	kvmatch -q --log none -r "$ROOT/share/registrations.jsonl" -o sample.kvsnap "$ROOT/share/sample.kvcap"
+	# 100 MB of another engine's churn after the sample: only the blocks in question are kept
+	churncap churn -n 510000 -l $LIVE > churn.kvcap
+	# a router that saw no event: every hit of kvquery's is a difference, explained from the captures
+	start_router -r "$ROOT/share/registrations.jsonl"
+	# exit 2: a router that saw nothing is not explained
+	peak short.kb kvquery -s sample.kvsnap --against "$URL" --events "$ROOT/share/sample.kvcap" \
+		"$ROOT/share/queries.jsonl" > short.jsonl 2> short.err && status=0 || status=$?
+	assert_equal "$status" 2
+	peak long.kb kvquery -s sample.kvsnap --against "$URL" --events "$ROOT/share/sample.kvcap" \
+		--events churn.kvcap "$ROOT/share/queries.jsonl" > long.jsonl 2> long.err && status=0 || status=$?
+	assert_equal "$status" 2
+	# GNU time puts "Command exited with non-zero status 2" before the figure
+	short=$(tail -n 1 short.kb) long=$(tail -n 1 long.kb)
+	echo "# kvquery --against: sample.kvcap $short KiB, and 1M events more $long KiB" >&3
+	assert_equal "$(sed -n 2p long.err)" "kvquery: 25 differences: offload_placeholder 5 unexplained 20"
+	assert_equal "$(sed -n 2p short.err)" "$(sed -n 2p long.err)"
+	assert_equal "$(jq -r .status long.jsonl | sort | uniq -c)" "      5 differ"
+	[ "$long" -le $((short + 4 * MiB)) ]
 }
 
 @test "kvsub: capturing 200k messages peaks within 2 MiB of capturing 20k" {
@@ -195,7 +225,9 @@ kvsub_below() {
 	assert_equal "$status" 0
 	wait_for $reader 10
 	echo "# kvsub, 24 x 16 MiB to a stalled reader: $(cat sub.kb) KiB; $(cat sub.err)" >&3
-	[[ $(cat sub.err) =~ ^kvsub:\ tcp://.*:\ 24\ messages,\ 402653424\ bytes,\ .*,\ ([0-9]+)\ dropped\ \(output\ behind\)$ ]]
+	# SIGINT came before -W's end: the stop line, then the statistics
+	assert_equal "$(sed -n 1p sub.err)" "kvsub: stopped by SIGINT before the end; what came before it goes to out"
+	[[ $(sed -n 2p sub.err) =~ ^kvsub:\ tcp://.*:\ 24\ messages,\ 402653424\ bytes,\ .*,\ ([0-9]+)\ dropped\ \(output\ behind\)$ ]]
 	[ "${BASH_REMATCH[1]}" -ge 16 ]
 	# 64 MiB held, 64 MiB queued, 16 MiB each being received and read
 	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((180 * MiB)) ]
@@ -231,8 +263,7 @@ rss_settles() {
 	framepub -w 5000 -l 30000 "$ep" $(for i in $(seq 10); do printf '2,seq,50331648 '; done) & pub=$!
 	# until ZeroMQ has taken what it may
 	rss_settles "$pid" $((48 * MiB))
-	teardown
-	HOG=
+	stop_hog
 	wait_for $sub 60
 	assert_equal "$status" 0
 	stop_bg $pub
@@ -262,4 +293,43 @@ rss_settles() {
 	run grep -v '^#' m.prom
 	assert_line "kvtools_sub_oversized_total{src=\"$ep\"} 3"
 	[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(cat sub.kb)" -le $((24 * MiB)) ]
+}
+
+@test "snapshots and registrations of a device, of \`yes\` or of a link to a device put under --watch: refused at their first bytes, within 16 MiB" {
+	# each was read whole before it was looked at: kvmatch -i read 4 GB of
+	# /dev/zero, kvquery -s grew without bound, --watch ran out of memory
+	# when the snapshot's path became a link to /dev/zero, and every bad
+	# line of \`kvmatch -r <(yes)\` was kept for its message
+	mknod zero c 1 5
+	echo '{"src":"tcp://10.0.0.5:5557","recv_ns":1,"seq":1,"format":"vllm","dp_rank":0,"type":"stored","medium":"xpu","block_hashes":["0xa"],"parent":null,"token_ids":[1,2,3,4],"block_size":4}' > ev.jsonl
+	kvmatch -q --log none -o s.kvsnap ev.jsonl
+	echo '[1,2,3,4]' > q.jsonl
+	peak 1.kb timeout 20 kvquery -s zero q.jsonl 2> 1.err || true
+	peak 2.kb timeout 20 kvquery -s <(yes) q.jsonl 2> 2.err || true
+	peak 3.kb timeout 20 kvmatch -i zero ev.jsonl 2> 3.err || true
+	peak 4.kb timeout 20 kvmatch -r <(yes) ev.jsonl 2> 4.err || true
+	peak 5.kb timeout 20 kvmatch -r zero ev.jsonl 2> 5.err || true
+	assert_equal "$(cat 1.err)" "kvquery: zero: not a kvsnap snapshot"
+	assert_equal "$(cat 2.err)" "kvquery: /dev/fd/63: not a kvsnap snapshot"
+	assert_equal "$(cat 3.err)" "kvmatch: zero: not a kvsnap snapshot"
+	assert_equal "$(tail -1 4.err)" "kvmatch: /dev/fd/63: line 101: more than 100 bad lines: the rest is not read"
+	assert_equal "$(tail -1 5.err)" "kvmatch: zero: line 2: beyond the first 67108864 bytes: a registrations file is at most 64 MiB"
+	# --watch: the path made a link to the device between two queries
+	mkfifo qin
+	peak 6.kb timeout 20 kvquery --watch -s s.kvsnap qin > 6.out 2> 6.err & pid=$!
+	exec 5> qin
+	echo '[1,2,3,4]' >&5
+	i=0; while [ "$(grep -c . 6.out)" -lt 1 ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+	ln -sf zero s.kvsnap
+	echo '[1,2,3,4]' >&5
+	exec 5>&-
+	wait_for $pid 30
+	assert_equal "$status" 0
+	assert_equal "$(grep -c . 6.out)" 2
+	assert_equal "$(cat 6.err)" "kvquery: s.kvsnap: not a regular file (a watched snapshot is replaced by renaming one over it) (keeping the snapshot loaded before)"
+	# (GNU time writes "Command exited with non-zero status 65" first)
+	for i in 1 2 3 4 5 6; do
+		echo "# run $i: $(tail -1 $i.kb) KiB" >&3
+		[ "${KVTOOLS_SAN:-}" = 1 ] || [ "$(tail -1 $i.kb)" -le $((16 * MiB)) ]
+	done
 }

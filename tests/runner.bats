@@ -42,3 +42,15 @@ ok 2 - later # SKIP not here
 1 skipped
 2 passed, 1 failed"
 }
+
+@test "no suite defines a function twice: bash keeps the last, and the first is lost without a word" {
+	# memory.bats had two teardown functions: the second, which stops the
+	# routers, replaced the first, which stops a busy loop, and three loops
+	# were left running after the suite on a machine of two cores
+	local f dup found=
+	for f in "$ROOT"/tests/*.bats "$ROOT"/tests/helper.bash; do
+		dup=$(grep -oE '^[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\(\)' "$f" | tr -d ' \t' | sort | uniq -d)
+		[ -z "$dup" ] || found+="${f#"$ROOT"/}: ${dup//$'\n'/ }"$'\n'
+	done
+	assert_equal "$found" ""
+}

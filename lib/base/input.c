@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,4 +52,45 @@ bool kv_inputs_check(char *const *paths, size_t n, struct kv_err *e)
 			close(fd);
 	}
 	return ok;
+}
+
+/* Waits until fd has something to read (or its end, or an error for read
+ * to report); false when a stop signal came first.  A regular file is
+ * always ready; a pipe is polled in ticks, so that a signal that lands
+ * between the flag's test and a blocking read() is still seen. */
+static bool wait_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	for (;;) {
+		if (kv_stop_signal)
+			return false;
+		int n = poll(&p, 1, KV_IDLE_TICK_MS);
+		if (n > 0 || (n < 0 && errno != EINTR))
+			return true;
+	}
+}
+
+enum kv_read_status kv_input_read(int fd, void *d, size_t n, size_t *got)
+{
+	char *p = d;
+	*got = 0;
+	while (*got < n) {
+		if (!wait_readable(fd))
+			return KV_READ_STOPPED;
+		size_t want = n - *got < KV_INPUT_PIECE ? n - *got : KV_INPUT_PIECE;
+		ssize_t r = read(fd, p + *got, want);
+		if (r < 0 && errno == EINTR)
+			continue; /* the flag is tested again before the next read */
+		if (r < 0)
+			return KV_READ_ERROR;
+		if (r == 0)
+			break;
+		*got += (size_t)r;
+	}
+	return KV_READ_OK;
+}
+
+bool kv_input_stopped(struct kv_err *e, const char *path)
+{
+	return kv_err_set(e, KV_EX_OK, "%s: loading stopped by a signal", path);
 }

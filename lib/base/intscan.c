@@ -153,19 +153,23 @@ static int hex_digit(char c)
 	return -1;
 }
 
-/* A string of hex digits at p (its opening quote), as kv_flexhash_str
- * reads one: 0x or 0X optional, then 1 to 64 digits, the last 16 kept.
- * An escape, or any other character, is for the caller's parser. */
+/* A string of hex digits at p (its opening quote), as kv_hash_value_str
+ * reads one: 0x or 0X optional, then digits whose value fits in 64 bits
+ * (leading zeros, then at most 16 more).  An escape, a 17th significant
+ * digit or any other character is for the caller's parser. */
 static const char *read_hex_string(const char *p, const char *end, uint64_t *v)
 {
 	p++;
 	if (end - p >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
 		p += 2;
 	const char *start = p;
+	while (p < end && *p == '0')
+		p++;
+	const char *significant = p;
 	uint64_t x = 0;
 	int d;
-	while (p < end && p - start < 64 && (d = hex_digit(*p)) >= 0) {
-		x = x << 4 | (uint64_t)d; /* shifting out keeps the last 16 digits */
+	while (p < end && p - significant < 16 && (d = hex_digit(*p)) >= 0) {
+		x = x << 4 | (uint64_t)d;
 		p++;
 	}
 	if (p == start || p == end || *p != '"')

@@ -18,9 +18,9 @@ enum kv_intscan_kind {
 	/* JSON integers from -2^63 to 2^63-1 (kv-conductor's i64 token ids),
 	 * each kept as its two's complement */
 	KV_INTSCAN_I64,
-	/* JSON integers from 0 to 2^64-1, or strings of 1 to 64 hex digits
-	 * after an optional 0x or 0X, their last 16 digits kept (block hashes,
-	 * as kv_flexhash_str reads strings) */
+	/* JSON integers from 0 to 2^64-1, or strings of hex digits after an
+	 * optional 0x or 0X whose value fits in 64 bits (block hashes, as
+	 * kv_hash_value_str reads strings) */
 	KV_INTSCAN_U64_HEX,
 };
 

@@ -18,6 +18,7 @@ void kv_lines_init(struct kv_lines *l, int fd, size_t max_line, const void *pre,
 	if (npre)
 		memcpy(l->buf, pre, npre);
 	l->len = npre;
+	l->total = npre;
 }
 
 void kv_lines_free(struct kv_lines *l)
@@ -26,7 +27,17 @@ void kv_lines_free(struct kv_lines *l)
 	l->buf = NULL;
 }
 
-/* -1 error, 0 EOF, 1 data, 2 stopped */
+/* How much fill may read: with max_total, one byte past it at most, which
+ * tells that the input goes on. */
+static size_t room(const struct kv_lines *l)
+{
+	size_t r = l->cap - l->len;
+	if (l->max_total && l->max_total + 1 - l->total < r)
+		r = (size_t)(l->max_total + 1 - l->total);
+	return r;
+}
+
+/* -1 error, 0 EOF, 1 data, 2 stopped, 3 past max_total */
 static int fill(struct kv_lines *l)
 {
 	if (l->pos > 0) {
@@ -38,15 +49,18 @@ static int fill(struct kv_lines *l)
 		l->cap *= 2;
 		l->buf = kv_xrealloc(l->buf, l->cap + 1);
 	}
+	if (room(l) == 0)
+		return 3;
 	if (l->idle && !kv_wait_input(l->fd, l->idle, l->idle_arg))
 		return 2;
 	for (;;) {
 		/* A stop that came while idle must not wait for more input. */
 		if (kv_stop_signal)
 			return 2;
-		ssize_t n = read(l->fd, l->buf + l->len, l->cap - l->len);
+		ssize_t n = read(l->fd, l->buf + l->len, room(l));
 		if (n > 0) {
 			l->len += (size_t)n;
+			l->total += (uint64_t)n;
 			return 1;
 		}
 		if (n == 0) {
@@ -74,6 +88,9 @@ enum kv_lines_status kv_lines_next(struct kv_lines *l, char **line, size_t *len)
 		char *nl = memchr(start + scanned, '\n', avail - scanned);
 		if (nl || (l->eof && avail > 0)) {
 			size_t n = nl ? (size_t)(nl - start) : avail;
+			/* where the line ends in the input, its newline included */
+			if (l->max_total && !skipping && l->total - (avail - n - (nl != NULL)) > l->max_total)
+				return KV_LINES_LIMIT;
 			l->pos += nl ? n + 1 : n;
 			l->lineno++;
 			if (skipping || n > l->max_line)
@@ -106,5 +123,12 @@ enum kv_lines_status kv_lines_next(struct kv_lines *l, char **line, size_t *len)
 			return KV_LINES_ERROR;
 		if (f == 2)
 			return KV_LINES_STOPPED;
+		if (f == 3 && skipping) { /* the line too long is reported before the limit */
+			l->lineno++;
+			l->pos = l->len;
+			return KV_LINE_TOO_LONG;
+		}
+		if (f == 3)
+			return KV_LINES_LIMIT;
 	}
 }

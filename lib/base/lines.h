@@ -9,13 +9,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum kv_lines_status { KV_LINE, KV_LINE_TOO_LONG, KV_LINES_EOF, KV_LINES_STOPPED, KV_LINES_ERROR };
+/* KV_LINES_LIMIT: the input goes on past max_total bytes (a file read
+ * whole before the program starts, whose every line is kept); the lines
+ * that end within them were returned first. */
+enum kv_lines_status { KV_LINE, KV_LINE_TOO_LONG, KV_LINES_EOF, KV_LINES_STOPPED, KV_LINES_ERROR, KV_LINES_LIMIT };
 
 struct kv_lines {
 	int fd;
 	char *buf;
 	size_t len, cap, pos, max_line;
 	uint64_t lineno;
+	uint64_t max_total;  /* 0: no bound on the whole input, else at most this many bytes are taken */
+	uint64_t total;      /* bytes read so far, pre included */
 	bool eof;
 	int err;
 	void (*idle)(void *);

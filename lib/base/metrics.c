@@ -14,20 +14,15 @@ void kv_metrics_init(struct kv_metrics *m, const char *path, uint64_t interval_n
 	memset(m, 0, sizeof *m);
 	m->path = path;
 	m->interval_ns = interval_ns ? interval_ns : KV_METRICS_INTERVAL_DEFAULT_NS;
-	size_t n = strlen(path) + 16;
-	m->tmp = kv_xmalloc(n);
-	/* node_exporter's textfile collector reads only *.prom files: a
-	 * temporary name without that suffix is never half-read. */
-	snprintf(m->tmp, n, "%s.tmp.XXXXXX", path);
 }
 
 void kv_metrics_free(struct kv_metrics *m)
 {
 	if (m->f) {
 		fclose(m->f);
-		unlink(m->tmp);
+		m->file.fd = -1;
+		kv_product_abort(&m->file);
 	}
-	free(m->tmp);
 	memset(m, 0, sizeof *m);
 }
 
@@ -42,16 +37,15 @@ bool kv_metrics_due(struct kv_metrics *m)
 
 bool kv_metrics_begin(struct kv_metrics *m, struct kv_err *e)
 {
-	size_t n = strlen(m->path) + 16;
-	snprintf(m->tmp, n, "%s.tmp.XXXXXX", m->path);
-	int fd = mkstemp(m->tmp);
-	if (fd < 0)
-		return kv_err_set_errno(e, KV_EX_IOERR, "%s", m->path);
-	m->f = fdopen(fd, "w");
+	/* node_exporter's textfile collector reads only *.prom files: the
+	 * temporary name (FILE.tmp.XXXXXX) is never half-read.  Readable by
+	 * the collector whatever the umask. */
+	if (!kv_product_open(&m->file, m->path, 0644, e))
+		return false;
+	m->f = fdopen(m->file.fd, "w");
 	if (!m->f) {
 		int errnum = errno;
-		close(fd);
-		unlink(m->tmp);
+		kv_product_abort(&m->file);
 		errno = errnum;
 		return kv_err_set_errno(e, KV_EX_IOERR, "%s", m->path);
 	}
@@ -101,18 +95,11 @@ bool kv_metrics_commit(struct kv_metrics *m, struct kv_err *e)
 	FILE *f = m->f;
 	m->f = NULL;
 	int errnum = 0;
+	errno = 0;
 	if (fflush(f) != 0 || ferror(f))
 		errnum = errno ? errno : EIO;
-	if (fchmod(fileno(f), 0644) != 0 && !errnum)
-		errnum = errno;
 	if (fclose(f) != 0 && !errnum)
 		errnum = errno;
-	if (!errnum && rename(m->tmp, m->path) != 0)
-		errnum = errno;
-	if (errnum) {
-		unlink(m->tmp);
-		errno = errnum;
-		return kv_err_set_errno(e, KV_EX_IOERR, "%s", m->path);
-	}
-	return true;
+	m->file.fd = -1;   /* closed with f */
+	return kv_product_close(&m->file, errnum, false, e);
 }

@@ -1,4 +1,5 @@
 #include "base/out.h"
+#include "base/product.h"
 #include "base/util.h"
 
 #include <errno.h>
@@ -46,13 +47,51 @@ bool kv_out_open(struct kv_out *o, const char *path, struct kv_err *e)
 	o->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	o->created = o->fd >= 0;
 	if (o->fd < 0 && errno == EEXIST)
-		o->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-	if (o->fd < 0)
+		o->fd = open(path, O_WRONLY | O_CREAT | O_NOCTTY | O_CLOEXEC, 0666);
+	if (o->fd < 0) {
+		/* a socket says ENXIO: said as every output says it */
+		int err = errno;
+		if (err == ENXIO && !kv_path_check_writable(path, e))
+			return false;
+		errno = err;
 		return kv_err_set_errno(e, KV_EX_IOERR, "%s", path);
+	}
 	o->name = path;
 	o->owns_fd = true;
 	set_up(o);
 	return true;
+}
+
+/* The records whose last byte has been written are written whole. */
+static void count_written(struct kv_out *o)
+{
+	while (o->ends_first < o->nends && o->ends[o->ends_first] <= o->taken) {
+		o->ends_first++;
+		o->records++;
+	}
+	if (o->ends_first == o->nends)
+		o->ends_first = o->nends = 0;
+}
+
+/* The buffer's bytes are dropped: so are the records in it. */
+static void drop_held(struct kv_out *o)
+{
+	o->len = 0;
+	o->ends_first = o->nends = 0;
+}
+
+void kv_out_end_record(struct kv_out *o)
+{
+	if (o->fd < 0 || o->err)
+		return;
+	if (o->nends == o->ends_cap && o->ends_first) {
+		memmove(o->ends, o->ends + o->ends_first, (o->nends - o->ends_first) * sizeof *o->ends);
+		o->nends -= o->ends_first;
+		o->ends_first = 0;
+	}
+	if (o->nends == o->ends_cap)
+		o->ends = kv_xgrow(o->ends, &o->ends_cap, o->nends + 1, sizeof *o->ends);
+	o->ends[o->nends++] = o->taken + o->len;
 }
 
 /* A failed flush into a regular file would leave part of a record at its end;
@@ -69,7 +108,7 @@ static bool truncate_now(struct kv_out *o)
 	o->trunc_pending = false;
 	if (ftruncate(o->fd, 0) != 0 || lseek(o->fd, 0, SEEK_SET) != 0) {
 		o->err = errno;
-		o->len = 0;
+		drop_held(o);
 		return false;
 	}
 	o->good_off = 0;
@@ -81,12 +120,13 @@ bool kv_out_flush(struct kv_out *o)
 	if (o->fd < 0)
 		return true;
 	if (o->err) {
-		o->len = 0;
+		drop_held(o);
 		return false;
 	}
 	if (o->trunc_pending && o->len && !truncate_now(o))
 		return false;
 	size_t done = 0;
+	uint64_t taken_before = o->taken;
 	while (done < o->len) {
 		ssize_t n = write(o->fd, o->buf + done, o->len - done);
 		if (n < 0 && errno == EINTR)
@@ -99,14 +139,23 @@ bool kv_out_flush(struct kv_out *o)
 		}
 		if (n <= 0) {
 			o->err = n < 0 ? errno : ENOSPC;
-			o->len = 0;
+			/* a regular file is cut back to the last good flush:
+			 * what this one wrote is gone again */
+			if (o->regular)
+				o->taken = taken_before;
+			drop_held(o);
 			cut_back(o);
 			return false;
 		}
 		done += (size_t)n;
+		o->taken += (uint64_t)n;
+		/* a pipe's reader has what was written, whatever follows */
+		if (!o->regular)
+			count_written(o);
 	}
 	o->good_off += (int64_t)o->len;
 	o->len = 0;
+	count_written(o);
 	return true;
 }
 
@@ -177,6 +226,9 @@ bool kv_out_close(struct kv_out *o, struct kv_err *e)
 	free(o->buf);
 	o->buf = NULL;
 	o->cap = o->len = 0;
+	free(o->ends);
+	o->ends = NULL;
+	o->nends = o->ends_first = o->ends_cap = 0;
 	if (!o->err || o->err == EPIPE)
 		return true;
 	errno = o->err;
@@ -191,6 +243,7 @@ void kv_out_abandon(struct kv_out *o)
 			unlink(o->name);
 	}
 	free(o->buf);
+	free(o->ends);
 	memset(o, 0, sizeof *o);
 	o->fd = -1;
 }
@@ -203,18 +256,31 @@ bool kv_out_finish(struct kv_out *o, bool no_input_opened, struct kv_err *e)
 	return true;
 }
 
+/* The one rule for "the same file" of an output and another file
+ * (kvtools(7) "Conventions"): by device and inode when both exist, by
+ * place when neither does yet (links followed); an output there that is no
+ * regular file (/dev/null, a fifo) is the same as nothing, and "-" is the
+ * descriptor std of its side (0 for an input, 1 for an output), known by
+ * device and inode only.  An input that is not there is no input. */
+static bool same_file(const char *out, const char *other, int other_std, bool other_is_input)
+{
+	struct stat so, st;
+	bool out_std = strcmp(out, "-") == 0, other_stdio = strcmp(other, "-") == 0;
+	bool out_there = (out_std ? fstat(STDOUT_FILENO, &so) : stat(out, &so)) == 0;
+	bool other_there = (other_stdio ? fstat(other_std, &st) : stat(other, &st)) == 0;
+	if ((out_there && !S_ISREG(so.st_mode)) || (other_is_input && !other_there))
+		return false;
+	if (out_std || other_stdio || out_there || other_there)
+		return out_there && other_there && so.st_dev == st.st_dev && so.st_ino == st.st_ino;
+	return kv_path_same(out, other);
+}
+
 bool kv_out_refuse_input(const char *opt, const char *output, const char *input, struct kv_err *e)
 {
-	struct stat out, in;
-	if (!input || !output || strcmp(output, "-") == 0 || stat(output, &out) != 0 || !S_ISREG(out.st_mode))
+	if (!input || !output || strcmp(output, "-") == 0 || !same_file(output, input, STDIN_FILENO, true))
 		return true;
-	bool std = strcmp(input, "-") == 0;
-	if ((std ? fstat(STDIN_FILENO, &in) : stat(input, &in)) != 0)
-		return true; /* an input that cannot be read is reported when it is met */
-	if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
-		return kv_err_set(e, KV_EX_USAGE, "%s %s: the same file as the input %s", opt, output,
-				  std ? "(standard input)" : input);
-	return true;
+	return kv_err_set(e, KV_EX_USAGE, "%s %s: the same file as the input %s", opt, output,
+			  strcmp(input, "-") == 0 ? "(standard input)" : input);
 }
 
 bool kv_out_refuse_inputs(const char *opt, const char *output, char *const *inputs, size_t n, struct kv_err *e)
@@ -227,32 +293,32 @@ bool kv_out_refuse_inputs(const char *opt, const char *output, char *const *inpu
 	return true;
 }
 
-static bool creatable(const char *path)
+/* An output in a message: "-o FILE", or "standard output". */
+struct said { const char *opt, *space, *path; };
+static struct said say_output(const struct kv_out_name *o)
 {
-	struct stat st;
-	if (!path || strcmp(path, "-") == 0)
-		return true;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
-		return false;
-	}
-	const char *slash = strrchr(path, '/');
-	if (!slash)
-		return access(".", W_OK | X_OK) == 0;
-	if (slash == path)
-		return access("/", W_OK | X_OK) == 0;
-	char *dir = kv_xstrndup(path, (size_t)(slash - path));
-	bool ok = access(dir, W_OK | X_OK) == 0;
-	int e = errno;
-	free(dir);
-	errno = e;
-	return ok;
+	if (strcmp(o->path, "-") == 0)
+		return (struct said){ "standard output", "", "" };
+	return (struct said){ o->opt, " ", o->path };
+}
+
+bool kv_out_refuse_same(const struct kv_out_name *outs, size_t n, struct kv_err *e)
+{
+	for (size_t j = 1; j < n; j++)
+		for (size_t i = 0; i < j && outs[j].path; i++) {
+			if (!outs[i].path || !same_file(outs[j].path, outs[i].path, STDOUT_FILENO, false))
+				continue;
+			struct said a = say_output(&outs[j]), b = say_output(&outs[i]);
+			return kv_err_set(e, KV_EX_USAGE, "%s%s%s: the same file as %s%s%s", a.opt, a.space, a.path, b.opt,
+					  b.space, b.path);
+		}
+	return true;
 }
 
 bool kv_out_check_creatable(const char *const *paths, size_t n, struct kv_err *e)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!creatable(paths[i]))
-			return kv_err_set_errno(e, KV_EX_IOERR, "%s", paths[i]);
+		if (!kv_path_check_writable(paths[i], e))
+			return false;
 	return true;
 }

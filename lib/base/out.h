@@ -9,7 +9,12 @@
  * A file is not truncated when opened but at its first flush, or at a
  * close: a program that stops on a set-up error before either leaves
  * yesterday's file as it was (kv_out_abandon, or just exit).  And it owns
- * the rule that an output may not be one of the program's inputs. */
+ * the rule that an output may not be one of the program's inputs, nor
+ * another of its outputs.
+ *
+ * It counts the records that reach the file whole (kv_out_end_record), for
+ * messages that say how many were written: a record still in the buffer,
+ * or cut back after a failure, is not written. */
 #ifndef KV_OUT_H
 #define KV_OUT_H
 
@@ -35,6 +40,10 @@ struct kv_out {
 	bool created;       /* the file did not exist before kv_out_open */
 	bool nonblock;      /* see kv_out_nonblocking */
 	int saved_flags;    /* the fd's flags before, put back at close */
+	uint64_t records;   /* records written whole (kv_out_end_record) */
+	uint64_t taken;     /* bytes written since the open: where ends[] count from */
+	uint64_t *ends;     /* where the records in buf end, from ends_first on */
+	size_t ends_first, nends, ends_cap;
 };
 
 /* path NULL or "-" is stdout.  False when the file cannot be opened: e
@@ -72,6 +81,12 @@ void kv_out_printf(struct kv_out *o, const char *fmt, ...) __attribute__((format
  * held, the caller bounds them), and kv_out_close writes the rest blocking
  * and puts the flags back.  A regular file is left as it is. */
 void kv_out_nonblocking(struct kv_out *o);
+/* Marks the end of a record just put in the buffer: once its last byte is
+ * written, kv_out_records counts it.  Nothing for a memory output. */
+void kv_out_end_record(struct kv_out *o);
+/* Records marked and written whole so far; after kv_out_close, exactly
+ * those the output holds (a pipe: those its reader was given). */
+static inline uint64_t kv_out_records(const struct kv_out *o) { return o->records; }
 /* Writes the buffer out; false once output has failed (see o->err). */
 bool kv_out_flush(struct kv_out *o);
 /* Flushes only when the buffer is nearly full; cheap to call per record. */
@@ -112,11 +127,23 @@ bool kv_out_refuse_inputs(const char *opt, const char *output, char *const *inpu
 /* The same for one input (a -s snapshot, a -r registrations file; NULL:
  * none given). */
 bool kv_out_refuse_input(const char *opt, const char *output, const char *input, struct kv_err *e);
-/* Whether a file can be made at each of n paths (NULL or "-": yes): its
- * directory exists and may be written, and the path is no directory.
+/* An output of a command: the option naming it and its path (NULL: not
+ * written in this run; "-": standard output, whatever the option). */
+struct kv_out_name {
+	const char *opt, *path;
+};
+/* False, a usage error (64), when two of the n outputs of one command are
+ * the same file (`--metrics x: the same file as -o x`): by the same rule
+ * as an output and an input (device and inode; no regular file: never),
+ * and also when neither is there yet, by place (x, ./x and a symbolic link
+ * to x are one file), so that one product cannot overwrite another. */
+bool kv_out_refuse_same(const struct kv_out_name *outs, size_t n, struct kv_err *e);
+/* Whether a file can be written at each of n paths (NULL or "-": yes), by
+ * kv_path_check_writable: its directory exists and may be written, or it
+ * is a device or fifo that may be; the path is no directory and no socket.
  * Asked before the work whose product it holds, so that a typo in a
  * directory name fails at once, not after hours of input: false for the
- * first that cannot be made, "PATH: why", status 74. */
+ * first that cannot be written, "PATH: why", status 74. */
 bool kv_out_check_creatable(const char *const *paths, size_t n, struct kv_err *e);
 
 #endif

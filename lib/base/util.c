@@ -2,6 +2,7 @@
 #include "base/utf8.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *kv_prog = "kvtools";
 
@@ -49,6 +51,35 @@ void kv_set_prog(char **argv)
 	if (slash && slash[1])
 		argv[0] = slash + 1;
 	kv_prog = argv[0];
+}
+
+/* A descriptor of 0-2 the program was started without would be taken by
+ * the first file or socket it opens, which would then get what is meant
+ * for standard output (kvnats -C's records into its NATS connection) or
+ * be read as standard input.  /dev/null takes its place, open the wrong
+ * way (for writing onto 0, for reading onto 1 and 2), so that it stays as
+ * unusable as it was: a read or write fails with EBADF as before, and a
+ * program writing to a closed stdout says so and exits 74 (kvtools(7)
+ * "Conventions"). */
+static void reserve_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+		if (got < 0)
+			kv_die(KV_EX_SOFTWARE, "/dev/null: %s (to stand for closed descriptor %d)", strerror(errno), fd);
+		if (got != fd) {   /* lower ones are open: only when fd was not closed after all */
+			dup2(got, fd);
+			close(got);
+		}
+	}
+}
+
+void kv_start(char **argv)
+{
+	kv_set_prog(argv);
+	reserve_std_fds();
 }
 
 /* Every message goes through kv_printable: file names, sources and ids in
@@ -174,6 +205,38 @@ void kv_install_signals(bool user_signals)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
+static const char *signal_name(int sig)
+{
+	switch (sig) {
+	case SIGINT: return "SIGINT";
+	case SIGTERM: return "SIGTERM";
+	case SIGHUP: return "SIGHUP";
+	default: return "a signal";
+	}
+}
+
+void kv_say_stopped(const char *const *products, size_t n)
+{
+	if (!kv_stop_signal)
+		return;
+	char *list = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&list, &len);
+	const char *sep = "; what came before it goes to ";
+	for (size_t i = 0; f && i < n; i++) {
+		if (!products[i])
+			continue;
+		fprintf(f, "%s%s", sep, strcmp(products[i], "-") == 0 ? "standard output" : products[i]);
+		sep = ", ";
+	}
+	if (f && fclose(f) != 0) {
+		free(list);
+		list = NULL;
+	}
+	kv_warn("stopped by %s before the end%s", signal_name(kv_stop_signal), list ? list : "");
+	free(list);
+}
+
 int kv_take_user_signal(void)
 {
 	int s = kv_user_signal;
@@ -215,10 +278,27 @@ bool kv_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 	return true;
 }
 
+/* The one form of a fractional number (kvtools(7) "Conventions"): an
+ * optional '-', digits and an optional point with digits after it
+ * ("2", "0.5", ".5", "2."), so that what strtod takes besides (an
+ * exponent, hexadecimal, "inf") is refused here as the integer options
+ * refuse it. */
+static bool decimal_form(const char *s)
+{
+	size_t digits = 0;
+	s += *s == '-';
+	for (; *s >= '0' && *s <= '9'; s++)
+		digits++;
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			digits++;
+	return digits && !*s;
+}
+
 bool kv_parse_double(const char *s, double min, double max, double *out)
 {
 	char *end;
-	if (!starts_numeric(s, true) && !(s && *s == '.' && s[1] >= '0' && s[1] <= '9'))
+	if (!s || !decimal_form(s))
 		return false;
 	errno = 0;
 	double v = strtod(s, &end);
@@ -246,6 +326,17 @@ static uint64_t clock_ns(clockid_t id)
 
 uint64_t kv_realtime_ns(void) { return clock_ns(CLOCK_REALTIME); }
 uint64_t kv_monotonic_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+char *kv_utc_ns(uint64_t ns, char out[KV_UTC_NS_LEN])
+{
+	time_t secs = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	if (!gmtime_r(&secs, &tm) || strftime(out, KV_UTC_NS_LEN, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		snprintf(out, KV_UTC_NS_LEN, "%" PRIu64 " ns", ns);
+	else
+		snprintf(out + strlen(out), KV_UTC_NS_LEN - strlen(out), ".%09uZ", (unsigned)(ns % 1000000000u));
+	return out;
+}
 
 static _Noreturn void out_of_memory(size_t n)
 {

@@ -57,6 +57,13 @@ extern volatile sig_atomic_t kv_user_signal;
  * argv[0], and they must read `PROG: ...` like every other (kvtools(7) "Conventions").
  * Call it first in main, before getopt_long. */
 void kv_set_prog(char **argv);
+/* What every main calls first, before getopt_long: kv_set_prog, and the
+ * standard descriptors 0-2 a program was started without are reserved
+ * (/dev/null in their place, open so that a read of 0 or a write to 1 or 2
+ * still fails), so that no file or socket it opens later takes their
+ * numbers (kvtools(7) "Conventions").  Exits 70 when /dev/null cannot be
+ * opened. */
+void kv_start(char **argv);
 
 void kv_warn(const char *fmt, ...) KV_PRINTF(1, 2);
 /* kv_warn, plus ": strerror(errno)". */
@@ -80,16 +87,28 @@ void kv_install_signals(bool user_signals);
 #define KV_IDLE_TICK_MS 200
 bool kv_wait_input(int fd, void (*idle)(void *), void *arg);
 int kv_take_user_signal(void);
+/* When a stop signal (kv_stop_signal) ended the run before its end (the
+ * end of input, -c, -W), one line on stderr, said before the products are
+ * finished: `PROG: stopped by SIGTERM before the end; what came before it
+ * goes to A, B`, naming each of the n products (NULL: none; "-": standard
+ * output).  Nothing when no stop signal came.  Programs say it unless -q. */
+void kv_say_stopped(const char *const *products, size_t n);
 
 /* Range-checked parsing of option values; false on any junk or overflow. */
 bool kv_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 bool kv_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+/* A decimal: an optional '-', digits, an optional point with digits
+ * after it; no exponent, no hexadecimal, no "inf" or "nan". */
 bool kv_parse_double(const char *s, double min, double max, double *out);
 /* Seconds as a non-negative decimal ("2", "0.5") into nanoseconds. */
 bool kv_parse_seconds(const char *s, double max, uint64_t *ns);
 
 uint64_t kv_realtime_ns(void);
 uint64_t kv_monotonic_ns(void);
+/* A time in nanoseconds since 1970 for people, in UTC to the nanosecond:
+ * "2026-12-01T10:00:00.123456789Z" (as JetStream writes its times). */
+#define KV_UTC_NS_LEN 48
+char *kv_utc_ns(uint64_t ns, char out[KV_UTC_NS_LEN]);
 
 /* malloc family that end the program with status 70 instead of returning NULL. */
 void *kv_xmalloc(size_t n);

@@ -4,6 +4,7 @@
 #include "decode/flexhash.h"
 #include "base/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +279,8 @@ static int on_number(void *ctx, const char *s, size_t n)
 		memcpy(buf, s, n);
 		buf[n] = 0;
 		e->ts = strtod(buf, NULL);
+		if (!isfinite(e->ts)) /* 1e999: no double holds it, and JSON has no infinity to write back */
+			return fail(r, "%s: beyond the range of a number", "ts");
 		e->ts_kind = KV_TS_SECONDS;
 		return 1;
 	}
@@ -355,7 +358,7 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 	if (!kind_ok(r, J_STR))
 		return 0;
 	if (r->depth == 2 && (r->key == K_BLOCK_HASHES || r->key == K_TOKENS_HASHES)) {
-		if ((why = kv_flexhash_str((const char *)s, n, false, &h))) {
+		if ((why = kv_hash_value_str((const char *)s, n, &h))) {
 			if (!r->msg[0])
 				snprintf(r->msg, sizeof r->msg, "%s: %s", key_names[r->key], why);
 			return 0;
@@ -377,7 +380,7 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 		r->medium_given = true;
 		return 1;
 	case K_PARENT:
-		if ((why = kv_flexhash_str((const char *)s, n, false, &e->parent)))
+		if ((why = kv_hash_value_str((const char *)s, n, &e->parent)))
 			return fail(r, "parent: %s", why);
 		e->has |= KV_HAS_PARENT;
 		e->parent_null = false;

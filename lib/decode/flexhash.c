@@ -91,12 +91,27 @@ const char *kv_flexhash(const msgpack_object *o, const struct kv_hash_opts *opts
 	}
 }
 
-/* 0x hex whose value fits in 64 bits: leading zeros are no digits of it. */
-static bool hex_fits(const char *s, size_t n, uint64_t *h)
+/* Hex whose value fits in 64 bits: leading zeros are no digits of it. */
+static const char *parse_hex_value(const char *s, size_t n, uint64_t *h)
 {
 	while (n > 1 && s[0] == '0')
 		s++, n--;
-	return n <= 16 && parse_hex(s, n, h) == NULL;
+	if (n <= 16)
+		return parse_hex(s, n, h);
+	for (size_t i = 0; i < n; i++)
+		if (hexval(s[i]) < 0)
+			return "not a hex string";
+	return "hex string beyond 64 bits";
+}
+
+static bool hex_fits(const char *s, size_t n, uint64_t *h)
+{
+	return parse_hex_value(s, n, h) == NULL;
+}
+
+const char *kv_hash_value_str(const char *s, size_t n, uint64_t *h)
+{
+	return has_0x(s, n) ? parse_hex_value(s + 2, n - 2, h) : parse_hex_value(s, n, h);
 }
 
 bool kv_hash_from_object_key(const char *s, size_t n, bool after_at, uint64_t *h)

@@ -34,6 +34,15 @@ void kv_hash_forms_text(unsigned forms, char *buf, size_t n);
 const char *kv_flexhash(const msgpack_object *o, const struct kv_hash_opts *opts, uint64_t *h);
 /* The string rules alone (also used for hashes that arrive in JSON). */
 const char *kv_flexhash_str(const char *s, size_t n, bool decimal, uint64_t *h);
+/* A hash a user gives as a string, where a number is meant (a query line's
+ * block_hashes and seq_hashes, an event line's block_hashes and parent as
+ * kvdecode writes them): hex, 0x optional, whose value fits in 64 bits, as
+ * a JSON number there must: leading zeros are no digits of it, and a 17th
+ * significant digit is out of range as 2^64 in decimal is, never cut to its
+ * low 64 bits.  NULL on success, else why.  Only a publisher's strings on
+ * the wire keep their last 16 of up to 64 digits (kv_flexhash_str,
+ * kvdecode(1) "Hashes": vLLM's sha256 and memcache's hex). */
+const char *kv_hash_value_str(const char *s, size_t n, uint64_t *h);
 /* The hash an object key names (kvdecode(1) "Hashes"): decimal or 0x hex whose value
  * fits in 64 bits, or, with after_at (memcache keys), the hex after the
  * last '@' (its low 64 bits).  false when the key names none: never a

@@ -94,22 +94,18 @@ void kv_js_msg_id(const struct kv_record *rec, const uint8_t *header, size_t hea
 	XXH3_128bits_reset(h);
 	char kind = 'h';
 	if (rec) {
-		struct kv_msg_parts m;
-		kv_msg_split(rec->frames, rec->nframes, &m);
+		/* what tells two captured records apart for kvmatch: a batch
+		 * sent again with the same seq and payload (a publisher that
+		 * restarted) is another record, received at another time */
 		kind = 'r';
 		put_u64(h, rec->src_len);
 		XXH3_128bits_update(h, rec->src, rec->src_len);
-		put_u64(h, m.has_seq);
-		if (m.has_seq) {
-			put_u64(h, m.seq);
-			XXH3_128bits_update(h, m.payload.p, m.payload.n);
-		} else {
-			/* no seq: nothing but the receiving time tells two equal messages apart */
-			put_u64(h, rec->recv_ns);
-			for (size_t i = 0; i < rec->nframes; i++) {
-				put_u64(h, rec->frames[i].n);
-				XXH3_128bits_update(h, rec->frames[i].p, rec->frames[i].n);
-			}
+		put_u64(h, rec->recv_ns);
+		put_u64(h, rec->flags);
+		put_u64(h, rec->nframes);
+		for (size_t i = 0; i < rec->nframes; i++) {
+			put_u64(h, rec->frames[i].n);
+			XXH3_128bits_update(h, rec->frames[i].p, rec->frames[i].n);
 		}
 	} else {
 		XXH3_128bits_update(h, header, header_len);

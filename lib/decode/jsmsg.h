@@ -9,9 +9,11 @@
  * a value longer than KV_JS_TOKEN_LIMIT escaped is "~" and the 32 hex digits
  * of its XXH3-128 digest (NATS closes a connection whose PUB line passes
  * 4096 bytes: four tokens of 256 stay far below).
- * Message ids: "r" and 32 hex digits of XXH3-128 over (src, seq, payload)
- * for a record whose message has a seq frame, over (src, recv_ns, every
- * frame) for one without; "h" and the digest of the bytes for a header. */
+ * Message ids: "r" and 32 hex digits of XXH3-128 over the record's src,
+ * recv_ns, flags and every frame, what tells two captured records apart
+ * (a record published again has the same id; a publisher that restarted
+ * and sent the same batch with the same seq again made another record);
+ * "h" and the digest of the bytes for a header. */
 #ifndef KV_JSMSG_H
 #define KV_JSMSG_H
 

@@ -51,6 +51,36 @@ void kv_cap_write_header(struct kv_out *o, const char *tool, uint64_t start_ns)
 	msgpack_pack_uint64(&pk, start_ns);
 }
 
+static void pack_key(msgpack_packer *pk, const char *key)
+{
+	msgpack_pack_str_with_body(pk, key, strlen(key));
+}
+
+/* The three entries that name a stream (stream_keys, below). */
+static void pack_stream_keys(msgpack_packer *pk, const struct kv_cap_stream *st)
+{
+	pack_key(pk, "stream");
+	msgpack_pack_str_with_body(pk, st->name, st->name_len);
+	pack_key(pk, "stream_created");
+	msgpack_pack_uint64(pk, st->created_ns);
+	pack_key(pk, "stream_after");
+	msgpack_pack_uint64(pk, st->after);
+}
+
+void kv_cap_write_stream_header(struct kv_out *o, const char *tool, uint64_t start_ns, const struct kv_cap_stream *st)
+{
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, o, pack_to_out);
+	msgpack_pack_map(&pk, 6);
+	pack_key(&pk, "kvcap");
+	msgpack_pack_uint64(&pk, KV_CAP_VERSION);
+	pack_key(&pk, "tool");
+	pack_key(&pk, tool);
+	pack_key(&pk, "start_ns");
+	msgpack_pack_uint64(&pk, start_ns);
+	pack_stream_keys(&pk, st);
+}
+
 void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, size_t src_len,
 			 uint64_t flags, const struct kv_frame *frames, size_t nframes)
 {
@@ -292,4 +322,98 @@ enum kv_cap_status kv_cap_next(struct kv_cap_reader *r, struct kv_record *rec)
 		return KV_CAP_SKIP;
 	}
 	return KV_CAP_RECORD;
+}
+
+/* The keys of a header that name a stream (kv_cap_write_stream_header). */
+static const char *const stream_keys[] = { "stream", "stream_created", "stream_after" };
+
+/* Which of stream_keys a map key is, or -1. */
+static int stream_key(const msgpack_object *k)
+{
+	for (int i = 0; i < 3; i++)
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(stream_keys[i]) &&
+		    memcmp(k->via.str.ptr, stream_keys[i], k->via.str.size) == 0)
+			return i;
+	return -1;
+}
+
+/* A header's map, unpacked into zone; false when the bytes are none. */
+static bool header_map(const uint8_t *p, size_t n, msgpack_zone *zone, msgpack_object *o)
+{
+	size_t used = 0;
+	msgpack_zone_clear(zone);
+	return msgpack_unpack((const char *)p, n, &used, zone, o) == MSGPACK_UNPACK_SUCCESS && used == n &&
+	       o->type == MSGPACK_OBJECT_MAP && header_version(o) != NULL;
+}
+
+bool kv_cap_header_stream(const uint8_t *p, size_t n, msgpack_zone *zone, struct kv_cap_stream *st)
+{
+	msgpack_object o;
+	if (!header_map(p, n, zone, &o))
+		return false;
+	unsigned have = 0;
+	for (uint32_t i = 0; i < o.via.map.size; i++) {
+		const msgpack_object *v = &o.via.map.ptr[i].val;
+		int k = stream_key(&o.via.map.ptr[i].key);
+		if (k < 0)
+			continue;
+		if (v->type != (k == 0 ? MSGPACK_OBJECT_STR : MSGPACK_OBJECT_POSITIVE_INTEGER))
+			return false;
+		if (k == 0) {
+			st->name = v->via.str.ptr;
+			st->name_len = v->via.str.size;
+		} else {
+			*(k == 1 ? &st->created_ns : &st->after) = v->via.u64;
+		}
+		have |= 1u << k;
+	}
+	return have == 7;
+}
+
+/* The entries of header map o but those that name a stream. */
+static void pack_header_entries(msgpack_packer *pk, const msgpack_object *o)
+{
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		if (stream_key(&o->via.map.ptr[i].key) >= 0)
+			continue;
+		msgpack_pack_object(pk, o->via.map.ptr[i].key);
+		msgpack_pack_object(pk, o->via.map.ptr[i].val);
+	}
+}
+
+static uint32_t entries_kept(const msgpack_object *o)
+{
+	uint32_t keep = 0;
+	for (uint32_t i = 0; i < o->via.map.size; i++)
+		keep += stream_key(&o->via.map.ptr[i].key) < 0;
+	return keep;
+}
+
+bool kv_cap_header_with_stream(const uint8_t *p, size_t n, msgpack_zone *zone, const struct kv_cap_stream *st,
+			       struct kv_out *out)
+{
+	msgpack_object o;
+	if (!header_map(p, n, zone, &o))
+		return false;
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, out, pack_to_out);
+	msgpack_pack_map(&pk, entries_kept(&o) + 3);
+	pack_header_entries(&pk, &o);
+	pack_stream_keys(&pk, st);
+	return true;
+}
+
+bool kv_cap_header_without_stream(const uint8_t *p, size_t n, msgpack_zone *zone, struct kv_out *out)
+{
+	msgpack_object o;
+	if (!header_map(p, n, zone, &o))
+		return false;
+	uint32_t keep = entries_kept(&o);
+	if (keep == o.via.map.size)
+		return false;
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, out, pack_to_out);
+	msgpack_pack_map(&pk, keep);
+	pack_header_entries(&pk, &o);
+	return true;
 }

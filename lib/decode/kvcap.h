@@ -56,8 +56,24 @@ struct kv_msg_parts {
 void kv_msg_split(const struct kv_frame *frames, size_t n, struct kv_msg_parts *m);
 void kv_seq_encode(uint64_t seq, uint8_t out[8]);
 
+/* The JetStream stream the records of a kvnats -C output come from, said
+ * by the header kvnats writes first: {"kvcap": 1, "tool": .., "start_ns":
+ * .., "stream": NAME, "stream_created": NS, "stream_after": SEQ}.  The
+ * name and the time the stream was created say which stream it is (one
+ * deleted and made again under the name is another, its sequences anew);
+ * the records that follow are every record the consumer takes after stream
+ * sequence SEQ, in order, each with its own sequence (the fifth element). */
+struct kv_cap_stream {
+	const char *name;
+	size_t name_len;
+	uint64_t created_ns;
+	uint64_t after;
+};
+
 /* Writing. */
 void kv_cap_write_header(struct kv_out *o, const char *tool, uint64_t start_ns);
+/* A header that names the stream its records come from. */
+void kv_cap_write_stream_header(struct kv_out *o, const char *tool, uint64_t start_ns, const struct kv_cap_stream *st);
 void kv_cap_write_record(struct kv_out *o, uint64_t recv_ns, const char *src, size_t src_len,
 			 uint64_t flags, const struct kv_frame *frames, size_t nframes);
 /* Writes a record read as raw bytes with its stream position as a fifth
@@ -102,5 +118,18 @@ enum kv_cap_status kv_cap_classify(const uint8_t *p, size_t n, msgpack_zone *zon
 				   const char **why);
 /* True when the bytes look like the start of a kvcap stream (a map first). */
 bool kv_cap_sniff(const uint8_t *p, size_t n);
+/* Whether a header (its bytes, as kv_cap_next or kv_cap_classify gave them)
+ * names the stream its records come from, with each of the three keys of
+ * the right type; st then points into zone. */
+bool kv_cap_header_stream(const uint8_t *p, size_t n, msgpack_zone *zone, struct kv_cap_stream *st);
+/* A header (its bytes) with the keys that name a stream set to st's,
+ * appended to o; false (o untouched) when the bytes are no header. */
+bool kv_cap_header_with_stream(const uint8_t *p, size_t n, msgpack_zone *zone, const struct kv_cap_stream *st,
+			       struct kv_out *o);
+/* The header without the keys that name a stream, appended to o; false
+ * (o untouched) when it has none of them.  Records published anew are no
+ * longer those of the stream they were consumed from (kvnats -P drops their
+ * positions, and their header's stream with them). */
+bool kv_cap_header_without_stream(const uint8_t *p, size_t n, msgpack_zone *zone, struct kv_out *o);
 
 #endif

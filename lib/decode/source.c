@@ -29,6 +29,9 @@ struct kv_source {
 	/* decoding */
 	struct kv_wire wire;
 	char error[240];
+	struct kv_cap_stream stream;   /* the last header naming a stream, its name in stream_name */
+	char *stream_name;
+	size_t stream_cap;
 };
 
 struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct kv_source_opts *opts)
@@ -63,6 +66,7 @@ static void close_input(struct kv_source *s)
 void kv_source_free(struct kv_source *s)
 {
 	close_input(s);
+	free(s->stream_name);
 	kv_wire_free(&s->wire);
 	kv_evjson_reader_free(s->json);
 	free(s);
@@ -139,6 +143,20 @@ static void fatal(struct kv_source *s, struct kv_batch *b, const char *msg)
 	close_input(s);
 }
 
+/* Whether a header names a stream: then kept for the batch (b->stream). */
+static bool stream_named(struct kv_source *s, const struct kv_record *header)
+{
+	struct kv_cap_stream st;
+	if (!kv_cap_header_stream(header->raw, header->raw_len, &s->cap.zone, &st))
+		return false;
+	s->stream_name = kv_xgrow(s->stream_name, &s->stream_cap, st.name_len + 1, 1);
+	memcpy(s->stream_name, st.name, st.name_len);
+	s->stream_name[st.name_len] = 0;
+	st.name = s->stream_name;
+	s->stream = st;
+	return true;
+}
+
 static enum kv_source_status next_kvcap(struct kv_source *s, struct kv_batch *b, bool *got)
 {
 	struct kv_record rec;
@@ -160,7 +178,8 @@ static enum kv_source_status next_kvcap(struct kv_source *s, struct kv_batch *b,
 		return KV_SOURCE_BATCH;
 	}
 	case KV_CAP_HEADER:
-		*got = false;
+		*got = s->opts.stream_headers && stream_named(s, &rec);
+		b->stream = *got ? &s->stream : NULL;
 		return KV_SOURCE_BATCH;
 	case KV_CAP_SKIP:
 	case KV_CAP_RECORD:
@@ -236,6 +255,8 @@ static enum kv_source_status next_json(struct kv_source *s, struct kv_batch *b, 
 	case KV_LINES_ERROR:
 		fatal(s, b, strerror(s->lines.err));
 		return KV_SOURCE_BATCH;
+	case KV_LINES_LIMIT: /* a stream of lines has no bound on the whole (no max_total) */
+		kv_die(KV_EX_SOFTWARE, "event lines: a bound on the whole input");
 	case KV_LINE_TOO_LONG:
 		snprintf(s->error, sizeof s->error, "line longer than %u bytes skipped", MAX_JSON_LINE);
 		b->error = s->error;
@@ -294,6 +315,11 @@ enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b, st
 		if (st != KV_SOURCE_BATCH || got)
 			return st;
 	}
+}
+
+void kv_source_skip_input(struct kv_source *s)
+{
+	close_input(s);
 }
 
 unsigned kv_batch_problem_lines(const struct kv_batch *b)

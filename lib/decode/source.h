@@ -22,6 +22,7 @@ enum kv_input_kind { KV_IN_KVCAP, KV_IN_PAYLOAD, KV_IN_JSON };
 struct kv_source_opts {
 	bool payload;           /* inputs are bare payload streams */
 	bool allow_json;        /* inputs that are not kvcap are event JSON lines */
+	bool stream_headers;    /* a header that names a stream comes back as a batch (b->stream) */
 	struct kv_wire_opts wire;
 	void (*idle)(void *);   /* before a read that would block */
 	void *idle_arg;
@@ -40,6 +41,8 @@ struct kv_batch {
 	const char (*issues)[160];
 	unsigned ignored;       /* events of unknown types */
 	bool lost;              /* a record that arrived undecoded, its problem not given (no_events line) */
+	const struct kv_cap_stream *stream;  /* no record, but a header naming the stream the records
+					      * after it come from (kvnats -C), until the next call */
 };
 
 enum kv_source_status {
@@ -56,6 +59,9 @@ enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b, st
 /* Inputs that could not be opened so far. */
 unsigned kv_source_open_failures(const struct kv_source *s);
 void kv_source_free(struct kv_source *s);
+/* Reads no more of the input being read: the next call goes on with the
+ * next one. */
+void kv_source_skip_input(struct kv_source *s);
 /* The problem lines a batch's issues make (kvdecode -e writes one per
  * issue up to KV_WIRE_MAX_ISSUES, then one for the rest): kvmatch counts a
  * capture's problems as it would count those lines. */

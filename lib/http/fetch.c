@@ -1,5 +1,6 @@
 #include "http/fetch.h"
 #include "base/util.h"
+#include "http/easy.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -11,10 +12,8 @@ enum { IDLE, RUNNING, DONE };
 struct xfer {
 	CURL *easy;
 	char *url;
-	char *buf;
-	size_t len, cap, max;
+	struct kv_http_answer ans;
 	int state;
-	bool too_big;
 	CURLcode code;
 	long status;
 	char errbuf[CURL_ERROR_SIZE];
@@ -58,7 +57,7 @@ void kv_fetch_free(struct kv_fetch *f)
 	for (size_t i = 0; i < f->n; i++) {
 		curl_easy_cleanup(f->x[i]->easy);
 		free(f->x[i]->url);
-		free(f->x[i]->buf);
+		free(f->x[i]->ans.buf);
 		free(f->x[i]);
 	}
 	free(f->x);
@@ -69,26 +68,6 @@ void kv_fetch_free(struct kv_fetch *f)
 	curl_global_cleanup();
 }
 
-static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
-{
-	struct xfer *x = arg;
-	size_t n = size * nmemb;
-	if (n > x->max - x->len) {
-		x->too_big = true;
-		return 0;                 /* fails the transfer */
-	}
-	x->buf = kv_xgrow(x->buf, &x->cap, x->len + n + 1, 1);
-	memcpy(x->buf + x->len, p, n);
-	x->len += n;
-	return n;
-}
-
-static long ms(uint64_t ns)
-{
-	uint64_t v = (ns + 999999) / 1000000;
-	return v > 0x7fffffff ? 0x7fffffff : (long)v;
-}
-
 bool kv_fetch_add(struct kv_fetch *f, const char *url, struct kv_err *err)
 {
 	CURL *e = curl_easy_init();
@@ -97,30 +76,12 @@ bool kv_fetch_add(struct kv_fetch *f, const char *url, struct kv_err *err)
 	f->x = kv_xgrow(f->x, &f->cap, f->n + 1, sizeof(struct xfer *));
 	struct xfer *x = f->x[f->n] = kv_xcalloc(1, sizeof *x);
 	x->url = kv_xstrdup(url);
-	x->max = f->o.max_body;
 	x->easy = e;
 	curl_easy_setopt(e, CURLOPT_URL, x->url);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#else
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 3L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms(f->o.timeout_ns));
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms(f->o.connect_timeout_ns));
-	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)f->o.max_body);
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->headers);
-	if (f->o.user_agent)
-		curl_easy_setopt(e, CURLOPT_USERAGENT, f->o.user_agent);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+	struct kv_http_easy_opts eo = { .timeout_ns = f->o.timeout_ns, .connect_timeout_ns = f->o.connect_timeout_ns,
+					.max_body = f->o.max_body, .headers = f->headers, .user_agent = f->o.user_agent,
+					.max_redirects = 3 };
+	kv_http_easy_setup(e, &eo, &x->ans, x->errbuf, x);
 	f->n++;
 	return true;
 }
@@ -130,8 +91,7 @@ void kv_fetch_start(struct kv_fetch *f, size_t i)
 	struct xfer *x = f->x[i];
 	if (x->state == RUNNING)
 		return;
-	x->len = 0;
-	x->too_big = false;
+	kv_http_answer_reset(&x->ans);
 	x->errbuf[0] = 0;
 	x->state = RUNNING;
 	f->running++;
@@ -183,8 +143,8 @@ void kv_fetch_wait(struct kv_fetch *f, int timeout_ms)
 
 static void what_failed(struct xfer *x, struct kv_fetch_result *r)
 {
-	if (x->too_big || x->code == CURLE_FILESIZE_EXCEEDED) {
-		snprintf(x->msg, sizeof x->msg, "response larger than %zu bytes", x->max);
+	if (kv_http_too_large(&x->ans, x->code)) {
+		snprintf(x->msg, sizeof x->msg, "response larger than %zu bytes", x->ans.max);
 		snprintf(x->kind, sizeof x->kind, "size");
 	} else if (x->code != CURLE_OK) {
 		snprintf(x->msg, sizeof x->msg, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(x->code));
@@ -205,10 +165,10 @@ bool kv_fetch_next(struct kv_fetch *f, struct kv_fetch_result *r)
 			continue;
 		x->state = IDLE;
 		*r = (struct kv_fetch_result){ .i = i };
-		if (x->code == CURLE_OK && x->status == 200 && !x->too_big) {
+		if (x->code == CURLE_OK && x->status == 200 && !x->ans.too_big) {
 			r->ok = true;
-			r->body = x->buf ? x->buf : "";
-			r->len = x->len;
+			r->body = x->ans.buf ? x->ans.buf : "";
+			r->len = x->ans.len;
 		} else {
 			what_failed(x, r);
 		}

@@ -9,10 +9,10 @@
  * fails.  A failed transfer is one line of text naming what went wrong
  * (kv_fetch_result: kvstat's scrapeset decides what to say of it).
  *
- * This module is the only user of libcurl.  It lives in lib/http/, below
- * the sources that make libkvtools.a and the fuzz harnesses, and only
- * kvstat links it (see the Makefile).  curl runs with CURLOPT_NOSIGNAL:
- * signal handling stays the program's. */
+ * Its transfers are set up as http/easy does for lib/http (CURLOPT_NOSIGNAL:
+ * signal handling stays the program's).  It lives in lib/http/, outside
+ * libkvtools.a and the fuzz harnesses, and only kvstat links it (see the
+ * Makefile). */
 #ifndef KV_FETCH_H
 #define KV_FETCH_H
 

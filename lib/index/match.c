@@ -1,6 +1,8 @@
 #include "index/matchstate.h"
 #include "index/blockhash.h"
+#include "base/optval.h"
 #include "base/util.h"
+#include "decode/kvcap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,29 +20,32 @@ static const char *const reason_names[KV_NREASONS] = {
 const char *kv_state_name(enum kv_state s) { return s < KV_NSTATES ? state_names[s] : "?"; }
 const char *kv_reason_name(enum kv_reason r) { return r < KV_NREASONS ? reason_names[r] : "?"; }
 
-bool kv_state_mask_parse(const char *s, unsigned *mask)
+const char *kv_state_mask_parse(const char *s, unsigned *mask)
 {
 	if (strcmp(s, "all") == 0) {
 		*mask = (1u << KV_NSTATES) - 1;
-		return true;
+		return NULL;
 	}
 	*mask = 0;
 	if (strcmp(s, "none") == 0)
-		return true;
-	while (*s) {
-		size_t n = strcspn(s, ",");
+		return NULL;
+	struct kv_span names[KV_NSTATES];
+	size_t n;
+	const char *why = kv_list_flaw(s, ',', names, KV_NSTATES, &n);
+	if (why)
+		return why;
+	unsigned m = 0;
+	for (size_t k = 0; k < n; k++) {
 		int found = -1;
 		for (int i = 0; i < KV_NSTATES; i++)
-			if (strlen(state_names[i]) == n && strncmp(s, state_names[i], n) == 0)
+			if (strlen(state_names[i]) == names[k].n && memcmp(names[k].p, state_names[i], names[k].n) == 0)
 				found = i;
 		if (found < 0)
-			return false;
-		*mask |= 1u << found;
-		s += n;
-		if (*s == ',')
-			s++;
+			return "a name that is no state";
+		m |= 1u << found;
 	}
-	return true;
+	*mask = m;
+	return NULL;
 }
 
 void kv_match_init(struct kv_match *m, struct kv_index *ix, struct kv_workers *ws, const struct kv_match_opts *o)
@@ -77,6 +82,7 @@ void kv_match_free(struct kv_match *m)
 	free(m->targets);
 	free(m->srcbuf);
 	free(m->expired_by_worker);
+	free(m->stream);
 	memset(m, 0, sizeof *m);
 }
 
@@ -447,14 +453,16 @@ static bool delivered_before(const struct kv_srcstat *src, const struct kv_wire_
 	return ctx->replayed && src->seq.seen && ctx->seq <= src->seq.last;
 }
 
-/* How far beyond the event time reached a record may be stamped before it
- * is suspect: the longest TTL.  A jump beyond it expires everything kvmatch
- * keeps, so it is taken only when the next record confirms it. */
-static uint64_t time_jump_limit(const struct kv_match *m)
+uint64_t kv_time_jump_limit(uint64_t pending_ttl_ns, uint64_t offload_ttl_ns, uint64_t content_ttl_ns)
 {
-	uint64_t l = m->o.pending_ttl_ns;
-	l = m->o.offload_ttl_ns > l ? m->o.offload_ttl_ns : l;
-	return m->o.content_ttl_ns > l ? m->o.content_ttl_ns : l;
+	uint64_t l = pending_ttl_ns;
+	l = offload_ttl_ns > l ? offload_ttl_ns : l;
+	return content_ttl_ns > l ? content_ttl_ns : l;
+}
+
+bool kv_time_far_after(uint64_t t, uint64_t ref, uint64_t limit)
+{
+	return t > ref && t - ref > limit;
 }
 
 /* The event time a record is taken at (kvmatch(1), Time): its recv_ns,
@@ -464,18 +472,14 @@ static uint64_t time_jump_limit(const struct kv_match *m)
  * unless the record before it was suspect too and stamped within that
  * limit of it at another time: then all sources moved on (a capture
  * resumed hours later) and event time follows, from the second record. */
-static bool not_far_after(uint64_t t, uint64_t ref, uint64_t limit)
-{
-	return t <= ref || t - ref <= limit;
-}
-
 uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect)
 {
-	uint64_t limit = time_jump_limit(m), last = m->jump_ns;
+	uint64_t limit = kv_time_jump_limit(m->o.pending_ttl_ns, m->o.offload_ttl_ns, m->o.content_ttl_ns);
+	uint64_t last = m->jump_ns;
 	*suspect = false;
-	if (m->now == 0 || not_far_after(recv_ns, m->now, limit))
+	if (m->now == 0 || !kv_time_far_after(recv_ns, m->now, limit))
 		return recv_ns;
-	if (last && recv_ns != last && not_far_after(recv_ns, last, limit) && not_far_after(last, recv_ns, limit))
+	if (last && recv_ns != last && !kv_time_far_after(recv_ns, last, limit) && !kv_time_far_after(last, recv_ns, limit))
 		return recv_ns;
 	*suspect = true;
 	return m->now;
@@ -574,6 +578,34 @@ bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx
 	return false;
 }
 
+void kv_match_set_stream(struct kv_match *m, const char *name, size_t len, uint64_t created_ns)
+{
+	free(m->stream);
+	m->stream = kv_xstrndup(name, len);
+	m->stream_created = created_ns;
+}
+
+enum kv_stream_verdict kv_match_stream_begins(struct kv_match *m, const struct kv_cap_stream *st,
+					      struct kv_stream_reached *reached)
+{
+	*reached = (struct kv_stream_reached){ m->stream, m->stream_created, m->position };
+	bool same = m->stream && strlen(m->stream) == st->name_len && memcmp(m->stream, st->name, st->name_len) == 0 &&
+		    m->stream_created == st->created_ns;
+	if (!m->has_position) {
+		/* no position yet: nothing to compare, the stream is this one */
+		reached->stream = NULL;
+		kv_match_set_stream(m, st->name, st->name_len, st->created_ns);
+		return KV_STREAM_OK;
+	}
+	if (m->stream && !same)
+		return KV_STREAM_OTHER;
+	enum kv_stream_verdict v = !m->stream ? KV_STREAM_UNCHECKED : st->after > m->position ? KV_STREAM_GAP :
+				   KV_STREAM_OK;
+	if (!m->stream)
+		kv_match_set_stream(m, st->name, st->name_len, st->created_ns);
+	return v;
+}
+
 bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents)
 {
 	struct rep r = { ctx, 0 };
@@ -650,14 +682,12 @@ static const char *or_default(const char *s)
 	return s ? s : "default";
 }
 
-/* The partition of a LoRA adapter's blocks: named by the adapter, and by
- * the salt of the registration (RFC #1403: both are its identity). */
+/* The partition an event names (a LoRA adapter's blocks: the adapter's),
+ * with the salt of the registration (RFC #1403: both are its identity). */
 static uint32_t salted_partition(struct kv_match *m, struct kv_str name, const char *salt, const char *tenant,
 				 size_t tlen)
 {
-	if (!salt)
-		return kv_index_partition_bounded(m->ix, name.p, name.n, tenant, tlen);
-	char *full = kv_partition_name(name.p, name.n, salt, strlen(salt));
+	char *full = kv_partition_name(name.p, name.n, salt, salt ? strlen(salt) : 0);
 	uint32_t part = kv_index_partition_bounded(m->ix, full, strlen(full), tenant, tlen);
 	free(full);
 	return part;

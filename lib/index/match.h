@@ -38,8 +38,9 @@ enum kv_reason {
 
 const char *kv_state_name(enum kv_state s);
 const char *kv_reason_name(enum kv_reason r);
-/* "matched,dropped" or "all" or "none" into a mask of states; false on an unknown name. */
-bool kv_state_mask_parse(const char *s, unsigned *mask);
+/* "matched,dropped" or "all" or "none" into a mask of states; NULL, or
+ * why not: a list flaw (optval.h) or a name that is no state. */
+const char *kv_state_mask_parse(const char *s, unsigned *mask);
 #define KV_LOG_DEFAULT (1u << KV_ST_MATCHED | 1u << KV_ST_CONFIRMED | 1u << KV_ST_DROPPED | 1u << KV_ST_PENDING_EXPIRED)
 
 /* One state change, as reported. */
@@ -107,6 +108,30 @@ bool kv_match_record(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t n
  * dropped (duplicate) and none of its lines may be applied.  Called once per
  * record, before its lines; false for a record without a position. */
 bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx, size_t nevents);
+/* What a header naming the stream the records after it come from (kvnats
+ * -C, kvcap(5)) says against the position reached: */
+enum kv_stream_verdict {
+	KV_STREAM_OK,         /* its stream, continued (or no position yet: the stream is taken as this one) */
+	KV_STREAM_OTHER,      /* another stream (another name, or one made again under the name): its
+			       * positions are not comparable with the one reached, and none of its records
+			       * may be applied by them */
+	KV_STREAM_GAP,        /* its stream, but the records start after a later position than the one
+			       * reached: those in between are missing */
+	KV_STREAM_UNCHECKED,  /* a position reached in a stream not named (a snapshot of a kvmatch before
+			       * streams were named): taken as this one, unchecked */
+};
+/* The position reached and its stream, for what is said about a verdict
+ * (valid until the matcher next changes them). */
+struct kv_stream_reached {
+	const char *stream;       /* NULL: not named */
+	uint64_t created_ns;
+	uint64_t position;
+};
+struct kv_cap_stream;
+enum kv_stream_verdict kv_match_stream_begins(struct kv_match *m, const struct kv_cap_stream *st,
+					      struct kv_stream_reached *reached);
+/* The stream of the position reached (restored from a snapshot). */
+void kv_match_set_stream(struct kv_match *m, const char *name, size_t len, uint64_t created_ns);
 void kv_match_event(struct kv_match *m, const struct kv_event *e);
 /* A record, or one event of it, that could not be decoded (reported
  * dropped: decode_error); further problems and events of the same record
@@ -119,6 +144,14 @@ void kv_match_lost_record(struct kv_match *m, const struct kv_wire_ctx *ctx);
  * taking it: recv_ns, or the event time reached when recv_ns is a suspect
  * jump (*suspect set; kvmatch(1), Time). */
 uint64_t kv_match_record_time(const struct kv_match *m, uint64_t recv_ns, bool *suspect);
+/* The suspect-time rule (kvmatch(1), Time), for records and for the state
+ * a snapshot holds (kvsnap(5), META): a time is suspect when it lies beyond
+ * the time it is judged by (the event time reached; the latest time a
+ * snapshot holds) by more than the limit, the longest of the three TTLs. */
+uint64_t kv_time_jump_limit(uint64_t pending_ttl_ns, uint64_t offload_ttl_ns, uint64_t content_ttl_ns);
+bool kv_time_far_after(uint64_t t, uint64_t ref, uint64_t limit);
+/* The longest TTL an option takes (10^9 s), and so a snapshot holds. */
+#define KV_TTL_MAX_NS (1000000000ull * 1000000000ull)
 /* Runs expiry up to event time t (no-op when t is not later than now). */
 void kv_match_advance(struct kv_match *m, uint64_t t);
 

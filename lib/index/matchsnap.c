@@ -107,6 +107,10 @@ void kv_match_save(const struct kv_match *m, struct kv_snap_writer *w)
 	if (m->has_position) {
 		struct kv_snap_stream st = { m->position, 0 };
 		kv_snapw_add(w, KV_SEC_STREAM, &st, 1);
+		if (m->stream) {
+			struct kv_snap_stream_id id = { kv_snapw_string(w, m->stream), m->stream_created };
+			kv_snapw_add(w, KV_SEC_STREAM_ID, &id, 1);
+		}
 	}
 }
 
@@ -166,6 +170,11 @@ void kv_match_load(struct kv_match *m, const struct kv_snap_reader *r)
 	if (s->stream) {
 		m->has_position = true;
 		m->position = s->stream->last_seq;
+	}
+	if (s->stream_id) {
+		size_t n;
+		const char *name = kv_snap_string(s, s->stream_id->name, &n);
+		kv_match_set_stream(m, name, n, s->stream_id->created_ns);
 	}
 	if (s->meta->now_ns > m->now) {
 		m->now = s->meta->now_ns;

@@ -91,13 +91,18 @@ static bool opt_int(json_t *obj, const char *key, int64_t min, int64_t max, int6
 static const char KV_REGS_MISSING[] = "missing";
 
 /* kv-conductor's RegisterRequest has no default for these (nor has RFC
- * #1403): serde refuses a body without one, and the HTTP answer is 422. */
-static const char *missing_required(json_t *o)
+ * #1403): serde refuses a body without one, or with null for one (not an
+ * Option: "invalid type: null"), and the HTTP answer is 422. */
+static const char *missing_required(json_t *o, const char **why)
 {
 	static const char *const required[] = { "instance_id", "type", "modelname", "block_size", "dp_rank" };
-	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-		if (!json_object_get(o, required[i]))
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+		json_t *v = json_object_get(o, required[i]);
+		if (!v || json_is_null(v)) {
+			*why = v ? "null, where kv-conductor requires a value (it answers 422)" : KV_REGS_MISSING;
 			return required[i];
+		}
+	}
 	return NULL;
 }
 
@@ -201,10 +206,8 @@ static const char *take_reg(json_t *o, struct kv_reg *r, const char **why)
 		return "block_size";
 	if (!opt_int(o, "dp_rank", 0, 65535, &r->dp_rank, why))
 		return "dp_rank";
-	if ((key = missing_required(o))) {
-		*why = KV_REGS_MISSING;
+	if ((key = missing_required(o, why)))
 		return key;
-	}
 	r->backend = KV_BACKEND_MOONCAKE; /* kv-conductor's default */
 	json_t *b = json_object_get(o, "store_backend");
 	if (b && !json_is_null(b) && (!json_is_string(b) || !kv_backend_parse(json_string_value(b), &r->backend))) {
@@ -245,16 +248,62 @@ static bool blank(const char *s)
 	return s[strspn(s, " \t\r\n")] == 0;
 }
 
+/* Appends s[0..n) escaped: a backslash, '#' and NUL become \\, \# and \0. */
+static char *put_escaped(char *d, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\\' || s[i] == '#' || s[i] == 0)
+			*d++ = '\\';
+		*d++ = s[i] ? s[i] : '0';
+	}
+	return d;
+}
+
 char *kv_partition_name(const char *name, size_t n, const char *salt, size_t saltlen)
 {
-	if (!salt || !saltlen)
-		return kv_xstrndup(name, n);
-	char *s = kv_xmalloc(n + saltlen + 2);
-	memcpy(s, name, n);
-	s[n] = '#';
-	memcpy(s + n + 1, salt, saltlen);
-	s[n + 1 + saltlen] = 0;
+	if (!salt)
+		saltlen = 0;
+	char *s = kv_xmalloc(2 * (n + saltlen) + 2), *d = put_escaped(s, name, n);
+	if (saltlen) {
+		*d++ = '#';
+		d = put_escaped(d, salt, saltlen);
+	}
+	*d = 0;
 	return s;
+}
+
+bool kv_partition_name_split(const char *key, size_t n, char **name, char **salt)
+{
+	char *part[2] = { kv_xmalloc(n + 1), NULL }, *d = part[0];
+	int k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (key[i] == '#' && k == 0) {
+			*d = 0;
+			part[++k] = d = kv_xmalloc(n - i);
+			continue;
+		}
+		if (key[i] == '\\' && i + 1 < n && (key[i + 1] == '\\' || key[i + 1] == '#' || key[i + 1] == '0')) {
+			i++;
+			*d++ = key[i] == '0' ? 0 : key[i];
+			continue;
+		}
+		if (key[i] == '\\' || key[i] == '#' || key[i] == 0) {
+			free(part[0]);
+			free(part[1]);
+			return false;
+		}
+		*d++ = key[i];
+	}
+	*d = 0;
+	/* the encoding of a name with an empty salt has no '#' */
+	if (part[1] && !part[1][0]) {
+		free(part[0]);
+		free(part[1]);
+		return false;
+	}
+	*name = part[0];
+	*salt = part[1];
+	return true;
 }
 
 char *kv_reg_partition(const struct kv_reg *r)
@@ -451,6 +500,47 @@ static unsigned drop_conflicts(const char *path, struct kv_regs *regs, struct kv
 	return reported;
 }
 
+enum line_kind { LINE_TAKEN, LINE_BAD, LINE_FULL };
+
+/* One line of the file: a registration added to regs (a blank line is
+ * taken too), or why the line is not one in why; LINE_FULL: one past
+ * KV_REGS_MAX, which ends the reading. */
+static enum line_kind take_line(enum kv_lines_status st, const char *line, size_t len, unsigned lineno,
+				struct kv_regs *regs, char *why, size_t n)
+{
+	if (st == KV_LINE_TOO_LONG) {
+		snprintf(why, n, "longer than %u bytes", KV_REGS_MAX_LINE);
+		return LINE_BAD;
+	}
+	if (blank(line))
+		return LINE_TAKEN;
+	if (regs->n >= KV_REGS_MAX) {
+		snprintf(why, n, "more than %u registrations", (unsigned)KV_REGS_MAX);
+		return LINE_FULL;
+	}
+	json_error_t jerr;
+	json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o || !json_is_object(o)) {
+		snprintf(why, n, "%s", o ? "expected a JSON object" : jerr.text);
+		json_decref(o);
+		return LINE_BAD;
+	}
+	struct kv_reg r = { .line = lineno };
+	const char *what = NULL, *key = take_reg(o, &r, &what);
+	json_decref(o);
+	if (key) {
+		if (what == KV_REGS_MISSING)
+			snprintf(why, n, "missing field `%s` (kv-conductor answers 422)", key);
+		else
+			snprintf(why, n, "%s: %s", key, what);
+		reg_free(&r);
+		return LINE_BAD;
+	}
+	regs->v = kv_xgrow(regs->v, &regs->cap, regs->n + 1, sizeof *regs->v);
+	regs->v[regs->n++] = r;
+	return LINE_TAKEN;
+}
+
 bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 {
 	memset(regs, 0, sizeof *regs);
@@ -459,52 +549,36 @@ bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 	if (!kv_input_open(path, &fd, e))
 		return false;
 	/* Bounded reading: a line past the limit is skipped as it streams by,
-	 * never held whole (getline would grow with it). */
+	 * never held whole (getline would grow with it); and so is the file, a
+	 * pipe or a device too, which has no end of its own. */
 	struct kv_lines l;
 	kv_lines_init(&l, fd, KV_REGS_MAX_LINE, NULL, 0);
-	char *line;
+	l.max_total = KV_REGS_MAX_BYTES;
+	char *line, why[320];
 	size_t len;
 	unsigned bad = 0;
 	enum kv_lines_status st;
 	while ((st = kv_lines_next(&l, &line, &len)) == KV_LINE || st == KV_LINE_TOO_LONG) {
 		unsigned lineno = (unsigned)l.lineno;
-		if (st == KV_LINE_TOO_LONG) {
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: longer than %u bytes", path, lineno, KV_REGS_MAX_LINE);
-			bad++;
+		enum line_kind k = take_line(st, line, len, lineno, regs, why, sizeof why);
+		if (k == LINE_TAKEN)
 			continue;
-		}
-		if (blank(line))
-			continue;
-		if (regs->n >= KV_REGS_MAX) {
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: more than %u registrations", path, lineno, KV_REGS_MAX);
-			bad++;
+		/* a file that is not registrations at all says so soon enough */
+		if (bad++ == KV_REGS_MAX_BAD) {
+			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: more than %u bad lines: the rest is not read", path,
+				   lineno, KV_REGS_MAX_BAD);
 			break;
 		}
-		json_error_t jerr;
-		json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-		if (!o || !json_is_object(o)) {
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s", path, lineno, o ? "expected a JSON object" : jerr.text);
-			json_decref(o);
-			bad++;
-			continue;
-		}
-		struct kv_reg r = { .line = lineno };
-		const char *why = NULL, *key = take_reg(o, &r, &why);
-		json_decref(o);
-		if (key && why == KV_REGS_MISSING)
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: missing field `%s` (kv-conductor answers 422)", path,
-				   lineno, key);
-		else if (key)
-			kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s: %s", path, lineno, key, why);
-		if (key) {
-			reg_free(&r);
-			bad++;
-			continue;
-		}
-		regs->v = kv_xgrow(regs->v, &regs->cap, regs->n + 1, sizeof *regs->v);
-		regs->v[regs->n++] = r;
+		kv_err_set(e, KV_EX_DATAERR, "%s: line %u: %s", path, lineno, why);
+		if (k == LINE_FULL)
+			break;
 	}
 	int read_err = st == KV_LINES_ERROR ? l.err : 0;
+	if (st == KV_LINES_LIMIT) {
+		kv_err_set(e, KV_EX_DATAERR, "%s: line %llu: beyond the first %u bytes: a registrations file is at most 64 MiB",
+			   path, (unsigned long long)l.lineno + 1, KV_REGS_MAX_BYTES);
+		bad++;
+	}
 	bad += drop_conflicts(path, regs, e);
 	kv_lines_free(&l);
 	if (!std)
@@ -515,6 +589,8 @@ bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 		errno = read_err;
 		return kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 	}
-	/* Stopped by a signal: the program notices the flag and ends. */
+	/* stopped by a signal: registrations of part of the file are none */
+	if (st == KV_LINES_STOPPED)
+		return kv_input_stopped(e, path);
 	return bad == 0;
 }

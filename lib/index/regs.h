@@ -21,6 +21,11 @@ enum kv_backend { KV_BACKEND_NONE = 0, KV_BACKEND_MOONCAKE, KV_BACKEND_MEMCACHE,
 
 #define KV_REGS_MAX 65536
 #define KV_REGS_MAX_LINE (1u << 20)
+/* The whole file: 1 KiB a registration at the most of them (a pipe or a
+ * device has no size of its own), and the bad lines reported before the
+ * rest is left unread (a file that is not registrations at all). */
+#define KV_REGS_MAX_BYTES (64u << 20)
+#define KV_REGS_MAX_BAD 100
 
 struct kv_reg {
 	char *instance_id;
@@ -48,7 +53,10 @@ struct kv_regs {
 };
 
 /* Reads the file ("-": standard input).  False when it cannot be opened
- * or read (66), or when a line is bad (65): a bad line, or one that
+ * or read (66), when a stop signal ended the reading (status 0: no
+ * registrations of part of the file are used; kv_input_stopped), or when
+ * a line is bad (65): a line beyond KV_REGS_MAX_BYTES (the rest is not
+ * read), a line after KV_REGS_MAX_BAD bad ones (the same), a bad line, or one that
  * contradicts an earlier line (the same worker with another block size,
  * endpoint, model or tenant; an endpoint of another worker; another block
  * size in the same partition), gets a message "FILE: line N: why" in e and
@@ -58,11 +66,19 @@ void kv_regs_free(struct kv_regs *regs);
 /* "Mooncake", "memcache", ... case-insensitive; false if none of the three. */
 bool kv_backend_parse(const char *s, enum kv_backend *b);
 const char *kv_backend_name(enum kv_backend b);
-/* The name of a partition: the LoRA adapter's name, else the model's, and
- * "#SALT" after it when there is a salt (RFC #1403's additionalsalt and
- * cache_salt): LoRA and salt are part of a partition's identity.  A new
- * string; name is n bytes, salt may be NULL or empty. */
+/* The name of a partition, its key in the index and the snapshot: the
+ * LoRA adapter's name, else the model's, and "#SALT" after it when there
+ * is a salt (RFC #1403's additionalsalt and cache_salt): LoRA and salt are
+ * part of a partition's identity.  Injective, so that no two (name, salt)
+ * are one partition: in both, a backslash, '#' and NUL are written \\, \#
+ * and \0, and so a name without them and no salt is its own key.  The
+ * one function every caller names a partition with (kvmatch(1)
+ * "Partitions and block identity").  A new string; name is n bytes, salt
+ * may be NULL or empty (no salt). */
 char *kv_partition_name(const char *name, size_t n, const char *salt, size_t saltlen);
+/* The inverse: the name and salt (NULL: none) of a key, new strings;
+ * false when key[0..n) is no key kv_partition_name writes. */
+bool kv_partition_name_split(const char *key, size_t n, char **name, char **salt);
 /* The partition a registration's events go to by default: kv_partition_name
  * of its adapter or model and its salt; NULL without a model. */
 char *kv_reg_partition(const struct kv_reg *r);

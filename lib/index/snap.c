@@ -1,8 +1,11 @@
 #include "index/snap.h"
 #include "index/blockhash.h"
+#include "index/match.h"
 #include "index/workers.h"
 #include "base/err.h"
+#include "base/input.h"
 #include "base/jsonw.h"
+#include "base/product.h"
 #include "base/sort.h"
 #include "base/util.h"
 
@@ -38,6 +41,7 @@ _Static_assert(sizeof(struct kv_snap_content) == 32, "content record");
 _Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
 _Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
 _Static_assert(sizeof(struct kv_snap_source) == 64, "source record");
+_Static_assert(sizeof(struct kv_snap_stream_id) == 16, "stream name record");
 
 /* ---- writing ------------------------------------------------------------- */
 
@@ -131,9 +135,12 @@ static uint64_t header_sum(const uint8_t *header, const uint8_t *table, uint32_t
 
 static bool write_file(int fd, const struct kv_snap_writer *b)
 {
-	/* the stream section only when there is a position: a snapshot of
-	 * files has the 16 sections it had before the section existed */
-	uint32_t nsec = b->sec[KV_SEC_STREAM].len ? KV_SEC_STREAM : KV_SEC_STREAM - 1;
+	/* the stream sections only when there is a position (and the stream's
+	 * name when it is known): a snapshot of files has the sections it had
+	 * before they existed */
+	uint32_t nsec = b->sec[KV_SEC_STREAM_ID].len ? KV_SEC_STREAM_ID :
+			b->sec[KV_SEC_STREAM].len    ? KV_SEC_STREAM :
+						       KV_SEC_STREAM - 1;
 	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
 	uint8_t table[MAX_SECTIONS * TABLE_ENTRY] = { 0 };
 	static const uint8_t zeros[8];
@@ -162,69 +169,21 @@ static bool write_file(int fd, const struct kv_snap_writer *b)
 	return ok;
 }
 
-/* The rename is durable only once the directory holding the name is
- * synced: after a crash without it, the path can name the previous file
- * (or none).  A file system that cannot sync a directory says EINVAL. */
-static bool sync_directory_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? kv_xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : kv_xstrdup(".");
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	if (fd < 0)
-		return false;
-	bool ok = fsync(fd) == 0 || errno == EINVAL;
-	int err = errno;
-	close(fd);
-	errno = err;
-	return ok;
-}
-
 bool kv_snapw_write(struct kv_snap_writer *w, const char *path, struct kv_err *e)
 {
 	if (kv_snapw_records(w, KV_SEC_META) != 1)
 		kv_die(KV_EX_SOFTWARE, "snapshot: %llu meta records", (unsigned long long)kv_snapw_records(w, KV_SEC_META));
-	size_t n = strlen(path);
-	char *tmp = kv_xmalloc(n + 16);
-	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	bool ok = fd >= 0;
-	int err = 0;
-	if (ok) {
-		mode_t mask = umask(0);
-		umask(mask);
-		ok = fchmod(fd, 0666 & ~mask) == 0 && write_file(fd, w);
-		/* the sections are in the page cache: freed before the disk has
-		 * written them, not after (the bench's cluster snapshot: 13-20 ms
-		 * of unmapping) */
-		int why = errno;
+	struct kv_product f;
+	if (!kv_product_open(&f, path, 0, e)) {
 		kv_snapw_free(w);
-		errno = why;
-		ok = ok && fsync(fd) == 0;
-		if (!ok)
-			err = errno;
-		if (close(fd) != 0 && ok) {
-			ok = false;
-			err = errno;
-		}
-		if (ok && rename(tmp, path) != 0) {
-			ok = false;
-			err = errno;
-		} else if (ok && !sync_directory_of(path)) {
-			free(tmp);
-			return kv_err_set_errno(e, KV_EX_IOERR, "%s: syncing its directory", path);
-		}
-		if (!ok)
-			unlink(tmp);
-	} else {
-		err = errno;
+		return false;
 	}
+	int err = write_file(f.fd, w) ? 0 : errno;
+	/* the sections are in the page cache: freed before the disk has
+	 * written them, not after (the bench's cluster snapshot: 13-20 ms
+	 * of unmapping) */
 	kv_snapw_free(w);
-	free(tmp);
-	if (ok)
-		return true;
-	errno = err;
-	return kv_err_set_errno(e, KV_EX_IOERR, "%s", path);
+	return kv_product_close(&f, err, true, e);
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -283,13 +242,14 @@ static bool header_ok(const uint8_t *d, size_t size, struct kv_err *e)
 	uint64_t declared;
 	memcpy(&version, d + 6, 2);
 	memcpy(&declared, d + 16, 8);
-	if (version < KV_SNAP_VERSION)
+	if (version < KV_SNAP_VERSION_READ)
 		return kv_err_set(e, KV_EX_DATAERR,
-			    "snapshot version %u is an older format (this kvtools reads version %u): build it again "
+			    "snapshot version %u is an older format (this kvtools reads versions %u and %u): build it again "
 			    "with kvmatch from the captures",
-			    version, KV_SNAP_VERSION);
-	if (version != KV_SNAP_VERSION)
-		return kv_err_set(e, KV_EX_DATAERR, "snapshot version %u (this kvtools reads version %u)", version, KV_SNAP_VERSION);
+			    version, KV_SNAP_VERSION_READ, KV_SNAP_VERSION);
+	if (version > KV_SNAP_VERSION)
+		return kv_err_set(e, KV_EX_DATAERR, "snapshot version %u (this kvtools reads versions %u and %u)", version,
+				  KV_SNAP_VERSION_READ, KV_SNAP_VERSION);
 	if (declared != size)
 		return kv_err_set(e, KV_EX_DATAERR, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
 	uint32_t nsec = section_total(d);
@@ -350,6 +310,9 @@ static bool sums_ok(const uint8_t *d, unsigned parts, const uint64_t *sum, struc
  * others), and what the table says each kind of range covers. */
 static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 {
+	uint16_t version;
+	memcpy(&version, d + 6, 2);
+	s->version = version;
 	const void *ptr[KV_SEC_MAX] = { 0 };
 	uint64_t count[KV_SEC_MAX] = { 0 }, total[KV_SEC_MAX] = { 0 };
 	uint32_t nsec = section_total(d);
@@ -398,6 +361,7 @@ static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 	s->sources = ptr[KV_SEC_SOURCES];
 	s->nsources = count[KV_SEC_SOURCES];
 	s->stream = count[KV_SEC_STREAM] && ptr[KV_SEC_STREAM] ? ptr[KV_SEC_STREAM] : NULL;
+	s->stream_id = count[KV_SEC_STREAM_ID] && ptr[KV_SEC_STREAM_ID] ? ptr[KV_SEC_STREAM_ID] : NULL;
 }
 
 /* What the table says of sections alone: those every reader needs are
@@ -427,6 +391,10 @@ static bool counts_ok(const uint8_t *d, struct kv_err *e)
 		return kv_err_set(e, KV_EX_DATAERR, "block columns or engine-hash blocks do not match blocks or engine hashes");
 	if (count[KV_SEC_STREAM] > 1)
 		return kv_err_set(e, KV_EX_DATAERR, "stream section holds %llu records", (unsigned long long)count[KV_SEC_STREAM]);
+	/* a stream's name goes with a position in it */
+	if (count[KV_SEC_STREAM_ID] > count[KV_SEC_STREAM])
+		return kv_err_set(e, KV_EX_DATAERR, "stream name section holds %llu records, for %llu positions",
+				  (unsigned long long)count[KV_SEC_STREAM_ID], (unsigned long long)count[KV_SEC_STREAM]);
 	return true;
 }
 
@@ -770,6 +738,17 @@ static bool partitions_in_order(const struct kv_snap *s, size_t p)
 	return cm < 0 || (cm == 0 && ct < 0);
 }
 
+/* Version 6 joined a name and its salt with '#' and escaped nothing
+ * (version 7: kv_partition_name): its names mean the same now unless they
+ * hold a '#' (an adapter "x#y" and model "x" with salt "y" were one) or a
+ * backslash. */
+static bool name_means_the_same(const struct kv_snap *s, const struct kv_snap_partition *rp)
+{
+	size_t n;
+	const char *m = kv_snap_string(s, rp->model, &n);
+	return !memchr(m, '#', n) && !memchr(m, '\\', n);
+}
+
 /* The partitions' records, sets and blocks (the ranges checked). */
 static bool check_scanned(struct kv_snap *s, const struct block_scan *sc, struct kv_err *e)
 {
@@ -782,6 +761,14 @@ static bool check_scanned(struct kv_snap *s, const struct block_scan *sc, struct
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: unknown flags", p);
 		if (p > 0 && !partitions_in_order(s, p))
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: partitions out of order", p);
+		if (s->version < 7 && !name_means_the_same(s, rp)) {
+			size_t n;
+			const char *m = kv_snap_string(s, rp->model, &n);
+			return kv_err_set(e, KV_EX_DATAERR,
+					  "partition %zu: version %u wrote the name '%.*s', which this version reads "
+					  "otherwise: build it again with kvmatch from the captures",
+					  p, s->version, (int)(n > 200 ? 200 : n), m);
+		}
 		if (!check_sets(s, &rp->r[KV_RANGE_SETS], &holders, e) || !check_blocks(sc, p, e))
 			return false;
 		if (sc->dirs)
@@ -868,6 +855,8 @@ static bool check_workers(const struct kv_snap *s, struct kv_err *e)
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: string out of bounds", i);
 		if (s->workers[i].flags > 2 || (s->workers[i].flags & 2 && s->workers[i].dp_rank))
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: unknown flags", i);
+		if (s->workers[i].partition > s->npartitions || (s->workers[i].partition && s->workers[i].flags))
+			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: bad partition", i);
 		if (!worker_in_order(s, i))
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: out of order or repeated", i);
 	}
@@ -883,6 +872,54 @@ static bool check_links(const struct kv_snap *s, struct kv_err *e)
 		    !check_ehashes(s, &s->partitions[p], e))
 			return false;
 	}
+	return true;
+}
+
+/* The latest time the matcher's state holds: when its entries arrived,
+ * and when each source's last record did; 0 when it holds none. */
+static uint64_t latest_time(const struct kv_snap *s)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < s->ncontent; i++)
+		t = s->content[i].t > t ? s->content[i].t : t;
+	for (size_t i = 0; i < s->noffload; i++)
+		t = s->offload[i].t > t ? s->offload[i].t : t;
+	if (s->npending) /* in arrival order */
+		t = s->pending[s->npending - 1].t > t ? s->pending[s->npending - 1].t : t;
+	for (size_t i = 0; i < s->nsources; i++)
+		t = s->sources[i].last_recv_ns > t ? s->sources[i].last_recv_ns : t;
+	return t;
+}
+
+/* The times of META, as a resumed kvmatch would take them (every other
+ * time is at or before now_ns, checked with its section): TTLs an option
+ * can give; a next sweep within one sweep interval of the event time
+ * reached (2^64-1 stopped sweeps for good, offloads and content piling up);
+ * and an event time reached that the state's own times vouch for, by the
+ * rule a record's time is judged by (kv_time_far_after): a now_ns beyond
+ * the latest time held by more than the longest TTL would expire all of it
+ * at once, and be written into every later snapshot. */
+static bool check_times(const struct kv_snap *s, struct kv_err *e)
+{
+	const struct kv_snap_meta *m = s->meta;
+	static const char *const ttl_names[] = { "pending_ttl_ns", "offload_ttl_ns", "content_ttl_ns" };
+	const uint64_t ttl[] = { m->pending_ttl_ns, m->offload_ttl_ns, m->content_ttl_ns };
+	for (int i = 0; i < 3; i++)
+		if (ttl[i] > KV_TTL_MAX_NS)
+			return kv_err_set(e, KV_EX_DATAERR, "META: %s %llu is beyond %llu (10^9 s, the longest TTL kvmatch takes)",
+					  ttl_names[i], (unsigned long long)ttl[i], KV_TTL_MAX_NS);
+	if (kv_time_far_after(m->next_sweep_ns, m->now_ns, KV_SWEEP_INTERVAL_NS))
+		return kv_err_set(e, KV_EX_DATAERR,
+				  "META: next_sweep_ns %llu is more than %llu s after the event time reached (now_ns %llu)",
+				  (unsigned long long)m->next_sweep_ns, KV_SWEEP_INTERVAL_NS / 1000000000ull,
+				  (unsigned long long)m->now_ns);
+	uint64_t latest = latest_time(s), limit = kv_time_jump_limit(ttl[0], ttl[1], ttl[2]);
+	bool holds = s->ncontent || s->noffload || s->npending || s->nsources;
+	if (holds && kv_time_far_after(m->now_ns, latest, limit))
+		return kv_err_set(e, KV_EX_DATAERR,
+				  "META: now_ns %llu is a suspect time: more than the longest TTL (%g s) after the latest "
+				  "time the snapshot holds (%llu)",
+				  (unsigned long long)m->now_ns, (double)limit / 1e9, (unsigned long long)latest);
 	return true;
 }
 
@@ -910,7 +947,9 @@ static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
 		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns ||
 		    s->sources[i].last_record > 2 || (s->sources[i].last_record && !s->sources[i].seen))
 			return kv_err_set(e, KV_EX_DATAERR, "source %zu: bad record", i);
-	return true;
+	if (s->stream_id && !str_ok(s, s->stream_id->name))
+		return kv_err_set(e, KV_EX_DATAERR, "stream name: out of range");
+	return check_times(s, e);
 }
 
 /* Checks the sections of parts (the header, table and counts checked
@@ -949,8 +988,8 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_e
  * passed; a part read later is checked against the table read at first.
  * Reading also takes what has no size to map: a pipe, /dev/stdin.  A
  * regular file of READ_MAPPED and more is read in parts (open_parts) into
- * anonymous memory of its own; read_whole reads the rest whole. *mapped is
- * that memory's size (0: malloc'ed).  NULL with errno set on a read error. */
+ * anonymous memory of its own; read_stream reads the rest in order, the
+ * header first.  s->mapped is that memory's size (0: malloc'ed). */
 #define READ_MAPPED ((size_t)1 << 20)
 
 /* Anonymous memory for CAP bytes on 2 MiB boundaries, asking for
@@ -960,6 +999,7 @@ bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_e
  * snapshot (the bench's 10M blocks: 210 -> 95 ms).  Where huge pages are
  * off, MADV_POPULATE_WRITE still faults the small pages in one call (as
  * MAP_POPULATE did); a kernel without it faults them in as read() writes.
+ * Without populate, only the pages written are ever memory.
  * *len is the size to unmap; NULL when there is no such memory. */
 static char *huge_alloc(size_t cap, bool populate, size_t *len)
 {
@@ -978,53 +1018,22 @@ static char *huge_alloc(size_t cap, bool populate, size_t *len)
 	return a;
 }
 
-static void *read_whole(int fd, const struct stat *st, size_t *size, size_t *mapped)
-{
-	size_t cap = S_ISREG(st->st_mode) && st->st_size > 0 ? (size_t)st->st_size + 1 : 1 << 16, len = 0;
-	char *d = NULL;
-	*mapped = 0;
-	if (cap >= READ_MAPPED)
-		d = huge_alloc(cap, true, mapped);
-	if (!*mapped)
-		d = kv_xmalloc(cap);
-	for (;;) {
-		if (len == cap) { /* it grew while being read: on in memory that can grow */
-			char *g = kv_xmalloc(2 * cap);
-			memcpy(g, d, len);
-			release_data(d, *mapped);
-			d = g;
-			cap *= 2;
-			*mapped = 0;
-		}
-		ssize_t r = read(fd, d + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			release_data(d, *mapped);
-			errno = e;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	*size = len;
-	return d;
-}
-
 /* Bytes [from, to) of the file into d at the same place: those pages
  * faulted in at once first (huge_alloc says why).  False with errno set on
  * a read error, or 0 when the file is shorter than that. */
 static bool read_at(int fd, char *d, size_t mapped, uint64_t from, uint64_t to)
 {
+	if (kv_stop_signal) { /* a load of gigabytes ends within a piece (kv_input_read) */
+		errno = EINTR;
+		return false;
+	}
 	if (mapped && to > from) { /* d starts on a huge page */
 		uint64_t a = from & ~(uint64_t)(HUGE_PAGE - 1), z = (to + HUGE_PAGE - 1) & ~(uint64_t)(HUGE_PAGE - 1);
 		(void)madvise(d + a, (size_t)((z < mapped ? z : mapped) - a), MADV_POPULATE_WRITE);
 	}
 	while (from < to) {
 		ssize_t r = pread(fd, d + from, (size_t)(to - from), (off_t)from);
-		if (r < 0 && errno == EINTR)
+		if (r < 0 && errno == EINTR && !kv_stop_signal)
 			continue;
 		if (r <= 0) {
 			if (r == 0)
@@ -1115,9 +1124,12 @@ static bool fail_open(struct kv_err *e, const char *path, int errnum)
 	return kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 }
 
-/* A read that failed (errno) or came short (a file cut while read). */
+/* A read that failed (errno), a signal stopped (EINTR) or came short (a
+ * file cut while read). */
 static bool fail_read(struct kv_err *e, const char *path, int errnum)
 {
+	if (errnum == EINTR && kv_stop_signal)
+		return kv_input_stopped(e, path);
 	if (errnum == 0)
 		return kv_err_set(e, KV_EX_DATAERR, "%s: truncated while read", path);
 	return fail_open(e, path, errnum);
@@ -1166,42 +1178,140 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 	return ok;
 }
 
-/* Anything else, read whole and checked whole (the parts not asked for
- * cost little to check: a small file, or a pipe that had to be read). */
-static bool read_all(int fd, const char *path, const struct stat *st, struct kv_snap *s, struct kv_err *e)
+/* The size a snapshot's header says the file is. */
+static uint64_t declared_size(const uint8_t *head)
 {
-	size_t size = 0, mapped;
-	void *data = read_whole(fd, st, &size, &mapped);
-	if (!data)
-		return fail_open(e, path, errno);
-	s->data = data;
-	s->size = size;
-	s->mapped = mapped;
+	uint64_t n;
+	memcpy(&n, head + 16, 8);
+	return n;
+}
+
+/* Memory for a snapshot of size bytes read in order: only the pages read
+ * into become memory, so a header that lies costs nothing until the bytes
+ * it promised come. */
+static void stream_alloc(struct kv_snap *s, uint64_t size)
+{
+	s->mapped = 0;
+	s->data = size >= READ_MAPPED ? huge_alloc((size_t)size, false, &s->mapped) : NULL;
+	if (!s->data)
+		s->data = kv_xmalloc((size_t)size);
+	s->size = (size_t)size;
+}
+
+/* Reads bytes [at, to) of s's data from fd, which stands at `at`. */
+static bool read_next(int fd, const char *path, struct kv_snap *s, uint64_t at, uint64_t to, struct kv_err *e)
+{
+	size_t got;
+	switch (kv_input_read(fd, (char *)s->data + at, (size_t)(to - at), &got)) {
+	case KV_READ_STOPPED: return kv_input_stopped(e, path);
+	case KV_READ_ERROR: return fail_open(e, path, errno);
+	default: break;
+	}
+	uint64_t end = at + got;
+	if (end < to)
+		return kv_err_set(e, KV_EX_DATAERR, "%s: truncated or padded: %llu bytes, header says %llu", path,
+				  (unsigned long long)end, (unsigned long long)s->size);
+	return true;
+}
+
+/* The input ends where its header says: one byte more is a file padded, or
+ * one that grew while it was read. */
+static bool ends_there(int fd, const char *path, uint64_t size, struct kv_err *e)
+{
+	char c;
+	size_t got;
+	switch (kv_input_read(fd, &c, 1, &got)) {
+	case KV_READ_STOPPED: return kv_input_stopped(e, path);
+	case KV_READ_ERROR: return fail_open(e, path, errno);
+	default: break;
+	}
+	if (got)
+		return kv_err_set(e, KV_EX_DATAERR, "%s: truncated or padded: more than %llu bytes, header says %llu", path,
+				  (unsigned long long)size, (unsigned long long)size);
+	return true;
+}
+
+/* Anything but a large regular file, read in order and checked as it comes:
+ * the header, as soon as its 32 bytes are in, says how much more may be
+ * read (so /dev/zero or `yes` is refused at its first bytes); the table, as
+ * soon as it is in, says where each section lies; then the rest, up to the
+ * size the header says and not a byte more, and checked whole.  A file
+ * that is not a regular one (a pipe, a device) may say at most
+ * KV_SNAP_MAX_STREAM bytes: it has no size of its own to bound it. */
+static bool read_stream(int fd, const char *path, const struct stat *st, struct kv_snap *s, struct kv_err *e)
+{
+	bool regular = S_ISREG(st->st_mode);
+	uint8_t head[HEADER_SIZE];
+	size_t got;
 	struct kv_err bad = { 0 };
-	if (size == 0)
+	switch (kv_input_read(fd, head, HEADER_SIZE, &got)) {
+	case KV_READ_STOPPED: return kv_input_stopped(e, path);
+	case KV_READ_ERROR: return fail_open(e, path, errno);
+	default: break;
+	}
+	if (got == 0)
 		return kv_err_set(e, KV_EX_DATAERR, "%s: empty file", path);
-	if (!header_ok(data, size, &bad) || !table_ok(data, size, &bad) || !counts_ok(data, &bad) ||
-	    !check_parts(data, KV_SNAP_PART_ALL, NULL, NULL, true, s, &bad))
+	uint64_t size = got < HEADER_SIZE ? got : regular ? (uint64_t)st->st_size : declared_size(head);
+	if (!header_ok(head, (size_t)size, &bad))
+		return fail_check(e, path, &bad);
+	if (!regular && size > KV_SNAP_MAX_STREAM)
+		return kv_err_set(e, KV_EX_DATAERR,
+				  "%s: header says %llu bytes: a snapshot that is not a regular file is read up to %llu "
+				  "bytes (copy it to a file)",
+				  path, (unsigned long long)size, (unsigned long long)KV_SNAP_MAX_STREAM);
+	stream_alloc(s, size);
+	memcpy(s->data, head, HEADER_SIZE);
+	uint64_t table_end = HEADER_SIZE + (uint64_t)section_total(head) * TABLE_ENTRY;
+	if (!read_next(fd, path, s, HEADER_SIZE, table_end, e))
+		return false;
+	if (!table_ok(s->data, s->size, &bad) || !counts_ok(s->data, &bad))
+		return fail_check(e, path, &bad);
+	if (!read_next(fd, path, s, table_end, size, e) || !ends_there(fd, path, size, e))
+		return false;
+	if (!check_parts(s->data, KV_SNAP_PART_ALL, NULL, NULL, true, s, &bad))
 		return fail_check(e, path, &bad);
 	return true;
 }
 
-bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
+/* Opens the file: a blocking open of a fifo waits for its writer, and a
+ * signal ends the wait.  With no_wait (a watched path) nothing waits: a
+ * fifo or a device put in the snapshot's place is refused, unread. */
+static bool open_file(const char *path, bool no_wait, int *fd, struct stat *st, struct kv_err *e)
+{
+	do
+		*fd = open(path, O_RDONLY | O_CLOEXEC | (no_wait ? O_NONBLOCK : 0));
+	while (*fd < 0 && errno == EINTR && !kv_stop_signal);
+	if (*fd < 0) {
+		if (errno == EINTR)
+			kv_input_stopped(e, path);
+		else
+			fail_open(e, path, errno);
+		return false;
+	}
+	int errnum = fstat(*fd, st) != 0 ? errno : S_ISDIR(st->st_mode) ? EISDIR : 0;
+	if (!errnum && no_wait && !S_ISREG(st->st_mode)) {
+		close(*fd);
+		return kv_err_set(e, KV_EX_NOINPUT, "%s: not a regular file (a watched snapshot is replaced by renaming one over it)",
+				  path);
+	}
+	if (errnum) {
+		close(*fd);
+		return fail_open(e, path, errnum);
+	}
+	return true;
+}
+
+static bool snap_open(const char *path, unsigned parts, bool no_wait, struct kv_snap *s, struct kv_err *e)
 {
 	memset(s, 0, sizeof *s);
 	parts |= KV_SNAP_PART_BLOCKS;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fail_open(e, path, errno);
+	int fd;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-		int errnum = S_ISDIR(st.st_mode) ? EISDIR : errno;
-		close(fd);
-		return fail_open(e, path, errnum);
-	}
+	if (!open_file(path, no_wait, &fd, &st, e))
+		return false;
 	/* a small file is read whole: one read */
 	bool partial = S_ISREG(st.st_mode) && (size_t)st.st_size >= READ_MAPPED;
-	bool ok = partial ? open_parts(fd, path, (size_t)st.st_size, parts, s, e) : read_all(fd, path, &st, s, e);
+	bool ok = partial ? open_parts(fd, path, (size_t)st.st_size, parts, s, e) : read_stream(fd, path, &st, s, e);
 	if (!ok) {
 		close(fd);
 		release_data(s->data, s->mapped);
@@ -1216,6 +1326,16 @@ bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv
 		close(fd);
 	}
 	return true;
+}
+
+bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
+{
+	return snap_open(path, parts, false, s, e);
+}
+
+bool kv_snap_open_regular(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
+{
+	return snap_open(path, parts, true, s, e);
 }
 
 bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e)
@@ -1569,6 +1689,8 @@ static void dump_worker(const struct kv_snap *s, const struct kv_snap_worker *wk
 		put_u64_field(&w, ",\"dp_rank\":", wk->dp_rank);
 	jw_put_lit(&w, ",\"host\":");
 	put_snap_str(&w, s, wk->host);
+	if (wk->partition)
+		put_u64_field(&w, ",\"partition\":", wk->partition - 1);
 	jw_put_lit(&w, wk->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
 	jw_end(&w);
 }
@@ -1620,11 +1742,16 @@ static void dump_source(const struct kv_snap *s, const struct kv_snap_source *r,
 	jw_end(&w);
 }
 
-static void dump_stream(const struct kv_snap_stream *st, struct kv_out *o)
+static void dump_stream(const struct kv_snap *s, struct kv_out *o)
 {
 	struct jw w;
 	jw_begin(&w, o);
-	put_u64_field(&w, "{\"kind\":\"stream\",\"last_seq\":", st->last_seq);
+	put_u64_field(&w, "{\"kind\":\"stream\",\"last_seq\":", s->stream->last_seq);
+	if (s->stream_id) {
+		jw_put_lit(&w, ",\"stream\":");
+		put_snap_str(&w, s, s->stream_id->name);
+		put_u64_field(&w, ",\"created_ns\":", s->stream_id->created_ns);
+	}
 	jw_put_lit(&w, "}\n");
 	jw_end(&w);
 }
@@ -1649,5 +1776,5 @@ void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
 	for (size_t i = 0; i < s->nsources; i++)
 		dump_source(s, &s->sources[i], o);
 	if (s->stream)
-		dump_stream(s->stream, o);
+		dump_stream(s, o);
 }

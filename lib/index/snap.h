@@ -4,7 +4,8 @@
  * in its table entry, and the header one over itself and the table, so
  * that a reader can read and check only the sections it uses.  A writer
  * gathers the sections record by record and writes them atomically
- * (temporary file, fsync, rename); what the records say is their owners'
+ * (temporary file, fsync, rename; a device or a fifo is written to
+ * directly, never renamed over: base/product.h); what the records say is their owners'
  * business (snapstate.c: the index and its workers; the matcher: its own,
  * kv_match_save), and they write canonically (sorted; no pointers, no time
  * of writing), so equal state gives equal bytes.  Loading reads the file
@@ -37,7 +38,10 @@
  *    none over the whole file: a reader reads and checks what it uses
  * 6: blocks in columns (chains, sets and runs for lookups; parents and
  *    locals beside the engine hashes, read when those are) */
-#define KV_SNAP_VERSION 6
+#define KV_SNAP_VERSION 7
+/* The oldest version read: 6, whose files mean the same where no partition
+ * name holds a backslash or '#' (kvsnap(5)). */
+#define KV_SNAP_VERSION_READ 6
 
 /* The parts of a snapshot a reader reads and checks (kv_snap_open), each a
  * run of whole sections: what prefix lookups need (META to HOLDERS: the
@@ -56,6 +60,7 @@ enum kv_snap_section {
 	KV_SEC_SETS, KV_SEC_HOLDERS, KV_SEC_PARENTS, KV_SEC_LOCALS, KV_SEC_ORPHANS, KV_SEC_EHASHES, KV_SEC_EHASH_BLOCKS,
 	KV_SEC_STALE, KV_SEC_CONTENT, KV_SEC_OFFLOAD, KV_SEC_PENDING, KV_SEC_SOURCES,
 	KV_SEC_STREAM,   /* written only when the input came from kvnats -C: readers before it skip it */
+	KV_SEC_STREAM_ID, /* and the stream's name and creation time, when known: likewise */
 	KV_SEC_MAX
 };
 
@@ -82,7 +87,8 @@ struct kv_snap_partition {
 struct kv_snap_worker {
 	struct kv_snap_str instance_id, host;
 	uint32_t dp_rank, flags;         /* flags bit 0: inferred from a source; bit 1: a pool holder (dp_rank 0) */
-	uint32_t block_size, reserved;
+	uint32_t block_size;
+	uint32_t partition;              /* 1 + the partition its registration names (an engine's); 0: none */
 };
 /* A block, in columns: BLOCKS its chain (u64), BLOCK_SETS its holders (u32,
  * an index into SETS), RUNS its run (u8, below), PARENTS its parent (u32:
@@ -110,8 +116,10 @@ struct kv_snap_source {
 	uint64_t last_recv_ns;           /* of its last batch: event lines that continue it are no new batch */
 };
 
-/* Where the input stopped in the JetStream stream it was consumed from. */
+/* Where the input stopped in the JetStream stream it was consumed from,
+ * and which stream that is: its name and creation time (kvcap(5)). */
 struct kv_snap_stream { uint64_t last_seq, reserved; };
+struct kv_snap_stream_id { struct kv_snap_str name; uint64_t created_ns; };
 
 /* A loaded, validated snapshot: views into the file's bytes, read into
  * memory.  The views of a part not read (parts) are NULL, their counts 0. */
@@ -122,6 +130,7 @@ struct kv_snap {
 	unsigned parts;     /* KV_SNAP_PART_* read and checked */
 	char *path;         /* not NULL while parts of the file are left to read: its name */
 	int fd;             /* and the file, open then */
+	unsigned version;   /* of the file's format (KV_SNAP_VERSION_READ to KV_SNAP_VERSION) */
 	const struct kv_snap_meta *meta;
 	const char *strings;
 	size_t nstrings;
@@ -155,6 +164,7 @@ struct kv_snap {
 	const struct kv_snap_source *sources;
 	size_t nsources;
 	const struct kv_snap_stream *stream;   /* NULL: no stream position */
+	const struct kv_snap_stream_id *stream_id;  /* NULL: the stream not named */
 	/* per partition, a directory of where each top-bits prefix of the
 	 * chains starts (built by kv_snap_load, so that a lookup reads one
 	 * directory slot and a block or two); NULL: binary search */
@@ -164,13 +174,26 @@ struct kv_snap {
 	uint64_t range_total[KV_RANGE_MAX];   /* records of each kind of range in the file, read or not */
 };
 
+/* The most a snapshot that is not a regular file (a pipe, a device) may
+ * say it holds: it has no size of its own to bound what is read
+ * (kvsnap(5) "Validation"). */
+#define KV_SNAP_MAX_STREAM ((uint64_t)4 << 30)
+
 /* Reads (a regular file, a pipe, a device) and validates the parts asked
  * for (KV_SNAP_PART_*; the header and table always); false with `PATH: why`
  * in e: 66 when the file could not be opened or read (a directory among
- * them), 65 when it could but is not a valid snapshot.  Of a regular file
- * only those parts are read, and the file stays open for kv_snap_read;
- * anything else is read whole. */
+ * them), 65 when it could but is not a valid snapshot, and status 0 when
+ * a stop signal ended the load (kv_input_stopped).  Of a regular file of
+ * 1 MiB and more only those parts are read, and the file stays open for
+ * kv_snap_read; anything else is read whole, never beyond the size its
+ * header says, and that at most KV_SNAP_MAX_STREAM when it is not a
+ * regular file. */
 bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e);
+/* kv_snap_open of a path watched for replacements (kvquery --watch): it
+ * opens without waiting, and refuses (66) anything but a regular file, so
+ * that a fifo or a device put in the snapshot's place neither hangs the
+ * program nor is read. */
+bool kv_snap_open_regular(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e);
 /* kv_snap_open of every part. */
 bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e);
 /* Reads and validates more parts of a snapshot kv_snap_open loaded (none
@@ -257,6 +280,7 @@ static const uint32_t kv_snap_record_size[KV_SEC_MAX] = {
 	[KV_SEC_PENDING] = sizeof(struct kv_snap_pending),
 	[KV_SEC_SOURCES] = sizeof(struct kv_snap_source),
 	[KV_SEC_STREAM] = sizeof(struct kv_snap_stream),
+	[KV_SEC_STREAM_ID] = sizeof(struct kv_snap_stream_id),
 };
 
 struct kv_snap_buf {

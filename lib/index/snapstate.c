@@ -24,7 +24,19 @@ static int by_u32(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
-static void build_workers(struct kv_snap_writer *b, const struct kv_workers *ws)
+/* 1 + the snapshot position of the partition a worker's registration
+ * names (kvquery --shared-pool's candidates), 0 for a worker registered
+ * as no engine's, inferred or a pool holder. */
+static uint32_t registered_partition(const struct kv_snap_writer *b, const struct kv_index *ix,
+				     const struct kv_worker *w)
+{
+	if (w->inferred || w->pool || !w->model)
+		return 0;
+	int64_t p = kv_index_find_partition(ix, w->model, w->tenant ? w->tenant : "default");
+	return p < 0 ? 0 : b->pmap[p] + 1;
+}
+
+static void build_workers(struct kv_snap_writer *b, const struct kv_index *ix, const struct kv_workers *ws)
 {
 	uint32_t *order = kv_xmalloc((ws->n + 1) * sizeof *order);
 	for (uint32_t i = 0; i < ws->n; i++)
@@ -36,7 +48,8 @@ static void build_workers(struct kv_snap_writer *b, const struct kv_workers *ws)
 		b->wmap[order[k]] = k;
 		struct kv_snap_worker r = {
 			kv_snapw_string(b, w->instance_id), kv_snapw_string(b, w->host),
-			w->pool ? 0u : (uint32_t)w->dp_rank, (w->inferred ? 1u : 0u) | (w->pool ? 2u : 0u), w->block_size, 0,
+			w->pool ? 0u : (uint32_t)w->dp_rank, (w->inferred ? 1u : 0u) | (w->pool ? 2u : 0u), w->block_size,
+			registered_partition(b, ix, w),
 		};
 		kv_snapw_add(b, KV_SEC_WORKERS, &r, 1);
 	}
@@ -622,9 +635,8 @@ struct tail {
 	const void *arg;
 };
 
-/* The partition records, in order of name (their ranges set as their
- * sections are built), and the orders that sets. */
-static void add_partitions(struct kv_snap_writer *b, const struct kv_index *ix)
+/* The partitions' order, by name: the snapshot's. */
+static void order_partitions(struct kv_snap_writer *b, const struct kv_index *ix)
 {
 	b->nparts = (uint32_t)ix->n;
 	b->porder = kv_xmalloc((ix->n + 1) * sizeof *b->porder);
@@ -632,9 +644,16 @@ static void add_partitions(struct kv_snap_writer *b, const struct kv_index *ix)
 	for (uint32_t i = 0; i < ix->n; i++)
 		b->porder[i] = i;
 	qsort_r(b->porder, ix->n, sizeof *b->porder, by_partition_name, (void *)ix);
+	for (uint32_t k = 0; k < ix->n; k++)
+		b->pmap[b->porder[k]] = k;
+}
+
+/* The partition records, in that order (their ranges set as their
+ * sections are built). */
+static void add_partitions(struct kv_snap_writer *b, const struct kv_index *ix)
+{
 	for (uint32_t k = 0; k < ix->n; k++) {
 		const struct kv_partition *p = &ix->p[b->porder[k]];
-		b->pmap[b->porder[k]] = k;
 		struct kv_snap_partition rp = { kv_snapw_string(b, p->model), kv_snapw_string(b, p->tenant), p->block_size,
 						p->stale_possible ? 1u : 0u, p->ehash_mark, { { 0, 0 } } };
 		kv_snapw_add(b, KV_SEC_PARTITIONS, &rp, 1);
@@ -653,7 +672,8 @@ static void add_partitions(struct kv_snap_writer *b, const struct kv_index *ix)
 static void build_index(struct kv_snap_writer *b, const struct kv_index *ix, const struct kv_workers *ws,
 			struct tail tail)
 {
-	build_workers(b, ws);
+	order_partitions(b, ix);
+	build_workers(b, ix, ws);
 	add_partitions(b, ix);
 	for (uint32_t k = 0; k < ix->n; k++) {
 		struct key_dir d;
@@ -736,6 +756,16 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 		 * what the extra ones held is left out (checked below). */
 		if (wid[i] != KV_NO_WORKER && !ws->v[wid[i]].block_size)
 			ws->v[wid[i]].block_size = s->workers[i].block_size;
+		/* a worker registered then, and not in this run's registrations:
+		 * its partition stays its own, for the next snapshot */
+		if (wid[i] != KV_NO_WORKER && s->workers[i].partition && !ws->v[wid[i]].model) {
+			const struct kv_snap_partition *rp = &s->partitions[s->workers[i].partition - 1];
+			size_t mn, tn;
+			const char *model = kv_snap_string(s, rp->model, &mn), *tenant = kv_snap_string(s, rp->tenant, &tn);
+			ws->v[wid[i]].model = kv_xstrndup(model, mn);
+			free(ws->v[wid[i]].tenant);
+			ws->v[wid[i]].tenant = kv_xstrndup(tenant, tn);
+		}
 		free(id);
 		free(h);
 	}

@@ -2,6 +2,7 @@
 #include "index/workers.h"
 #include "net/endpoint.h"
 #include "index/index.h"
+#include "base/optval.h"
 #include "base/util.h"
 
 #include <stdio.h>
@@ -331,36 +332,26 @@ size_t kv_workers_on_host(struct kv_workers *ws, struct kv_str ip, uint32_t *out
 	return l->n;
 }
 
-/* "BACKEND_ID=INSTANCE[,INSTANCE]..." with no empty name anywhere. */
-static bool serves_spec_ok(const char *spec)
+const char *kv_workers_add_serves(struct kv_workers *ws, const char *spec)
 {
-	const char *eq = strchr(spec, '=');
-	if (!eq || eq == spec || !eq[1])
-		return false;
-	for (const char *p = eq + 1;; p++) {
-		size_t n = strcspn(p, ",");
-		if (n == 0)
-			return false;
-		p += n;
-		if (!*p)
-			return true;
-	}
-}
-
-bool kv_workers_add_serves(struct kv_workers *ws, const char *spec)
-{
+	struct kv_span backend, list;
+	const char *why = kv_pair_flaw(spec, &backend, &list);
+	if (why)
+		return why;
 	/* all or nothing: a refused spec leaves no half of itself behind */
-	if (!serves_spec_ok(spec))
-		return false;
-	const char *eq = strchr(spec, '=');
-	for (const char *p = eq + 1; *p;) {
-		size_t n = strcspn(p, ",");
+	size_t n = 0;
+	for (const char *p = list.p; (p = strchr(p, ',')); p++)
+		n++;
+	struct kv_span *names = kv_xmalloc((n + 1) * sizeof *names);
+	why = kv_list_flaw(list.p, ',', names, n + 1, &n);
+	for (size_t i = 0; !why && i < n; i++) {
 		ws->serves = kv_xgrow(ws->serves, &ws->capserves, ws->nserves + 1, sizeof *ws->serves);
-		ws->serves[ws->nserves++] = (struct kv_serves){ kv_xstrndup(spec, (size_t)(eq - spec)), kv_xstrndup(p, n) };
-		p += n + (p[n] == ',');
+		ws->serves[ws->nserves++] =
+			(struct kv_serves){ kv_xstrndup(backend.p, backend.n), kv_xstrndup(names[i].p, names[i].n) };
 	}
-	ws->hosts_stale = true;
-	return true;
+	free(names);
+	ws->hosts_stale |= !why;
+	return why;
 }
 
 uint32_t kv_workers_pool_holder(struct kv_workers *ws, struct kv_str backend_id)

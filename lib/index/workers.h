@@ -111,8 +111,10 @@ bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub
 
 /* Takes "BACKEND_ID=INSTANCE[,INSTANCE]..." (kvmatch --backend-serves):
  * pool events from BACKEND_ID target those instances' workers, every DP
- * rank.  false when the text has no '=', or an empty name. */
-bool kv_workers_add_serves(struct kv_workers *ws, const char *spec);
+ * rank.  NULL, or why the text is refused (kv_pair_flaw, kv_list_flaw:
+ * no '=' or more than one, an empty, padded or control-character name),
+ * with nothing added. */
+const char *kv_workers_add_serves(struct kv_workers *ws, const char *spec);
 /* The pool holder named backend_id (kvmatch(1) "Pool events"): the pool itself holds the
  * blocks of its events when backend_id names no worker (a decoupled cache
  * daemon).  A worker with dp_rank -1, so that it never is an engine's.

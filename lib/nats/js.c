@@ -9,15 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Async publishes in flight before js_PublishMsgAsync waits. */
 #define MAX_IN_FLIGHT 4096
 /* An async publish not acknowledged within this is handed back for a retry. */
 #define ACK_WAIT_MS 5000
 #define API_WAIT_MS 5000
-/* How long a message the stream's leader is asked for is asked again. */
-#define MSG_GET_RETRY_MS 10000
 /* How long the connection may take to drain before the library is torn down. */
 #define DRAIN_WAIT_MS 5000
 /* What one fetch may bring at most, whatever its count: memory stays bounded
@@ -29,12 +29,14 @@ struct kv_js {
 	natsConnection *nc;
 	jsCtx *js;
 	char *servers;
-	uint64_t retry_ns;         /* how long a publish is retried */
+	uint64_t retry_ns;         /* how long a publish is retried, and a request asked again */
 	bool given_up;             /* one was lost: the others are not retried */
+	char *header_subject;      /* messages on it are headers, the others records */
 	pthread_mutex_t mu;        /* guards st and retry: acks arrive on a libnats thread */
 	struct kv_js_pub_stats st;
 	natsMsg **retry;
 	size_t nretry, capretry;
+	struct kv_js_hold *hold;   /* the durable this kvnats holds, if any */
 };
 
 struct kv_js_sub {
@@ -57,6 +59,8 @@ struct kv_js_sub {
 	uint64_t restarts;
 };
 
+static void hold_free(struct kv_js_hold *h);
+
 /* libnats's own words for a failure: the JetStream error when there is one. */
 static const char *why(natsStatus s)
 {
@@ -71,22 +75,63 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/* A request JetStream did not serve is asked again while the retry time
+ * lasts when it may be served later: it timed out (a server that died, a
+ * cluster electing the leaders of its streams and consumers), nobody
+ * answered it (a server still starting), or JetStream said it is not
+ * available yet.  What it refused for good (no such stream, a bad request)
+ * is not asked again. */
+struct again {
+	uint64_t deadline;
+	unsigned delay_ms;
+};
+
+static struct again again_begin(const struct kv_js *k)
+{
+	return (struct again){ kv_monotonic_ns() + k->retry_ns, 100 };
+}
+
+static bool transient(natsStatus s, jsErrCode jerr)
+{
+	return s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS || s == NATS_CONNECTION_DISCONNECTED ||
+	       jerr == JSClusterNotAvailErr || jerr == JSClusterNotLeaderErr;
+}
+
+/* After a request that failed: whether to ask again (having waited a little). */
+static bool ask_again(struct again *a, natsStatus s, jsErrCode jerr)
+{
+	if (s == NATS_OK || !transient(s, jerr) || kv_monotonic_ns() + a->delay_ms * 1000000ull > a->deadline)
+		return false;
+	sleep_ms(a->delay_ms);
+	a->delay_ms = a->delay_ms < 1000 ? a->delay_ms * 2 : 1000;
+	return true;
+}
+
+/* The counts of the kind of message m is (k->mu held). */
+static struct kv_js_pub_counts *counts_of(struct kv_js *k, natsMsg *m)
+{
+	const char *subject = natsMsg_GetSubject(m);
+	bool header = k->header_subject && subject && strcmp(subject, k->header_subject) == 0;
+	return header ? &k->st.headers : &k->st.records;
+}
+
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
 	(void)js;
 	struct kv_js *k = closure;
 	pthread_mutex_lock(&k->mu);
+	struct kv_js_pub_counts *c = counts_of(k, msg);
 	if (pa) {
 		if (pa->Duplicate)
-			k->st.duplicates++;
+			c->duplicates++;
 		else
-			k->st.stored++;
+			c->stored++;
 		natsMsg_Destroy(msg);
 	} else {
 		/* kept for kv_js_publish to retry, on the main thread */
 		k->retry = kv_xgrow(k->retry, &k->capretry, k->nretry + 1, sizeof *k->retry); // NOLINT(bugprone-sizeof-expression)
 		k->retry[k->nretry++] = msg;
-		k->st.retried++;
+		c->retried++;
 		snprintf(k->st.last_error, sizeof k->st.last_error, "%s",
 			 pae && pae->ErrText ? pae->ErrText : natsStatus_GetText(pae ? pae->Err : NATS_ERR));
 	}
@@ -197,11 +242,13 @@ void kv_js_close(struct kv_js *k)
 		natsMsg_Destroy(k->retry[i]);
 	free(k->retry);
 	jsCtx_Destroy(k->js);
+	hold_free(k->hold);
 	if (k->nc)
 		natsConnection_Close(k->nc);
 	natsConnection_Destroy(k->nc);
 	natsOptions_Destroy(k->no);
 	pthread_mutex_destroy(&k->mu);
+	free(k->header_subject);
 	free(k->servers);
 	free(k);
 	/* the library's threads and memory, so that leak checkers see none */
@@ -213,39 +260,46 @@ static bool stream_missing(natsStatus s, jsErrCode jerr)
 	return s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr;
 }
 
-/* The stream's range; false with *missing when there is no such stream
- * (e untouched), or with e (69) when the server fails. */
-static bool stream_range(struct kv_js *k, const char *name, uint64_t *first, uint64_t *last, bool *missing,
+/* The stream's state; false with *missing when there is no such stream
+ * (e untouched), or with e (69) when the servers fail. */
+static bool stream_state(struct kv_js *k, const char *name, struct kv_js_stream_state *st, bool *missing,
 			 struct kv_err *e)
 {
 	jsStreamInfo *si = NULL;
-	jsErrCode jerr = 0;
-	natsStatus s = js_GetStreamInfo(&si, k->js, name, NULL, &jerr);
+	jsErrCode jerr;
+	natsStatus s;
+	struct again a = again_begin(k);
+	do {
+		jerr = 0;
+		s = js_GetStreamInfo(&si, k->js, name, NULL, &jerr);
+	} while (ask_again(&a, s, jerr));
 	*missing = stream_missing(s, jerr);
 	if (*missing)
 		return false;
 	if (s != NATS_OK)
 		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: %s", k->servers, name, why(s));
-	*first = si->State.FirstSeq;
-	*last = si->State.LastSeq;
+	st->first = si->State.FirstSeq;
+	st->last = si->State.LastSeq;
+	st->created_ns = si->Created;
+	st->replicas = si->Config ? si->Config->Replicas : 1;
 	jsStreamInfo_Destroy(si);
 	return true;
 }
 
-bool kv_js_stream_range(struct kv_js *k, const char *name, uint64_t *first, uint64_t *last, struct kv_err *e)
+bool kv_js_stream_state(struct kv_js *k, const char *name, struct kv_js_stream_state *st, struct kv_err *e)
 {
 	bool missing;
-	if (stream_range(k, name, first, last, &missing, e))
+	if (stream_state(k, name, st, &missing, e))
 		return true;
 	return missing ? kv_err_set(e, KV_EX_NOINPUT, "%s: no stream %s", k->servers, name) : false;
 }
 
 bool kv_js_ensure_stream(struct kv_js *k, const struct kv_js_stream_opts *o, bool *created, struct kv_err *e)
 {
-	uint64_t first, last;
+	struct kv_js_stream_state st;
 	bool missing;
 	*created = false;
-	if (stream_range(k, o->name, &first, &last, &missing, e))
+	if (stream_state(k, o->name, &st, &missing, e))
 		return true;
 	if (!missing)
 		return false;
@@ -261,8 +315,15 @@ bool kv_js_ensure_stream(struct kv_js *k, const struct kv_js_stream_opts *o, boo
 	cfg.MaxBytes = o->max_bytes;
 	cfg.Duplicates = o->dup_window_ns;
 	jsStreamInfo *si = NULL;
-	jsErrCode jerr = 0;
-	natsStatus s = js_AddStream(&si, k->js, &cfg, NULL, &jerr);
+	jsErrCode jerr;
+	natsStatus s;
+	struct again a = again_begin(k);
+	do {
+		jerr = 0;
+		jsStreamInfo_Destroy(si);
+		si = NULL;
+		s = js_AddStream(&si, k->js, &cfg, NULL, &jerr);
+	} while (ask_again(&a, s, jerr));
 	jsStreamInfo_Destroy(si);
 	if (s == NATS_OK) {
 		*created = true;
@@ -280,6 +341,12 @@ void kv_js_set_retry(struct kv_js *k, uint64_t ns)
 	k->retry_ns = ns;
 }
 
+void kv_js_set_header_subject(struct kv_js *k, const char *subject)
+{
+	free(k->header_subject);
+	k->header_subject = kv_xstrdup(subject);
+}
+
 /* One message, synchronously, until it is acknowledged or the retry time
  * has passed; takes the message. */
 static bool publish_until_acked(struct kv_js *k, natsMsg *m)
@@ -294,16 +361,17 @@ static bool publish_until_acked(struct kv_js *k, natsMsg *m)
 		jsErrCode jerr = 0;
 		natsStatus s = js_PublishMsg(&pa, k->js, m, &po, &jerr);
 		pthread_mutex_lock(&k->mu);
+		struct kv_js_pub_counts *c = counts_of(k, m);
 		if (s == NATS_OK) {
 			if (pa->Duplicate)
-				k->st.duplicates++;
+				c->duplicates++;
 			else
-				k->st.stored++;
+				c->stored++;
 		} else {
 			snprintf(k->st.last_error, sizeof k->st.last_error, "%s", why(s));
 		}
 		bool lost = s != NATS_OK && (k->given_up || kv_monotonic_ns() > deadline);
-		k->st.lost += lost;
+		c->lost += lost;
 		k->given_up |= lost;
 		pthread_mutex_unlock(&k->mu);
 		jsPubAck_Destroy(pa);
@@ -343,7 +411,7 @@ bool kv_js_publish(struct kv_js *k, const char *subject, const char *msg_id, con
 	jsPubOptions_Init(&po);
 	po.MaxWait = ACK_WAIT_MS;
 	pthread_mutex_lock(&k->mu);
-	k->st.published++;
+	counts_of(k, m)->published++;
 	pthread_mutex_unlock(&k->mu);
 	uint64_t deadline = kv_monotonic_ns() + k->retry_ns;
 	for (;;) {
@@ -354,7 +422,7 @@ bool kv_js_publish(struct kv_js *k, const char *subject, const char *msg_id, con
 		ok &= retry_refused(k);
 		if (s != NATS_TIMEOUT || kv_monotonic_ns() > deadline) {
 			pthread_mutex_lock(&k->mu);
-			k->st.retried++;
+			counts_of(k, m)->retried++;
 			pthread_mutex_unlock(&k->mu);
 			return publish_until_acked(k, m) && ok;
 		}
@@ -375,7 +443,7 @@ bool kv_js_publish_finish(struct kv_js *k, struct kv_js_pub_stats *st)
 			if (js_PublishAsyncGetPendingList(&pending, k->js) == NATS_OK) {
 				for (int i = 0; i < pending.Count; i++) {
 					pthread_mutex_lock(&k->mu);
-					k->st.retried++;
+					counts_of(k, pending.Msgs[i])->retried++;
 					pthread_mutex_unlock(&k->mu);
 					ok &= publish_until_acked(k, pending.Msgs[i]);
 					pending.Msgs[i] = NULL;
@@ -392,72 +460,252 @@ bool kv_js_publish_finish(struct kv_js *k, struct kv_js_pub_stats *st)
 	pthread_mutex_lock(&k->mu);
 	*st = k->st;
 	pthread_mutex_unlock(&k->mu);
-	return ok && st->lost == 0;
+	return ok && st->records.lost == 0 && st->headers.lost == 0;
 }
 
 /* ---- consuming ---- */
 
-static bool create_consumer(struct kv_js *k, const struct kv_js_consumer_opts *o, const jsConsumerConfig *base,
-			    char **name, uint64_t *delivered, struct kv_err *e)
+/* One kvnats at a time on a durable.  Two pulling from one consumer share
+ * its messages between them, each starting the consumer again at every gap
+ * the other makes: duplicates, failures and hangs.  JetStream (2.9) has no
+ * owner for a pull consumer, so kvnats holds a durable by answering on a
+ * subject of its own for it (HOLD_PREFIX.STREAM.DURABLE) for as long as its
+ * connection lives (a killed kvnats lets go at once: the server closes its
+ * connection).  One that means to take a durable subscribes there, waits
+ * for its interest to reach the cluster, and asks who is there: it gives up
+ * when one answers that it holds the durable, or that it is taking it too
+ * and drew a smaller number (each draws one at random); and one taking it
+ * gives up when asked by one with a smaller number.  Of any that overlap
+ * in time, the one with the smallest number takes it. */
+#define HOLD_PREFIX "_KVNATS.DURABLE"
+#define HOLD_SETTLE_MS 100
+#define HOLD_WINDOW_MS 500
+
+enum hold_state { HOLD_TAKING, HOLD_HELD, HOLD_LOST };
+
+struct kv_js_hold {
+	pthread_mutex_t mu;
+	enum hold_state state;
+	unsigned long long number;
+	natsSubscription *sub;
+	char subject[600];
+};
+
+static unsigned long long draw_number(void)
 {
-	jsConsumerConfig cc;
-	if (base) {
-		cc = *base;
-	} else {
-		jsConsumerConfig_Init(&cc);
-		cc.Durable = o->durable;
-		cc.FilterSubject = o->filter;
-		cc.AckPolicy = o->durable ? js_AckAll : js_AckNone;
-		cc.MaxAckPending = 100000;
-		cc.DeliverPolicy = o->start == KV_JS_START_SEQ ? js_DeliverByStartSequence :
-				   o->start == KV_JS_START_TIME ? js_DeliverByStartTime : js_DeliverAll;
-		cc.OptStartSeq = o->start == KV_JS_START_SEQ ? o->start_seq : 0;
-		cc.OptStartTime = o->start == KV_JS_START_TIME ? o->start_time_ns : 0;
+	unsigned long long n = 0;
+	if (getrandom(&n, sizeof n, 0) != (ssize_t)sizeof n)
+		n = kv_realtime_ns() ^ (unsigned long long)getpid() << 40;
+	return n ? n : 1;
+}
+
+/* The text of a message, NUL-terminated, at most n - 1 bytes of it. */
+static void message_text(natsMsg *m, char *buf, size_t n)
+{
+	int len = natsMsg_GetDataLength(m);
+	size_t k = len > 0 ? (size_t)len : 0;
+	if (k >= n)
+		k = n - 1;
+	memcpy(buf, natsMsg_GetData(m), k);
+	buf[k] = 0;
+}
+
+/* "WORD N": the word and the number; false for anything else. */
+static bool word_number(const char *text, char *word, size_t size, unsigned long long *n)
+{
+	const char *sp = strchr(text, ' ');
+	uint64_t v;
+	if (!sp || (size_t)(sp - text) >= size || !kv_parse_u64(sp + 1, 0, UINT64_MAX, &v))
+		return false;
+	memcpy(word, text, (size_t)(sp - text));
+	word[sp - text] = 0;
+	*n = v;
+	return true;
+}
+
+/* "who N" asked by another: our state and number (libnats's thread). */
+static void on_hold_question(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+	(void)sub;
+	struct kv_js_hold *h = closure;
+	char text[64], word[16], answer[64];
+	unsigned long long theirs;
+	message_text(msg, text, sizeof text);
+	const char *reply = natsMsg_GetReply(msg);
+	if (reply && word_number(text, word, sizeof word, &theirs) && strcmp(word, "who") == 0 && theirs != h->number) {
+		pthread_mutex_lock(&h->mu);
+		if (h->state == HOLD_TAKING && theirs < h->number)
+			h->state = HOLD_LOST;
+		snprintf(answer, sizeof answer, "%s %llu", h->state == HOLD_HELD ? "held" : "taking", h->number);
+		pthread_mutex_unlock(&h->mu);
+		natsConnection_PublishString(nc, reply, answer);
 	}
+	natsMsg_Destroy(msg);
+}
+
+/* Whether an answer to our question says another has the durable, or has
+ * a better claim to it. */
+static bool another_has_it(natsMsg *m, unsigned long long ours)
+{
+	char text[64], word[16];
+	unsigned long long theirs;
+	message_text(m, text, sizeof text);
+	if (!word_number(text, word, sizeof word, &theirs) || theirs == ours)
+		return false;
+	return strcmp(word, "held") == 0 || (strcmp(word, "taking") == 0 && theirs < ours);
+}
+
+/* Asks who is on the durable; true when another has it. */
+static bool ask_who_holds(struct kv_js *k, struct kv_js_hold *h)
+{
+	natsInbox *inbox = NULL;
+	natsSubscription *answers = NULL;
+	char question[64];
+	snprintf(question, sizeof question, "who %llu", h->number);
+	bool other = false;
+	if (natsInbox_Create(&inbox) != NATS_OK || natsConnection_SubscribeSync(&answers, k->nc, inbox) != NATS_OK ||
+	    natsConnection_PublishRequestString(k->nc, h->subject, inbox, question) != NATS_OK) {
+		natsSubscription_Destroy(answers);
+		natsInbox_Destroy(inbox);
+		return false;
+	}
+	uint64_t until = kv_monotonic_ns() + HOLD_WINDOW_MS * 1000000ull;
+	for (uint64_t now = kv_monotonic_ns(); now < until && !other; now = kv_monotonic_ns()) {
+		natsMsg *m = NULL;
+		if (natsSubscription_NextMsg(&m, answers, (int64_t)((until - now) / 1000000u) + 1) != NATS_OK)
+			break;
+		other = another_has_it(m, h->number);
+		natsMsg_Destroy(m);
+	}
+	natsSubscription_Unsubscribe(answers);
+	natsSubscription_Destroy(answers);
+	natsInbox_Destroy(inbox);
+	return other;
+}
+
+/* Takes the durable, or fails with e (69) when another kvnats has it. */
+static bool hold_durable(struct kv_js *k, const char *stream, const char *durable, struct kv_err *e)
+{
+	struct kv_js_hold *h = kv_xcalloc(1, sizeof *h);
+	pthread_mutex_init(&h->mu, NULL);
+	h->state = HOLD_TAKING;
+	h->number = draw_number();
+	snprintf(h->subject, sizeof h->subject, "%s.%s.%s", HOLD_PREFIX, stream, durable);
+	k->hold = h;   /* freed at kv_js_close, once no callback can run */
+	natsStatus s = natsConnection_Subscribe(&h->sub, k->nc, h->subject, on_hold_question, h);
+	if (s == NATS_OK)
+		s = natsConnection_FlushTimeout(k->nc, API_WAIT_MS);
+	if (s != NATS_OK)
+		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, stream, durable,
+				  why(s));
+	sleep_ms(HOLD_SETTLE_MS);
+	bool other = ask_who_holds(k, h);
+	pthread_mutex_lock(&h->mu);
+	other |= h->state == HOLD_LOST;
+	if (!other)
+		h->state = HOLD_HELD;
+	pthread_mutex_unlock(&h->mu);
+	if (!other)
+		return true;
+	natsSubscription_Unsubscribe(h->sub);
+	return kv_err_set(e, KV_EX_UNAVAILABLE,
+			  "stream %s: durable %s is in use by another kvnats -C (one consumer per durable at a time)",
+			  stream, durable);
+}
+
+static void hold_free(struct kv_js_hold *h)
+{
+	if (!h)
+		return;
+	natsSubscription_Destroy(h->sub);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}
+
+/* Creates the consumer of cc; *after is the stream sequence it delivers
+ * after (its start less one, or where the stream's first message is). */
+static bool create_consumer(struct kv_js *k, const char *stream, jsConsumerConfig *cc, char **name,
+			    uint64_t *after, struct kv_err *e)
+{
 	jsConsumerInfo *ci = NULL;
-	jsErrCode jerr = 0;
-	natsStatus s = js_AddConsumer(&ci, k->js, o->stream, &cc, NULL, &jerr);
+	jsErrCode jerr;
+	natsStatus s;
+	struct again a = again_begin(k);
+	do {
+		jerr = 0;
+		jsConsumerInfo_Destroy(ci);
+		ci = NULL;
+		s = js_AddConsumer(&ci, k->js, stream, cc, NULL, &jerr);
+	} while (ask_again(&a, s, jerr));
 	if (stream_missing(s, jerr))
-		return kv_err_set(e, KV_EX_NOINPUT, "%s: no stream %s", k->servers, o->stream);
+		return kv_err_set(e, KV_EX_NOINPUT, "%s: no stream %s", k->servers, stream);
 	if (s != NATS_OK)
 		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: cannot create a consumer: %s", k->servers,
-				  o->stream, why(s));
+				  stream, why(s));
 	*name = kv_xstrdup(ci->Name);
-	*delivered = ci->Delivered.Stream;
+	*after = ci->Delivered.Stream;
 	jsConsumerInfo_Destroy(ci);
 	return true;
 }
 
-/* An existing durable: bound as it is, or created again after its last
- * acknowledged message when some deliveries were never acknowledged
- * (JetStream would send those again after newer ones: out of order). */
+/* Where o asks the consumer to start (no start: the stream's beginning). */
+static void start_where_asked(jsConsumerConfig *cc, const struct kv_js_consumer_opts *o)
+{
+	cc->DeliverPolicy = o->start == KV_JS_START_SEQ ? js_DeliverByStartSequence :
+			    o->start == KV_JS_START_TIME ? js_DeliverByStartTime : js_DeliverAll;
+	cc->OptStartSeq = o->start == KV_JS_START_SEQ ? o->start_seq : 0;
+	cc->OptStartTime = o->start == KV_JS_START_TIME ? o->start_time_ns : 0;
+}
+
+static bool delete_consumer(struct kv_js *k, const char *stream, const char *name, struct kv_err *e)
+{
+	jsErrCode jerr;
+	natsStatus s;
+	struct again a = again_begin(k);
+	do {
+		jerr = 0;
+		s = js_DeleteConsumer(k->js, stream, name, NULL, &jerr);
+	} while (ask_again(&a, s, jerr));
+	/* gone already: a deletion asked again after one that timed out */
+	if (s == NATS_OK || s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr)
+		return true;
+	return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: consumer %s: %s", k->servers, stream, name, why(s));
+}
+
+/* An existing durable: bound as it is when it goes on where it is asked to
+ * (after its last delivery, or at the start o asks for); else created again
+ * there: after its last acknowledged message when some deliveries were never
+ * acknowledged (JetStream would send those again after newer ones: out of
+ * order), or where o asks. */
 static bool reuse_durable(struct kv_js *k, const struct kv_js_consumer_opts *o, jsConsumerInfo *ci, char **name,
-			  uint64_t *delivered,
-			  bool *recreated, uint64_t *ack_floor, struct kv_err *e)
+			  struct kv_js_bind_info *info, struct kv_err *e)
 {
 	const char *filter = ci->Config->FilterSubject ? ci->Config->FilterSubject : "";
 	if (o->filter && strcmp(o->filter, filter) != 0)
 		return kv_err_set(e, KV_EX_USAGE, "stream %s: durable %s filters '%s', not '%s'", o->stream, o->durable,
 				  filter, o->filter);
-	if (ci->Delivered.Stream <= ci->AckFloor.Stream && ci->NumAckPending == 0) {
+	bool clean = ci->Delivered.Stream <= ci->AckFloor.Stream && ci->NumAckPending == 0;
+	bool asked = o->start != KV_JS_START_ALL;
+	info->was_after = clean ? ci->Delivered.Stream : ci->AckFloor.Stream;
+	if (clean && (!asked || (o->start == KV_JS_START_SEQ && o->start_seq == info->was_after + 1))) {
+		info->how = KV_JS_RESUMED;
+		info->after = ci->Delivered.Stream;
 		*name = kv_xstrdup(o->durable);
-		*delivered = ci->Delivered.Stream;
 		return true;
 	}
 	jsConsumerConfig cc = *ci->Config;
-	if (ci->AckFloor.Stream > 0) {
-		cc.DeliverPolicy = js_DeliverByStartSequence;
-		cc.OptStartSeq = ci->AckFloor.Stream + 1;
-		cc.OptStartTime = 0;
+	if (asked) {
+		start_where_asked(&cc, o);
+		info->how = KV_JS_MOVED;
+	} else {
+		if (ci->AckFloor.Stream > 0) {
+			cc.DeliverPolicy = js_DeliverByStartSequence;
+			cc.OptStartSeq = ci->AckFloor.Stream + 1;
+			cc.OptStartTime = 0;
+		}
+		info->how = KV_JS_AFTER_ACK;
 	}
-	*recreated = true;
-	*ack_floor = ci->AckFloor.Stream;
-	jsErrCode jerr = 0;
-	natsStatus s = js_DeleteConsumer(k->js, o->stream, o->durable, NULL, &jerr);
-	if (s != NATS_OK)
-		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream,
-				  o->durable, why(s));
-	return create_consumer(k, o, &cc, name, delivered, e);
+	return delete_consumer(k, o->stream, o->durable, e) && create_consumer(k, o->stream, &cc, name, &info->after, e);
 }
 
 static bool bind(struct kv_js_sub *s, struct kv_err *e)
@@ -466,35 +714,69 @@ static bool bind(struct kv_js_sub *s, struct kv_err *e)
 	jsSubOptions_Init(&so);
 	so.Stream = s->stream;
 	so.Consumer = s->name;
-	jsErrCode jerr = 0;
-	natsStatus st = js_PullSubscribe(&s->sub, s->k->js, s->filter, s->name, NULL, &so, &jerr);
+	jsErrCode jerr;
+	natsStatus st;
+	struct again a = again_begin(s->k);
+	do {
+		jerr = 0;
+		natsSubscription_Destroy(s->sub);
+		s->sub = NULL;
+		st = js_PullSubscribe(&s->sub, s->k->js, s->filter, s->name, NULL, &so, &jerr);
+	} while (ask_again(&a, st, jerr));
 	if (st != NATS_OK)
 		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: cannot subscribe: %s", s->k->servers, s->stream,
 				  why(st));
 	return true;
 }
 
-bool kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out, bool *recreated,
-		     uint64_t *ack_floor, struct kv_err *e)
+static bool consumer_info(struct kv_js *k, const char *stream, const char *name, jsConsumerInfo **ci,
+			  jsErrCode *jerr, natsStatus *s)
 {
-	uint64_t first, last;
-	*recreated = false;
-	*ack_floor = 0;
-	if (!kv_js_stream_range(k, o->stream, &first, &last, e))
+	struct again a = again_begin(k);
+	do {
+		*jerr = 0;
+		jsConsumerInfo_Destroy(*ci);
+		*ci = NULL;
+		*s = js_GetConsumerInfo(ci, k->js, stream, name, NULL, jerr);
+	} while (ask_again(&a, *s, *jerr));
+	return *s == NATS_OK;
+}
+
+bool kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struct kv_js_sub **out,
+		     struct kv_js_bind_info *info, struct kv_err *e)
+{
+	struct kv_js_stream_state st = { 0 };
+	memset(info, 0, sizeof *info);
+	if (!kv_js_stream_state(k, o->stream, &st, e))
+		return false;
+	if (o->durable && !hold_durable(k, o->stream, o->durable, e))
 		return false;
 	bool ok;
 	char *name = NULL;
-	uint64_t delivered = 0;
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
-	natsStatus s = o->durable ? js_GetConsumerInfo(&ci, k->js, o->stream, o->durable, NULL, &jerr) : NATS_NOT_FOUND;
-	if (s == NATS_OK)
-		ok = reuse_durable(k, o, ci, &name, &delivered, recreated, ack_floor, e);
-	else if (s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr)
-		ok = create_consumer(k, o, NULL, &name, &delivered, e);
-	else
+	natsStatus s = NATS_NOT_FOUND;
+	if (o->durable)
+		consumer_info(k, o->stream, o->durable, &ci, &jerr, &s);
+	if (s == NATS_OK) {
+		ok = reuse_durable(k, o, ci, &name, info, e);
+	} else if (s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) {
+		jsConsumerConfig cc;
+		jsConsumerConfig_Init(&cc);
+		cc.Durable = o->durable;
+		cc.FilterSubject = o->filter;
+		cc.AckPolicy = o->durable ? js_AckAll : js_AckNone;
+		cc.MaxAckPending = 100000;
+		/* as many copies as the stream, as a durable has: an ephemeral on
+		 * one server alone was lost with it, and the run with it */
+		cc.Replicas = st.replicas;
+		start_where_asked(&cc, o);
+		info->how = KV_JS_NEW;
+		ok = create_consumer(k, o->stream, &cc, &name, &info->after, e);
+	} else {
 		ok = kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: durable %s: %s", k->servers, o->stream, o->durable,
 				why(s));
+	}
 	bool ack = ci ? ci->Config->AckPolicy != js_AckNone : o->durable != NULL;
 	jsConsumerInfo_Destroy(ci);
 	if (!ok) {
@@ -508,7 +790,7 @@ bool kv_js_subscribe(struct kv_js *k, const struct kv_js_consumer_opts *o, struc
 	sub->stream = kv_xstrdup(o->stream);
 	sub->filter = kv_xstrdup(o->filter ? o->filter : "");
 	sub->name = name;
-	sub->start = delivered;
+	sub->start = info->after;
 	if (!bind(sub, e)) {
 		kv_js_unsubscribe(sub);
 		return false;
@@ -523,8 +805,8 @@ static bool restart_after_gap(struct kv_js_sub *s, struct kv_err *e)
 	struct kv_js *k = s->k;
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
-	natsStatus st = js_GetConsumerInfo(&ci, k->js, s->stream, s->name, NULL, &jerr);
-	if (st != NATS_OK)
+	natsStatus st;
+	if (!consumer_info(k, s->stream, s->name, &ci, &jerr, &st))
 		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: stream %s: consumer %s: %s", k->servers, s->stream, s->name,
 				  why(st));
 	jsConsumerConfig cc = *ci->Config;
@@ -538,11 +820,9 @@ static bool restart_after_gap(struct kv_js_sub *s, struct kv_err *e)
 	s->last = NULL;
 	natsSubscription_Destroy(s->sub);
 	s->sub = NULL;
-	js_DeleteConsumer(k->js, s->stream, s->name, NULL, NULL);
-	struct kv_js_consumer_opts o = { .stream = s->stream };
 	char *name = NULL;
-	uint64_t delivered;
-	bool ok = create_consumer(k, &o, &cc, &name, &delivered, e);
+	uint64_t after;
+	bool ok = delete_consumer(k, s->stream, s->name, e) && create_consumer(k, s->stream, &cc, &name, &after, e);
 	jsConsumerInfo_Destroy(ci);
 	if (!ok)
 		return false;
@@ -585,7 +865,7 @@ static void msg_get_request(struct kv_out *body, const struct msg_get *q)
  * there is none.  Only the stream's leader answers with a message; a
  * member that knows of no leader (a cluster electing one, a server back from
  * a restart) answers at once with an error, so errors are tried again for
- * MSG_GET_RETRY_MS, and only the last one is reported.  (The stream's info,
+ * the retry time, and only the last one is reported.  (The stream's info,
  * by contrast, comes from such a member too, with what it holds: a replica
  * catching up answers with less than the stream has.) */
 static bool msg_get_seq(struct kv_js *k, const char *stream, const struct msg_get *q, uint64_t *seq,
@@ -596,7 +876,7 @@ static bool msg_get_seq(struct kv_js *k, const char *stream, const struct msg_ge
 	struct kv_out body;
 	kv_out_open_mem(&body);
 	msg_get_request(&body, q);
-	uint64_t deadline = kv_monotonic_ns() + MSG_GET_RETRY_MS * 1000000ull;
+	uint64_t deadline = kv_monotonic_ns() + k->retry_ns;
 	char last[256] = "";
 	bool ok = false;
 	for (;;) {
@@ -644,8 +924,8 @@ bool kv_js_done(struct kv_js_sub *s, uint64_t end_seq, bool *done, struct kv_err
 {
 	jsConsumerInfo *ci = NULL;
 	jsErrCode jerr = 0;
-	natsStatus st = js_GetConsumerInfo(&ci, s->k->js, s->stream, s->name, NULL, &jerr);
-	if (st != NATS_OK)
+	natsStatus st;
+	if (!consumer_info(s->k, s->stream, s->name, &ci, &jerr, &st))
 		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: consumer: %s", s->k->servers, why(st));
 	uint64_t pending = ci->NumPending;
 	jsConsumerInfo_Destroy(ci);
@@ -687,12 +967,17 @@ bool kv_js_fetch(struct kv_js_sub *s, int max, int timeout_ms, const struct kv_j
 	if (s->restart && !restart_after_gap(s, e))
 		return false;
 	/* a waiting request returns when its batch is full or it expires: so
-	 * everything there is at once, and when nothing is, a wait for one */
-	natsStatus st = pull(s, max, true, timeout_ms);
-	if (st == NATS_OK && s->list.Count == 0)
-		st = NATS_TIMEOUT;
-	if (st == NATS_TIMEOUT || st == NATS_NOT_FOUND)
-		st = pull(s, 1, false, timeout_ms);
+	 * everything there is at once, and when nothing is, a wait for one (its
+	 * timeout is no failure: nothing came) */
+	natsStatus st;
+	struct again a = again_begin(s->k);
+	do {
+		st = pull(s, max, true, timeout_ms);
+		if (st == NATS_OK && s->list.Count == 0)
+			st = NATS_TIMEOUT;
+		if (st == NATS_TIMEOUT || st == NATS_NOT_FOUND)
+			st = pull(s, 1, false, timeout_ms);
+	} while (st != NATS_TIMEOUT && ask_again(&a, st, 0));
 	s->last = NULL;
 	if (st == NATS_TIMEOUT)
 		return true;
@@ -729,8 +1014,13 @@ bool kv_js_ack(struct kv_js_sub *s, bool sync, struct kv_err *e)
 {
 	if (!s->ack || !s->last)
 		return true;
-	jsErrCode jerr = 0;
-	natsStatus st = sync ? natsMsg_AckSync(s->last, NULL, &jerr) : natsMsg_Ack(s->last, NULL);
+	jsErrCode jerr;
+	natsStatus st;
+	struct again a = again_begin(s->k);
+	do {
+		jerr = 0;
+		st = sync ? natsMsg_AckSync(s->last, NULL, &jerr) : natsMsg_Ack(s->last, NULL);
+	} while (ask_again(&a, st, jerr));
 	if (st != NATS_OK)
 		return kv_err_set(e, KV_EX_UNAVAILABLE, "%s: acknowledgement: %s", s->k->servers, why(st));
 	return true;
@@ -746,10 +1036,12 @@ void kv_js_unsubscribe(struct kv_js_sub *s)
 	if (!s)
 		return;
 	natsMsgList_Destroy(&s->list);
-	/* a durable stays on the server; an ephemeral goes now rather than
-	 * after the server's inactivity threshold */
+	/* a durable stays on the server, and is let go; an ephemeral goes now
+	 * rather than after the server's inactivity threshold */
 	if (s->ephemeral && s->name)
 		js_DeleteConsumer(s->k->js, s->stream, s->name, NULL, NULL);
+	if (!s->ephemeral && s->k->hold)
+		natsSubscription_Unsubscribe(s->k->hold->sub);
 	natsSubscription_Destroy(s->sub);
 	free(s->msgs);
 	free(s->stream);
@@ -775,8 +1067,13 @@ static int by_consumer_name(const void *a, const void *b)
 static bool list_consumers(struct kv_js *k, const char *stream, const struct kv_js_lister *l, struct kv_err *e)
 {
 	jsConsumerInfoList *cl = NULL;
-	jsErrCode jerr = 0;
-	natsStatus s = js_Consumers(&cl, k->js, stream, NULL, &jerr);
+	jsErrCode jerr;
+	natsStatus s;
+	struct again a = again_begin(k);
+	do {
+		jerr = 0;
+		s = js_Consumers(&cl, k->js, stream, NULL, &jerr);
+	} while (ask_again(&a, s, jerr));
 	if (s == NATS_NOT_FOUND)
 		return true;
 	if (s != NATS_OK)
@@ -797,8 +1094,13 @@ static bool list_consumers(struct kv_js *k, const char *stream, const struct kv_
 bool kv_js_list(struct kv_js *k, const char *only, const struct kv_js_lister *l, struct kv_err *e)
 {
 	jsStreamInfoList *sl = NULL;
-	jsErrCode jerr = 0;
-	natsStatus s = js_Streams(&sl, k->js, NULL, &jerr);
+	jsErrCode jerr;
+	natsStatus s;
+	struct again a = again_begin(k);
+	do {
+		jerr = 0;
+		s = js_Streams(&sl, k->js, NULL, &jerr);
+	} while (ask_again(&a, s, jerr));
 	if (s == NATS_NOT_FOUND && !only)
 		return true;
 	if (s != NATS_OK && s != NATS_NOT_FOUND)

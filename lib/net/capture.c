@@ -293,6 +293,7 @@ static void write_record(struct kv_capture *c, struct endpoint *ep, uint64_t rec
 		return;
 	}
 	kv_cap_write_record(c->out, recv_ns, ep->src, strlen(ep->src), flags, frames, n);
+	kv_out_end_record(c->out);
 	kv_out_flush_if_full(c->out);
 	c->records++;
 }
@@ -731,6 +732,8 @@ bool kv_capture_write_metrics(const struct kv_capture *c, struct kv_metrics *m, 
 		kv_metrics_sample(m, "kvtools_sub_last_message_seconds", (double)c->eps[i].last_ns / 1e9,
 				  KV_LABELS("src", c->eps[i].src));
 	kv_metrics_family(m, "kvtools_sub_records_total", "counter", "Records written to the capture.");
-	kv_metrics_sample(m, "kvtools_sub_records_total", (double)c->records, NULL);
+	/* those written, not those taken: a record in the buffer when the
+	 * output fails is not in the capture */
+	kv_metrics_sample(m, "kvtools_sub_records_total", (double)kv_out_records(c->out), NULL);
 	return kv_metrics_commit(m, e);
 }

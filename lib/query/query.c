@@ -52,10 +52,15 @@ void kv_qsource_index(struct kv_qsource *s, const struct kv_index *ix, const str
 
 void kv_qsource_free(struct kv_qsource *s)
 {
-	for (size_t i = 0; i < s->npartitions; i++)
+	for (size_t i = 0; i < s->npartitions; i++) {
 		free(s->pworkers ? s->pworkers[i] : NULL);
+		free(s->pcand ? s->pcand[i] : NULL);
+	}
 	free(s->pworkers);
 	free(s->npworkers);
+	free(s->pcand);
+	free(s->npcand);
+	free(s->live_cand);
 	memset(s, 0, sizeof *s);
 }
 
@@ -175,6 +180,47 @@ const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part
 	}
 	*n = s->npworkers[part];
 	return s->pworkers[part];
+}
+
+/* The workers registered in a partition, in worker order (a snapshot's
+ * are numbered in name order, a live index's are sorted). */
+static uint32_t *registered_in(const struct kv_qsource *s, uint32_t part, size_t *n)
+{
+	uint32_t *w = kv_xmalloc((s->nworkers + 1) * sizeof *w);
+	size_t k = 0;
+	for (uint32_t i = 0; i < s->nworkers; i++) {
+		if (s->snap) {
+			if (s->snap->workers[i].partition == part + 1)
+				w[k++] = i;
+			continue;
+		}
+		const struct kv_worker *wk = &s->ws->v[i];
+		const struct kv_partition *p = &s->ix->p[part];
+		if (!wk->inferred && !wk->pool && wk->model && strcmp(wk->model, p->model) == 0 &&
+		    strcmp(wk->tenant ? wk->tenant : "default", p->tenant) == 0)
+			w[k++] = i;
+	}
+	if (!s->snap)
+		kv_workers_sort(s->ws, w, k);
+	*n = k;
+	return w;
+}
+
+const uint32_t *kv_qsource_pool_candidates(struct kv_qsource *s, uint32_t part, size_t *n)
+{
+	if (!s->snap) {
+		free(s->live_cand);
+		s->live_cand = registered_in(s, part, n);
+		return *n ? s->live_cand : kv_qsource_partition_workers(s, part, n);
+	}
+	if (!s->pcand) {
+		s->pcand = kv_xcalloc(s->npartitions + 1, sizeof *s->pcand);
+		s->npcand = kv_xcalloc(s->npartitions + 1, sizeof *s->npcand);
+	}
+	if (!s->pcand[part])
+		s->pcand[part] = registered_in(s, part, &s->npcand[part]);
+	*n = s->npcand[part];
+	return *n ? s->pcand[part] : kv_qsource_partition_workers(s, part, n);
 }
 
 const char *kv_stop_name(enum kv_stop s)
@@ -760,7 +806,9 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 	if (o->candidates) {
 		cand = o->candidates;
 		ncand = o->ncandidates;
-	} else if (o->shared_pool || o->all_workers) {
+	} else if (o->shared_pool) {
+		cand = kv_qsource_pool_candidates(src, req->part, &ncand);
+	} else if (o->all_workers) {
 		cand = kv_qsource_partition_workers(src, req->part, &ncand);
 	}
 	if (o->shared_pool) {

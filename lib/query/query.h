@@ -39,6 +39,11 @@ struct kv_qsource {
 	uint32_t **pworkers;
 	size_t *npworkers;
 	size_t npartitions;
+	/* shared-pool candidates per partition of a snapshot, computed on first use */
+	uint32_t **pcand;
+	size_t *npcand;
+	/* a live index's, computed at each use */
+	uint32_t *live_cand;
 };
 
 void kv_qsource_snap(struct kv_qsource *s, const struct kv_snap *snap);
@@ -59,6 +64,13 @@ const char *kv_qsource_worker(const struct kv_qsource *s, uint32_t w, size_t *le
 /* The workers holding anything in a partition, sorted; pool holders (kvmatch(1)
  * "Pool events") are no workers to answer for and are left out. */
 const uint32_t *kv_qsource_partition_workers(struct kv_qsource *s, uint32_t part, size_t *n);
+/* The candidates of a --shared-pool answer, sorted, as kv-conductor's
+ * newest walk takes them (its registry's pod -> DP table, filtered to the
+ * partition's model and tenant): the engine workers registered in the
+ * partition, whether they hold anything or not; when none is, the workers
+ * holding anything in it (kv_qsource_partition_workers).  Never pool
+ * holders. */
+const uint32_t *kv_qsource_pool_candidates(struct kv_qsource *s, uint32_t part, size_t *n);
 /* Whether w is a pool holder: its blocks count for others under --shared-pool only. */
 bool kv_qsource_is_pool(const struct kv_qsource *s, uint32_t w);
 

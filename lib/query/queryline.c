@@ -140,7 +140,7 @@ static int on_string(void *ctx, const unsigned char *s, size_t n)
 	struct kv_qparser *p = ctx;
 	if (in_list(p, Q_HASHES)) {
 		uint64_t h;
-		const char *why = kv_flexhash_str((const char *)s, n, false, &h);
+		const char *why = kv_hash_value_str((const char *)s, n, &h);
 		if (why)
 			return fail(p, "block_hashes: %s", why);
 		return push_hash(p, h);

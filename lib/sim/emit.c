@@ -1,5 +1,7 @@
 #include "sim/emit.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -125,12 +127,19 @@ void kv_emit_vllm_batch(msgpack_sbuffer *sb, const struct kv_emit_opts *o, doubl
 	msgpack_pack_int64(&pk, dp);
 }
 
-static void pool_event(msgpack_packer *pk, const struct kv_emit_opts *o, const struct kv_emit_pool_event *e)
+static void pack_decimal_key(msgpack_packer *pk, uint64_t h)
+{
+	char key[24];
+	int n = snprintf(key, sizeof key, "%" PRIu64, h);
+	msgpack_pack_str_with_body(pk, key, (size_t)n);
+}
+
+/* memcache MetaService: hashes as u64 (hashAsInt), several an event. */
+static void memcache_event(msgpack_packer *pk, const struct kv_emit_pool_event *e)
 {
 	static const char *const types[] = { "stored", "removed", "cleared" };
-	static const char *const legacy[] = { "BlockStored", "BlockRemoved", "AllBlocksCleared" };
 	bool hashes = e->type != KV_EV_CLEARED;
-	msgpack_pack_map(pk, (o->mooncake ? 8 : 7) + (hashes ? 1 : 0));
+	msgpack_pack_map(pk, 7 + (hashes ? 1 : 0));
 	pack_str(pk, "event_type");
 	pack_str(pk, types[e->type]);
 	pack_str(pk, "timestamp");
@@ -145,39 +154,110 @@ static void pool_event(msgpack_packer *pk, const struct kv_emit_opts *o, const s
 	pack_str(pk, e->medium);
 	pack_str(pk, "dp_rank");
 	msgpack_pack_nil(pk);
-	if (o->mooncake) {
-		pack_str(pk, "type");
-		pack_str(pk, legacy[e->type]);
-	}
 	if (!hashes)
 		return;
-	/* memcache sends u64 (hashAsInt); the Mooncake master packs int64 */
-	pack_str(pk, o->mooncake ? "block_hashes" : "seq_hashes");
+	pack_str(pk, "seq_hashes");
 	msgpack_pack_array(pk, e->nhashes);
-	for (size_t i = 0; i < e->nhashes; i++) {
-		if (o->mooncake)
-			msgpack_pack_int64(pk, (int64_t)e->hashes[i]);
-		else
-			msgpack_pack_uint64(pk, e->hashes[i]);
-	}
+	for (size_t i = 0; i < e->nhashes; i++)
+		msgpack_pack_uint64(pk, e->hashes[i]);
 }
 
-void kv_emit_pool_batch(msgpack_sbuffer *sb, const struct kv_emit_opts *o, int64_t ts_ms,
-			const struct kv_emit_pool_event *ev, size_t n)
+void kv_emit_memcache_batch(msgpack_sbuffer *sb, const struct kv_emit_pool_event *ev, size_t n)
 {
 	msgpack_packer pk;
 	msgpack_sbuffer_clear(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	if (o->mooncake) {
-		msgpack_pack_array(&pk, 3);
-		msgpack_pack_int64(&pk, ts_ms);
-	} else {
-		msgpack_pack_map(&pk, 1);
-		pack_str(&pk, "events");
-	}
+	msgpack_pack_map(&pk, 1);
+	pack_str(&pk, "events");
 	msgpack_pack_array(&pk, n);
 	for (size_t i = 0; i < n; i++)
-		pool_event(&pk, o, &ev[i]);
-	if (o->mooncake)
-		msgpack_pack_int(&pk, 0);
+		memcache_event(&pk, &ev[i]);
+}
+
+static void pack_nil_field(msgpack_packer *pk, const char *key)
+{
+	pack_str(pk, key);
+	msgpack_pack_nil(pk);
+}
+
+/* One object key's event as the Mooncake master's publisher writes it with
+ * its default flags (RFC #1527's keys, the legacy type and block_hashes,
+ * the object key), in its order: the master has no model context, so the
+ * model, block size, salt, LoRA and dp_rank are nil, and come from the
+ * pool's registration.  The hash is the key's seq hash, u64 in seq_hashes
+ * and int64 in block_hashes. */
+static void mooncake_event(msgpack_packer *pk, const struct kv_emit_pool_event *e, uint64_t hash, uint64_t id)
+{
+	static const char *const types[] = { "stored", "removed", "cleared" };
+	static const char *const legacy[] = { "BlockStored", "BlockRemoved", "AllBlocksCleared" };
+	bool stored = e->type == KV_EV_STORED;
+	msgpack_pack_map(pk, stored ? 20 : 17);
+	pack_str(pk, "event_id");
+	msgpack_pack_uint64(pk, id);
+	pack_str(pk, "timestamp");
+	msgpack_pack_uint64(pk, (uint64_t)e->ts_ms);
+	pack_str(pk, "event_type");
+	pack_str(pk, types[e->type]);
+	pack_str(pk, "type");
+	pack_str(pk, legacy[e->type]);
+	pack_nil_field(pk, "model_name");
+	pack_nil_field(pk, "block_size");
+	pack_nil_field(pk, "additional_salt");
+	pack_nil_field(pk, "lora_name");
+	pack_str(pk, "tenant_id");
+	pack_str(pk, e->tenant);
+	pack_str(pk, "backend_id");
+	pack_str(pk, e->backend_id);
+	pack_nil_field(pk, "group_id");
+	pack_str(pk, "medium");
+	pack_str(pk, e->medium);
+	pack_nil_field(pk, "dp_rank");
+	pack_str(pk, "object_key");
+	pack_decimal_key(pk, hash);
+	pack_str(pk, "seq_hashes");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_uint64(pk, hash);
+	pack_str(pk, "block_hashes");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_int64(pk, (int64_t)hash);
+	pack_str(pk, "base_block_idx");
+	if (!stored) {
+		msgpack_pack_nil(pk);
+		return;
+	}
+	msgpack_pack_uint32(pk, 0);
+	pack_nil_field(pk, "parent_hash");
+	pack_nil_field(pk, "token_ids");
+	pack_nil_field(pk, "parent_block_hash");
+}
+
+bool kv_emit_mooncake_batch(msgpack_sbuffer *sb, int64_t ts_ms, const struct kv_emit_pool_event *ev, size_t n,
+			    struct kv_emit_mooncake_pos *pos)
+{
+	/* the object keys left, at most one batch of them */
+	size_t left = 0;
+	for (size_t i = pos->event; i < n && left < KV_EMIT_MOONCAKE_BATCH; i++)
+		if (ev[i].type != KV_EV_CLEARED)
+			left += ev[i].nhashes - (i == pos->event ? pos->hash : 0);
+	if (left == 0)
+		return false;
+	size_t count = left < KV_EMIT_MOONCAKE_BATCH ? left : KV_EMIT_MOONCAKE_BATCH;
+	msgpack_packer pk;
+	msgpack_sbuffer_clear(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint64(&pk, (uint64_t)ts_ms);
+	msgpack_pack_array(&pk, count);
+	for (size_t k = 0; k < count;) {
+		const struct kv_emit_pool_event *e = &ev[pos->event];
+		if (e->type == KV_EV_CLEARED || pos->hash >= e->nhashes) {
+			pos->event++;
+			pos->hash = 0;
+			continue;
+		}
+		mooncake_event(&pk, e, e->hashes[pos->hash++], ++pos->event_id);
+		k++;
+	}
+	msgpack_pack_int(&pk, 0);
+	return true;
 }

@@ -1,6 +1,7 @@
 /* emit: the publishers' side of the wire.  Encodes batches as vLLM (array
  * events up to 0.25 or map events from 0.26; int hashes or 32-byte sha256
- * style bytes), memcache MetaService and the Mooncake master publish them,
+ * style bytes), memcache MetaService and the Mooncake master (its own publisher, as
+ * tests/fixtures/mooncake-master captured it) publish them,
  * for kvgen's simulated cluster.  The inverse of wire.c. */
 #ifndef KV_EMIT_H
 #define KV_EMIT_H
@@ -36,15 +37,30 @@ struct kv_emit_pool_event {
 	const char *medium;     /* "cpu", "disk" */
 	const uint64_t *hashes;
 	size_t nhashes;
-	const char *backend_id, *model, *tenant;
+	const char *backend_id, *tenant;
+	const char *model;      /* memcache only: the Mooncake master names none */
 	int64_t ts_ms;
 };
 
 /* [ts, [events...], dp_rank] */
 void kv_emit_vllm_batch(msgpack_sbuffer *sb, const struct kv_emit_opts *o, double ts, int64_t dp,
 			const struct kv_emit_event *ev, size_t n);
-/* memcache: {"events": [...]}; Mooncake: [ts_ms, [...], 0] */
-void kv_emit_pool_batch(msgpack_sbuffer *sb, const struct kv_emit_opts *o, int64_t ts_ms,
-			const struct kv_emit_pool_event *ev, size_t n);
+/* memcache MetaService: {"events": [...]}, every event in one batch. */
+void kv_emit_memcache_batch(msgpack_sbuffer *sb, const struct kv_emit_pool_event *ev, size_t n);
+
+/* The Mooncake master publishes one event per object key, at most 64 a
+ * batch: [ts_ms, [...], 0]. */
+#define KV_EMIT_MOONCAKE_BATCH 64
+/* Where the next batch starts among a request's pool events (their hashes
+ * are the object keys), and the last event id given (the master numbers
+ * its events from 1, over all batches). */
+struct kv_emit_mooncake_pos {
+	size_t event, hash;
+	uint64_t event_id;
+};
+/* Encodes the next batch of the events' object keys from pos into sb and
+ * moves pos past them; false, sb untouched, when none is left. */
+bool kv_emit_mooncake_batch(msgpack_sbuffer *sb, int64_t ts_ms, const struct kv_emit_pool_event *ev, size_t n,
+			    struct kv_emit_mooncake_pos *pos);
 
 #endif

@@ -3,6 +3,7 @@
 #include "index/blockhash.h"
 #include "decode/kvcap.h"
 #include "index/match.h"
+#include "index/regs.h"
 #include "index/snapstate.h"
 #include "base/jsonw.h"
 #include "base/util.h"
@@ -81,6 +82,7 @@ struct kv_sim {
 	double *penalty;           /* per worker, for the kv policy's load term */
 	char pool_src[64];
 	uint64_t pool_seq;
+	uint64_t pool_event_id;    /* the Mooncake master's last event_id */
 	struct queued *queue;
 	size_t qhead, qn, capq;
 	/* scratch */
@@ -164,7 +166,9 @@ struct kv_sim *kv_sim_new(const struct kv_sim_opts *o, struct kv_out *capture)
 	s->nodes = kv_xcalloc(o->instances, sizeof *s->nodes);
 	kv_index_init(&s->ix);
 	kv_workers_init(&s->ws);
-	s->part = kv_index_partition(&s->ix, o->model, strlen(o->model), "default", 7);
+	char *part = kv_partition_name(o->model, strlen(o->model), NULL, 0);
+	s->part = kv_index_partition(&s->ix, part, strlen(part), "default", 7);
+	free(part);
 	s->ix.p[s->part].block_size = o->block_size;
 	s->candidates = kv_xmalloc(s->nranks * sizeof *s->candidates);
 	s->penalty = kv_xcalloc(s->nranks, sizeof *s->penalty);
@@ -242,6 +246,7 @@ static void write_record(struct kv_sim *s, uint64_t recv_ns, const char *src, ui
 	kv_seq_encode(seq, seqb);
 	struct kv_frame f[3] = { { (const uint8_t *)"", 0 }, { seqb, 8 }, { payload, n } };
 	kv_cap_write_record(s->out, recv_ns, src, strlen(src), 0, f, 3);
+	kv_out_end_record(s->out);
 	kv_out_flush_if_full(s->out);
 	s->records++;
 }
@@ -577,11 +582,17 @@ static void publish(struct kv_sim *s, uint32_t rank, uint64_t t)
 		s->b.pev[i].tenant = "default";
 		s->b.pev[i].ts_ms = (int64_t)(pool_t / 1000000u);
 	}
-	if (s->b.npev) {
-		kv_emit_pool_batch(&s->sb, &s->o.emit, (int64_t)(pool_t / 1000000u), s->b.pev, s->b.npev);
+	int64_t ts_ms = (int64_t)(pool_t / 1000000u);
+	if (s->b.npev && !s->o.emit.mooncake) {
+		kv_emit_memcache_batch(&s->sb, s->b.pev, s->b.npev);
 		s->pool_events += s->b.npev;
 		write_or_queue(s, pool_t, t, s->pool_src, s->pool_seq++);
 	}
+	struct kv_emit_mooncake_pos pos = { .event_id = s->pool_event_id };
+	while (s->o.emit.mooncake && kv_emit_mooncake_batch(&s->sb, ts_ms, s->b.pev, s->b.npev, &pos))
+		write_or_queue(s, pool_t, t, s->pool_src, s->pool_seq++);
+	s->pool_events += pos.event_id - s->pool_event_id;
+	s->pool_event_id = pos.event_id;
 	if (s->b.nev) {
 		struct rank *r = &s->ranks[rank];
 		kv_emit_vllm_batch(&s->sb, &s->o.emit, (double)engine_t / 1e9, rank % s->o.dp, s->b.ev, s->b.nev);
@@ -704,13 +715,18 @@ void kv_sim_summary(const struct kv_sim *s, FILE *f)
 		lo = s->ranks[i].requests < lo ? s->ranks[i].requests : lo;
 		hi = s->ranks[i].requests > hi ? s->ranks[i].requests : hi;
 	}
+	/* the records the cluster published; when the capture failed (a full
+	 * disk, a reader gone), how many of them it holds */
+	char written[48] = "";
+	if (s->out && kv_out_failed(s->out))
+		snprintf(written, sizeof written, " (%llu written)", (unsigned long long)kv_out_records(s->out));
 	fprintf(f, "%s: policy %s: %llu requests, %llu prompt tokens, %.1f%% served from cache "
 		   "(xpu %.1f%%, cpu %.1f%%, disk %.1f%%); requests per worker %llu to %llu; "
-		   "%llu records, %llu blocks stored, %llu removed, %llu pool events\n",
+		   "%llu records%s, %llu blocks stored, %llu removed, %llu pool events\n",
 		kv_prog, policy_name(s->o.policy), (unsigned long long)s->requests, (unsigned long long)s->prompt,
 		100 * rate(hits, s->prompt), 100 * rate(s->hit[0], s->prompt), 100 * rate(s->hit[1], s->prompt),
 		100 * rate(s->hit[2], s->prompt), (unsigned long long)(s->nranks ? lo : 0), (unsigned long long)hi,
-		(unsigned long long)s->records, (unsigned long long)s->stored_blocks,
+		(unsigned long long)s->records, written, (unsigned long long)s->stored_blocks,
 		(unsigned long long)s->removed_blocks, (unsigned long long)s->pool_events);
 }
 

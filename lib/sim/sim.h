@@ -75,7 +75,9 @@ void kv_sim_write_registrations(const struct kv_sim *s, FILE *f);
 /* The simulation's own index as a snapshot; false with `PATH: why` (74)
  * in e. */
 bool kv_sim_write_snapshot(const struct kv_sim *s, const char *path, struct kv_err *e);
-/* The summary line (stderr) and the JSON report. */
+/* The summary line (stderr) and the JSON report.  The summary is made
+ * after the capture is closed: when it failed, it says how many records
+ * the capture holds. */
 void kv_sim_summary(const struct kv_sim *s, FILE *f);
 void kv_sim_report(const struct kv_sim *s, FILE *f);
 

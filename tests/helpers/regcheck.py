@@ -43,12 +43,14 @@ def problem(body):
 
 bad = 0
 for path in sys.argv[1:]:
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
                 continue
             try:
-                why = problem(json.loads(line))
+                why = problem(json.loads(raw.decode("utf-8")))
+            except UnicodeDecodeError:
+                why = "not UTF-8"
             except ValueError as e:
                 why = "not JSON: %s" % e
             if why:

@@ -1,6 +1,6 @@
 /* kv_intscan_array against a reference: yajl reading the same array with
  * the rules of queryline.c's callbacks (JSON integers in i64 or u64 by
- * strtoll / strtoull, hashes as strings by kv_flexhash_str).  Whatever the
+ * strtoll / strtoull, hashes as strings by kv_hash_value_str).  Whatever the
  * scanner takes, the reference must take, with the same values and the
  * same closing ']'; whatever it declines, the reference must refuse, or
  * the array must hold what the scanner leaves to yajl on purpose (an
@@ -68,7 +68,7 @@ static int ref_string(void *ctx, const unsigned char *s, size_t n)
 {
 	struct ref *r = ctx;
 	uint64_t h;
-	if (r->depth != 1 || r->kind != KV_INTSCAN_U64_HEX || kv_flexhash_str((const char *)s, n, false, &h))
+	if (r->depth != 1 || r->kind != KV_INTSCAN_U64_HEX || kv_hash_value_str((const char *)s, n, &h))
 		return ref_refuse(r);
 	return ref_push(r, h);
 }
@@ -284,7 +284,7 @@ static void test_what_must_be_taken(void)
 	ASSERT(takes("0,-0,9223372036854775807,-9223372036854775808,4294967296,12345678,123456789,-5]",
 		     KV_INTSCAN_I64, s, 8));
 	const uint64_t u[] = { 18446744073709551615u, 0xff, 0xab, 0xffffffffffffffffu, 10000000000000000000u, 0x1 };
-	ASSERT(takes("18446744073709551615, \"0xFF\",\"ab\",\t\"0Xffffffffffffffffffffffffffffffff\" ,"
+	ASSERT(takes("18446744073709551615, \"0xFF\",\"ab\",\t\"0X0000000000000000ffffffffffffffff\" ,"
 		     "10000000000000000000,\"1\"\r\n]",
 		     KV_INTSCAN_U64_HEX, u, 6));
 	ASSERT(takes("]", KV_INTSCAN_I64, NULL, 0));
@@ -301,6 +301,10 @@ static void test_what_must_be_declined(void)
 	ASSERT(declines("-9223372036854775809]", KV_INTSCAN_I64));
 	ASSERT(declines("\"1\"]", KV_INTSCAN_I64));
 	ASSERT(declines("-1]", KV_INTSCAN_U64_HEX));
+	/* 2^64 and more in hex, as in decimal: for the parser to refuse, never cut to the low 64 bits */
+	ASSERT(declines("\"0x1e9b66bae2ed2488d\"]", KV_INTSCAN_U64_HEX));
+	ASSERT(declines("\"10000000000000000\"]", KV_INTSCAN_U64_HEX));
+	ASSERT(declines("\"0Xffffffffffffffffffffffffffffffff\"]", KV_INTSCAN_U64_HEX));
 	ASSERT(declines("-0]", KV_INTSCAN_U64_HEX));
 }
 
@@ -385,6 +389,8 @@ static int random_element(struct rng *r, bool is_signed, char *buf, size_t size)
 	}
 	if (is_signed && below(r, 4))
 		return snprintf(buf, size, "%lld", (long long)v);
+	if (below(r, 3) == 0 && below(r, 4) == 0) /* leading zeros, or a 17th significant digit: beyond 2^64-1 */
+		return snprintf(buf, size, below(r, 2) ? "\"0x000%016llx\"" : "\"0x1%016llx\"", (unsigned long long)v);
 	if (below(r, 3) == 0)
 		return snprintf(buf, size, below(r, 2) ? "\"0x%llx\"" : "\"%llX\"", (unsigned long long)v);
 	return snprintf(buf, size, "%llu", (unsigned long long)v);

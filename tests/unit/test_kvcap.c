@@ -263,6 +263,50 @@ static void scan_runs(void)
 	ASSERT(kv_mp_scan(bad, sizeof bad, &lim, &sz) == KV_MP_BAD);
 }
 
+/* A header that names the stream its records come from (kvnats -C): read
+ * back whole; any of its keys missing or of another type, no stream; and
+ * the same header without those keys (kvnats -P publishing it anew). */
+static void stream_header(void)
+{
+	struct kv_out o, q;
+	kv_out_open_mem(&o);
+	kv_out_open_mem(&q);
+	msgpack_zone z;
+	msgpack_zone_init(&z, 1024);
+	const struct kv_cap_stream in = { "R3", 2, 1764500000123456789ull, 41 };
+	kv_cap_write_stream_header(&o, "kvnats 0.1.0", 7, &in);
+	struct kv_record rec;
+	const char *why = NULL;
+	ASSERT(kv_cap_classify((const uint8_t *)o.buf, o.len, &z, &rec, &why) == KV_CAP_HEADER);
+	struct kv_cap_stream st;
+	ASSERT(kv_cap_header_stream((const uint8_t *)o.buf, o.len, &z, &st));
+	ASSERT(st.name_len == 2 && memcmp(st.name, "R3", 2) == 0 && st.created_ns == in.created_ns && st.after == 41);
+	ASSERT(kv_cap_header_without_stream((const uint8_t *)o.buf, o.len, &z, &q));
+	struct kv_out plain;
+	kv_out_open_mem(&plain);
+	kv_cap_write_header(&plain, "kvnats 0.1.0", 7);
+	ASSERT(q.len == plain.len && memcmp(q.buf, plain.buf, q.len) == 0);
+	/* a plain header names none, and has none to drop */
+	ASSERT(!kv_cap_header_stream((const uint8_t *)plain.buf, plain.len, &z, &st));
+	q.len = 0;
+	ASSERT(!kv_cap_header_without_stream((const uint8_t *)plain.buf, plain.len, &z, &q) && q.len == 0);
+	/* one key of the wrong type, or missing: no stream */
+	static const char *const bad[] = {
+		"\x84\xa5kvcap\x01\xa6stream\xa2R3\xaestream_created\x05\xacstream_after\xa1x",
+		"\x84\xa5kvcap\x01\xa6stream\x03\xaestream_created\x05\xacstream_after\x06",
+		"\x83\xa5kvcap\x01\xa6stream\xa2R3\xaestream_created\x05",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		size_t n = strlen(bad[i]);
+		ASSERT(kv_cap_classify((const uint8_t *)bad[i], n, &z, &rec, &why) == KV_CAP_HEADER);
+		ASSERT(!kv_cap_header_stream((const uint8_t *)bad[i], n, &z, &st));
+	}
+	msgpack_zone_destroy(&z);
+	kv_out_free_mem(&o);
+	kv_out_free_mem(&q);
+	kv_out_free_mem(&plain);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -273,5 +317,6 @@ int main(void)
 	RUN(header_required);
 	RUN(frame_rule);
 	RUN(scan_runs);
+	RUN(stream_header);
 	return unit_done();
 }

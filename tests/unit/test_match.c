@@ -533,7 +533,7 @@ static void pool_targets_the_backend_host(void)
 
 	/* --backend-serves names the instances a backend_id serves: all their ranks */
 	rig_open(&g, defaults());
-	ASSERT(kv_workers_add_serves(&g.ws, "mooncake-daemon-0=a"));
+	ASSERT(!kv_workers_add_serves(&g.ws, "mooncake-daemon-0=a"));
 	pool(&g, S(100), "stored", "cpu", 0, "mooncake-daemon-0");
 	ASSERT_EQ_STR(states(&g), "queued 0xa cpu a/0,a/1");
 	rig_close(&g);

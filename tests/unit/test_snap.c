@@ -5,16 +5,19 @@
 #define _GNU_SOURCE /* pthread_setattr_default_np */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "base/err.h"
 #include "index/blockhash.h"
+#include "base/util.h"
 #include "index/index.h"
 #include "index/matchstate.h"
 #include "index/snap.h"
@@ -353,6 +356,72 @@ static void stream_position(void)
 	free_state(&t);
 	free_state(&s);
 	free(plain);
+	free(b);
+}
+
+/* The stream's name and creation time beside its position: a section of
+ * their own after it, written when known, read back and restored; refused
+ * without a position, or naming a string out of bounds. */
+static void stream_identity(void)
+{
+	struct state s, t;
+	make_state(&s);
+	s.m.has_position = true;
+	s.m.position = 4242;
+	size_t n, m;
+	uint8_t *unnamed = write_read(&s, &n);
+	kv_match_set_stream(&s.m, "R3", 2, 1764500000123456789ull);
+	uint8_t *b = write_read(&s, &m);
+	uint32_t nsec;
+	memcpy(&nsec, b + 8, 4);
+	ASSERT_EQ_U64(nsec, KV_SEC_STREAM_ID);
+	struct kv_snap snap;
+	char err[200];
+	ASSERT(check_bytes(unnamed, n, &snap, err, sizeof err) && snap.stream && !snap.stream_id);
+	ASSERT(check_bytes(b, m, &snap, err, sizeof err) && snap.stream && snap.stream_id);
+	size_t len;
+	const char *name = kv_snap_string(&snap, snap.stream_id->name, &len);
+	ASSERT(len == 2 && memcmp(name, "R3", 2) == 0 && snap.stream_id->created_ns == 1764500000123456789ull);
+	struct kv_match_opts o = s.m.o;
+	kv_index_init(&t.ix);
+	kv_workers_init(&t.ws);
+	kv_match_init(&t.m, &t.ix, &t.ws, &o);
+	kv_snap_restore(&snap, &t.ix, &t.ws, &t.m);
+	ASSERT(t.m.has_position && t.m.position == 4242 && strcmp(t.m.stream, "R3") == 0 &&
+	       t.m.stream_created == 1764500000123456789ull);
+	/* written again from what was restored: the same bytes */
+	size_t k;
+	uint8_t *again = write_read(&t, &k);
+	ASSERT(k == m && memcmp(again, b, m) == 0);
+	free(again);
+	/* a name without a position: refused (STREAM emptied: its record taken
+	 * out, the name's moved up, the table and size made to agree) */
+	uint8_t *c = malloc(m);
+	memcpy(c, b, m);
+	uint8_t *st = c + 32 + (KV_SEC_STREAM - 1) * 32, *id = c + 32 + (KV_SEC_STREAM_ID - 1) * 32;
+	uint64_t soff, ioff, zero = 0, size = m - 16;
+	memcpy(&soff, st + 8, 8);
+	memcpy(&ioff, id + 8, 8);
+	ASSERT(ioff == soff + 16 && ioff + 16 == m);
+	memmove(c + soff, c + ioff, 16);
+	memcpy(id + 8, &soff, 8);
+	memcpy(st + 16, &zero, 8);
+	memcpy(c + 16, &size, 8);
+	reseal(c, size);
+	ASSERT(!check_bytes(c, size, &snap, err, sizeof err));
+	ASSERT(strcmp(err, "stream name section holds 1 records, for 0 positions") == 0);
+	/* a name beyond the strings: refused */
+	memcpy(c, b, m);
+	uint64_t off;
+	memcpy(&off, c + 32 + (KV_SEC_STREAM_ID - 1) * 32 + 8, 8);
+	uint32_t far = 1u << 30;
+	memcpy(c + off, &far, 4);
+	reseal(c, m);
+	ASSERT(!check_bytes(c, m, &snap, err, sizeof err) && strstr(err, "stream name"));
+	free(c);
+	free_state(&t);
+	free_state(&s);
+	free(unnamed);
 	free(b);
 }
 
@@ -1051,6 +1120,184 @@ static void large_partition_written_as_held(void)
 	unlink(path);
 }
 
+/* ---- times and inputs ----------------------------------------------------- */
+
+/* Writes a u64 at a field of the META record (at offset meta) of the bytes b. */
+static void set_meta(uint8_t *b, size_t n, size_t meta, size_t field, uint64_t v)
+{
+	memcpy(b + meta + field, &v, 8);
+	reseal(b, n);
+}
+
+/* The times of META are checked as a resumed kvmatch takes them: a next
+ * sweep within one sweep interval of the event time reached, TTLs an
+ * option can give, and an event time reached that the times the state
+ * holds vouch for by the suspect-time rule of records (at most the longest
+ * TTL beyond the latest).  2^64-1 stopped sweeps for good, or expired all
+ * that was pending at once, and was written into every later snapshot. */
+static void times_checked_at_load(void)
+{
+	struct state s;
+	struct kv_snap snap;
+	char err[300];
+	make_state(&s);
+	const uint64_t now = 1764500000000000000u, sweep = (now / KV_SWEEP_INTERVAL_NS + 1) * KV_SWEEP_INTERVAL_NS;
+	const uint64_t latest = now - 1000, ttl = KV_OFFLOAD_TTL_DEFAULT; /* the longest of the three */
+	s.m.now = now;
+	s.m.next_sweep = sweep;
+	kv_srcstats_get(&s.m.sources, "tcp://x:1", 9)->last_recv_ns = latest;
+	size_t n;
+	uint8_t *b = write_read(&s, &n);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	const size_t meta = (size_t)((const uint8_t *)snap.meta - b);
+	const size_t now_at = offsetof(struct kv_snap_meta, now_ns), sweep_at = offsetof(struct kv_snap_meta, next_sweep_ns);
+	/* next_sweep_ns: at most one interval after now_ns; before it is a sweep due */
+	set_meta(b, n, meta, sweep_at, now + KV_SWEEP_INTERVAL_NS);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, sweep_at, 0);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, sweep_at, now + KV_SWEEP_INTERVAL_NS + 1);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	ASSERT_EQ_STR(err, "META: next_sweep_ns 1764500030000000001 is more than 30 s after the event time reached "
+			   "(now_ns 1764500000000000000)");
+	set_meta(b, n, meta, sweep_at, UINT64_MAX);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, sweep_at, sweep);
+	/* now_ns: at most the longest TTL after the latest time held (the source's) */
+	set_meta(b, n, meta, now_at, latest + ttl);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, now_at, latest + ttl + 1);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	ASSERT_EQ_STR(err, "META: now_ns 1764500599999999001 is a suspect time: more than the longest TTL (600 s) after "
+			   "the latest time the snapshot holds (1764499999999999000)");
+	set_meta(b, n, meta, now_at, UINT64_MAX);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	set_meta(b, n, meta, now_at, now);
+	/* a TTL no option gives would make any now_ns pass */
+	set_meta(b, n, meta, offsetof(struct kv_snap_meta, content_ttl_ns), KV_TTL_MAX_NS + 1);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	ASSERT_EQ_STR(err, "META: content_ttl_ns 1000000000000000001 is beyond 1000000000000000000 (10^9 s, the longest "
+			   "TTL kvmatch takes)");
+	set_meta(b, n, meta, offsetof(struct kv_snap_meta, content_ttl_ns), KV_TTL_MAX_NS);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	free(b);
+	/* the entries' times are at or before now_ns: the offload's too */
+	bool added;
+	uint32_t p = (uint32_t)kv_index_find_partition(&s.ix, "m", "t");
+	struct kv_offload *o = kv_offloads_upsert(&kv_match_partition(&s.m, p)->offload, 31, &added);
+	*o = (struct kv_offload){ 31, 1, 2, 3, now + 1, 0, false };
+	b = write_read(&s, &n);
+	ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+	ASSERT_EQ_STR(err, "offload 0: time after the event time reached");
+	free(b);
+	free_state(&s);
+	/* a snapshot that holds no time (kvgen's: the index alone) vouches for none */
+	make_state(&s);
+	kv_match_free(&s.m);
+	struct kv_match_opts mo = kv_match_opts_default();
+	kv_match_init(&s.m, &s.ix, &s.ws, &mo);
+	s.m.now = UINT64_MAX / 2;
+	b = write_read(&s, &n);
+	ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+	free(b);
+	free_state(&s);
+}
+
+/* A stop signal ends a load between two pieces read, of a small file read
+ * in order or a large one read in parts: status 0 (the status after a
+ * signal), the path, and nothing loaded. */
+static void load_stopped_by_a_signal(void)
+{
+	char small[] = "/tmp/kvtools-stop-XXXXXX", large[] = "/tmp/kvtools-stopl-XXXXXX";
+	struct state s;
+	make_state(&s);
+	close(mkstemp(small));
+	struct kv_err e = { 0 };
+	ASSERT(kv_snap_write(small, &s.ix, &s.ws, &s.m, &e));
+	free_state(&s);
+	write_long_state(large, 60000);
+	const char *paths[] = { small, large };
+	for (int i = 0; i < 2; i++) {
+		struct kv_snap snap;
+		char want[128];
+		kv_stop_signal = SIGTERM;
+		bool ok = kv_snap_load(paths[i], &snap, &e);
+		kv_stop_signal = 0;
+		ASSERT(!ok);
+		snprintf(want, sizeof want, "%s: loading stopped by a signal", paths[i]);
+		ASSERT_EQ_STR(kv_err_msg(&e), want);
+		ASSERT_EQ_U64(e.status, KV_EX_OK);
+		ASSERT(snap.data == NULL);
+		kv_err_clear(&e);
+		ASSERT(kv_snap_load(paths[i], &snap, &e));
+		kv_snap_unload(&snap);
+		unlink(paths[i]);
+	}
+}
+
+/* Loads what a child process writes into a pipe (the bytes b, then
+ * `extra` bytes of zeros): kv_snap_load's verdict, its message in e. */
+static bool load_from_pipe(const uint8_t *b, size_t n, size_t extra, struct kv_snap *snap, struct kv_err *e)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		abort();
+	pid_t child = fork();
+	if (child == 0) {
+		close(fds[0]);
+		static const uint8_t zeros[4096];
+		bool ok = write(fds[1], b, n) == (ssize_t)n;
+		for (size_t k = 0; ok && k < extra; k += sizeof zeros)
+			ok = write(fds[1], zeros, extra - k < sizeof zeros ? extra - k : sizeof zeros) > 0;
+		_exit(0);
+	}
+	close(fds[1]);
+	char path[32];
+	snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+	bool ok = kv_snap_load(path, snap, e);
+	close(fds[0]);
+	waitpid(child, NULL, 0);
+	return ok;
+}
+
+/* What is not a regular file is read up to the size its header says (and
+ * that at most KV_SNAP_MAX_STREAM), never whole before it is checked: a
+ * device of zeros is refused at its first 32 bytes, a header that says too
+ * much before anything more is read, a pipe that goes on past its size at
+ * the first byte more. */
+static void pipes_bounded_by_their_header(void)
+{
+	struct state s;
+	make_state(&s);
+	size_t n;
+	uint8_t *b = write_read(&s, &n);
+	free_state(&s);
+	struct kv_snap snap;
+	struct kv_err e = { 0 };
+	char want[256];
+	ASSERT(load_from_pipe(b, n, 0, &snap, &e));
+	kv_snap_unload(&snap);
+	ASSERT(!load_from_pipe(b, n, 1 << 20, &snap, &e));
+	ASSERT(strstr(kv_err_msg(&e), ": truncated or padded: more than ") != NULL);
+	kv_err_clear(&e);
+	ASSERT(!load_from_pipe(b, n - 1, 0, &snap, &e));
+	snprintf(want, sizeof want, ": truncated or padded: %zu bytes, header says %zu", n - 1, n);
+	ASSERT(strstr(kv_err_msg(&e), want) != NULL);
+	kv_err_clear(&e);
+	/* the header of a file of 4 GiB + 8 bytes, then zeros: not read on */
+	uint64_t big = KV_SNAP_MAX_STREAM + 8;
+	memcpy(b + 16, &big, 8);
+	ASSERT(!load_from_pipe(b, 32, 0, &snap, &e));
+	ASSERT(strstr(kv_err_msg(&e), ": header says 4294967304 bytes: a snapshot that is not a regular file is read "
+				      "up to 4294967296 bytes (copy it to a file)") != NULL);
+	ASSERT_EQ_U64(e.status, KV_EX_DATAERR);
+	kv_err_clear(&e);
+	free(b);
+	ASSERT(!kv_snap_load("/dev/zero", &snap, &e));
+	ASSERT_EQ_STR(kv_err_msg(&e), "/dev/zero: not a kvsnap snapshot");
+	kv_err_clear(&e);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -1059,11 +1306,15 @@ int main(void)
 	RUN(order_times_and_bounds);
 	RUN(repeated_workers);
 	RUN(stream_position);
+	RUN(stream_identity);
 	RUN(load_refuses_each_fault_at_its_boundary);
 	RUN(load_and_write_failures_say_path_and_status);
 	RUN(parts_read_when_asked);
 	RUN(section_checksum_damaged);
 	RUN(blocks_checked_as_read);
 	RUN(large_partition_written_as_held);
+	RUN(times_checked_at_load);
+	RUN(load_stopped_by_a_signal);
+	RUN(pipes_bounded_by_their_header);
 	return unit_done();
 }

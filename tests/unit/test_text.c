@@ -88,6 +88,36 @@ static void strings_as_hashes(void)
 	ASSERT(!hash_of("18446744073709551615", true, &h) && h == UINT64_MAX);
 }
 
+/* Why kv_hash_value_str refuses s ("" when it takes it). */
+static const char *value_of(const char *s, uint64_t *h)
+{
+	const char *why = kv_hash_value_str(s, strlen(s), h);
+	return why ? why : "";
+}
+
+/* A hash a user gives where a number is meant: its range is checked in hex
+ * as in decimal; only a publisher's string on the wire keeps its last 16
+ * digits (kvdecode(1) "Hashes"). */
+static void hash_values_in_every_notation(void)
+{
+	uint64_t h = 0;
+	ASSERT(!*value_of("0xffffffffffffffff", &h) && h == UINT64_MAX);
+	ASSERT(!*value_of("ffffffffffffffff", &h) && h == UINT64_MAX);
+	ASSERT(!*value_of("0X000000000000000000000000e9b66bae2ed2488d", &h) && h == 0xe9b66bae2ed2488dull);
+	ASSERT(!*value_of("0x0", &h) && h == 0);
+	/* 2^64 and beyond, as 18446744073709551616 is in decimal */
+	ASSERT_EQ_STR(value_of("0x1e9b66bae2ed2488d", &h), "hex string beyond 64 bits");
+	ASSERT_EQ_STR(value_of("10000000000000000", &h), "hex string beyond 64 bits");
+	ASSERT_EQ_STR(value_of("0x000000000000000000000000000000000000000000000000192dd62904fcccac1", &h),
+		      "hex string beyond 64 bits");
+	ASSERT_EQ_STR(value_of("0x1g000000000000000", &h), "not a hex string");
+	ASSERT_EQ_STR(value_of("0x", &h), "empty hex string");
+	ASSERT(*value_of("", &h));
+	ASSERT(*value_of("-1", &h));
+	/* the wire keeps the last 16 digits of the same string */
+	ASSERT(!hash_of("0x1e9b66bae2ed2488d", false, &h) && h == 0xe9b66bae2ed2488dull);
+}
+
 static void wire_values_as_hashes(void)
 {
 	uint64_t h;
@@ -152,6 +182,7 @@ int main(void)
 	RUN(escapes);
 	RUN(numbers);
 	RUN(strings_as_hashes);
+	RUN(hash_values_in_every_notation);
 	RUN(wire_values_as_hashes);
 	RUN(object_keys);
 	RUN(media);

@@ -56,8 +56,8 @@ static void holders_and_serves(void)
 	struct kv_workers ws;
 	char buf[256];
 	kv_workers_init(&ws);
-	ASSERT(kv_workers_add_serves(&ws, "daemon=b,a"));
-	ASSERT(kv_workers_add_serves(&ws, "10.0.0.5=a"));
+	ASSERT(!kv_workers_add_serves(&ws, "daemon=b,a"));
+	ASSERT(!kv_workers_add_serves(&ws, "10.0.0.5=a"));
 	kv_workers_add(&ws, "a", 0, "10.0.0.5", false);
 	kv_workers_add(&ws, "b", 0, "10.0.0.6", false);
 	kv_workers_pool_holder(&ws, str("daemon"));
@@ -99,11 +99,11 @@ static void serves_all_or_nothing(void)
 {
 	struct kv_workers ws;
 	kv_workers_init(&ws);
-	const char *bad[] = { "d", "=a", "d=", "d=a,", "d=a,,b", "d=,a" };
+	const char *bad[] = { "d", "=a", "d=", "d=a,", "d=a,,b", "d=,a", "d=a=b", "d=a, b", " d=a", "d=a\tb" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		ASSERT(!kv_workers_add_serves(&ws, bad[i]));
+		ASSERT(kv_workers_add_serves(&ws, bad[i]) != NULL);
 	ASSERT_EQ_U64(ws.nserves, 0);
-	ASSERT(kv_workers_add_serves(&ws, "d=a,b"));
+	ASSERT(kv_workers_add_serves(&ws, "d=a,b") == NULL);
 	ASSERT_EQ_U64(ws.nserves, 2);
 	kv_workers_free(&ws);
 }
