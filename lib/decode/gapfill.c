@@ -217,7 +217,8 @@ static void drop_rep_from(struct kv_gapfill *g, size_t k)
 /* Drops rep[0, k), written already. */
 static void shift_rep(struct kv_gapfill *g, size_t k)
 {
-	memmove(g->rep, g->rep + k, (g->nrep - k) * sizeof *g->rep);
+	if (k < g->nrep) /* rep is NULL while nothing was ever held */
+		memmove(g->rep, g->rep + k, (g->nrep - k) * sizeof *g->rep);
 	g->nrep -= k;
 	g->nsorted = g->nrep;
 }
