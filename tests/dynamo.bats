@@ -86,6 +86,28 @@ tcp://127.0.0.1:6001	0	0	1700000000.002"
 [null,9007199254740737,1]'
 }
 
+@test "kvnats --core: a signal before -c says so; an output that fails is 74, nothing said written" {
+	# the merge of --core with issue 29's outputs: its count and stop line
+	# as -C's, where it counted records taken, written or not
+	nats_server
+	kvnats -C -s "nats://127.0.0.1:$P" --core "$SUBJECT" -c 10 -o core.kvcap 2> err & sub=$!
+	sleep 0.5
+	/usr/bin/python3 "$ROOT/tests/helpers/natspub.py" "$P" "$SUBJECT" nats/*
+	sleep 0.5
+	kill -TERM $sub
+	wait_for $sub 10
+	assert_equal "$status" 0
+	assert_equal "$(cat err)" "kvnats: stopped by SIGTERM before the end; what came before it goes to core.kvcap
+kvnats: subject $SUBJECT: 6 records written"
+	mknod full c 1 7
+	kvnats -C -s "nats://127.0.0.1:$P" --core "$SUBJECT" -c 6 -o full 2> err & sub=$!
+	sleep 0.5
+	/usr/bin/python3 "$ROOT/tests/helpers/natspub.py" "$P" "$SUBJECT" nats/*
+	wait_for $sub 10 || true  # its status is 74: keep bats from failing on it
+	assert_equal "$status" 74
+	assert_equal "$(tail -n 1 err)" "kvnats: subject $SUBJECT: 0 records written"
+}
+
 @test "Dynamo's JetStream queue: kvnats --wrap | kvdecode decodes event for event, with stream positions" {
 	nats_server
 	run /usr/bin/python3 "$ROOT/tests/helpers/natspub.py" --stream "$QUEUE" "$P" "$QUEUE.kv-events" js/*
