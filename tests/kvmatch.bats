@@ -838,6 +838,7 @@ kvquery: q.jsonl: line 3: model: given twice"
 	{$head,"recv_ns":4,"seq":4,"type":"stored","block_hashes":["0xb"],"parent":35237465438406353549,"token_ids":[1,2,3,4],"block_size":4}
 	{$head,"recv_ns":5,"seq":5,"type":"stored","block_hashes":["0x0000000000000000e9b66bae2ed2488d"],"parent":null,"token_ids":[1,2,3,4],"block_size":4}
 	{$head,"recv_ns":6,"seq":6,"type":"removed","block_hashes":["0xffffffffffffffff"],"ts":1e999}
+	{$head,"recv_ns":7,"seq":7,"type":"stored","block_hashes":["0xc"],"parent":null,"tokens_hashes":["0x1e9b66bae2ed2488d"],"block_size":4}
 	EOF
 	run --separate-stderr kvmatch --log applied,dropped ev.jsonl
 	assert_equal "$status" 65
@@ -846,12 +847,14 @@ dropped decode_error -
 dropped decode_error -
 dropped decode_error -
 applied - 0xe9b66bae2ed2488d
+dropped decode_error -
 dropped decode_error -"
-	assert_equal "$(printf '%s\n' "${stderr_lines[@]:0:5}")" "kvmatch: ev.jsonl: line 1: block_hashes: hex string beyond 64 bits
+	assert_equal "$(printf '%s\n' "${stderr_lines[@]:0:6}")" "kvmatch: ev.jsonl: line 1: block_hashes: hex string beyond 64 bits
 kvmatch: ev.jsonl: line 2: block_hashes: a hash number must be an integer from 0 to 2^64-1
 kvmatch: ev.jsonl: line 3: parent: hex string beyond 64 bits
 kvmatch: ev.jsonl: line 4: parent: a hash number must be an integer from 0 to 2^64-1
-kvmatch: ev.jsonl: line 6: ts: beyond the range of a number"
+kvmatch: ev.jsonl: line 6: ts: beyond the range of a number
+kvmatch: ev.jsonl: line 7: tokens_hashes: hex string beyond 64 bits"
 }
 
 @test "event lines: a field of the wrong JSON type or a dp_rank beyond 2^32-1 is an error, never 0 or absent" {
