@@ -87,8 +87,8 @@ tcp://127.0.0.1:6001	0	0	1700000000.002"
 }
 
 @test "kvnats --core: a signal before -c says so; an output that fails is 74, nothing said written" {
-	# the merge of --core with issue 29's outputs: its count and stop line
-	# as -C's, where it counted records taken, written or not
+	# --core counts and stops as -C does, kvnats(1) "EXIT STATUS"; it used to
+	# count records taken, written or not
 	nats_server
 	kvnats -C -s "nats://127.0.0.1:$P" --core "$SUBJECT" -c 10 -o core.kvcap 2> err & sub=$!
 	sleep 0.5
