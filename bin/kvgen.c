@@ -269,7 +269,7 @@ static bool write_file(const char *path, void (*fn)(const struct kv_sim *, FILE 
 struct trace_in {
 	int fd;
 	const char *name;
-	bool std;
+	const char *path;             /* as named: "-" for standard input */
 	unsigned char head[2];
 	size_t nhead;
 };
@@ -278,14 +278,12 @@ struct trace_in {
  * reader to meet again and report with the file's name. */
 static void read_head(struct trace_in *t)
 {
-	while (t->nhead < sizeof t->head) {
-		ssize_t r = read(t->fd, t->head + t->nhead, sizeof t->head - t->nhead);
-		if (r < 0 && errno == EINTR && !kv_stop_signal)
-			continue;
-		if (r <= 0)
-			break;
-		t->nhead += (size_t)r;
-	}
+	struct kv_reader in;
+	kv_reader_init(&in, t->fd);
+	size_t got = 1;
+	while (t->nhead < sizeof t->head && got > 0 &&
+	       kv_reader_fill(&in, t->head + t->nhead, sizeof t->head - t->nhead, &got) == KV_READ_OK)
+		t->nhead += got;
 }
 
 /* 0, or the exit status when the trace cannot be served at all: it does not
@@ -293,18 +291,16 @@ static void read_head(struct trace_in *t)
  * error for every line. */
 static int open_trace(const char *path, struct trace_in *t)
 {
-	t->std = !path || strcmp(path, "-") == 0;
-	t->name = t->std ? "stdin" : path;
+	t->path = path ? path : "-";
 	t->nhead = 0;
 	struct kv_err e = { 0 };
-	if (!kv_input_open(t->std ? "-" : path, &t->fd, &e))
+	if (!kv_input_open_named(t->path, &t->fd, &t->name, &e))
 		return kv_err_print(&e);
 	read_head(t);
 	if (t->nhead == 2 && t->head[0] == 0x1f && t->head[1] == 0x8b) {
 		kv_warn("%s: gzip-compressed; decompress it first: zcat %s | %s [OPTION]...", t->name,
-			t->std ? "FILE" : path, kv_prog);
-		if (!t->std)
-			close(t->fd);
+			t->fd == STDIN_FILENO ? "FILE" : path, kv_prog);
+		kv_input_close(t->fd);
 		return KV_EX_DATAERR;
 	}
 	return KV_EX_OK;
@@ -326,7 +322,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_ends_work(out, side_files)) &&
 	       (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF && st != KV_LINES_STOPPED) {
 		if (st == KV_LINES_ERROR) {
-			kv_warn("%s: %s", name, strerror(l.err));
+			kv_warn("%s: %s", name, strerror(l.in.err));
 			bad++;
 			break;
 		}
@@ -357,8 +353,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	}
 	free(req.hash_ids);
 	kv_lines_free(&l);
-	if (!t->std)
-		close(t->fd);
+	kv_input_close(t->fd);
 	return bad ? KV_EX_DATAERR : KV_EX_OK;
 }
 

@@ -385,11 +385,10 @@ static void publish_header(struct produce *p, const struct kv_record *rec)
 /* One capture; false when it could not be opened (e). */
 static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 {
-	bool std = strcmp(path, "-") == 0;
 	int fd;
-	if (!kv_input_open(path, &fd, e))
+	const char *name;
+	if (!kv_input_open_named(path, &fd, &name, e))
 		return false;
-	const char *name = std ? "stdin" : path;
 	struct kv_cap_reader r;
 	kv_cap_open(&r, fd, name);
 	struct kv_record rec;
@@ -410,8 +409,7 @@ static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 	if (kv_stop_signal && !p->lost && st != KV_CAP_EOF && st != KV_CAP_ERROR)
 		p->stopped = true;
 	kv_cap_close(&r);
-	if (!std)
-		close(fd);
+	kv_input_close(fd);
 	return true;
 }
 

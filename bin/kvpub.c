@@ -281,10 +281,8 @@ static void open_inputs(struct run *r, char **files, size_t n)
 	r->nin = n;
 	for (size_t i = 0; i < n; i++) {
 		struct input *in = &r->in[i];
-		bool std = strcmp(files[i], "-") == 0;
-		in->name = std ? "stdin" : files[i];
 		struct kv_err e = { 0 };
-		if (!kv_input_open(files[i], &in->fd, &e))
+		if (!kv_input_open_named(files[i], &in->fd, &in->name, &e))
 			exit(kv_err_print(&e));
 		struct stat st;
 		in->regular = fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -472,8 +470,8 @@ static enum play play_input(struct run *r, struct input *in)
 	kv_cap_open(&rd, in->fd, in->name);
 	if (!in->regular) {
 		r->idle_fd = in->fd;
-		rd.in.idle = on_idle;
-		rd.in.idle_arg = r;
+		rd.in.in.idle = on_idle;
+		rd.in.in.idle_arg = r;
 	}
 	kv_pace_rebase(&r->pace);
 	while (result == PLAY_ON && !kv_stop_signal) {
@@ -626,8 +624,7 @@ int main(int argc, char **argv)
 	}
 	kv_pub_free(r.pub, !kv_stop_signal && !r.fatal);
 	for (size_t i = 0; i < r.nin; i++)
-		if (r.in[i].fd != STDIN_FILENO)
-			close(r.in[i].fd);
+		kv_input_close(r.in[i].fd);
 	free(r.in);
 	free(o.maps);
 	free(o.replay_maps);
