@@ -234,6 +234,36 @@ capture() {
 	[ -z "$stderr" ]
 }
 
+@test "kvpub on a terminal: the captures played of their size, records a second, erased before the mapping and the statistics" {
+	capture 300
+	tty "kvpub --speed max --slow-joiner-wait 0 --linger 0 --single ipc://$T/p cap.kvcap"
+	assert_success
+	screen=$output
+	run drawn "$screen"
+	assert_success
+	[[ ${lines[0]} =~ ^kvpub:\ $SIZE\ of\ 256\.5\ KiB\ \([0-9]+%\)\ $RATE\ records/s\ $TIME\ ETA\ (-|$TIME)$ ]]
+	# each message stands alone: the line is erased before it
+	grep -q "${CR}${ESC}\[Kkvpub: tcp://10.0.0.0:5557 -> ipc://$T/p" <<<"$screen"
+	# the statistics start a line of their own, nothing of the line after them
+	tr '\r' '\n' <<<"$screen" | grep -E "^(${ESC}\[K)?kvpub: ipc://$T/p: 300 messages, [0-9]+ bytes\$"
+	tr '\r' '\n' <<<"$screen" | sed '1,/300 messages/d' > after
+	! grep -q -e 'records/s' -e "$ESC" after
+	run --separate-stderr kvpub --progress --speed max --slow-joiner-wait 0 --linger 0 --single "ipc://$T/p" cap.kvcap
+	assert_success
+
+	[[ ${stderr_lines[-2]} =~ ^kvpub:\ 256\.5\ KiB\ of\ 256\.5\ KiB\ \(100%\)\ [0-9.]+[kM]?\ records/s\ $TIME$ ]]
+	# --loop: no end to measure against
+	tty "kvpub --loop -c 200 --speed max --slow-joiner-wait 0 --linger 0 --single ipc://$T/p cap.kvcap"
+	run drawn "$output"
+	[[ ${lines[0]} =~ ^kvpub:\ $SIZE\ $RATE\ records/s\ $TIME$ ]]
+	# -q: none, and the mapping to stdout is the same with the line as without it
+	run --separate-stderr kvpub -q --speed max --slow-joiner-wait 0 --linger 0 --single "ipc://$T/p" cap.kvcap
+	[ -z "$stderr" ]
+	kvpub --progress -o on.jsonl --speed max --slow-joiner-wait 0 --linger 0 --single "ipc://$T/p" cap.kvcap 2>/dev/null
+	kvpub --no-progress -o off.jsonl --speed max --slow-joiner-wait 0 --linger 0 --single "ipc://$T/p" cap.kvcap 2>/dev/null
+	cmp on.jsonl off.jsonl
+}
+
 teardown() {
 	if [ -f "$T/nats.pid" ]; then
 		kill "$(cat "$T/nats.pid")" 2>/dev/null || true
