@@ -6,7 +6,9 @@
 
 #include "decode/evjson.h"
 #include "base/err.h"
+#include "base/input.h"
 #include "base/out.h"
+#include "base/progress.h"
 #include "decode/source.h"
 #include "decode/srcstats.h"
 #include "base/util.h"
@@ -23,7 +25,11 @@ static const char usage[] =
 	"      --stats             per-source counts on standard error at the end\n"
 	"      --decimal-strings   read hash strings without 0x as decimal, not hex\n"
 	"      --raw-hashes        add raw_hashes: each hash as it was on the wire\n"
-	"  -q, --quiet             no messages about bad records (the exit status still tells)\n"
+	"      --progress          a progress line on standard error, even when it is not a\n"
+	"                          terminal (then a whole line a second)\n"
+	"      --no-progress       no progress line (the default on a terminal is one)\n"
+	"  -q, --quiet             no messages about bad records, no progress line (the exit\n"
+	"                          status still tells)\n"
 	"  -v, --verbose           also report events of unknown types\n"
 	"  -h, --help              show this help and exit\n"
 	"  -V, --version           show the version and exit\n"
@@ -41,6 +47,7 @@ static const struct option longopts[] = {
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "decimal-strings", no_argument, NULL, OPT_DECIMAL },
 	{ "raw-hashes", no_argument, NULL, OPT_RAW },
+	KV_PROGRESS_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -52,6 +59,7 @@ struct options {
 	const char *output;
 	bool errors, stats;
 	int quiet, verbose;
+	int progress;            /* --progress 1, --no-progress -1 */
 	struct kv_source_opts src;
 };
 
@@ -66,6 +74,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_STATS: o->stats = true; break;
 		case OPT_DECIMAL: o->src.wire.hash.decimal_strings = true; break;
 		case OPT_RAW: o->src.wire.raw_hashes = true; break;
+		case KV_OPT_PROGRESS: o->progress = 1; break;
+		case KV_OPT_NO_PROGRESS: o->progress = -1; break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
@@ -75,24 +85,38 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 }
 
-static void flush_output(void *out)
-{
-	kv_out_flush(out);
-}
-
 struct run {
 	const struct options *o;
 	struct kv_out *out;
 	struct kv_evjson json;
 	struct kv_srcstats stats;
 	uint64_t bad;            /* records, events and hashes that could not be decoded */
+	struct kv_source *src;
+	struct kv_progress progress;
+	uint64_t records, events;
 };
+
+static void show_progress(struct run *r)
+{
+	kv_progress_show(&r->progress, kv_source_bytes(r->src), r->records, r->events);
+}
+
+/* When input is not ready: what was decoded goes out, and the line says
+ * the time that passes. */
+static void on_idle(void *arg)
+{
+	struct run *r = arg;
+	kv_out_flush(r->out);
+	if (kv_progress_idle_due(&r->progress))
+		show_progress(r);
+}
 
 static void report(struct run *r, const struct kv_batch *b, const char *what)
 {
 	char where[400];
 	r->bad++;
 	if (!r->o->quiet) {
+		kv_progress_hide(&r->progress);
 		kv_batch_where(b, where, sizeof where);
 		kv_warn("%s: %s", where, what);
 	}
@@ -146,6 +170,7 @@ static void handle(struct run *r, const struct kv_batch *b)
 	}
 	if (b->ignored && r->o->verbose) {
 		char where[400];
+		kv_progress_hide(&r->progress);
 		kv_batch_where(b, where, sizeof where);
 		kv_warn("%s: %u events of unknown types ignored", where, b->ignored);
 	}
@@ -172,21 +197,34 @@ int main(int argc, char **argv)
 	if (!kv_out_open(&out, o.output, &e))
 		return kv_err_print(&e);
 	kv_install_signals(false);
-	o.src.idle = flush_output;
-	o.src.idle_arg = &out;
 	struct run r = { .o = &o, .out = &out };
+	o.src.idle = on_idle;
+	o.src.idle_arg = &r;
 	kv_evjson_init(&r.json);
 	kv_srcstats_init(&r.stats);
+	kv_progress_init(&r.progress, kv_progress_choose(o.progress, o.quiet, !o.output || strcmp(o.output, "-") == 0),
+			 "records", "events");
+	uint64_t total;
+	bool known = kv_inputs_size(argv + optind, nfiles, &total);
+	kv_progress_set_total(&r.progress, known, total);
 	struct kv_source *src = kv_source_new(argv + optind, nfiles, &o.src);
+	r.src = src;
 	struct kv_batch b;
 	enum kv_source_status st = KV_SOURCE_END;
 	int status = KV_EX_OK;
 	while (!kv_out_failed(&out) && (st = kv_source_next(src, &b, &e)) != KV_SOURCE_END && st != KV_SOURCE_STOPPED) {
-		if (st == KV_SOURCE_UNOPENED)
+		if (st == KV_SOURCE_UNOPENED) {
+			kv_progress_hide(&r.progress);
 			status = kv_status_merge(status, kv_err_print(&e));
-		else
-			handle(&r, &b);
+			continue;
+		}
+		handle(&r, &b);
+		r.records++;
+		r.events += b.nev;
+		if (kv_progress_due(&r.progress))
+			show_progress(&r);
 	}
+	kv_progress_end(&r.progress, kv_source_bytes(src), r.records, r.events);
 	if (st == KV_SOURCE_STOPPED && !o.quiet) {
 		const char *product = o.output ? o.output : "-";
 		kv_say_stopped(&product, 1);

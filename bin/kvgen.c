@@ -11,6 +11,7 @@
 #include "decode/kvcap.h"
 #include "base/lines.h"
 #include "base/out.h"
+#include "base/progress.h"
 #include "sim/sim.h"
 #include "sim/trace.h"
 #include "base/optval.h"
@@ -55,7 +56,10 @@ static const char usage[] =
 	"      --queries FILE        write each request as a /query line (token_ids)\n"
 	"      --queries-by-hash FILE  write each request as a /query_by_hash line\n"
 	"      --window SECS         report windows of SECS of trace time (60)\n"
-	"  -q, --quiet               no summary on stderr\n"
+	"      --progress            a progress line on stderr, even when it is not a terminal\n"
+	"                            (then a whole line a second)\n"
+	"      --no-progress         no progress line (the default on a terminal is one)\n"
+	"  -q, --quiet               no summary and no progress line on stderr\n"
 	"  -v, --verbose             more messages\n"
 	"  -h, --help                show this help and exit\n"
 	"  -V, --version             show the version and exit\n"
@@ -97,6 +101,7 @@ static const struct option longopts[] = {
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "queries", required_argument, NULL, OPT_QUERIES },
 	{ "queries-by-hash", required_argument, NULL, OPT_QUERIES_BY_HASH },
+	KV_PROGRESS_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -110,6 +115,7 @@ struct options {
 	bool no_capture;
 	uint64_t limit;
 	int quiet, verbose;
+	int progress;                 /* --progress 1, --no-progress -1 */
 	struct kv_sim_opts sim;
 };
 
@@ -223,6 +229,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->queries_by_hash = c == OPT_QUERIES_BY_HASH;
 			break;
 		case OPT_WINDOW: s->window_ns = (uint64_t)count_option("--window", optarg, 1, 86400 * 365) * 1000000000ull; break;
+		case KV_OPT_PROGRESS: o->progress = 1; break;
+		case KV_OPT_NO_PROGRESS: o->progress = -1; break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
@@ -269,7 +277,9 @@ static bool write_file(const char *path, void (*fn)(const struct kv_sim *, FILE 
 struct trace_in {
 	int fd;
 	const char *name;
-	bool std;
+	const char *path;             /* as named: "-" for standard input */
+	bool size_known;              /* a regular file, of this many bytes */
+	uint64_t size;
 	unsigned char head[2];
 	size_t nhead;
 };
@@ -278,14 +288,12 @@ struct trace_in {
  * reader to meet again and report with the file's name. */
 static void read_head(struct trace_in *t)
 {
-	while (t->nhead < sizeof t->head) {
-		ssize_t r = read(t->fd, t->head + t->nhead, sizeof t->head - t->nhead);
-		if (r < 0 && errno == EINTR && !kv_stop_signal)
-			continue;
-		if (r <= 0)
-			break;
-		t->nhead += (size_t)r;
-	}
+	struct kv_reader in;
+	kv_reader_init(&in, t->fd);
+	size_t got = 1;
+	while (t->nhead < sizeof t->head && got > 0 &&
+	       kv_reader_fill(&in, t->head + t->nhead, sizeof t->head - t->nhead, &got) == KV_READ_OK)
+		t->nhead += got;
 }
 
 /* 0, or the exit status when the trace cannot be served at all: it does not
@@ -293,18 +301,17 @@ static void read_head(struct trace_in *t)
  * error for every line. */
 static int open_trace(const char *path, struct trace_in *t)
 {
-	t->std = !path || strcmp(path, "-") == 0;
-	t->name = t->std ? "stdin" : path;
+	t->path = path ? path : "-";
 	t->nhead = 0;
 	struct kv_err e = { 0 };
-	if (!kv_input_open(t->std ? "-" : path, &t->fd, &e))
+	if (!kv_input_open_named(t->path, &t->fd, &t->name, &e))
 		return kv_err_print(&e);
+	t->size_known = kv_input_size(t->path, &t->size);
 	read_head(t);
 	if (t->nhead == 2 && t->head[0] == 0x1f && t->head[1] == 0x8b) {
 		kv_warn("%s: gzip-compressed; decompress it first: zcat %s | %s [OPTION]...", t->name,
-			t->std ? "FILE" : path, kv_prog);
-		if (!t->std)
-			close(t->fd);
+			t->fd == STDIN_FILENO ? "FILE" : path, kv_prog);
+		kv_input_close(t->fd);
 		return KV_EX_DATAERR;
 	}
 	return KV_EX_OK;
@@ -323,28 +330,40 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	enum kv_lines_status st = KV_LINE;
 	/* the capture failing (a reader gone) ends the run only when no file is to be written besides */
 	bool side_files = o->regs || o->snapshot || o->report || o->queries;
+	struct kv_progress progress;
+	/* the capture on standard output is never a terminal's (refused) */
+	kv_progress_init(&progress, kv_progress_choose(o->progress, o->quiet, false), "requests", NULL);
+	/* --limit ends the run before the trace does: the bytes to come are not known */
+	kv_progress_set_total(&progress, t->size_known && !o->limit, t->size);
 	while ((!o->limit || served < o->limit) && !kv_stop_signal && !(out && kv_out_ends_work(out, side_files)) &&
 	       (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF && st != KV_LINES_STOPPED) {
+		if (kv_progress_due(&progress))
+			kv_progress_show(&progress, kv_lines_taken(&l), served, 0);
 		if (st == KV_LINES_ERROR) {
-			kv_warn("%s: %s", name, strerror(l.err));
+			kv_progress_hide(&progress);
+			kv_warn("%s: %s", name, strerror(l.in.err));
 			bad++;
 			break;
 		}
 		if (st == KV_LINE && line[strspn(line, " \t")] == 0)
 			continue;
 		if (st == KV_LINE_TOO_LONG || !kv_trace_parse(line, n, &req, &e)) {
+			kv_progress_hide(&progress);
 			kv_warn("%s: line %llu: %s", name, (unsigned long long)l.lineno,
 				st == KV_LINE_TOO_LONG ? "longer than 1 MiB" : kv_err_msg(&e));
 			kv_err_clear(&e);
 			bad++;
 			continue;
 		}
-		if (!kv_sim_request(sim, &req) && !went_back++)
+		if (!kv_sim_request(sim, &req) && !went_back++) {
+			kv_progress_hide(&progress);
 			kv_warn("%s: line %llu: timestamp %llu ms goes back before the previous request's: served at "
 				"the time reached instead, as is every later one that goes back (said once)",
 				name, (unsigned long long)l.lineno, (unsigned long long)req.ts_ms);
+		}
 		served++;
 	}
+	kv_progress_end(&progress, kv_lines_taken(&l), served, 0);
 	/* the signal ended it, not the trace, --limit or a failed capture */
 	bool stopped = kv_stop_signal && st != KV_LINES_EOF && st != KV_LINES_ERROR && !(o->limit && served >= o->limit) &&
 		       !(out && kv_out_ends_work(out, side_files));
@@ -357,8 +376,7 @@ static int serve_trace(struct kv_sim *sim, const struct options *o, struct trace
 	}
 	free(req.hash_ids);
 	kv_lines_free(&l);
-	if (!t->std)
-		close(t->fd);
+	kv_input_close(t->fd);
 	return bad ? KV_EX_DATAERR : KV_EX_OK;
 }
 

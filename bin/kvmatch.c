@@ -13,6 +13,7 @@
 #include "base/input.h"
 #include "base/metrics.h"
 #include "base/out.h"
+#include "base/progress.h"
 #include "index/regs.h"
 #include "index/snap.h"
 #include "index/snapstate.h"
@@ -51,7 +52,10 @@ static const char usage[] =
 	"      --diagnose[=text|json]  at the end (and on SIGUSR2) report what looks wrong, with\n"
 	"                            the evidence and the likely cause, on standard error\n"
 	"      --dump FILE.kvsnap    print a snapshot as JSON lines and exit\n"
-	"  -q, --quiet               no statistics and no messages about bad input\n"
+	"      --progress            a progress line on standard error, even when it is not a\n"
+	"                            terminal (then a whole line a second)\n"
+	"      --no-progress         no progress line (the default on a terminal is one)\n"
+	"  -q, --quiet               no statistics, no messages about bad input, no progress line\n"
 	"  -v, --verbose             more messages\n"
 	"  -h, --help                show this help and exit\n"
 	"  -V, --version             show the version and exit\n"
@@ -80,6 +84,7 @@ static const struct option longopts[] = {
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
 	{ "diagnose", optional_argument, NULL, OPT_DIAGNOSE },
+	KV_PROGRESS_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -93,6 +98,7 @@ struct options {
 	enum kv_diag_format diag_format;
 	uint64_t every_ns, metrics_ns;
 	int quiet, verbose;
+	int progress;            /* --progress 1, --no-progress -1 */
 	struct kv_match_opts match;
 	struct kv_source_opts src;
 	struct kv_workers *ws;   /* --backend-serves goes straight into the workers */
@@ -158,6 +164,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->diagnose = true;
 			o->diag_format = diag_format(optarg);
 			break;
+		case KV_OPT_PROGRESS: o->progress = 1; break;
+		case KV_OPT_NO_PROGRESS: o->progress = -1; break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
 		case 'h': kv_print_help(usage);
@@ -205,7 +213,14 @@ struct run {
 	struct kv_source *src;
 	bool resumed_position;        /* -i's snapshot had a stream position: ... */
 	uint64_t resumed_at;          /* ... this one */
+	struct kv_progress progress;
+	uint64_t records, events;
 };
+
+static void show_progress(struct run *r)
+{
+	kv_progress_show(&r->progress, kv_source_bytes(r->src), r->records, r->events);
+}
 
 static void on_report(void *arg, const struct kv_report *r)
 {
@@ -220,8 +235,10 @@ static void write_metrics(struct run *r)
 	struct kv_err e = { 0 };
 	if (kv_match_write_metrics(r->m, &r->metrics, &e))
 		return;
-	if (!r->metrics_failed)
+	if (!r->metrics_failed) {
+		kv_progress_hide(&r->progress);
 		r->status = kv_status_merge(r->status, kv_err_print(&e));
+	}
 	kv_err_clear(&e);
 	r->metrics_failed = true;
 }
@@ -230,10 +247,12 @@ static void write_metrics(struct run *r)
 static void between_records(struct run *r)
 {
 	int sig = kv_take_user_signal();
-	if (sig == SIGUSR1)
+	if (sig == SIGUSR1) {
 		write_snapshot(r);
-	else if (sig == SIGUSR2)
+	} else if (sig == SIGUSR2) {
+		kv_progress_hide(&r->progress);
 		kv_diagnose(r->m, r->o->diag_format, stderr);
+	}
 	if (r->o->metrics && kv_metrics_due(&r->metrics))
 		write_metrics(r);
 }
@@ -244,6 +263,8 @@ static void on_idle(void *arg)
 	struct run *r = arg;
 	kv_out_flush(r->out);
 	between_records(r);
+	if (kv_progress_idle_due(&r->progress))
+		show_progress(r);
 }
 
 static void write_snapshot(struct run *r)
@@ -252,7 +273,10 @@ static void write_snapshot(struct run *r)
 		return;
 	uint64_t t0 = kv_monotonic_ns();
 	struct kv_err e = { 0 };
-	if (!kv_snap_write(r->o->snapshot, &r->ix, &r->ws, r->m, &e))
+	bool written = kv_snap_write(r->o->snapshot, &r->ix, &r->ws, r->m, &e);
+	if (!written || (r->o->verbose && !r->o->quiet))
+		kv_progress_hide(&r->progress);
+	if (!written)
 		r->status = kv_status_merge(r->status, kv_err_print(&e));
 	else if (r->o->verbose && !r->o->quiet) {
 		kv_warn("%s: %" PRIu64 " blocks written in %.1f ms", r->o->snapshot, kv_index_blocks(&r->ix),
@@ -266,6 +290,7 @@ static void report_problem(struct run *r, const struct kv_batch *b, const char *
 	r->bad++;
 	if (r->o->quiet)
 		return;
+	kv_progress_hide(&r->progress);
 	kv_batch_where(b, where, sizeof where);
 	kv_warn("%s: %s", where, what);
 }
@@ -309,6 +334,7 @@ static void stream_begins(struct run *r, const struct kv_batch *b)
 	char at[600], when[KV_UTC_NS_LEN], then[KV_UTC_NS_LEN];
 	enum kv_stream_verdict v = kv_match_stream_begins(r->m, st, &was);
 	position_reached(r, was.position, at, sizeof at);
+	kv_progress_hide(&r->progress);
 	if (v == KV_STREAM_OTHER) {
 		r->status = kv_status_merge(r->status, KV_EX_DATAERR);
 		kv_source_skip_input(r->src);
@@ -428,6 +454,12 @@ int main(int argc, char **argv)
 	load_state(&r);
 	o.src.idle = on_idle;
 	o.src.idle_arg = &r;
+	/* the state lines go to standard output, unless --log none */
+	kv_progress_init(&r.progress, kv_progress_choose(o.progress, o.quiet, o.match.log_mask != 0), "records",
+			 "events");
+	uint64_t total;
+	bool known = kv_inputs_size(argv + optind, (size_t)(argc - optind), &total);
+	kv_progress_set_total(&r.progress, known, total);
 	struct kv_source *src = kv_source_new(argv + optind, (size_t)(argc - optind), &o.src);
 	r.src = src;
 	struct kv_batch b;
@@ -436,12 +468,18 @@ int main(int argc, char **argv)
 	while (!kv_out_ends_work(&out, o.snapshot != NULL) && (st = kv_source_next(src, &b, &e)) != KV_SOURCE_END &&
 	       st != KV_SOURCE_STOPPED) {
 		if (st == KV_SOURCE_UNOPENED) {
+			kv_progress_hide(&r.progress);
 			r.status = kv_status_merge(r.status, kv_err_print(&e));
 			continue;
 		}
 		handle(&r, &b);
 		between_records(&r);
+		r.records += b.stream == NULL;
+		r.events += b.nev;
+		if (kv_progress_due(&r.progress))
+			show_progress(&r);
 	}
+	kv_progress_end(&r.progress, kv_source_bytes(src), r.records, r.events);
 	if (st == KV_SOURCE_STOPPED && !o.quiet) {
 		const char *product = o.snapshot ? o.snapshot : "-";
 		kv_say_stopped(&product, 1);

@@ -17,6 +17,7 @@
 #include "index/snap.h"
 #include "base/utf8.h"
 #include "base/optval.h"
+#include "base/progress.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -38,6 +39,9 @@ static const char usage[] =
 	"      --max-age SECS        age limit of a stream kvnats creates (default 604800; 0: none)\n"
 	"      --max-bytes N         size limit of a stream kvnats creates (default 1073741824; -1: none)\n"
 	"      --dup-window SECS     its duplicate window (default 120)\n"
+	"      --progress            a progress line on stderr, even when it is not a terminal\n"
+	"                            (then a whole line a second)\n"
+	"      --no-progress         no progress line (the default on a terminal is one)\n"
 	"Consuming:\n"
 	"      --durable NAME        a durable consumer: a restart goes on after what was written\n"
 	"      --filter SUBJECT      only the records of SUBJECT (a partition: NAME.MODEL.TENANT.>)\n"
@@ -55,7 +59,7 @@ static const char usage[] =
 	"Listing:\n"
 	"      --format table|json   a table (default) or JSON lines\n"
 	"\n"
-	"  -q, --quiet               no warnings and no statistics on stderr\n"
+	"  -q, --quiet               no warnings, no statistics and no progress line on stderr\n"
 	"  -h, --help                show this help and exit\n"
 	"  -V, --version             show the version and exit\n"
 	"\n"
@@ -94,6 +98,7 @@ static const struct option longopts[] = {
 	{ "core", required_argument, NULL, OPT_CORE },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, OPT_FORMAT },
+	KV_PROGRESS_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -114,6 +119,7 @@ struct options {
 	uint64_t batch;              /* records fetched at a time, acknowledged together once written */
 	bool stream_named;           /* -L lists that stream alone */
 	int quiet;
+	int progress;                /* -P --progress 1, --no-progress -1 */
 };
 
 static void set_mode(struct options *o, char m)
@@ -143,6 +149,8 @@ static void check_mode(const struct options *o, bool produce_only, bool consume_
 		kv_usage_error("--format goes with -L");
 	if (nfiles && o->mode != 'P')
 		kv_usage_error("files to read go with -P");
+	if (o->progress && o->mode != 'P')
+		kv_usage_error("--progress and --no-progress go with -P");
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
@@ -259,6 +267,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->json = strcmp(optarg, "json") == 0;
 			list_only = true;
 			break;
+		case KV_OPT_PROGRESS: o->progress = 1; break;
+		case KV_OPT_NO_PROGRESS: o->progress = -1; break;
 		case 'q': o->quiet++; break;
 		case 'h': kv_print_help(usage);
 		case 'V': kv_print_version();
@@ -345,6 +355,9 @@ struct produce {
 	uint64_t bad;
 	bool lost;
 	bool stopped;                /* a stop signal came before the end of an input */
+	struct kv_progress progress;
+	uint64_t bytes_done;         /* read from the captures finished */
+	uint64_t records;            /* records read */
 };
 
 static void publish_record(struct produce *p, const struct kv_record *rec)
@@ -385,11 +398,10 @@ static void publish_header(struct produce *p, const struct kv_record *rec)
 /* One capture; false when it could not be opened (e). */
 static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 {
-	bool std = strcmp(path, "-") == 0;
 	int fd;
-	if (!kv_input_open(path, &fd, e))
+	const char *name;
+	if (!kv_input_open_named(path, &fd, &name, e))
 		return false;
-	const char *name = std ? "stdin" : path;
 	struct kv_cap_reader r;
 	kv_cap_open(&r, fd, name);
 	struct kv_record rec;
@@ -399,19 +411,23 @@ static bool produce_file(struct produce *p, const char *path, struct kv_err *e)
 			publish_header(p, &rec);
 		} else if (st == KV_CAP_RECORD) {
 			publish_record(p, &rec);
+			p->records++;
+			if (kv_progress_due(&p->progress))
+				kv_progress_show(&p->progress, p->bytes_done + kv_mps_taken(&r.in), p->records, 0);
 		} else {
 			p->bad++;
+			kv_progress_hide(&p->progress);
 			if (!p->o->quiet)
 				kv_warn("%s: %s%s", name, r.error, st == KV_CAP_SKIP ? "; skipped" : "");
 			if (st == KV_CAP_ERROR)
 				break;
 		}
 	}
+	p->bytes_done += kv_mps_taken(&r.in);
 	if (kv_stop_signal && !p->lost && st != KV_CAP_EOF && st != KV_CAP_ERROR)
 		p->stopped = true;
 	kv_cap_close(&r);
-	if (!std)
-		close(fd);
+	kv_input_close(fd);
 	return true;
 }
 
@@ -438,12 +454,20 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 	kv_out_open_mem(&p.packed);
 	msgpack_zone_init(&p.zone, 1024);
 	int status = KV_EX_OK;
+	kv_progress_init(&p.progress, kv_progress_choose(o->progress, o->quiet, false), "records", NULL);
+	uint64_t total;
+	bool known = kv_inputs_size(files, (size_t)nfiles, &total);
+	kv_progress_set_total(&p.progress, known, total);
 	if (nfiles == 0 && !produce_file(&p, "-", &e))
 		status = kv_status_merge(status, kv_err_print(&e));
 	int i = 0;
-	for (; i < nfiles && !kv_stop_signal && !p.lost; i++)
-		if (!produce_file(&p, files[i], &e))
-			status = kv_status_merge(status, kv_err_print(&e));
+	for (; i < nfiles && !kv_stop_signal && !p.lost; i++) {
+		if (produce_file(&p, files[i], &e))
+			continue;
+		kv_progress_hide(&p.progress);
+		status = kv_status_merge(status, kv_err_print(&e));
+	}
+	kv_progress_end(&p.progress, p.bytes_done, p.records, 0);
 	if ((p.stopped || (kv_stop_signal && i < nfiles && !p.lost)) && !o->quiet) {
 		char stream[300];
 		snprintf(stream, sizeof stream, "stream %s", o->stream);

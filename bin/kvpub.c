@@ -11,6 +11,7 @@
 #include "base/input.h"
 #include "decode/kvcap.h"
 #include "base/out.h"
+#include "base/progress.h"
 #include "net/pace.h"
 #include "net/publish.h"
 #include "net/replay.h"
@@ -51,8 +52,11 @@ static const char usage[] =
 	"      --hwm N              messages queued per subscriber before ZMQ drops\n"
 	"                           (default 100000, 0 means no limit)\n"
 	"  -o, --output FILE        write the mapping as JSON lines (- for stdout)\n"
-	"  -q, --quiet              no mapping, warnings or statistics on stderr\n"
-	"  -v, --verbose            progress on a terminal, and a summary at the end\n"
+	"  -q, --quiet              no mapping, warnings, statistics or progress line on stderr\n"
+	"      --progress           a progress line on stderr, even when it is not a terminal\n"
+	"                           (then a whole line a second)\n"
+	"      --no-progress        no progress line (the default on a terminal is one)\n"
+	"  -v, --verbose            a summary at the end\n"
 	"  -h, --help               show this help and exit\n"
 	"  -V, --version            show the version and exit\n"
 	"\n"
@@ -86,6 +90,7 @@ static const struct option longopts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
+	KV_PROGRESS_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -113,6 +118,7 @@ struct options {
 	uint64_t wait_ns, linger_ns;
 	const char *output;
 	int quiet, verbose;
+	int progress;                 /* --progress 1, --no-progress -1 */
 	struct kv_pub_opts pub;
 };
 
@@ -228,6 +234,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'o': o->output = optarg; break;
 		case 'q': o->quiet++; break;
 		case 'v': o->verbose++; break;
+		case KV_OPT_PROGRESS: o->progress = 1; break;
+		case KV_OPT_NO_PROGRESS: o->progress = -1; break;
 		case 'h': kv_print_help(usage);
 		case 'V': kv_print_version();
 		default: kv_try_help();
@@ -266,9 +274,15 @@ struct run {
 	uint64_t over;                /* lookups of sources beyond KV_PUB_MAX_SOURCES */
 	uint64_t over_records;        /* ... and the records of those skipped */
 	int fatal;                    /* exit status of a failure that ended the run */
-	uint64_t last_progress;
-	bool progress;
+	struct kv_progress progress;
+	uint64_t bytes_done;          /* taken from the inputs played to their end (every pass) */
+	const struct kv_mpstream *playing;  /* the input being played */
 };
+
+static uint64_t bytes_taken(const struct run *r)
+{
+	return r->bytes_done + (r->playing ? kv_mps_taken(r->playing) : 0);
+}
 
 static void open_inputs(struct run *r, char **files, size_t n)
 {
@@ -281,10 +295,8 @@ static void open_inputs(struct run *r, char **files, size_t n)
 	r->nin = n;
 	for (size_t i = 0; i < n; i++) {
 		struct input *in = &r->in[i];
-		bool std = strcmp(files[i], "-") == 0;
-		in->name = std ? "stdin" : files[i];
 		struct kv_err e = { 0 };
-		if (!kv_input_open(files[i], &in->fd, &e))
+		if (!kv_input_open_named(files[i], &in->fd, &in->name, &e))
 			exit(kv_err_print(&e));
 		struct stat st;
 		in->regular = fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -309,16 +321,20 @@ static bool meet(struct run *r, const char *src, size_t len, struct kv_pub_route
 {
 	struct kv_err e = { 0 };
 	if (!kv_pub_lookup(r->pub, src, len, route, &e)) {
+		kv_progress_hide(&r->progress);
 		r->fatal = kv_err_print(&e);
 		return false;
 	}
 	if (route->over) {
-		if (!r->over++ && !r->o->quiet)
+		if (!r->over++ && !r->o->quiet) {
+			kv_progress_hide(&r->progress);
 			kv_warn("more than %u sources: the records of the others are skipped", KV_PUB_MAX_SOURCES);
+		}
 		return true;
 	}
 	if (!route->fresh)
 		return true;
+	kv_progress_hide(&r->progress);
 	if (route->published) {
 		if (!r->o->quiet)
 			kv_pub_print_route(r->pub, route->src, stderr);
@@ -402,16 +418,6 @@ static void note_first(struct run *r, uint64_t recv_ns)
 	}
 }
 
-static void progress(struct run *r)
-{
-	uint64_t now = kv_monotonic_ns();
-	if (now - r->last_progress < 1000000000ull)
-		return;
-	r->last_progress = now;
-	fprintf(stderr, "\r%s: %llu records read, %llu published ", kv_prog, (unsigned long long)r->read,
-		(unsigned long long)r->taken);
-}
-
 enum play { PLAY_ON, PLAY_STOP };
 
 /* One record: to its socket at its time.  PLAY_STOP when the run ends. */
@@ -421,6 +427,8 @@ static enum play play_record(struct run *r, const struct input *in, const struct
 	struct kv_pub_route route;
 	r->read++;
 	r->number++;
+	if (kv_progress_due(&r->progress))
+		kv_progress_show(&r->progress, bytes_taken(r), r->read, 0);
 	note_first(r, rec->recv_ns);
 	if (!meet(r, rec->src, rec->src_len, &route))
 		return PLAY_STOP;
@@ -444,6 +452,7 @@ static enum play play_record(struct run *r, const struct input *in, const struct
 		return PLAY_ON;
 	}
 	if (rec->nframes == 0) {
+		kv_progress_hide(&r->progress);
 		if (!o->quiet)
 			kv_warn("%s: record %llu: no frames to publish", in->name, (unsigned long long)rec->number);
 		r->bad++;
@@ -454,30 +463,21 @@ static enum play play_record(struct run *r, const struct input *in, const struct
 		return PLAY_STOP;
 	struct kv_err e = { 0 };
 	if (!kv_pub_send(r->pub, route.src, rec, dropped(o, r->number), &e)) {
+		kv_progress_hide(&r->progress);
 		r->fatal = kv_err_print(&e);
 		return PLAY_STOP;
 	}
 	r->taken++;
-	if (r->progress)
-		progress(r);
 	return o->max_records && r->taken >= o->max_records ? PLAY_STOP : PLAY_ON;
 }
 
-/* Plays one input from where it stands to its end. */
-static enum play play_input(struct run *r, struct input *in)
+/* Plays the records of one input from where it stands to its end. */
+static enum play play_records(struct run *r, struct input *in, struct kv_cap_reader *rd)
 {
-	struct kv_cap_reader rd;
 	struct kv_record rec;
 	enum play result = PLAY_ON;
-	kv_cap_open(&rd, in->fd, in->name);
-	if (!in->regular) {
-		r->idle_fd = in->fd;
-		rd.in.idle = on_idle;
-		rd.in.idle_arg = r;
-	}
-	kv_pace_rebase(&r->pace);
 	while (result == PLAY_ON && !kv_stop_signal) {
-		switch (kv_cap_next(&rd, &rec)) {
+		switch (kv_cap_next(rd, &rec)) {
 		case KV_CAP_RECORD:
 			result = play_record(r, in, &rec);
 			break;
@@ -487,26 +487,44 @@ static enum play play_input(struct run *r, struct input *in)
 		case KV_CAP_SKIP:
 			r->number++;
 			r->bad++;
+			kv_progress_hide(&r->progress);
 			if (!r->o->quiet)
-				kv_warn("%s: %s", in->name, rd.error);
+				kv_warn("%s: %s", in->name, rd->error);
 			break;
 		case KV_CAP_ERROR:
 			if (!kv_stop_signal) {
 				r->bad++;
-				kv_warn("%s: %s", in->name, rd.error);
+				kv_progress_hide(&r->progress);
+				kv_warn("%s: %s", in->name, rd->error);
 			}
-			kv_cap_close(&rd);
 			return PLAY_ON;
 		case KV_CAP_STOPPED:
 			result = PLAY_STOP;
 			break;
 		case KV_CAP_EOF:
-			kv_cap_close(&rd);
 			return PLAY_ON;
 		}
 	}
-	kv_cap_close(&rd);
 	return PLAY_STOP;
+}
+
+/* One input, its bytes counted for the progress line. */
+static enum play play_input(struct run *r, struct input *in)
+{
+	struct kv_cap_reader rd;
+	kv_cap_open(&rd, in->fd, in->name);
+	r->playing = &rd.in;
+	if (!in->regular) {
+		r->idle_fd = in->fd;
+		rd.in.in.idle = on_idle;
+		rd.in.in.idle_arg = r;
+	}
+	kv_pace_rebase(&r->pace);
+	enum play result = play_records(r, in, &rd);
+	r->bytes_done += kv_mps_taken(&rd.in);
+	r->playing = NULL;
+	kv_cap_close(&rd);
+	return result;
 }
 
 static void play(struct run *r)
@@ -579,7 +597,13 @@ int main(int argc, char **argv)
 	r.pub = kv_pub_new(&o.pub);
 	setup(&r);
 	kv_pace_init(&r.pace, o.speed);
-	r.progress = o.verbose && !o.quiet && isatty(STDERR_FILENO);
+	/* the mapping goes to standard output with -o - */
+	kv_progress_init(&r.progress, kv_progress_choose(o.progress, o.quiet, o.output && strcmp(o.output, "-") == 0),
+			 "records", NULL);
+	uint64_t total;
+	bool known = kv_inputs_size(argv + optind, (size_t)(argc - optind), &total);
+	/* --loop plays the inputs again and again: no end to measure against */
+	kv_progress_set_total(&r.progress, known && !o.loop, total);
 
 	/* Files are read once first: with a port base so that every socket is
 	 * bound (and its mapping shown) before anything is published, with maps
@@ -600,8 +624,7 @@ int main(int argc, char **argv)
 		r.started = true;
 		play(&r);
 	}
-	if (r.progress && r.last_progress)
-		fputc('\n', stderr);
+	kv_progress_end(&r.progress, bytes_taken(&r), r.read, 0);
 	if (stopped_early(&r) && !o.quiet)
 		kv_say_stopped(NULL, 0);
 	if (!all_regular && r.complete && !r.fatal && !kv_stop_signal)
@@ -626,8 +649,7 @@ int main(int argc, char **argv)
 	}
 	kv_pub_free(r.pub, !kv_stop_signal && !r.fatal);
 	for (size_t i = 0; i < r.nin; i++)
-		if (r.in[i].fd != STDIN_FILENO)
-			close(r.in[i].fd);
+		kv_input_close(r.in[i].fd);
 	free(r.in);
 	free(o.maps);
 	free(o.replay_maps);

@@ -630,18 +630,17 @@ static void report_timing(struct run *r)
  * call for into *status; false when it cannot be opened. */
 static bool read_input(struct run *r, const char *path, int *status)
 {
-	bool std = strcmp(path, "-") == 0;
 	struct kv_err e = { 0 };
 	int fd;
-	if (!kv_input_open(path, &fd, &e)) {
+	const char *name;
+	if (!kv_input_open_named(path, &fd, &name, &e)) {
 		*status = kv_status_merge(*status, kv_err_print(&e));
 		return false;
 	}
-	const char *name = std ? "stdin" : path;
 	struct kv_lines l;
 	kv_lines_init(&l, fd, 256u << 20, NULL, 0);
-	l.idle = flush_output;
-	l.idle_arg = r;
+	l.in.idle = flush_output;
+	l.in.idle_arg = r;
 	char *line;
 	size_t n;
 	enum kv_lines_status st;
@@ -653,7 +652,7 @@ static bool read_input(struct run *r, const char *path, int *status)
 		if (st == KV_LINES_ERROR) {
 			/* the rest of it is lost: its queries go unanswered, as
 			 * kvdecode's records after a read error */
-			errno = l.err;
+			errno = l.in.err;
 			kv_warn_errno("%s", name);
 			*status = kv_status_merge(*status, KV_EX_DATAERR);
 			break;
@@ -666,8 +665,7 @@ static bool read_input(struct run *r, const char *path, int *status)
 			answer(r, name, l.lineno, line, n);
 	}
 	kv_lines_free(&l);
-	if (!std)
-		close(fd);
+	kv_input_close(fd);
 	return true;
 }
 

@@ -25,6 +25,49 @@ bool kv_input_open(const char *path, int *fd, struct kv_err *e)
 	return f >= 0 || kv_err_set_errno(e, KV_EX_NOINPUT, "%s", path);
 }
 
+bool kv_input_open_named(const char *path, int *fd, const char **name, struct kv_err *e)
+{
+	*name = strcmp(path, "-") == 0 ? "stdin" : path;
+	return kv_input_open(path, fd, e);
+}
+
+void kv_input_close(int fd)
+{
+	if (fd >= 0 && fd != STDIN_FILENO)
+		close(fd);
+}
+
+bool kv_input_size(const char *path, uint64_t *size)
+{
+	bool std = strcmp(path, "-") == 0;
+	struct stat st;
+	if ((std ? fstat(STDIN_FILENO, &st) : stat(path, &st)) != 0 || !S_ISREG(st.st_mode))
+		return false;
+	/* standard input is read from where it stands: `(head -c 1k; kvdecode) < f` */
+	off_t at = std ? lseek(STDIN_FILENO, 0, SEEK_CUR) : 0;
+	if (at < 0)
+		at = 0;
+	*size = at < st.st_size ? (uint64_t)(st.st_size - at) : 0;
+	return true;
+}
+
+bool kv_inputs_size(char *const *paths, size_t n, uint64_t *total)
+{
+	static char *const stdin_only[] = { "-" };
+	if (n == 0) {
+		paths = stdin_only;
+		n = 1;
+	}
+	*total = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t size;
+		if (!kv_input_size(paths[i], &size))
+			return false;
+		*total += size;
+	}
+	return true;
+}
+
 /* A named pipe, a terminal or a socket is not opened to be checked: a
  * pipe's writer sees its only reader close, and writes into the gap before
  * the second open fail (EPIPE), or wait for a reader that comes back.  Its
@@ -88,6 +131,38 @@ enum kv_read_status kv_input_read(int fd, void *d, size_t n, size_t *got)
 		*got += (size_t)r;
 	}
 	return KV_READ_OK;
+}
+
+void kv_reader_init(struct kv_reader *r, int fd)
+{
+	*r = (struct kv_reader){ .fd = fd };
+}
+
+enum kv_read_status kv_reader_fill(struct kv_reader *r, void *buf, size_t room, size_t *got)
+{
+	*got = 0;
+	if (r->idle && !kv_wait_input(r->fd, r->idle, r->idle_arg))
+		return KV_READ_STOPPED;
+	for (;;) {
+		/* A stop that came while idle must not wait for more input. */
+		if (kv_stop_signal)
+			return KV_READ_STOPPED;
+		ssize_t n = read(r->fd, buf, room);
+		if (n >= 0) {
+			*got = (size_t)n;
+			r->bytes += (uint64_t)n;
+			return KV_READ_OK;
+		}
+		if (errno != EINTR) {
+			r->err = errno;
+			return KV_READ_ERROR;
+		}
+		if (kv_stop_signal)
+			return KV_READ_STOPPED;
+		/* Another signal (SIGUSR1, say): let the program act on it between records. */
+		if (r->idle)
+			r->idle(r->idle_arg);
+	}
 }
 
 bool kv_input_stopped(struct kv_err *e, const char *path)

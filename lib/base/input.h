@@ -8,12 +8,29 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/err.h"
 
 /* Opens path for reading (close-on-exec) into *fd; false with e (66) and
  * *fd -1. */
 bool kv_input_open(const char *path, int *fd, struct kv_err *e);
+/* The open-name-close idiom of every program that reads a named input:
+ * kv_input_open, and the name messages give it, "stdin" for "-" (the
+ * path itself otherwise, which must outlive the input). */
+bool kv_input_open_named(const char *path, int *fd, const char **name, struct kv_err *e);
+/* Closes an input kv_input_open gave, unless it is standard input, which
+ * stays open for whatever reads it next. */
+void kv_input_close(int fd);
+/* The size of the input path names ("-": standard input, from where it
+ * stands) when it is a regular file: what its reading comes to, for the
+ * progress line (base/progress.h).  False for a pipe, a terminal, a
+ * device, or a file that cannot be examined. */
+bool kv_input_size(const char *path, uint64_t *size);
+/* The sizes of n inputs added up (none: standard input); false when one
+ * of them is not a regular file, and the whole is not known. */
+bool kv_inputs_size(char *const *paths, size_t n, uint64_t *total);
+
 /* For a program whose input is all or nothing (kvmatch: a snapshot of part
  * of the input would replace the last good one): before anything is read
  * or written, every one of the n named files must open.  False when one
@@ -36,6 +53,25 @@ enum kv_read_status { KV_READ_OK, KV_READ_STOPPED, KV_READ_ERROR };
  * fewer than n only at the end of the input.  KV_READ_ERROR with errno
  * set on a read error. */
 enum kv_read_status kv_input_read(int fd, void *d, size_t n, size_t *got);
+/* A stream being read as it comes (event lines, captures, traces: the one
+ * read loop of base/lines and decode/mpstream).  Before a read that would
+ * block, idle runs (kv_wait_input), so that a program flushes its output
+ * and answers its signals while its input is quiet; a stop signal ends the
+ * wait, and a signal that interrupts a read runs idle again.  bytes counts
+ * what was read, for the progress line (base/progress.h). */
+struct kv_reader {
+	int fd;
+	void (*idle)(void *);   /* NULL: reads block */
+	void *idle_arg;
+	uint64_t bytes;         /* read so far */
+	int err;                /* errno of the read that failed */
+};
+void kv_reader_init(struct kv_reader *r, int fd);
+/* One read of at most room bytes into buf: KV_READ_OK with *got bytes, 0
+ * at the end of the input; KV_READ_STOPPED on a stop signal; KV_READ_ERROR
+ * with r->err. */
+enum kv_read_status kv_reader_fill(struct kv_reader *r, void *buf, size_t room, size_t *got);
+
 /* The one message for a load that a signal stopped: "PATH: loading stopped
  * by a signal", with status 0.  Returns false. */
 bool kv_input_stopped(struct kv_err *e, const char *path);

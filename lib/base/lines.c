@@ -1,17 +1,15 @@
 #include "base/lines.h"
 #include "base/util.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define CHUNK (256u * 1024)
 
 void kv_lines_init(struct kv_lines *l, int fd, size_t max_line, const void *pre, size_t npre)
 {
 	memset(l, 0, sizeof *l);
-	l->fd = fd;
+	kv_reader_init(&l->in, fd);
 	l->max_line = max_line;
 	l->cap = CHUNK > npre ? CHUNK : npre;
 	l->buf = kv_xmalloc(l->cap + 1);
@@ -51,31 +49,22 @@ static int fill(struct kv_lines *l)
 	}
 	if (room(l) == 0)
 		return 3;
-	if (l->idle && !kv_wait_input(l->fd, l->idle, l->idle_arg))
+	size_t n;
+	switch (kv_reader_fill(&l->in, l->buf + l->len, room(l), &n)) {
+	case KV_READ_STOPPED:
 		return 2;
-	for (;;) {
-		/* A stop that came while idle must not wait for more input. */
-		if (kv_stop_signal)
-			return 2;
-		ssize_t n = read(l->fd, l->buf + l->len, room(l));
-		if (n > 0) {
-			l->len += (size_t)n;
-			l->total += (uint64_t)n;
-			return 1;
-		}
-		if (n == 0) {
-			l->eof = true;
-			return 0;
-		}
-		if (errno != EINTR) {
-			l->err = errno;
-			return -1;
-		}
-		if (kv_stop_signal)
-			return 2;
-		if (l->idle)
-			l->idle(l->idle_arg);
+	case KV_READ_ERROR:
+		return -1;
+	case KV_READ_OK:
+		break;
 	}
+	if (n == 0) {
+		l->eof = true;
+		return 0;
+	}
+	l->len += n;
+	l->total += n;
+	return 1;
 }
 
 enum kv_lines_status kv_lines_next(struct kv_lines *l, char **line, size_t *len)

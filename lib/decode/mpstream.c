@@ -1,18 +1,16 @@
 #include "decode/mpstream.h"
 #include "base/util.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define READ_CHUNK (1u << 20)
 
 void kv_mps_init(struct kv_mpstream *s, int fd, const char *name, size_t max_object)
 {
 	memset(s, 0, sizeof *s);
-	s->fd = fd;
+	kv_reader_init(&s->in, fd);
 	s->name = name;
 	s->max_object = max_object;
 	s->limits = kv_payload_limits;
@@ -45,33 +43,23 @@ static int fill(struct kv_mpstream *s, size_t want)
 		s->buf = kv_xrealloc(s->buf, c);
 		s->cap = c;
 	}
-	if (s->idle && !kv_wait_input(s->fd, s->idle, s->idle_arg))
+	size_t n;
+	switch (kv_reader_fill(&s->in, s->buf + s->len, s->cap - s->len, &n)) {
+	case KV_READ_STOPPED:
 		return 2;
-	for (;;) {
-		/* A stop that came while idle must not wait for more input. */
-		if (kv_stop_signal)
-			return 2;
-		ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
-		if (n > 0) {
-			s->len += (size_t)n;
-			return 1;
-		}
-		if (n == 0) {
-			s->eof = true;
-			return 0;
-		}
-		if (errno == EINTR) {
-			if (kv_stop_signal)
-				return 2;
-			/* Another signal (SIGUSR1, say): let the program act on it between records. */
-			if (s->idle)
-				s->idle(s->idle_arg);
-			continue;
-		}
-		snprintf(s->error, sizeof s->error, "%s", strerror(errno));
+	case KV_READ_ERROR:
+		snprintf(s->error, sizeof s->error, "%s", strerror(s->in.err));
 		s->error_off = s->base + s->len;
 		return -1;
+	case KV_READ_OK:
+		break;
 	}
+	if (n == 0) {
+		s->eof = true;
+		return 0;
+	}
+	s->len += n;
+	return 1;
 }
 
 size_t kv_mps_peek(struct kv_mpstream *s, size_t n, const uint8_t **p)

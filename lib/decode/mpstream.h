@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/input.h"
 #include "decode/mpscan.h"
 
 enum kv_mps_status {
@@ -22,7 +23,7 @@ enum kv_mps_status {
 };
 
 struct kv_mpstream {
-	int fd;
+	struct kv_reader in;  /* in.idle: before a read that would block; in.bytes: read so far */
 	const char *name;
 	uint8_t *buf;
 	size_t len, cap, pos;
@@ -30,8 +31,6 @@ struct kv_mpstream {
 	size_t max_object;
 	struct kv_mp_limits limits;
 	bool eof;
-	void (*idle)(void *);
-	void *idle_arg;
 	char error[160];
 	uint64_t error_off;
 };
@@ -39,6 +38,12 @@ struct kv_mpstream {
 void kv_mps_init(struct kv_mpstream *s, int fd, const char *name, size_t max_object);
 void kv_mps_free(struct kv_mpstream *s);
 enum kv_mps_status kv_mps_next(struct kv_mpstream *s, const uint8_t **obj, size_t *len, uint64_t *off);
+/* The bytes of the stream taken so far, up to the end of the last object
+ * returned (what is read ahead is not): for the progress line. */
+static inline uint64_t kv_mps_taken(const struct kv_mpstream *s)
+{
+	return s->base + s->pos;
+}
 /* Makes at least n bytes visible (fewer at end of input) without consuming them. */
 size_t kv_mps_peek(struct kv_mpstream *s, size_t n, const uint8_t **p);
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* An event JSON line longer than this is skipped: kvmatch(1), LIMITS. */
 #define MAX_JSON_LINE (64u << 20)
@@ -16,6 +15,7 @@ struct kv_source {
 	size_t nfiles, next;
 	struct kv_source_opts opts;
 	unsigned open_failures;
+	uint64_t bytes_done;           /* taken from the inputs closed */
 	/* the input being read */
 	bool open;
 	int fd;
@@ -50,16 +50,27 @@ unsigned kv_source_open_failures(const struct kv_source *s)
 	return s->open_failures;
 }
 
+/* The bytes taken from the input being read. */
+static uint64_t taken(const struct kv_source *s)
+{
+	return s->kind == KV_IN_JSON ? kv_lines_taken(&s->lines) : kv_mps_taken(&s->cap.in);
+}
+
+uint64_t kv_source_bytes(const struct kv_source *s)
+{
+	return s->bytes_done + (s->open ? taken(s) : 0);
+}
+
 static void close_input(struct kv_source *s)
 {
 	if (!s->open)
 		return;
+	s->bytes_done += taken(s);
 	if (s->kind == KV_IN_JSON)
 		kv_lines_free(&s->lines);
 	else
 		kv_cap_close(&s->cap);
-	if (s->fd != STDIN_FILENO)
-		close(s->fd);
+	kv_input_close(s->fd);
 	s->open = false;
 }
 
@@ -77,20 +88,17 @@ void kv_source_free(struct kv_source *s)
 static enum kv_source_status open_next(struct kv_source *s, struct kv_err *e)
 {
 	if (s->next < s->nfiles) {
-		const char *f = s->files[s->next++];
-		bool std = strcmp(f, "-") == 0;
 		int fd;
-		if (!kv_input_open(f, &fd, e)) {
+		if (!kv_input_open_named(s->files[s->next++], &fd, &s->name, e)) {
 			s->open_failures++;
 			return KV_SOURCE_UNOPENED;
 		}
 		s->fd = fd;
-		s->name = std ? "stdin" : f;
 		s->open = true;
 		s->payloads = 0;
 		kv_cap_open(&s->cap, fd, s->name);
-		s->cap.in.idle = s->opts.idle;
-		s->cap.in.idle_arg = s->opts.idle_arg;
+		s->cap.in.in.idle = s->opts.idle;
+		s->cap.in.in.idle_arg = s->opts.idle_arg;
 		const uint8_t *p;
 		size_t n = kv_mps_peek(&s->cap.in, 1, &p);
 		if (s->opts.payload)
@@ -102,8 +110,8 @@ static enum kv_source_status open_next(struct kv_source *s, struct kv_err *e)
 			s->kind = KV_IN_JSON;
 			n = s->cap.in.len - s->cap.in.pos;
 			kv_lines_init(&s->lines, fd, MAX_JSON_LINE, p, n);
-			s->lines.idle = s->opts.idle;
-			s->lines.idle_arg = s->opts.idle_arg;
+			s->lines.in.idle = s->opts.idle;
+			s->lines.in.idle_arg = s->opts.idle_arg;
 			kv_cap_close(&s->cap);
 			if (!s->json)
 				s->json = kv_evjson_reader_new();
@@ -253,7 +261,7 @@ static enum kv_source_status next_json(struct kv_source *s, struct kv_batch *b, 
 	case KV_LINES_STOPPED:
 		return KV_SOURCE_STOPPED;
 	case KV_LINES_ERROR:
-		fatal(s, b, strerror(s->lines.err));
+		fatal(s, b, strerror(s->lines.in.err));
 		return KV_SOURCE_BATCH;
 	case KV_LINES_LIMIT: /* a stream of lines has no bound on the whole (no max_total) */
 		kv_die(KV_EX_SOFTWARE, "event lines: a bound on the whole input");

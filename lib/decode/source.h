@@ -56,6 +56,10 @@ struct kv_source;
 
 struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct kv_source_opts *opts);
 enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b, struct kv_err *e);
+/* The bytes of the inputs taken so far (read and returned as batches; not
+ * what is read ahead), for the progress line (base/progress.h): what
+ * kv_inputs_size of the same files comes to at their end. */
+uint64_t kv_source_bytes(const struct kv_source *s);
 /* Inputs that could not be opened so far. */
 unsigned kv_source_open_failures(const struct kv_source *s);
 void kv_source_free(struct kv_source *s);

@@ -544,7 +544,6 @@ static enum line_kind take_line(enum kv_lines_status st, const char *line, size_
 bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 {
 	memset(regs, 0, sizeof *regs);
-	bool std = strcmp(path, "-") == 0;
 	int fd;
 	if (!kv_input_open(path, &fd, e))
 		return false;
@@ -573,7 +572,7 @@ bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 		if (k == LINE_FULL)
 			break;
 	}
-	int read_err = st == KV_LINES_ERROR ? l.err : 0;
+	int read_err = st == KV_LINES_ERROR ? l.in.err : 0;
 	if (st == KV_LINES_LIMIT) {
 		kv_err_set(e, KV_EX_DATAERR, "%s: line %llu: beyond the first %u bytes: a registrations file is at most 64 MiB",
 			   path, (unsigned long long)l.lineno + 1, KV_REGS_MAX_BYTES);
@@ -581,8 +580,7 @@ bool kv_regs_load(const char *path, struct kv_regs *regs, struct kv_err *e)
 	}
 	bad += drop_conflicts(path, regs, e);
 	kv_lines_free(&l);
-	if (!std)
-		close(fd);
+	kv_input_close(fd);
 	/* a file that cannot be read whole is one that cannot be opened, as a
 	 * snapshot is: registrations are all or nothing */
 	if (read_err) {
