@@ -241,7 +241,7 @@ complete_words() {
 }
 
 # The contract the code cites lives in the repository: PAGE(N) "Section".
-@test "every citation in the code, tests, Makefile and README resolves to a man page section" {
+@test "every citation in the code, tests, Makefile, README and doc/ resolves to a man page section" {
 	run "$ROOT/tests/citations" "$ROOT"
 	assert_success
 	assert_output "citations: every citation resolves"
@@ -264,6 +264,40 @@ complete_words() {
 	lib/base/a.h:2: $m(1) "No such thing": no such section in man/kvmatch.1
 	lib/base/a.h:3: $f(1): no man/kvfoo.1
 	citations: 4 citation(s) that do not resolve
+	OUT
+}
+
+# The README and doc/ are read on GitHub and in a checkout: a link that leads
+# nowhere, or a page the code names that is not there, is a dead end.
+@test "every link of the README and doc/, and every doc/ page the tree names, resolves" {
+	run "$ROOT/tests/doclinks" "$ROOT"
+	assert_success
+	assert_output "doclinks: every link resolves"
+}
+
+@test "a link to a missing file or heading, or out of the tree, and a missing page named in the code are refused" {
+	# built from pieces, so that this file names no missing page itself
+	d=doc m=.md
+	mkdir -p "$T/tree/$d" "$T/tree/lib/base" "$T/tree/share"
+	: >"$T/tree/share/a.png"
+	printf '%s\n' '# T' '' '## Where to `go`' '' \
+	    "[a]($d/a$m#no-such) [b]($d/b$m) [ok]($d/a$m#the-a-page) \`[code]($d/c$m)\`" '' \
+	    "    [code]($d/d$m)" >"$T/tree/README.md"
+	printf '%s\n' '# The a page' '' \
+	    "[up](../README.md#where-to-go) [no](../README.md#nowhere) [out](../../x$m) ![p](../share/a.png)" \
+	    '' "[ref]: ../share/b.png" >"$T/tree/$d/a$m"
+	printf '%s\n' "/* $d/a$m \"The a page\", $d/a$m \"No such\" */" "/* $d/e$m */" >"$T/tree/lib/base/a.h"
+	run "$ROOT/tests/doclinks" "$T/tree"
+	assert_failure 1
+	assert_output - <<-OUT
+	README.md:5: $d/a$m#no-such: no heading #no-such in $d/a$m
+	README.md:5: $d/b$m: no such file
+	$d/a$m:3: ../README.md#nowhere: no heading #nowhere in README.md
+	$d/a$m:3: ../../x$m: outside the repository
+	$d/a$m:5: ../share/b.png: no such file
+	lib/base/a.h:1: $d/a$m "No such": no such heading
+	lib/base/a.h:2: $d/e$m: no such page
+	doclinks: 7 link(s) that do not resolve
 	OUT
 }
 
