@@ -158,16 +158,16 @@ example_files() {
 		"make deb && apt install ./kvtools_${version}_amd64.deb"
 }
 
-# bench/run's sections are its section_ functions; --help, the README and
-# the default run must not drift from them.  Nothing is measured here.
-@test "every section of bench/run is in its --help and the README, unknown ones are refused" {
+# bench/run's sections are its section_ functions; --help, doc/benchmarks.md
+# and the default run must not drift from them.  Nothing is measured here.
+@test "every section of bench/run is in its --help and doc/benchmarks.md, unknown ones are refused" {
 	cd "$ROOT"
 	run bench/run --help
 	assert_success
 	local help=$output s
 	for s in $(sed -n 's/^section_\([a-z]*\)() {.*/\1/p' bench/run); do
 		grep -q "\b$s\b" <<<"$help" || { echo "bench/run --help lacks $s" >&3; false; }
-		grep -q "\`$s\`\|BENCH=$s\b" README.md || { echo "README lacks the bench section $s" >&3; false; }
+		grep -q "\`$s\`\|BENCH=$s\b" doc/benchmarks.md || { echo "doc/benchmarks.md lacks the bench section $s" >&3; false; }
 	done
 	grep -q '^\[ ${#sections\[@\]} -gt 0 \] || sections=(limits decode match query sub nats scaling)$' bench/run
 	run bench/run no-such-section
