@@ -233,10 +233,10 @@ complete_words() {
 	grep -q '^`build/san/bin`' "$ROOT/README.md"
 }
 
-@test "the README's kvpub-to-kvsub registrations use the shipped sample's block size" {
+@test "doc/examples.md's kvpub-to-kvsub registrations use the shipped sample's block size" {
 	want=$(jq -r "select(.block_size) | .block_size" "$ROOT/share/registrations.jsonl" | sort -u)
 	assert_equal "$want" 64
-	got=$(grep -o 'dp_rank: 0, block_size: [0-9]*' "$ROOT/README.md" | grep -o '[0-9]*$')
+	got=$(grep -o 'dp_rank: 0, block_size: [0-9]*' "$ROOT/doc/examples.md" | grep -o '[0-9]*$')
 	assert_equal "$got" "$want"
 }
 
