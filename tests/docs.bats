@@ -301,7 +301,7 @@ complete_words() {
 	OUT
 }
 
-# lib/ by stage: includes run down only (README, Layout); make lint runs it.
+# lib/ by stage: includes run down only (doc/layout.md "lib/, by stage"); make lint runs it.
 @test "the include layers of lib/ hold, and an upward or sibling include is refused" {
 	run "$ROOT/tests/layers" "$ROOT"
 	assert_success
