@@ -225,12 +225,12 @@ complete_words() {
 	for p in $PROGRAMS; do zsh -n "$ROOT/completions/zsh/_$p"; done
 }
 
-@test "where make SAN=1 puts the programs is in the README and make help" {
+@test "where make SAN=1 puts the programs is in doc/install.md and make help" {
 	run make -s -C "$ROOT" help
 	assert_success
 	assert_line 'make SAN=1           build them with AddressSanitizer and UBSan into build/san/bin/'
-	grep -q '`make SAN=1` builds those programs into$' "$ROOT/README.md"
-	grep -q '^`build/san/bin`' "$ROOT/README.md"
+	grep -q '`make SAN=1` builds those programs into$' "$ROOT/doc/install.md"
+	grep -q '^`build/san/bin`' "$ROOT/doc/install.md"
 }
 
 @test "doc/examples.md's kvpub-to-kvsub registrations use the shipped sample's block size" {
