@@ -158,6 +158,41 @@ example_files() {
 		"make deb && apt install ./kvtools_${version}_amd64.deb"
 }
 
+# The README's first screen (60 lines) is the front door: what kvtools is, the
+# two set-up commands, the three uses, the eight programs a line each, and
+# where to go next, every page of doc/ among them.  The rest is in doc/.
+@test "the README's first screen says what kvtools is, how to set it up, its three uses, its programs and where to go next" {
+	local version screen what uses p f
+	version=$(sed -n 's/^VERSION *= *//p' "$ROOT/Makefile")
+	screen=$(head -60 "$ROOT/README.md")
+	assert_equal "$(head -1 <<<"$screen")" "# kvtools"
+	# what it is: one paragraph of 2 to 4 lines before the first section
+	what=$(sed -n '2,/^## /p' <<<"$screen" | sed '$d' | grep -c .)
+	[ "$what" -ge 2 ] && [ "$what" -le 4 ] || { echo "the first paragraph has $what lines" >&3; false; }
+	grep -q 'KV-cache-aware routing' <<<"$screen"
+	for h in "## Set-up" "## Three uses" "## The programs" "## Where to go next"; do
+		grep -qx "$h" <<<"$screen" || { echo "the first screen lacks $h" >&3; false; }
+	done
+	grep -qxF "    make deb && apt install ./kvtools_${version}_amd64.deb" <<<"$screen"
+	grep -qxF "    make deps && make && make check" <<<"$screen"
+	# the three uses, as commands: debugging, replaying and indexing, simulating
+	uses=$(sed -n '/^## Three uses$/,/^## /p' <<<"$screen" | grep '^    ')
+	grep -qE '^    kvsub .*\| kvdecode \| jq ' <<<"$uses"
+	grep -qE '^    kvmatch .*-o [^ ]+\.kvsnap' <<<"$uses"
+	grep -qE '^    kvquery -s ' <<<"$uses"
+	grep -qE '\| kvgen ' <<<"$uses"
+	# each program on a line of its own in the list of programs
+	for p in $PROGRAMS; do
+		assert_equal "$(sed -n '/^## The programs$/,/^## /p' <<<"$screen" | grep -c "^| \`$p\` |")" 1
+	done
+	grep -q '^- `man 7 kvtools`' <<<"$screen"
+	for f in "$ROOT"/doc/*.md; do
+		f=doc/${f##*/}
+		grep -qF "]($f)" <<<"$(sed -n '/^## Where to go next$/,$p' <<<"$screen")" ||
+			{ echo "where to go next does not link $f" >&3; false; }
+	done
+}
+
 # bench/run's sections are its section_ functions; --help, doc/benchmarks.md
 # and the default run must not drift from them.  Nothing is measured here.
 @test "every section of bench/run is in its --help and doc/benchmarks.md, unknown ones are refused" {
