@@ -44,7 +44,7 @@ PROGDIR    = bin
 endif
 
 # lib/ by stage, lowest first; tests/layers (make lint) checks that a file
-# includes headers of its own folder or of folders before it only (README, Layout).
+# includes headers of its own folder or of folders before it only (doc/layout.md "lib/, by stage").
 LAYERS     = base decode net index query sim prom
 LIB_SRC    = $(wildcard $(LAYERS:%=lib/%/*.c))
 LIB_HDR    = $(wildcard $(LAYERS:%=lib/%/*.h))

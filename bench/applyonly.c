@@ -1,7 +1,7 @@
 /* bench/applyonly.c: kvmatch's matcher alone, the events decoded ahead, so
  * that bench/run can put its rate beside a peer's figure for the same work
- * (Dynamo's positional indexer, fed prepared events: README, "What the
- * misses are").  Reads a capture whole, copying every batch out of the
+ * (Dynamo's positional indexer, fed prepared events: doc/benchmarks.md
+ * "What the misses are").  Reads a capture whole, copying every batch out of the
  * decoder's buffers, then applies the batches as kvmatch -q --log none
  * does (registrations and their partitions first, the same calls per
  * record and event) and prints three lines:

@@ -158,16 +158,51 @@ example_files() {
 		"make deb && apt install ./kvtools_${version}_amd64.deb"
 }
 
-# bench/run's sections are its section_ functions; --help, the README and
-# the default run must not drift from them.  Nothing is measured here.
-@test "every section of bench/run is in its --help and the README, unknown ones are refused" {
+# The README's first screen (60 lines) is the front door: what kvtools is, the
+# two set-up commands, the three uses, the eight programs a line each, and
+# where to go next, every page of doc/ among them.  The rest is in doc/.
+@test "the README's first screen says what kvtools is, how to set it up, its three uses, its programs and where to go next" {
+	local version screen what uses p f
+	version=$(sed -n 's/^VERSION *= *//p' "$ROOT/Makefile")
+	screen=$(head -60 "$ROOT/README.md")
+	assert_equal "$(head -1 <<<"$screen")" "# kvtools"
+	# what it is: one paragraph of 2 to 4 lines before the first section
+	what=$(sed -n '2,/^## /p' <<<"$screen" | sed '$d' | grep -c .)
+	[ "$what" -ge 2 ] && [ "$what" -le 4 ] || { echo "the first paragraph has $what lines" >&3; false; }
+	grep -q 'KV-cache-aware routing' <<<"$screen"
+	for h in "## Set-up" "## Three uses" "## The programs" "## Where to go next"; do
+		grep -qx "$h" <<<"$screen" || { echo "the first screen lacks $h" >&3; false; }
+	done
+	grep -qxF "    make deb && apt install ./kvtools_${version}_amd64.deb" <<<"$screen"
+	grep -qxF "    make deps && make && make check" <<<"$screen"
+	# the three uses, as commands: debugging, replaying and indexing, simulating
+	uses=$(sed -n '/^## Three uses$/,/^## /p' <<<"$screen" | grep '^    ')
+	grep -qE '^    kvsub .*\| kvdecode \| jq ' <<<"$uses"
+	grep -qE '^    kvmatch .*-o [^ ]+\.kvsnap' <<<"$uses"
+	grep -qE '^    kvquery -s ' <<<"$uses"
+	grep -qE '\| kvgen ' <<<"$uses"
+	# each program on a line of its own in the list of programs
+	for p in $PROGRAMS; do
+		assert_equal "$(sed -n '/^## The programs$/,/^## /p' <<<"$screen" | grep -c "^| \`$p\` |")" 1
+	done
+	grep -q '^- `man 7 kvtools`' <<<"$screen"
+	for f in "$ROOT"/doc/*.md; do
+		f=doc/${f##*/}
+		grep -qF "]($f)" <<<"$(sed -n '/^## Where to go next$/,$p' <<<"$screen")" ||
+			{ echo "where to go next does not link $f" >&3; false; }
+	done
+}
+
+# bench/run's sections are its section_ functions; --help, doc/benchmarks.md
+# and the default run must not drift from them.  Nothing is measured here.
+@test "every section of bench/run is in its --help and doc/benchmarks.md, unknown ones are refused" {
 	cd "$ROOT"
 	run bench/run --help
 	assert_success
 	local help=$output s
 	for s in $(sed -n 's/^section_\([a-z]*\)() {.*/\1/p' bench/run); do
 		grep -q "\b$s\b" <<<"$help" || { echo "bench/run --help lacks $s" >&3; false; }
-		grep -q "\`$s\`\|BENCH=$s\b" README.md || { echo "README lacks the bench section $s" >&3; false; }
+		grep -q "\`$s\`\|BENCH=$s\b" doc/benchmarks.md || { echo "doc/benchmarks.md lacks the bench section $s" >&3; false; }
 	done
 	grep -q '^\[ ${#sections\[@\]} -gt 0 \] || sections=(limits decode match query sub nats scaling)$' bench/run
 	run bench/run no-such-section
@@ -225,23 +260,23 @@ complete_words() {
 	for p in $PROGRAMS; do zsh -n "$ROOT/completions/zsh/_$p"; done
 }
 
-@test "where make SAN=1 puts the programs is in the README and make help" {
+@test "where make SAN=1 puts the programs is in doc/install.md and make help" {
 	run make -s -C "$ROOT" help
 	assert_success
 	assert_line 'make SAN=1           build them with AddressSanitizer and UBSan into build/san/bin/'
-	grep -q '`make SAN=1` builds those programs into$' "$ROOT/README.md"
-	grep -q '^`build/san/bin`' "$ROOT/README.md"
+	grep -q '`make SAN=1` builds those programs into$' "$ROOT/doc/install.md"
+	grep -q '^`build/san/bin`' "$ROOT/doc/install.md"
 }
 
-@test "the README's kvpub-to-kvsub registrations use the shipped sample's block size" {
+@test "doc/examples.md's kvpub-to-kvsub registrations use the shipped sample's block size" {
 	want=$(jq -r "select(.block_size) | .block_size" "$ROOT/share/registrations.jsonl" | sort -u)
 	assert_equal "$want" 64
-	got=$(grep -o 'dp_rank: 0, block_size: [0-9]*' "$ROOT/README.md" | grep -o '[0-9]*$')
+	got=$(grep -o 'dp_rank: 0, block_size: [0-9]*' "$ROOT/doc/examples.md" | grep -o '[0-9]*$')
 	assert_equal "$got" "$want"
 }
 
 # The contract the code cites lives in the repository: PAGE(N) "Section".
-@test "every citation in the code, tests, Makefile and README resolves to a man page section" {
+@test "every citation in the code, tests, Makefile, README and doc/ resolves to a man page section" {
 	run "$ROOT/tests/citations" "$ROOT"
 	assert_success
 	assert_output "citations: every citation resolves"
@@ -267,7 +302,41 @@ complete_words() {
 	OUT
 }
 
-# lib/ by stage: includes run down only (README, Layout); make lint runs it.
+# The README and doc/ are read on GitHub and in a checkout: a link that leads
+# nowhere, or a page the code names that is not there, is a dead end.
+@test "every link of the README and doc/, and every doc/ page the tree names, resolves" {
+	run "$ROOT/tests/doclinks" "$ROOT"
+	assert_success
+	assert_output "doclinks: every link resolves"
+}
+
+@test "a link to a missing file or heading, or out of the tree, and a missing page named in the code are refused" {
+	# built from pieces, so that this file names no missing page itself
+	d=doc m=.md
+	mkdir -p "$T/tree/$d" "$T/tree/lib/base" "$T/tree/share"
+	: >"$T/tree/share/a.png"
+	printf '%s\n' '# T' '' '## Where to `go`' '' \
+	    "[a]($d/a$m#no-such) [b]($d/b$m) [ok]($d/a$m#the-a-page) \`[code]($d/c$m)\`" '' \
+	    "    [code]($d/d$m)" >"$T/tree/README.md"
+	printf '%s\n' '# The a page' '' \
+	    "[up](../README.md#where-to-go) [no](../README.md#nowhere) [out](../../x$m) ![p](../share/a.png)" \
+	    '' "[ref]: ../share/b.png" >"$T/tree/$d/a$m"
+	printf '%s\n' "/* $d/a$m \"The a page\", $d/a$m \"No such\" */" "/* $d/e$m */" >"$T/tree/lib/base/a.h"
+	run "$ROOT/tests/doclinks" "$T/tree"
+	assert_failure 1
+	assert_output - <<-OUT
+	README.md:5: $d/a$m#no-such: no heading #no-such in $d/a$m
+	README.md:5: $d/b$m: no such file
+	$d/a$m:3: ../README.md#nowhere: no heading #nowhere in README.md
+	$d/a$m:3: ../../x$m: outside the repository
+	$d/a$m:5: ../share/b.png: no such file
+	lib/base/a.h:1: $d/a$m "No such": no such heading
+	lib/base/a.h:2: $d/e$m: no such page
+	doclinks: 7 link(s) that do not resolve
+	OUT
+}
+
+# lib/ by stage: includes run down only (doc/layout.md "lib/, by stage"); make lint runs it.
 @test "the include layers of lib/ hold, and an upward or sibling include is refused" {
 	run "$ROOT/tests/layers" "$ROOT"
 	assert_success

@@ -1331,7 +1331,7 @@ x\\\#y 1'
 
 # GCC took a function that only prefetches for one without effects and
 # deleted the calls before inlining them: the matcher ran with no prefetch
-# at all, about a quarter slower (README, "What the misses are").  In the
+# at all, about a quarter slower (doc/benchmarks.md "What the misses are").  In the
 # release build the event loop must keep its hints.
 @test "the matcher's event loop keeps its prefetch hints after compiling" {
 	run objdump -d --no-show-raw-insn --disassemble=kv_match_event "$(command -v kvmatch)"

@@ -542,7 +542,7 @@ kvpub: ipc://$T/q: 0 messages, 0 bytes"
 # normalised away: the sources are named by kvpub's endpoints (mapped back
 # with kvpub -o's mapping) and stamped with kvsub's recv_ns (the snapshot's
 # now_ns, content times and sources' last receive times).  The registrations are rewritten from that
-# mapping as README "Replaying traffic into another router" says: each
+# mapping as doc/examples.md "Replaying traffic into another router" says: each
 # worker keeps its original engine endpoint, whose host is what the pool's
 # backend_id names, and gets kvpub's socket as its other endpoint.
 # kvsub orders messages of different sockets as they come, so the pool

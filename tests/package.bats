@@ -97,14 +97,14 @@ Priority: optional"
 }
 
 # lintian, every tag at every level (pedantic and experimental too): its
-# output must be exactly the lines README.md quotes (each explained there),
+# output must be exactly the lines doc/install.md quotes (each explained there),
 # so a new tag fails here and so does an explanation that no longer applies.
-@test "make deb: lintian reports only the tags README.md explains" {
+@test "make deb: lintian reports only the tags doc/install.md explains" {
 	run --separate-stderr timeout 300 lintian --display-level '>=pedantic' --display-experimental \
 		--tag-display-limit 0 "$(deb)"
 	assert_success
 	assert_equal "$(grep -v '^running with root privileges is not recommended!$' <<<"$stderr")" ""
-	assert_equal "$(LC_ALL=C sort <<<"$output")" "$(sed -n 's/^    \([EWIPXO]: kvtools: \)/\1/p' "$ROOT/README.md" | LC_ALL=C sort)"
+	assert_equal "$(LC_ALL=C sort <<<"$output")" "$(sed -n 's/^    \([EWIPXO]: kvtools: \)/\1/p' "$ROOT/doc/install.md" | LC_ALL=C sort)"
 }
 
 # dpkg in a scratch root: its admin directory holds only the packages the

@@ -40,7 +40,7 @@ enum {
  * used (kvdecode, kvmatch, kvquery, kvnats); any of these before "nothing
  * found".  Any other status ranks below 65 and above 1, the larger first.
  * Commutative and associative: the order failures are met in does not
- * matter (README, Exit status). */
+ * matter (doc/conventions.md "Exit status"). */
 int kv_status_merge(int a, int b);
 
 #define KV_PRINTF(a, b) __attribute__((format(printf, a, b)))

@@ -1117,7 +1117,7 @@ static bool read_summed(int fd, char *d, size_t mapped, unsigned parts, uint64_t
 }
 
 /* An open failure, a directory or a read error is 66, bad contents 65
- * (README, Exit status). */
+ * (doc/conventions.md "Exit status"). */
 static bool fail_open(struct kv_err *e, const char *path, int errnum)
 {
 	errno = errnum;
