@@ -178,6 +178,27 @@ static const char *read_hex_string(const char *p, const char *end, uint64_t *v)
 	return p + 1;
 }
 
+/* Where the values go: kv_intscan_array's u64s, or (narrow)
+ * kv_intscan_tokens' u32s, each value's low 32 bits; n and cap count
+ * values either way. */
+struct sink {
+	bool narrow;
+	uint64_t *v64;
+	uint32_t *v32;
+	size_t n, cap;
+};
+
+/* Room for `more` values after the n there. */
+static void sink_reserve(struct sink *k, size_t more)
+{
+	if (k->cap - k->n >= more)
+		return;
+	if (k->narrow)
+		k->v32 = kv_xgrow(k->v32, &k->cap, k->n + more, sizeof *k->v32);
+	else
+		k->v64 = kv_xgrow(k->v64, &k->cap, k->n + more, sizeof *k->v64);
+}
+
 static const char *read_element(const char *p, const char *end, enum kv_intscan_kind kind, uint64_t *v)
 {
 	if (kind == KV_INTSCAN_U64_HEX && *p == '"')
@@ -232,7 +253,9 @@ static bool value_of_run(const char *p, unsigned k, uint64_t *v)
 	return true;
 }
 
-enum { BLOCK = 64 };
+/* A block of the fast lane, and the bytes that must follow it in the
+ * line: the 8 loaded at an element's start. */
+enum { BLOCK = 64, BLOCK_TAIL = 8 };
 
 #if defined(__SSE2__) && !defined(KV_INTSCAN_PORTABLE)
 /* A 64-byte block at p as two bit sets, bit i for byte i: its commas, and
@@ -285,41 +308,58 @@ static void block_masks(const char *p, uint64_t *commas, uint64_t *others)
 }
 #endif
 
+/* The elements of a block that its commas end, each converted knowing its
+ * length, from *start (the first element's first digit, which may be in a
+ * block before) on: appended to out (room made), *start moved past the
+ * last comma.  False when the array is not ours (",,", a leading zero,
+ * beyond the range). */
+static inline bool convert_block(const char *block, uint64_t commas, const char **start, bool is_signed,
+				 struct sink *out)
+{
+	const char *s = *start;
+	/* values stored through locals: a store through out->v64 could change
+	 * out->n (both are u64), which was read again each time */
+	size_t n = out->n;
+	uint64_t *v64 = out->v64;
+	uint32_t *v32 = out->v32;
+	for (; commas; commas &= commas - 1) {
+		const char *comma = block + lowest_bit(commas);
+		size_t k = (size_t)(comma - s);
+		uint64_t w = load_le64(s), x;
+		if (k == 0 || k > 20 || (k > 1 && (w & 0xff) == '0'))
+			return false; /* ",,", a leading zero, beyond the range */
+		if (k <= 8) /* as tokens are: below 10^8, in every range */
+			x = value_of_digits(w, (unsigned)k);
+		else if (!value_of_run(s, (unsigned)k, &x) || (is_signed && x > INT64_MAX))
+			return false;
+		if (out->narrow)
+			v32[n++] = (uint32_t)x;
+		else
+			v64[n++] = x;
+		s = comma + 1;
+	}
+	out->n = n;
+	*start = s;
+	return true;
+}
+
 /* The fast lane, for the run of elements that starts at p when they are
  * bare digits and bare commas, as serde_json and kvgen write them: a block
  * of 64 bytes is classified at once, then each element between two commas
  * is converted knowing its length, so no element waits for the one before.
  * Appends every element of the run that a comma ends and returns where the
  * next begins (p itself if none), or NULL when the array is not ours. */
-static const char *append_digit_run(const char *p, const char *end, bool is_signed, struct kv_u64s *out,
-				    size_t max)
+static const char *append_digit_run(const char *p, const char *end, bool is_signed, struct sink *out, size_t max)
 {
 	const char *start = p, *block = p;
-	/* the 8 bytes loaded at an element's start stay before end */
-	while (end - block >= BLOCK + 8 && out->n + BLOCK <= max) {
+	while (end - block >= BLOCK + BLOCK_TAIL && out->n + BLOCK <= max) {
 		uint64_t commas, others;
 		block_masks(block, &commas, &others);
 		if (others)
 			commas &= (others & (0 - others)) - 1; /* the commas before the first other byte */
-		if (out->cap - out->n < BLOCK)
-			out->v = kv_xgrow(out->v, &out->cap, out->n + BLOCK, sizeof *out->v);
-		/* values stored through a local: a store through out->v could
-		 * change out->n (both are u64), which was read again each time */
-		uint64_t *v = out->v + out->n, *first = v;
-		for (; commas; commas &= commas - 1) {
-			const char *comma = block + lowest_bit(commas);
-			size_t k = (size_t)(comma - start);
-			uint64_t w = load_le64(start), x;
-			if (k == 0 || k > 20 || (k > 1 && (w & 0xff) == '0'))
-				return NULL; /* ",,", a leading zero, beyond the range */
-			if (k <= 8) /* as tokens are: below 10^8, in every range */
-				x = value_of_digits(w, (unsigned)k);
-			else if (!value_of_run(start, (unsigned)k, &x) || (is_signed && x > INT64_MAX))
-				return NULL;
-			*v++ = x;
-			start = comma + 1;
-		}
-		out->n += (size_t)(v - first);
+		sink_reserve(out, BLOCK);
+		if (!convert_block(block, commas, &start, is_signed, out))
+			return NULL;
 		if (others)
 			break;
 		block += BLOCK;
@@ -329,21 +369,23 @@ static const char *append_digit_run(const char *p, const char *end, bool is_sign
 
 /* The next element the slow lane, byte by byte: anything but bare digits
  * (signs, blanks, strings), and the last element. */
-static const char *append_element(const char *p, const char *end, enum kv_intscan_kind kind, struct kv_u64s *out,
+static const char *append_element(const char *p, const char *end, enum kv_intscan_kind kind, struct sink *out,
 				  size_t max)
 {
 	uint64_t v;
 	if (p == end || out->n >= max || !(p = read_element(p, end, kind, &v)))
 		return NULL;
-	if (out->n == out->cap)
-		out->v = kv_xgrow(out->v, &out->cap, out->n + 1, sizeof *out->v);
-	out->v[out->n++] = v;
+	sink_reserve(out, 1);
+	if (out->narrow)
+		out->v32[out->n++] = (uint32_t)v;
+	else
+		out->v64[out->n++] = v;
 	return p;
 }
 
 /* Appends the elements up to the ']' to out: the offset of the ']', or
  * KV_INTSCAN_DECLINED with out->n past its first value. */
-static size_t append_elements(const char *s, const char *end, enum kv_intscan_kind kind, struct kv_u64s *out,
+static size_t append_elements(const char *s, const char *end, enum kv_intscan_kind kind, struct sink *out,
 			      size_t max)
 {
 	const char *p = skip_blanks(s, end);
@@ -369,9 +411,20 @@ static size_t append_elements(const char *s, const char *end, enum kv_intscan_ki
 
 size_t kv_intscan_array(const char *s, size_t len, enum kv_intscan_kind kind, struct kv_u64s *out, size_t max)
 {
-	size_t n0 = out->n;
-	size_t at = append_elements(s, s + len, kind, out, max);
-	if (at == KV_INTSCAN_DECLINED)
-		out->n = n0;
+	struct sink k = { false, out->v, NULL, out->n, out->cap };
+	size_t at = append_elements(s, s + len, kind, &k, max);
+	out->v = k.v64, out->cap = k.cap;
+	if (at != KV_INTSCAN_DECLINED)
+		out->n = k.n;
+	return at;
+}
+
+size_t kv_intscan_tokens(const char *s, size_t len, struct kv_u32s *out, size_t max)
+{
+	struct sink k = { true, NULL, out->v, out->n, out->cap };
+	size_t at = append_elements(s, s + len, KV_INTSCAN_I64, &k, max);
+	out->v = k.v32, out->cap = k.cap;
+	if (at != KV_INTSCAN_DECLINED)
+		out->n = k.n;
 	return at;
 }

@@ -30,6 +30,12 @@ struct kv_u64s {
 	size_t n, cap;
 };
 
+/* A growable array of token ids (grown with kv_xgrow; free v). */
+struct kv_u32s {
+	uint32_t *v;
+	size_t n, cap;
+};
+
 /* What kv_intscan_array returns for an array that is not its to read. */
 #define KV_INTSCAN_DECLINED SIZE_MAX
 
@@ -41,5 +47,10 @@ struct kv_u64s {
  * to out and returns the offset of the ']' in s.  Else returns
  * KV_INTSCAN_DECLINED with out->n as it was (out->v may have moved). */
 size_t kv_intscan_array(const char *s, size_t len, enum kv_intscan_kind kind, struct kv_u64s *out, size_t max);
+
+/* kv_intscan_array for KV_INTSCAN_I64, each value stored as its low 32
+ * bits: token ids, which kv-conductor reads as i64 and hashes `as u32`,
+ * straight into the array that is hashed (no array of u64s between). */
+size_t kv_intscan_tokens(const char *s, size_t len, struct kv_u32s *out, size_t max);
 
 #endif

@@ -20,7 +20,6 @@ struct kv_qparser {
 	unsigned keys_seen;          /* bit k: key k met in the object (aliases are one key) */
 	bool saw_tokens, saw_block_hashes;
 	size_t captok, caphash;
-	struct kv_u64s wide;         /* token ids as kv_intscan_array reads them, before their cast to u32 */
 	char *names[Q_NAMESPACE + 1]; /* the string fields, by key */
 	char msg[160];
 };
@@ -307,7 +306,6 @@ void kv_qparser_free(struct kv_qparser *p)
 		yajl_free(p->h);
 	for (size_t i = 0; i < sizeof p->names / sizeof p->names[0]; i++)
 		free(p->names[i]);
-	free(p->wide.v);
 	free(p);
 }
 
@@ -344,13 +342,10 @@ static size_t scan_list(struct kv_qparser *p, const char *s, size_t n)
 		q->hashes = out.v, q->nhashes = out.n, p->caphash = out.cap;
 		return end;
 	}
-	p->wide.n = 0;
-	size_t end = kv_intscan_array(s, n, KV_INTSCAN_I64, &p->wide, KV_QUERY_MAX_TOKENS - q->ntokens);
-	if (end == KV_INTSCAN_DECLINED)
-		return end;
-	q->tokens = kv_xgrow(q->tokens, &p->captok, q->ntokens + p->wide.n, sizeof *q->tokens);
-	for (size_t i = 0; i < p->wide.n; i++)
-		q->tokens[q->ntokens++] = (uint32_t)p->wide.v[i]; /* as push_token casts them */
+	/* cast to u32 as push_token casts them */
+	struct kv_u32s out = { q->tokens, q->ntokens, p->captok };
+	size_t end = kv_intscan_tokens(s, n, &out, KV_QUERY_MAX_TOKENS);
+	q->tokens = out.v, q->ntokens = out.n, p->captok = out.cap;
 	return end;
 }
 

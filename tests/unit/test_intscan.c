@@ -133,6 +133,23 @@ static bool unusual(const char *s, size_t len)
 
 #define HEAD 2 /* values already in out: appended to, and kept on a decline */
 
+/* kv_intscan_tokens on the same input as kv_intscan_array's I64 (which
+ * gave at and the n values v): the same answer, each value's low 32 bits
+ * (kv-conductor's `as u32`), the values before kept. */
+static bool tokens_as_reference(const char *s, size_t len, size_t max, size_t at, const uint64_t *v, size_t n)
+{
+	struct kv_u32s out = { malloc(HEAD * sizeof(uint32_t)), HEAD, HEAD };
+	out.v[0] = 11, out.v[1] = 22;
+	size_t tat = kv_intscan_tokens(s, len, &out, max);
+	bool same = tat == at && out.v[0] == 11 && out.v[1] == 22 && out.n == HEAD + (at == KV_INTSCAN_DECLINED ? 0 : n);
+	for (size_t i = 0; same && at != KV_INTSCAN_DECLINED && i < n; i++)
+		same = out.v[HEAD + i] == (uint32_t)v[i];
+	if (!same)
+		printf("# tokens: %zu (%zu values) where the u64 scan gave %zu (%zu values)\n", tat, out.n - HEAD, at, n);
+	free(out.v);
+	return same;
+}
+
 /* One input, for one kind and limit: false (with a note) when the scanner
  * and the reference disagree. */
 static bool same_as_reference(const char *text, size_t len, enum kv_intscan_kind kind, size_t max)
@@ -152,6 +169,8 @@ static bool same_as_reference(const char *text, size_t len, enum kv_intscan_kind
 	else
 		same = out.n == HEAD && (!ref_ok || unusual(s, len) || HEAD + r.n > max);
 	same = same && out.v[0] == 11 && out.v[1] == 22;
+	if (kind == KV_INTSCAN_I64)
+		same = same && tokens_as_reference(s, len, max, at, out.v + HEAD, out.n - HEAD);
 	if (!same)
 		printf("# kind %d max %zu: scanner %zu (%zu values), reference %s %zu (%zu values): [%.*s\n", (int)kind,
 		       max, at, out.n - HEAD, ref_ok ? "takes" : "refuses", ref_at, r.n, (int)(len < 300 ? len : 300),
@@ -179,6 +198,25 @@ static bool takes(const char *s, enum kv_intscan_kind kind, const uint64_t *want
 		  (n == 0 || memcmp(out.v, want, n * sizeof *want) == 0);
 	free(out.v);
 	return ok;
+}
+
+/* The token ids the scanner takes from s, which it must take. */
+static bool takes_tokens(const char *s, const uint32_t *want, size_t n)
+{
+	struct kv_u32s out = { 0 };
+	size_t at = kv_intscan_tokens(s, strlen(s), &out, SIZE_MAX);
+	bool ok = at != KV_INTSCAN_DECLINED && s[at] == ']' && out.n == n &&
+		  (n == 0 || memcmp(out.v, want, n * sizeof *want) == 0);
+	free(out.v);
+	return ok;
+}
+
+static bool declines_tokens(const char *s)
+{
+	struct kv_u32s out = { 0 };
+	size_t at = kv_intscan_tokens(s, strlen(s), &out, SIZE_MAX);
+	free(out.v);
+	return at == KV_INTSCAN_DECLINED && out.n == 0;
 }
 
 static bool declines(const char *s, enum kv_intscan_kind kind)
@@ -289,6 +327,58 @@ static void test_what_must_be_taken(void)
 		     KV_INTSCAN_U64_HEX, u, 6));
 	ASSERT(takes("]", KV_INTSCAN_I64, NULL, 0));
 	ASSERT(takes(" \t]", KV_INTSCAN_U64_HEX, NULL, 0));
+}
+
+/* An array of 200 token ids of 1 to 9 digits (they cross every 16- and
+ * 64-byte edge of the fast lane), every third separator sep; the 150th
+ * written with form (a printf format of one %u) in buf; its values in want. */
+static size_t token_array(char *buf, size_t cap, const char *sep, const char *form, uint32_t *want)
+{
+	size_t len = 0;
+	for (uint32_t i = 0; i < 200; i++) {
+		uint32_t mod = i % 9 == 8 ? 1000000000u : 1u + 10u * (i % 9 + 1) * (i % 7 + 1) * (i % 5 + 1);
+		want[i] = (i * 2654435761u) % mod;
+		len += (size_t)snprintf(buf + len, cap - len, "%s", i == 0 ? "" : i % 3 ? "," : sep);
+		len += (size_t)snprintf(buf + len, cap - len, i == 150 ? form : "%u", want[i]);
+	}
+	len += (size_t)snprintf(buf + len, cap - len, "]");
+	return len;
+}
+
+/* Token ids: i64 in range, each kept as its low 32 bits; around 2^32, the
+ * ends of i64, signs, and long arrays in every whitespace form with a
+ * leading zero, a sign, an exponent or a fraction in the middle of the
+ * fast lane. */
+static void test_tokens(void)
+{
+	const uint32_t t[] = { 0, 0, 4294967295u, 0, 1, 4294967295u, 4294967295u, 1, 0, 7 };
+	ASSERT(takes_tokens("0,-0,4294967295,4294967296,4294967297,-1,9223372036854775807,"
+			    "-9223372036854775807,-9223372036854775808, 7 ]",
+			    t, COUNT(t)));
+	const char *const refused[] = { "9223372036854775808]", "-9223372036854775809]", "18446744073709551616]",
+					"18446744073709551615]", "01]", "-01]", "00]", "1e3]", "1E3]", "1.0]", "-]",
+					"+1]", "1,,2]", "\"1\"]", "1\v]", "1", "1,", "", "--1]", "1-]" };
+	for (size_t i = 0; i < COUNT(refused); i++)
+		ASSERT(declines_tokens(refused[i]));
+	const char *const seps[] = { ",", ", ", " ,", ",\t", "\r\n,", ",\n " };
+	char buf[4000];
+	uint32_t want[200];
+	for (size_t sep = 0; sep < COUNT(seps); sep++) {
+		size_t len = token_array(buf, sizeof buf, seps[sep], "%u", want);
+		ASSERT(takes_tokens(buf, want, 200));
+		ASSERT(same_as_reference(buf, len, KV_INTSCAN_I64, SIZE_MAX));
+		/* -v is taken, as 2^32 - v */
+		len = token_array(buf, sizeof buf, seps[sep], "-%u", want);
+		want[150] = 0 - want[150];
+		ASSERT(takes_tokens(buf, want, 200));
+		ASSERT(same_as_reference(buf, len, KV_INTSCAN_I64, SIZE_MAX));
+		const char *const bad[] = { "0%u", "%ue1", "%u.0", "%uE0", "+%u", "%u,", "--%u" };
+		for (size_t b = 0; b < COUNT(bad); b++) {
+			len = token_array(buf, sizeof buf, seps[sep], bad[b], want);
+			ASSERT(declines_tokens(buf));
+			ASSERT(same_as_reference(buf, len, KV_INTSCAN_I64, SIZE_MAX));
+		}
+	}
 }
 
 static void test_what_must_be_declined(void)
@@ -448,6 +538,7 @@ int main(void)
 {
 	RUN(test_what_must_be_taken);
 	RUN(test_what_must_be_declined);
+	RUN(test_tokens);
 	RUN(test_edges_of_every_element);
 	RUN(test_every_separator);
 	RUN(test_nul_bytes);
