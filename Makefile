@@ -198,6 +198,7 @@ build/lint/%.tidy: %.c .clang-tidy $(LIB_HDR) $(wildcard lib/http/*.h lib/nats/*
 $(BUILD)/.flags: FORCE
 	@mkdir -p $(@D)
 	@echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' > $@
+.PHONY: FORCE
 FORCE:
 
 check-build: $(BINS) $(UNITS) $(HELPERS) $(REPLAYS) $(BENCH_PROBES)

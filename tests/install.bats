@@ -112,3 +112,19 @@ load helper
 	assert_equal "$(ls b | tr '\n' ' ')" "$files routing-experiment.png runs.txt table.md "
 	assert_equal "$(head -c 8 b/routing-experiment.png | od -An -tx1 | tr -d ' ')" 89504e470d0a1a0a
 }
+
+@test "make CI=true after a plain build rebuilds with -Werror: a change of flags remakes what it built" {
+	# a copy of the Makefile and lib/ in the temp dir: one object built plain,
+	# then with CI's flags
+	mkdir "$T/tree"
+	cp -r "$ROOT/Makefile" "$ROOT/lib" "$T/tree/"
+	cd "$T/tree"
+	run make -s build/release/lib/base/err.o
+	assert_success
+	refute grep -q -- -Werror build/release/.flags
+	before=$(date -r build/release/lib/base/err.o +%s%N)
+	run make -s CI=true build/release/lib/base/err.o
+	assert_success
+	grep -q -- -Werror build/release/.flags
+	[ "$(date -r build/release/lib/base/err.o +%s%N)" -gt "$before" ]
+}
