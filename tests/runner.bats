@@ -54,3 +54,26 @@ ok 2 - later # SKIP not here
 	done
 	assert_equal "$found" ""
 }
+
+@test "tests/run: KVTOOLS_JOBS=2 runs two at once, and prints each whole in its order; KVTOOLS_JOBS=1 one at a time" {
+	# test_a waits up to 3 s for test_b, which starts after it: only a run
+	# of both at once meets it; test_b ends first and is printed second
+	unit test_a "for i in \$(seq 30); do [ -e '$T/b' ] && break; sleep 0.1; done
+[ -e '$T/b' ] && echo 'ok 1 - a met b' || echo 'not ok 1 - a ran alone'"
+	unit test_b "touch '$T/b'; echo 'ok 1 - b'"
+	KVTOOLS_JOBS=2 runner unit
+	assert_success
+	assert_output "# unit: test_a
+ok 1 - a met b
+# unit: test_b
+ok 1 - b
+2 passed, 0 failed"
+	rm "$T/b"
+	KVTOOLS_JOBS=1 runner unit
+	assert_failure 1
+	assert_output "# unit: test_a
+not ok 1 - a ran alone
+# unit: test_b
+ok 1 - b
+1 passed, 1 failed"
+}
