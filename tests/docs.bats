@@ -349,7 +349,7 @@ complete_words() {
 	assert_failure 1
 	assert_output - <<-'OUT'
 	lib/base/a.c:1: "index/match.h": lib/base/ may include only base
-	lib/index/b.c:3: "query/query.h": lib/index/ may include only base decode net index
+	lib/index/b.c:3: "query/query.h": lib/index/ may include only base decode index
 	lib/prom/c.h:1: "decode/kvcap.h": lib/prom/ may include only base prom
 	lib/prom/c.h:2: "util.h" names no folder (write "prom/util.h" or the folder it lives in)
 	layers: 4 include(s) against the layer order
