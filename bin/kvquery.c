@@ -4,19 +4,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
 #include "base/input.h"
-#include "index/blockhash.h"
 #include "base/lines.h"
 #include "base/out.h"
 #include "query/answer.h"
 #include "query/query.h"
 #include "query/queryline.h"
+#include "query/snapset.h"
 #include "index/regs.h"
-#include "index/snap.h"
 #include "base/optval.h"
 #include "base/util.h"
 #include "http/post.h"
@@ -237,20 +235,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 		kv_usage_error("--events and --registrations go with --against");
 }
 
-/* One -s snapshot: a shard when there are several (kvquery(1), Sharding). */
-struct shard {
-	const char *path;
-	struct kv_snap snap;
-	struct kv_qsource src;
-	struct stat snap_stat;
-};
-
 struct run {
 	const struct options *o;
 	struct kv_out *out;
-	struct shard *shards;
-	size_t nshards;
-	struct shard *cur;       /* the shard that owns the partition of the query answered */
+	struct kv_snapset *snaps;
 	struct kv_querier *q;
 	struct kv_qparser *parser;
 	struct kv_qline line;
@@ -258,128 +246,51 @@ struct run {
 	bool stopped;                 /* a stop signal came before the end of an input */
 	uint64_t *times;
 	size_t ntimes, captimes;
-	uint64_t *chains;             /* resolved seq_hashes */
-	size_t capchains;
-	uint64_t *seq;                /* --hash rfc1403: a token query's sequence hashes */
-	size_t capseq;
 	struct kv_answers answers;
 	struct kv_against *against;   /* --against */
 };
 
-/* Partition p of shard sh holds blocks: a partition kvmatch created for
- * a registration alone holds none, and every shard given the same
- * registrations has it. */
-static bool holds_blocks(const struct kv_snap *s, int64_t p)
+/* The snapshots, before -o truncates yesterday's answers: a bad one
+ * leaves them be (65, 66). */
+static void load_snapshots(struct run *r)
 {
-	return p >= 0 && s->partitions[p].r[KV_RANGE_BLOCKS].count > 0;
-}
-
-/* The shard other than skip whose partition of p's name holds blocks too,
- * or NULL: p of s holds blocks. */
-static const struct shard *partition_owner(const struct run *r, const struct shard *skip, const struct kv_snap *s,
-					   size_t p)
-{
-	size_t mn, tn;
-	const char *m = kv_snap_string(s, s->partitions[p].model, &mn);
-	const char *t = kv_snap_string(s, s->partitions[p].tenant, &tn);
-	if (!holds_blocks(s, (int64_t)p))
-		return NULL;
-	for (size_t i = 0; i < r->nshards; i++)
-		if (&r->shards[i] != skip && r->shards[i].snap.data &&
-		    holds_blocks(&r->shards[i].snap, kv_snap_partition(&r->shards[i].snap, m, mn, t, tn)))
-			return &r->shards[i];
-	return NULL;
-}
-
-/* Shards answer for disjoint partitions: false with "model/tenant in two
- * snapshots" (65) in e. */
-static bool shards_disjoint(const struct run *r, const struct shard *sh, const struct kv_snap *s, struct kv_err *e)
-{
-	for (size_t p = 0; p < s->npartitions; p++) {
-		const struct shard *other = partition_owner(r, sh, s, p);
-		if (other) {
-			size_t mn, tn;
-			const char *m = kv_snap_string(s, s->partitions[p].model, &mn);
-			const char *t = kv_snap_string(s, s->partitions[p].tenant, &tn);
-			return kv_err_set(e, KV_EX_DATAERR,
-					  "%s: partition %.*s/%.*s is in %s too: shards must hold disjoint partitions",
-					  sh->path, (int)mn, m, (int)tn, t, other->path);
+	struct kv_err e = { 0 };
+	for (size_t i = 0; i < kv_snapset_count(r->snaps); i++) {
+		uint64_t t0 = kv_monotonic_ns();
+		if (!kv_snapset_load(r->snaps, i, &e))
+			kv_err_exit(&e);
+		if (r->o->verbose) {
+			size_t blocks, workers, partitions;
+			kv_snapset_sizes(r->snaps, i, &blocks, &workers, &partitions);
+			kv_warn("%s: %zu blocks, %zu workers, %zu partitions loaded and checked in %.1f ms",
+				kv_snapset_path(r->snaps, i), blocks, workers, partitions,
+				(double)(kv_monotonic_ns() - t0) / 1e6);
 		}
 	}
-	return true;
+	r->answers.name_width = kv_snapset_name_width(r->snaps);
 }
 
-static void measure_names(struct run *r)
+static void flush_against(void *arg)
 {
-	r->answers.name_width = 8;
-	for (size_t k = 0; k < r->nshards; k++)
-		for (size_t i = 0; i < r->shards[k].snap.nworkers; i++)
-			if ((int)r->shards[k].snap.workers[i].instance_id.len > r->answers.name_width)
-				r->answers.name_width = (int)r->shards[k].snap.workers[i].instance_id.len;
+	struct run *r = arg;
+	if (r->against)
+		kv_against_flush(r->against); /* its queries point into the snapshot in use */
 }
 
-static int load(struct run *r, struct shard *sh, bool fatal)
+/* --watch: each snapshot replaced since it was loaded is loaded again. */
+static void maybe_reload(struct run *r)
 {
-	struct kv_snap s;
-	struct kv_err e = { 0 };
-	/* the version before reading it: a change while it is read is seen next time */
-	struct stat version = { 0 };
-	stat(sh->path, &version);
-	/* what lookups need; the engine hashes when a line first needs them.
-	 * A reload (--watch) takes a regular file only: a fifo or a device put
-	 * in the snapshot's place would hang it or feed it without end. */
-	bool ok = fatal ? kv_snap_open(sh->path, KV_SNAP_PART_BLOCKS, &s, &e)
-			: kv_snap_open_regular(sh->path, KV_SNAP_PART_BLOCKS, &s, &e);
-	if (ok && !shards_disjoint(r, sh, &s, &e)) {
-		kv_snap_unload(&s);
-		ok = false;
-	}
-	if (!ok) {
-		if (!fatal) {
+	for (size_t i = 0; i < kv_snapset_count(r->snaps); i++) {
+		struct kv_err e = { 0 };
+		int got = kv_snapset_refresh(r->snaps, i, flush_against, r, &e);
+		if (got > 0 && r->o->verbose)
+			kv_warn("%s: reloaded", kv_snapset_path(r->snaps, i));
+		if (got < 0) {
 			kv_warn("%s (keeping the snapshot loaded before)", kv_err_msg(&e));
 			kv_err_clear(&e);
-			return -1;
 		}
-		kv_err_exit(&e);
-	}
-	kv_qsource_free(&sh->src);
-	kv_snap_unload(&sh->snap);
-	sh->snap = s;
-	kv_qsource_snap(&sh->src, &sh->snap);
-	sh->snap_stat = version;
-	measure_names(r);
-	return 0;
-}
-
-/* Whether the path still names the file as it was at load.  ctime too:
- * a rewrite in place keeps the inode and may keep the size, and mtime can
- * be set back (cp -p, rsync, touch -r); a change of ctime cannot be hidden.
- * A pipe or a device read at start (-s /dev/stdin) is the same file while
- * the path names it: its times change as it is written, not replaced. */
-static bool same_version(const struct stat *a, const struct stat *b)
-{
-	if (a->st_dev == b->st_dev && a->st_ino == b->st_ino && !S_ISREG(a->st_mode) && !S_ISREG(b->st_mode))
-		return true;
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
-/* --watch: kvmatch replaces the file by rename, others rewrite it in place;
- * either is a new version.  The snapshot in use is a copy in memory, so it
- * stays whole whatever the file goes through. */
-static void maybe_reload(struct run *r, struct shard *sh)
-{
-	struct stat st;
-	if (stat(sh->path, &st) != 0)
-		return;
-	if (!same_version(&st, &sh->snap_stat)) {
-		if (r->against)
-			kv_against_flush(r->against); /* its queries point into the snapshot in use */
-		if (load(r, sh, false) == 0 && r->o->verbose)
-			kv_warn("%s: reloaded", sh->path);
-		else
-			sh->snap_stat = st; /* a bad file is not retried until it changes again */
+		if (got > 0)
+			r->answers.name_width = kv_snapset_name_width(r->snaps);
 	}
 }
 
@@ -402,149 +313,6 @@ static void bad_line(struct run *r, const char *file, uint64_t lineno, const cha
 		kv_answers_write_null(&r->answers);
 }
 
-/* The snapshot holding the only partition of all the snapshots, or NULL. */
-static const struct kv_snap *single_partition(const struct run *r)
-{
-	const struct kv_snap *only = NULL;
-	for (size_t i = 0; i < r->nshards; i++) {
-		if (r->shards[i].snap.npartitions > 1 || (only && r->shards[i].snap.npartitions))
-			return NULL;
-		if (r->shards[i].snap.npartitions)
-			only = &r->shards[i].snap;
-	}
-	return only;
-}
-
-/* The shard whose partition of that name holds blocks, else the first that
- * has it (registered, empty): r->cur and the partition's index, or -1. */
-static void find_partition(struct run *r, struct kv_str model, struct kv_str tenant, int64_t *part)
-{
-	*part = -1;
-	for (size_t i = 0; i < r->nshards; i++) {
-		int64_t p = kv_snap_partition(&r->shards[i].snap, model.p, model.n, tenant.p, tenant.n);
-		if (p >= 0 && (*part < 0 || holds_blocks(&r->shards[i].snap, p))) {
-			r->cur = &r->shards[i];
-			*part = p;
-		}
-		if (holds_blocks(&r->shards[i].snap, p))
-			return;
-	}
-}
-
-/* Model, tenant and block size of a query: its own, the options', or the
- * single partition's; a tenant named nowhere is kv-conductor's "default".
- * The shard that holds the partition answers (r->cur). */
-static const char *resolve(struct run *r, const struct kv_qline *q, int64_t *part, size_t *bs)
-{
-	const struct kv_snap *s = single_partition(r);
-	struct kv_str model = { NULL, 0 }, tenant = { NULL, 0 };
-	char *name = NULL, *base = NULL, *salt = NULL;
-	if (q->has_model || r->o->model) {
-		model.p = q->has_model ? q->model : r->o->model, model.n = strlen(model.p);
-	} else if (s) {
-		/* the partition's own name, unless the query names an adapter or salt of its model */
-		model.p = kv_snap_string(s, s->partitions[0].model, &model.n);
-		if (r->o->rfc && (q->lora || q->salt) && kv_partition_name_split(model.p, model.n, &base, &salt))
-			model.p = base, model.n = strlen(base);
-		else
-			name = kv_xstrndup(model.p, model.n);
-	}
-	if (q->has_tenant || r->o->tenant)
-		tenant.p = q->has_tenant ? q->tenant : r->o->tenant, tenant.n = strlen(tenant.p);
-	else if (s)
-		tenant.p = kv_snap_string(s, s->partitions[0].tenant, &tenant.n);
-	else
-		tenant.p = "default", tenant.n = 7;
-	if (!model.p)
-		return "no model in the query, no --model, and the snapshot holds several partitions";
-	/* RFC #1403: the adapter and the salt are part of the partition's name
-	 * (kv-conductor's /query has neither: it ignores them) */
-	if (!name && r->o->rfc && (q->lora || q->salt))
-		name = kv_partition_name(q->lora ? q->lora : model.p, q->lora ? strlen(q->lora) : model.n, q->salt,
-					 q->salt ? strlen(q->salt) : 0);
-	else if (!name)
-		name = kv_partition_name(model.p, model.n, NULL, 0);
-	model.p = name, model.n = strlen(name);
-	find_partition(r, model, tenant, part);
-	free(name);
-	free(base);
-	free(salt);
-	if (*part < 0)
-		return "no such model and tenant in the snapshot (kv-conductor: 404 \"no indexer for model=M tenant=T\")";
-	s = &r->cur->snap;
-	*bs = q->has_block_size ? q->block_size : r->o->block_size ? r->o->block_size : s->partitions[*part].block_size;
-	if (*bs == 0)
-		return "no block_size in the query, no --block-size, and none known for the partition";
-	return NULL;
-}
-
-/* RFC #1403's seq_hashes are the engines' own block hashes: the chains they
- * name are those kvmatch learned from the stored events; the walk ends at
- * the first the snapshot does not know. */
-static void resolve_seq_hashes(struct run *r, const uint64_t *hashes, size_t nhashes, struct kv_query *req)
-{
-	if (nhashes > r->capchains) {
-		r->chains = kv_xrealloc(r->chains, nhashes * sizeof *r->chains);
-		r->capchains = nhashes;
-	}
-	size_t n = 0;
-	uint64_t parent = KV_CHAIN_ROOT;
-	uint64_t b;
-	/* a sequence hash names a whole prefix: it must follow the one before */
-	while (n < nhashes && kv_snap_ehash_chain(&r->cur->snap, req->part, hashes[n], &r->chains[n]) &&
-	       (b = kv_snap_find(&r->cur->snap, req->part, r->chains[n])) != KV_SNAP_NO_BLOCK &&
-	       kv_snap_parent(&r->cur->snap, req->part, b) == parent)
-		parent = r->chains[n++];
-	req->tokens = NULL;
-	req->locals = NULL;
-	req->nlocals = 0;
-	req->chains = r->chains;
-	req->nchains = n;
-}
-
-/* --hash rfc1403: the query's tokens become the sequence hashes engines
- * following the RFC's standard published, resolved as seq_hashes are. */
-static void hash_rfc1403(struct run *r, const struct kv_qline *q, struct kv_query *req)
-{
-	size_t n = q->ntokens / req->block_size;
-	if (n > r->capseq) {
-		r->seq = kv_xrealloc(r->seq, n * sizeof *r->seq);
-		r->capseq = n;
-	}
-	n = kv_rfc_seq_hashes(q->tokens, q->ntokens, req->block_size, r->o->rfc_seed, r->seq, n);
-	resolve_seq_hashes(r, r->seq, n, req);
-}
-
-/* --hash dynamo: the query's tokens become the local hashes Dynamo's router
- * computes (its adapter and cache namespace in the seed), looked up as a
- * /query_by_hash body's are: Dynamo's stores are chained from them. */
-static void hash_dynamo(struct run *r, const struct kv_qline *q, struct kv_query *req)
-{
-	size_t n = q->ntokens / req->block_size;
-	if (n > r->capseq) {
-		r->seq = kv_xrealloc(r->seq, n * sizeof *r->seq);
-		r->capseq = n;
-	}
-	uint64_t seed = kv_dynamo_seed(q->lora, q->cache_namespace);
-	req->locals = r->seq;
-	req->nlocals = kv_seeded_local_hashes(q->tokens, q->ntokens, req->block_size, seed, r->seq, n);
-	req->tokens = NULL;
-	req->ntokens = 0;
-}
-
-/* Sequence hashes name chains through the snapshot's engine hashes, read
- * (and checked) when the first line needs them: lines without need only
- * the blocks. */
-static bool engine_hashes(struct run *r, const char *file, uint64_t lineno)
-{
-	struct kv_err e = { 0 };
-	if (kv_snap_read(&r->cur->snap, KV_SNAP_PART_EHASHES, &e))
-		return true;
-	bad_line(r, file, lineno, kv_err_msg(&e));
-	kv_err_clear(&e);
-	return false;
-}
-
 static void answer(struct run *r, const char *file, uint64_t lineno, const char *text, size_t n)
 {
 	struct kv_qline *q = &r->line;
@@ -553,37 +321,15 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 		bad_line(r, file, lineno, kv_qparser_error(r->parser));
 		return;
 	}
-	int64_t part;
-	size_t bs;
-	const char *why = resolve(r, q, &part, &bs);
+	struct kv_resolved rq;
+	const char *why = kv_snapset_resolve(r->snaps, q, &rq);
 	if (why) {
 		bad_line(r, file, lineno, why);
 		return;
 	}
-	/* the partition's tenant, whole: answers are keyed by it */
-	struct kv_str tenant;
-	tenant.p = kv_snap_string(&r->cur->snap, r->cur->snap.partitions[part].tenant, &tenant.n);
-	struct kv_query req = { (uint32_t)part, bs, q->by_hash ? NULL : q->tokens, q->ntokens,
-				q->by_hash && !q->by_seq ? q->hashes : NULL, q->nhashes, NULL, 0 };
-	if ((q->by_seq || (r->o->rfc_hash && !q->by_hash)) && !engine_hashes(r, file, lineno))
-		return;
-	if (q->by_seq)
-		resolve_seq_hashes(r, q->hashes, q->nhashes, &req);
-	else if (r->o->rfc_hash && !q->by_hash)
-		hash_rfc1403(r, q, &req);
-	else if (r->o->dynamo_hash && !q->by_hash)
-		hash_dynamo(r, q, &req);
-	else if (r->o->rfc && !q->by_hash)
-		req.ntokens -= req.ntokens % bs; /* RFC #1403: only complete blocks are considered */
 	if (r->against) {
-		const char *model = q->has_model ? q->model : r->o->model;
-		size_t mlen;
-		if (!model)
-			model = kv_snap_string(&r->cur->snap, r->cur->snap.partitions[part].model, &mlen);
-		else
-			mlen = strlen(model);
-		struct kv_against_query aq = { r->answered, &r->cur->src, &r->cur->snap, r->q, &req, q,
-					       model, mlen, tenant.p, tenant.n };
+		struct kv_against_query aq = { r->answered, rq.src, rq.snap, r->q, &rq.req, q,
+					       rq.model, rq.mlen, rq.tenant, rq.tlen };
 		kv_against_add(r->against, &aq);
 		if (kv_against_due(r->against))
 			kv_against_flush(r->against);
@@ -592,7 +338,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
 	size_t nhits, nblocks;
 	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
-	const struct kv_hit *hits = kv_query_run(r->q, &r->cur->src, &req, &qo, &nhits, &nblocks);
+	const struct kv_hit *hits = kv_query_run(r->q, rq.src, &rq.req, &qo, &nhits, &nblocks);
 	const struct kv_hit *route = r->o->route ? kv_query_route(hits, nhits, &r->o->weights, r->q) : NULL;
 	if (r->o->timing) {
 		/* the time taken before the array grows: a copy of the times
@@ -601,7 +347,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 		r->times = kv_xgrow(r->times, &r->captimes, r->ntimes + 1, sizeof *r->times);
 		r->times[r->ntimes++] = t;
 	}
-	struct kv_answer a = { r->answered, &r->cur->src, tenant.p, tenant.n, hits, nhits, nblocks, bs, route,
+	struct kv_answer a = { r->answered, rq.src, rq.tenant, rq.tlen, hits, nhits, nblocks, rq.req.block_size, route,
 			       r->o->rfc ? q->instance : NULL };
 	kv_answers_write(&r->answers, &a);
 	kv_out_end_record(r->out);
@@ -660,8 +406,8 @@ static bool read_input(struct run *r, const char *path, int *status)
 			*status = kv_status_merge(*status, KV_EX_DATAERR);
 			break;
 		}
-		for (size_t i = 0; r->o->watch && i < r->nshards; i++)
-			maybe_reload(r, &r->shards[i]);
+		if (r->o->watch)
+			maybe_reload(r);
 		if (st == KV_LINE_TOO_LONG)
 			bad_line(r, name, l.lineno, "line longer than 256 MiB");
 		else
@@ -672,13 +418,9 @@ static bool read_input(struct run *r, const char *path, int *status)
 	return true;
 }
 
-static void free_shards(struct run *r)
+static void free_run(struct run *r)
 {
-	for (size_t i = 0; i < r->nshards; i++) {
-		kv_qsource_free(&r->shards[i].src);
-		kv_snap_unload(&r->shards[i].snap);
-	}
-	free(r->shards);
+	kv_snapset_free(r->snaps);
 	free(r->o->snapshots);
 	free(r->o->events);
 }
@@ -792,24 +534,15 @@ int main(int argc, char **argv)
 	struct run r = { .o = &o, .out = &out };
 	r.answers = (struct kv_answers){ .out = &out, .kind = answer_kind(&o), .table = o.table,
 					 .shared_pool = o.shared_pool, .show_routed = o.route, .weights = o.weights };
-	r.shards = kv_xcalloc(o.nsnapshots, sizeof *r.shards);
-	r.nshards = o.nsnapshots;
+	struct kv_snapset_opts so = { .model = o.model, .tenant = o.tenant, .block_size = o.block_size, .rfc = o.rfc,
+				      .rfc_hash = o.rfc_hash, .dynamo_hash = o.dynamo_hash, .rfc_seed = o.rfc_seed };
+	r.snaps = kv_snapset_new(o.snapshots, o.nsnapshots, &so);
 	/* before the snapshots are read: a signal ends a load of gigabytes, or
 	 * of a pipe that waits, as it ends the queries (status 0) */
 	kv_install_signals(false);
-	/* before -o truncates yesterday's answers: a bad snapshot leaves them be */
-	for (size_t i = 0; i < r.nshards; i++) {
-		uint64_t t0 = kv_monotonic_ns();
-		struct shard *sh = &r.shards[i];
-		sh->path = o.snapshots[i];
-		load(&r, sh, true);
-		if (o.verbose)
-			kv_warn("%s: %zu blocks, %zu workers, %zu partitions loaded and checked in %.1f ms", sh->path,
-				sh->snap.nblocks, sh->snap.nworkers, sh->snap.npartitions,
-				(double)(kv_monotonic_ns() - t0) / 1e6);
-	}
+	load_snapshots(&r);
 	if (!kv_out_open(&out, o.output, &e)) {
-		free_shards(&r);
+		free_run(&r);
 		return kv_err_print(&e);
 	}
 	r.q = kv_querier_new();
@@ -841,11 +574,9 @@ int main(int argc, char **argv)
 	free(r.line.hashes);
 	free(r.times);
 	kv_answers_free(&r.answers);
-	free(r.chains);
-	free(r.seq);
 	kv_querier_free(r.q);
 	if (r.against)
 		stop_against(&r, &http);
-	free_shards(&r);
+	free_run(&r);
 	return status;
 }

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "net/capture.h"
-#include "net/endpoint.h"
+#include "base/endpoint.h"
 #include "decode/kvcap.h"
 #include "base/metrics.h"
 #include "base/err.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/endpoint.h"
+#include "base/endpoint.h"
 #include "memfile.h"
 #include "index/regs.h"
 #include "base/util.h"

@@ -349,9 +349,25 @@ complete_words() {
 	assert_failure 1
 	assert_output - <<-'OUT'
 	lib/base/a.c:1: "index/match.h": lib/base/ may include only base
-	lib/index/b.c:3: "query/query.h": lib/index/ may include only base decode net index
+	lib/index/b.c:3: "query/query.h": lib/index/ may include only base decode index
 	lib/prom/c.h:1: "decode/kvcap.h": lib/prom/ may include only base prom
 	lib/prom/c.h:2: "util.h" names no folder (write "prom/util.h" or the folder it lives in)
 	layers: 4 include(s) against the layer order
+	OUT
+}
+
+# kvquery resolves its queries in query/snapset: no program but kvmatch and kvnats reads the snapshot layer.
+@test "layers refuses the snapshot layer in a program other than kvmatch and kvnats" {
+	mkdir -p "$T/tree/bin"
+	printf '#include "index/snap.h"\n#include "index/snapstate.h"\n' >"$T/tree/bin/kvmatch.c"
+	printf '#include "index/snap.h"\n' >"$T/tree/bin/kvnats.c"
+	printf '#include "query/snapset.h"\n#include "index/snap.h"\n' >"$T/tree/bin/kvquery.c"
+	printf '#include "index/snapstate.h"\n#include "index/index.h"\n' >"$T/tree/bin/kvgen.c"
+	run "$ROOT/tests/layers" "$T/tree"
+	assert_failure 1
+	assert_output - <<-'OUT'
+	bin/kvgen.c:1: "index/snapstate.h": bin/ reads snapshots through query/snapset (only kvmatch and kvnats use the snapshot layer)
+	bin/kvquery.c:2: "index/snap.h": bin/ reads snapshots through query/snapset (only kvmatch and kvnats use the snapshot layer)
+	layers: 2 include(s) against the layer order
 	OUT
 }

@@ -1,5 +1,5 @@
 #include "index/regs.h"
-#include "net/endpoint.h"
+#include "base/endpoint.h"
 #include "decode/kvcap.h"
 #include "base/input.h"
 #include "base/lines.h"

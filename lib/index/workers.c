@@ -1,6 +1,6 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "index/workers.h"
-#include "net/endpoint.h"
+#include "base/endpoint.h"
 #include "index/index.h"
 #include "base/optval.h"
 #include "base/util.h"

@@ -1,6 +1,6 @@
 #include "net/capture.h"
-#include "net/endpoint.h"
-#include "decode/gapfill.h"
+#include "base/endpoint.h"
+#include "net/gapfill.h"
 #include "decode/kvcap.h"
 #include "base/metrics.h"
 #include "net/replay.h"

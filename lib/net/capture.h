@@ -3,7 +3,7 @@
  * replayed a DEALER socket to the publisher's replay socket; the output,
  * held for a slow reader within bounds; per-endpoint statistics.  Which
  * message is written when (seq order without duplicates, the messages held
- * behind a replay) is each endpoint's gapfill (decode/gapfill). */
+ * behind a replay) is each endpoint's gapfill (net/gapfill). */
 #ifndef KV_CAPTURE_H
 #define KV_CAPTURE_H
 

@@ -5,7 +5,7 @@
 #include "decode/seqtrack.h"
 #include "decode/source.h"
 #include "index/blockhash.h"
-#include "net/endpoint.h"
+#include "base/endpoint.h"
 
 #include <stdlib.h>
 #include <string.h>

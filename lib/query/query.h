@@ -24,7 +24,6 @@
 #include <stdint.h>
 
 #include "index/index.h"
-#include "base/out.h"
 #include "index/snap.h"
 #include "index/workers.h"
 

@@ -7,7 +7,7 @@
  * wrapping, --replay-from, topics, messages without a seq, finishing. */
 #include <string.h>
 
-#include "decode/gapfill.h"
+#include "net/gapfill.h"
 #include "unit.h"
 
 enum { MAXF = 3, MAXB = 48, MAXQ = 64, MAXLOG = 2000 };

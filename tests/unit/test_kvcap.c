@@ -1,5 +1,7 @@
 /* kvcap writer and reader: round trip, concatenated captures, every
- * truncation reported, garbage refused; and the message frame rule. */
+ * truncation reported, garbage refused, a header of another version, the
+ * record limit; and the message frame rule.  kvdecode, kvmatch, kvpub and
+ * kvnats -P read captures through this one reader (kv_cap_next). */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +217,70 @@ static void header_required(void)
 	ASSERT(read_all(map_first, 0, &records, &headers, err, sizeof err) == KV_CAP_EOF);
 }
 
+/* A header of another version, first or after records (a concatenation):
+ * the input is refused there, with the version it claims. */
+static void header_version_refused(void)
+{
+	static const uint8_t v2[] = { 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0x02 };
+	static const uint8_t neg[] = { 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0xff };
+	static const uint8_t str[] = { 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0xa1, '1' };
+	static const uint8_t later[] = { 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0x01,
+					 0x94, 0x02, 0xa1, 's', 0x00, 0x91, 0xc4, 0x01, 'x',
+					 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0x03,
+					 0x94, 0x03, 0xa1, 's', 0x00, 0x91, 0xc4, 0x01, 'y' };
+	const struct { const uint8_t *b; size_t n; const char *why; int records, headers; } cases[] = {
+		{ v2, sizeof v2, "byte 0: kvcap header with version 2 (this kvtools reads version 1)", 0, 0 },
+		{ neg, sizeof neg, "byte 0: kvcap header with version -1 (this kvtools reads version 1)", 0, 0 },
+		{ str, sizeof str, "byte 0: kvcap header with a version that is not an integer (this kvtools reads version 1)",
+		  0, 0 },
+		{ later, sizeof later, "byte 17: kvcap header with version 3 (this kvtools reads version 1)", 1, 1 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int records, headers;
+		char err[200];
+		ASSERT(read_all(cases[i].b, cases[i].n, &records, &headers, err, sizeof err) == KV_CAP_ERROR);
+		ASSERT_EQ_STR(err, cases[i].why);
+		ASSERT_EQ_U64(records, cases[i].records);
+		ASSERT_EQ_U64(headers, cases[i].headers);
+	}
+}
+
+/* A header, then a record of one bin frame of size bytes in all. */
+static uint8_t *record_of_size(size_t size, size_t *len)
+{
+	static const uint8_t head[] = { 0x81, 0xa5, 'k', 'v', 'c', 'a', 'p', 0x01 };
+	static const uint8_t rec[] = { 0x94, 0x01, 0xa1, 's', 0x00, 0x91, 0xc6 };
+	size_t data = size - sizeof rec - 4;
+	*len = sizeof head + size;
+	uint8_t *b = calloc(1, *len), *p = b;
+	if (!b)
+		abort();
+	memcpy(p, head, sizeof head), p += sizeof head;
+	memcpy(p, rec, sizeof rec), p += sizeof rec;
+	for (int k = 3; k >= 0; k--)
+		*p++ = (uint8_t)(data >> (8 * k));
+	return b;
+}
+
+/* kvcap(5): a record of KV_CAP_MAX_RECORD bytes is read; one byte more is
+ * refused, named by the byte where it starts. */
+static void record_limit(void)
+{
+	size_t len;
+	int records, headers;
+	char err[200];
+	uint8_t *b = record_of_size(KV_CAP_MAX_RECORD, &len);
+	ASSERT(read_all(b, len, &records, &headers, err, sizeof err) == KV_CAP_EOF);
+	ASSERT_EQ_U64(records, 1);
+	free(b);
+	b = record_of_size(KV_CAP_MAX_RECORD + 1, &len);
+	ASSERT(read_all(b, len, &records, &headers, err, sizeof err) == KV_CAP_ERROR);
+	ASSERT_EQ_STR(err, "byte 8: object larger than the record limit");
+	ASSERT_EQ_U64(records, 0);
+	ASSERT_EQ_U64(headers, 1);
+	free(b);
+}
+
 static void frame_rule(void)
 {
 	uint8_t seq[8];
@@ -315,6 +381,8 @@ int main(void)
 	RUN(garbage_refused);
 	RUN(not_a_record_is_skipped);
 	RUN(header_required);
+	RUN(header_version_refused);
+	RUN(record_limit);
 	RUN(frame_rule);
 	RUN(scan_runs);
 	RUN(stream_header);

@@ -1,4 +1,4 @@
-#include "decode/gapfill.h"
+#include "net/gapfill.h"
 #include "base/util.h"
 
 #include <stdlib.h>

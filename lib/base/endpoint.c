@@ -1,4 +1,4 @@
-#include "net/endpoint.h"
+#include "base/endpoint.h"
 #include "base/util.h"
 
 #include <errno.h>
