@@ -38,7 +38,9 @@ void kv_lines_free(struct kv_lines *l)
  * tells that the input goes on. */
 static size_t room(const struct kv_lines *l)
 {
-	size_t r = l->cap - l->len < CHUNK ? l->cap - l->len : CHUNK;
+	size_t r = l->cap - l->len;
+	if (r > CHUNK)
+		r = CHUNK;
 	if (l->max_total && l->max_total + 1 - l->total < r)
 		r = (size_t)(l->max_total + 1 - l->total);
 	return r;
