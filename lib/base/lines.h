@@ -23,6 +23,7 @@ struct kv_lines {
 	uint64_t lineno;
 	uint64_t max_total;  /* 0: no bound on the whole input, else at most this many bytes are taken */
 	uint64_t total;      /* bytes read so far, pre included */
+	uint64_t moved;      /* bytes moved to the buffer's front so far: a line begun, kept for the next read */
 	bool eof;
 };
 

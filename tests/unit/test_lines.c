@@ -3,8 +3,10 @@
  * one that tells the input goes on, and returns every line that ends within
  * it first; kv_input_read stops at a stop signal.  Inputs are pipes, as
  * from a device or `yes`, which have no size of their own. */
+#define _GNU_SOURCE /* memfd_create: a file of the test's own, in no directory */
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "base/input.h"
@@ -90,6 +92,56 @@ static void lines_stopped_by_a_signal(void)
 	ASSERT_EQ_U64(st, KV_LINES_STOPPED);
 }
 
+/* Line i of lines_read_in_place's input: "i:" then digits, of a query
+ * line's length: most of 60 to 100 KB (12,000 tokens), some of 600 KB
+ * (100,000 tokens), a few of 1 byte or longer than the buffer at first. */
+static size_t long_line(uint64_t i, char *out)
+{
+	size_t n = i % 40 == 5 ? (size_t)(1200u << 10) : i % 40 == 9 ? 1 : i % 10 == 3 ? (size_t)(600u << 10)
+		   : 60000 + (size_t)(unit_rand() % 40000);
+	int k = snprintf(out, n + 1, "%llu:", (unsigned long long)i);
+	for (size_t j = (size_t)k; j < n; j++)
+		out[j] = (char)('0' + (i + j) % 10);
+	return n;
+}
+
+/* A file of lines from 1 byte to 1.2 MB, past many fills of the buffer:
+ * each comes back whole, and the buffer moves little of them (a line begun
+ * is moved to its front once a buffer-full): at most a tenth of the input,
+ * where moving it at every read moved a seventh. */
+static void lines_read_in_place(void)
+{
+	int fd = memfd_create("lines", 0);
+	ASSERT(fd >= 0);
+	static char want[(1200u << 10) + 1]; /* the longest line (no malloc: an ASSERT returns early) */
+	uint64_t total = 0;
+	enum { NLINES = 200 };
+	uint64_t seed = unit_rng;
+	for (uint64_t i = 0; i < NLINES; i++) {
+		size_t n = long_line(i, want);
+		want[n] = '\n';
+		ASSERT(write(fd, want, n + 1) == (ssize_t)(n + 1));
+		total += n + 1;
+	}
+	ASSERT(lseek(fd, 0, SEEK_SET) == 0);
+	unit_rng = seed;
+	struct kv_lines l;
+	kv_lines_init(&l, fd, 256u << 20, NULL, 0);
+	uint64_t i = 0, bad = 0;
+	char *line;
+	size_t len;
+	while (kv_lines_next(&l, &line, &len) == KV_LINE) {
+		size_t n = long_line(i++, want);
+		bad += len != n || memcmp(line, want, n) != 0 || line[len] != 0;
+	}
+	ASSERT_EQ_U64(i, NLINES);
+	ASSERT_EQ_U64(bad, 0);
+	ASSERT_EQ_U64(kv_lines_taken(&l), total);
+	ASSERT(l.moved * 10 <= total);
+	kv_lines_free(&l);
+	close(fd);
+}
+
 static void input_read(void)
 {
 	char d[16];
@@ -125,6 +177,7 @@ int main(void)
 	RUN(lines_within_max_total);
 	RUN(long_line_reported_before_the_bound);
 	RUN(lines_stopped_by_a_signal);
+	RUN(lines_read_in_place);
 	RUN(input_read);
 	return unit_done();
 }
