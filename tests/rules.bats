@@ -261,3 +261,16 @@ print(json.dumps({"src": "tcp://10.0.0.5:5557", "recv_ns": 1000000000, "seq": 1,
 	assert_output ''
 	assert_equal "$(kvmatch --dump idx.kvsnap | grep '"kind":"block"')" "$(kvmatch --dump truth.kvsnap | grep '"kind":"block"')"
 }
+
+@test "rule: vLLM's event tags are matched whole; a pool event's type is a word its event_type contains (kvdecode(1) \"Publishers\")" {
+	j2mp > in.kvcap <<<'[1.0, [["AllBlocks"], ["BlockStoredX", [1], null, [1,2], 2], ["blockremoved", [1]], ["BlockRemoved", [2]], ["AllBlocksCleared"]]]'
+	run --separate-stderr kvdecode -v in.kvcap
+	assert_success
+	assert_equal "$(jq -c '[.type, .block_hashes]' <<<"$output" | tr '\n' ' ')" '["removed",["0x0000000000000002"]] ["cleared",[]] '
+	assert_equal "$stderr" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): 3 events of unknown types ignored"
+	j2mp > in2.kvcap <<<'{"events": [{"event_type": "BlockRemove", "backend_id": "x", "seq_hashes": [1]}, {"event_type": "KEY_REMOVED", "backend_id": "x", "seq_hashes": [2]}, {"event_type": "Store", "backend_id": "x", "seq_hashes": [3]}, {"type": "blockstored", "backend_id": "x", "seq_hashes": [4]}]}'
+	run --separate-stderr kvdecode -v in2.kvcap
+	assert_success
+	assert_equal "$(jq -c '[.type, .block_hashes]' <<<"$output" | tr '\n' ' ')" '["removed",["0x0000000000000002"]] ["stored",["0x0000000000000004"]] '
+	assert_equal "$stderr" "kvdecode: in2.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): 2 events of unknown types ignored"
+}
