@@ -53,6 +53,21 @@ mantree() {
 	done
 }
 
+# An option is written three times in its main: usage text, struct option
+# table, parse loop (doc/layout.md "Options: one table per program?").
+@test "every long option a program accepts (its struct option table) is in its --help" {
+	local p o n
+	for p in $PROGRAMS; do
+		n=0
+		while read -r o; do
+			n=$((n + 1))
+			"$p" --help | grep -qE -- "--$o([^a-z0-9-]|\$)" || { echo "$p --help lacks --$o" >&3; false; }
+		done < <(awk '/struct option .*\[\] = \{/ { t = 1; next } t && /^\};/ { t = 0 } t && /^\t\{ "/' "$ROOT/bin/$p.c" |
+			sed -E 's/^\t\{ "([^"]+)".*/\1/')
+		[ "$n" -ge 5 ] || { echo "bin/$p.c: only $n options read from its table" >&3; false; }
+	done
+}
+
 @test "every option of --help is in the SYNOPSIS of its page" {
 	for p in $PROGRAMS; do
 		syn=$(awk '/^\.Sh SYNOPSIS/ { s = 1; next } /^\.Sh / { s = 0 } s' "$ROOT/man/$p.1")
