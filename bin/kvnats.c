@@ -13,7 +13,7 @@
 #include "decode/kvcap.h"
 #include "nats/js.h"
 #include "base/out.h"
-#include "index/regs.h"
+#include "index/workers.h"
 #include "index/snap.h"
 #include "base/utf8.h"
 #include "base/optval.h"
@@ -294,24 +294,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 
 struct subjects {
 	const struct options *o;
-	struct kv_regs regs;
+	struct kv_workers ws;        /* the registrations, looked up as kvmatch does */
 	struct { char *src; char *subject; } *v;
 	size_t n, cap;
 	char *header;
 };
-
-static const struct kv_reg *registration_of(const struct kv_regs *regs, const char *src)
-{
-	for (size_t i = 0; i < regs->n; i++) {
-		const struct kv_reg *r = &regs->v[i];
-		if (r->endpoint && strcmp(r->endpoint, src) == 0)
-			return r;
-		for (int m = 0; m < KV_NMEDIA; m++)
-			if (r->medium_ep[m] && strcmp(r->medium_ep[m], src) == 0)
-				return r;
-	}
-	return NULL;
-}
 
 static void subjects_forget(struct subjects *s)
 {
@@ -329,12 +316,11 @@ static const char *subject_of(struct subjects *s, const struct kv_record *rec)
 			return s->v[i].subject;
 	if (s->n == SUBJECTS_KEPT)
 		subjects_forget(s);
-	char *src = kv_xstrndup(rec->src, rec->src_len);
-	const struct kv_reg *r = registration_of(&s->regs, src);
+	const char *model = NULL, *tenant = NULL;
+	kv_workers_partition_of(&s->ws, (struct kv_str){ rec->src, rec->src_len }, &model, &tenant);
 	s->v = kv_xgrow(s->v, &s->cap, s->n + 1, sizeof *s->v);
-	s->v[s->n].src = src;
-	s->v[s->n].subject = kv_js_record_subject(s->o->stream, r ? r->model : NULL, r ? r->tenant : NULL, rec->src,
-						  rec->src_len);
+	s->v[s->n].src = kv_xstrndup(rec->src, rec->src_len);
+	s->v[s->n].subject = kv_js_record_subject(s->o->stream, model, tenant, rec->src, rec->src_len);
 	return s->v[s->n++].subject;
 }
 
@@ -343,7 +329,7 @@ static void subjects_free(struct subjects *s)
 	subjects_forget(s);
 	free(s->v);
 	free(s->header);
-	kv_regs_free(&s->regs);
+	kv_workers_free(&s->ws);
 }
 
 struct produce {
@@ -435,8 +421,11 @@ static int produce(const struct options *o, struct kv_js *js, char **files, int 
 {
 	struct produce p = { .o = o, .js = js, .subj = { .o = o } };
 	struct kv_err e = { 0 };
-	if (o->regs && !kv_regs_load(o->regs, &p.subj.regs, &e))
+	kv_workers_init(&p.subj.ws);
+	if (o->regs && !kv_workers_load(&p.subj.ws, o->regs, &e)) {
+		kv_workers_free(&p.subj.ws);
 		return kv_err_print(&e);
+	}
 	p.subj.header = kv_js_header_subject(o->stream);
 	kv_js_set_header_subject(js, p.subj.header);
 	struct kv_js_stream_opts so = o->create;

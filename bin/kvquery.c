@@ -16,6 +16,7 @@
 #include "query/snapset.h"
 #include "index/regs.h"
 #include "base/optval.h"
+#include "base/sort.h"
 #include "base/util.h"
 #include "http/post.h"
 #include "query/against.h"
@@ -354,17 +355,11 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	kv_out_flush_if_full(r->out);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
 static void report_timing(struct run *r)
 {
 	if (!r->ntimes)
 		return;
-	qsort(r->times, r->ntimes, sizeof *r->times, cmp_u64);
+	kv_sort_u64(r->times, r->ntimes);
 	size_t p50 = r->ntimes / 2, p99 = (r->ntimes * 99) / 100;
 	/* when the output failed, how many of those answers it holds */
 	char written[48] = "";

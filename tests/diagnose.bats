@@ -158,6 +158,15 @@ parent_not_found warning $A 10.0.0.1:5557"
 	assert_equal "$(jq -r '.findings[0].cause' report.json)" "backend_id is not the Pod IP of an engine: set the KV store client's address to the Pod IP, or the registrations name other hosts; a decoupled pool (a cache daemon) holds its blocks itself: they count under kvquery --shared-pool, or name the instances it serves with kvmatch --backend-serves"
 }
 
+@test "unknown_backend: a backend_id from the network is shown by the one printable rule" {
+	# controls become '?', other UTF-8 is kept (kv_printable, as every message)
+	events | jq -c 'if .format == "memcache" and .backend_id == "10.0.0.2" then .backend_id = "10.0.9.9\u0001\u007f\u0085\u00e9" else . end' > in.jsonl
+	diagnose in.jsonl
+	assert_success
+	assert_equal "$(jq -r '.findings[0].evidence.backend_ids[0]' report.json)" "10.0.9.9???é"
+	assert_equal "$(jq -r '.findings[0].message' report.json)" "53766 pool blocks held by the pool itself: backend_id 10.0.9.9???é names no worker (worker hosts: 10.0.0.1, 10.0.0.2)"
+}
+
 @test "unknown_backend: pool events without backend_id say so" {
 	events | jq -c 'if .format == "memcache" then del(.backend_id) else . end' > in.jsonl
 	diagnose in.jsonl

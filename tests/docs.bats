@@ -53,6 +53,21 @@ mantree() {
 	done
 }
 
+# An option is written three times in its main: usage text, struct option
+# table, parse loop (doc/layout.md "Options in one table per program: measured, not adopted").
+@test "every long option a program accepts (its struct option table) is in its --help" {
+	local p o n
+	for p in $PROGRAMS; do
+		n=0
+		while read -r o; do
+			n=$((n + 1))
+			"$p" --help | grep -qE -- "--$o([^a-z0-9-]|\$)" || { echo "$p --help lacks --$o" >&3; false; }
+		done < <(awk '/struct option .*\[\] = \{/ { t = 1; next } t && /^\};/ { t = 0 } t && /^\t\{ "/' "$ROOT/bin/$p.c" |
+			sed -E 's/^\t\{ "([^"]+)".*/\1/')
+		[ "$n" -ge 5 ] || { echo "bin/$p.c: only $n options read from its table" >&3; false; }
+	done
+}
+
 @test "every option of --help is in the SYNOPSIS of its page" {
 	for p in $PROGRAMS; do
 		syn=$(awk '/^\.Sh SYNOPSIS/ { s = 1; next } /^\.Sh / { s = 0 } s' "$ROOT/man/$p.1")
@@ -340,7 +355,16 @@ complete_words() {
 @test "the include layers of lib/ hold, and an upward or sibling include is refused" {
 	run "$ROOT/tests/layers" "$ROOT"
 	assert_success
-	assert_output "layers: lib/ includes run downward only"
+	assert_output "layers: lib/ includes run downward only
+layers: lib/ dies only with KV_EX_SOFTWARE"
+	# lib/ may kv_die only with KV_EX_SOFTWARE (lib/base/err.h)
+	mkdir -p "$T/dies/lib/net"
+	printf 'void f(void)\n{\n\tkv_die(KV_EX_IOERR, "x");\n\tkv_die(KV_EX_SOFTWARE, "y");\n}\n' >"$T/dies/lib/net/d.c"
+	run --separate-stderr "$ROOT/tests/layers" "$T/dies"
+	assert_failure 1
+	assert_output 'layers: lib/ includes run downward only
+lib/net/d.c:3:	kv_die(KV_EX_IOERR, "x");  <- lib/ may kv_die only with KV_EX_SOFTWARE (lib/base/err.h)'
+	assert_equal "$stderr" "layers: 1 kv_die(s) in lib/ with another status"
 	mkdir -p "$T/tree/lib/base" "$T/tree/lib/index" "$T/tree/lib/prom"
 	printf '#include "index/match.h"\n' >"$T/tree/lib/base/a.c"
 	printf '#include "base/util.h"\n#include "decode/event.h"\n#include "query/query.h"\n' >"$T/tree/lib/index/b.c"

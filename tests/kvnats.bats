@@ -140,6 +140,24 @@ r3_stream() {
 	assert_equal "$(kvnats -C -q -s "$URL" --stream NOREG --filter 'NOREG._._.tcp%3A%2F%2Fkvs-master%3A5557' | capdump 2>/dev/null | wc -l)" "$pool"
 }
 
+@test "kvnats: a wildcard pool registration gives the subject the registration kvmatch finds for the source" {
+	# the pool registered as tcp://*:5557 (kvmatch(1) "Workers"): kvmatch
+	# gives the source tcp://kvs-master:5557 that registration's instance;
+	# kvnats compared sources character for character and published its
+	# records under _._
+	one_server
+	capture
+	jq -c '.tenant_id = "t1" | if .endpoint then .endpoint = "tcp://*:5557" | .type = "YuanRong" | .store_backend = "YuanRong" else . end' \
+		regs.jsonl > wild.jsonl
+	kvmatch -q -r wild.jsonl --log none -o wild.kvsnap in.kvcap
+	assert_equal "$(kvmatch --dump wild.kvsnap | jq -r 'select(.kind == "worker") | .instance_id' | sort -u | paste -sd' ')" "kvs-master node0 node1"
+	kvnats -P -q -s "$URL" -r wild.jsonl in.kvcap
+	n=$(capdump in.kvcap 2>/dev/null | wc -l)
+	pool=$(capdump in.kvcap 2>/dev/null | grep -c '^tcp://kvs-master:5557')
+	assert_equal "$(kvnats -C -q -s "$URL" --filter 'KVTOOLS.llama.t1.tcp%3A%2F%2Fkvs-master%3A5557' | capdump 2>/dev/null | wc -l)" "$pool"
+	assert_equal "$(kvnats -C -q -s "$URL" --filter 'KVTOOLS.llama.t1.>' | capdump 2>/dev/null | wc -l)" "$n"
+}
+
 @test "kvnats: names too long for a NATS subject travel as their digest, and the records arrive whole" {
 	# escaped, a 1000-byte model and tenant passed NATS's 4096-byte PUB line: the
 	# server closed the connection and every record was lost (exit 69)

@@ -8,7 +8,16 @@
  * each, in the order found; the status is then the most serious of theirs
  * (kv_status_merge).  Problems a reader finds in one record of a stream it
  * goes on reading (a batch's error, a query line's) are data of that
- * record, not failures, and stay with it. */
+ * record, not failures, and stay with it.
+ *
+ * One exception, for what no caller could handle: kv_die(KV_EX_SOFTWARE,
+ * ...) (util.h), exit 70, when memory or a resource the process needs to
+ * run at all is not there (out of memory, a ZMQ context, /dev/null for a
+ * closed descriptor), or when the program's own bound is passed (a count
+ * past the 32-bit field a structure or format gives it, a call against a
+ * function's contract).  Never for the user's data, files, options or
+ * peers: those are a kv_err.  tests/layers keeps kv_die in lib/ to status
+ * KV_EX_SOFTWARE. */
 #ifndef KV_ERR_H
 #define KV_ERR_H
 

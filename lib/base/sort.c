@@ -92,3 +92,74 @@ void kv_sort_keys(uint64_t *keys, uint32_t *vals, size_t n)
 	if (!insertion_within(keys, vals, n, n))
 		radix_from(keys, vals, n, 0);
 }
+
+#define SMALL 64 /* below this, insertion sort beats the radix passes */
+
+static void insertion_u64(uint64_t *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		uint64_t x = v[i];
+		size_t j = i;
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+}
+
+/* LSD passes over the low `bits` bits of the numbers, all of them, no payload. */
+static void radix_numbers(uint64_t *v, size_t n, unsigned bits)
+{
+	uint64_t *tmp = kv_xmalloc(n * sizeof *tmp), *src = v, *dst = tmp;
+	size_t *count = kv_xmalloc(BUCKETS * sizeof *count);
+	for (unsigned shift = 0; shift < bits; shift += DIGIT) {
+		memset(count, 0, BUCKETS * sizeof *count);
+		for (size_t i = 0; i < n; i++)
+			count[(src[i] >> shift) & (BUCKETS - 1)]++;
+		if (count[(src[0] >> shift) & (BUCKETS - 1)] == n)
+			continue;
+		size_t sum = 0;
+		for (size_t b = 0; b < BUCKETS; b++) {
+			size_t c = count[b];
+			count[b] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[(src[i] >> shift) & (BUCKETS - 1)]++] = src[i];
+		uint64_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof *v);
+	free(count);
+	free(tmp);
+}
+
+void kv_sort_u64(uint64_t *v, size_t n)
+{
+	if (n < SMALL)
+		insertion_u64(v, n);
+	else
+		radix_numbers(v, n, 64);
+}
+
+void kv_sort_u32(uint32_t *v, size_t n)
+{
+	if (n < SMALL) {
+		for (size_t i = 1; i < n; i++) {
+			uint32_t x = v[i];
+			size_t j = i;
+			for (; j > 0 && v[j - 1] > x; j--)
+				v[j] = v[j - 1];
+			v[j] = x;
+		}
+		return;
+	}
+	uint64_t *w = kv_xmalloc(n * sizeof *w);
+	for (size_t i = 0; i < n; i++)
+		w[i] = v[i];
+	radix_numbers(w, n, 32);
+	for (size_t i = 0; i < n; i++)
+		v[i] = (uint32_t)w[i];
+	free(w);
+}

@@ -68,6 +68,8 @@ void kv_start(char **argv);
 void kv_warn(const char *fmt, ...) KV_PRINTF(1, 2);
 /* kv_warn, plus ": strerror(errno)". */
 void kv_warn_errno(const char *fmt, ...) KV_PRINTF(1, 2);
+/* `PROG: message` and exit.  In lib/ only as kv_die(KV_EX_SOFTWARE, ...),
+ * for what no caller could handle (lib/base/err.h says which). */
 _Noreturn void kv_die(int status, const char *fmt, ...) KV_PRINTF(2, 3);
 /* A bad option or value: one line, then `Try 'PROG --help'.`, exit 64. */
 _Noreturn void kv_usage_error(const char *fmt, ...) KV_PRINTF(1, 2);

@@ -3,6 +3,7 @@
 #include "index/workers.h"
 #include "decode/flexhash.h"
 #include "base/jsonw.h"
+#include "base/utf8.h"
 #include "base/util.h"
 
 #include <jansson.h>
@@ -24,14 +25,12 @@ struct diag {
 	json_t *findings;
 };
 
-/* Strings from the network go into JSON: keep them printable ASCII. */
+/* Strings from the network go into JSON and onto terminals: the one
+ * printable rule, which also leaves valid UTF-8 for json_string. */
 static json_t *text(const char *s)
 {
 	char buf[256];
-	size_t n = 0;
-	for (; *s && n < sizeof buf - 1; s++)
-		buf[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
-	buf[n] = 0;
+	kv_printable(buf, sizeof buf, s, strlen(s));
 	return json_string(buf);
 }
 

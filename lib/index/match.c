@@ -814,19 +814,6 @@ static void engine_offload_block(struct kv_match *m, const struct rep *r, uint32
  * half as far ahead, once the first slot has arrived. */
 #define PREFETCH 8
 
-/* A block's home slot and the line after it: at the load the block table
- * keeps (53 to 80%), a probe of its 28-byte slots often runs on into the
- * next line (a new chain's, and a removal's shifting back the slots after
- * the one it empties, most of all). */
-KV_PREFETCHING void fetch_block(const struct kv_blocks *t, uint64_t chain)
-{
-	if (!t->cap)
-		return;
-	const char *s = (const char *)&t->slots[kv_table_home(chain, t->homes)];
-	__builtin_prefetch(s);
-	__builtin_prefetch(s + 64);
-}
-
 /* Slots of the engine hashes [from, to) of an event, fetched ahead. */
 KV_PREFETCHING void fetch_names(const struct kv_partition *p, const uint64_t *hashes, size_t from,
 				size_t to)
@@ -848,7 +835,7 @@ KV_PREFETCHING void fetch_named_ahead(const struct kv_partition *p, const uint64
 	if (i + PREFETCH / 2 < n) {
 		const struct kv_ehash *ahead = kv_ehashes_find_const(&p->ehashes, hashes[i + PREFETCH / 2]);
 		if (ahead)
-			fetch_block(&p->blocks, ahead->chain);
+			kv_blocks_prefetch_run(&p->blocks, ahead->chain);
 	}
 }
 
@@ -860,7 +847,7 @@ KV_PREFETCHING void fetch_stored(const struct kv_partition *p, const struct kv_p
 	if (offload)
 		kv_offloads_prefetch(&pm->offload, ehash);
 	else
-		fetch_block(&p->blocks, chain);
+		kv_blocks_prefetch_run(&p->blocks, chain);
 }
 
 static void engine_stored(struct kv_match *m, const struct rep *r, uint32_t w, uint32_t part, const struct kv_event *e)
@@ -977,7 +964,7 @@ KV_PREFETCHING void fetch_released(const struct kv_match *m, const struct kv_par
 {
 	if (m->local[i] != NAMED && m->local[i] != NAMED_OFFLOAD_GONE)
 		return;
-	fetch_block(&p->blocks, m->chain[i]);
+	kv_blocks_prefetch_run(&p->blocks, m->chain[i]);
 	kv_contents_prefetch(&pm->content, m->chain[i]);
 }
 
@@ -1158,7 +1145,7 @@ KV_PREFETCHING void fetch_confirmed(const struct kv_match *m, const struct kv_pa
 {
 	const struct kv_offload *o = kv_offloads_find_const(&pm->offload, ehash);
 	if (offload_live(m, o)) {
-		fetch_block(&p->blocks, o->chain);
+		kv_blocks_prefetch_run(&p->blocks, o->chain);
 		if (named_already(pm, o))
 			return;
 	}
@@ -1175,7 +1162,7 @@ KV_PREFETCHING void fetch_confirmed_block(const struct kv_match *m, const struct
 		return;
 	const struct kv_ehash *eh = kv_ehashes_find_const(&p->ehashes, ehash);
 	if (eh)
-		fetch_block(&p->blocks, eh->chain);
+		kv_blocks_prefetch_run(&p->blocks, eh->chain);
 }
 
 /* A pool's stores: a live offload (the usual case, the engine's offload
@@ -1244,7 +1231,7 @@ static void pool_removed(struct kv_match *m, const struct rep *r, uint32_t part,
 		const struct kv_ehash *ahead = i + PREFETCH / 2 < e->nhashes ?
 			kv_ehashes_find(&p->ehashes, e->hashes[i + PREFETCH / 2]) : NULL;
 		if (ahead) {
-			fetch_block(&p->blocks, ahead->chain);
+			kv_blocks_prefetch_run(&p->blocks, ahead->chain);
 			kv_contents_prefetch(&pm->content, ahead->chain);
 		}
 		kv_offloads_remove(&pm->offload, h);

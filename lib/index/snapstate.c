@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "index/snapstate.h"
 #include "index/blockhash.h"
+#include "base/sort.h"
 #include "base/util.h"
 
 #include <pthread.h>
@@ -16,12 +17,6 @@ static int by_partition_name(const void *x, const void *y, void *ctx)
 	const struct kv_partition *a = &ix->p[*(const uint32_t *)x], *b = &ix->p[*(const uint32_t *)y];
 	int c = strcmp(a->model, b->model);
 	return c ? c : strcmp(a->tenant, b->tenant);
-}
-
-static int by_u32(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return (a > b) - (a < b);
 }
 
 /* 1 + the snapshot position of the partition a worker's registration
@@ -116,15 +111,7 @@ static const uint32_t *snapshot_holders(const struct kv_snap_writer *b, const st
 	uint32_t *o = *hs;
 	for (size_t k = 0; k < nh; k++)
 		o[k] = KV_HOLDER(b->wmap[KV_HOLDER_WORKER(h[k])], KV_HOLDER_MEDIA(h[k]));
-	if (nh > 16)
-		qsort(o, nh, sizeof *o, by_u32);
-	else /* few holders, mostly in order already */
-		for (size_t k = 1; k < nh; k++)
-			for (size_t j = k; j > 0 && o[j - 1] > o[j]; j--) {
-				uint32_t t = o[j];
-				o[j] = o[j - 1];
-				o[j - 1] = t;
-			}
+	kv_sort_u32(o, nh); /* few holders, mostly in order: its insertion sort */
 	*n = nh;
 	return o;
 }

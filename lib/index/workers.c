@@ -384,3 +384,19 @@ const struct kv_pool_sub *kv_workers_pool(const struct kv_workers *ws, struct kv
 			return &ws->pools[i];
 	return NULL;
 }
+
+bool kv_workers_partition_of(struct kv_workers *ws, struct kv_str src, const char **model, const char **tenant)
+{
+	uint32_t w = named(ws, src.p, src.n, -1);
+	if (w != NOT_NAMED) {
+		*model = ws->v[w].model;
+		*tenant = ws->v[w].tenant;
+		return true;
+	}
+	const struct kv_pool_sub *sub = kv_workers_pool(ws, src);
+	if (!sub)
+		return false;
+	*model = sub->model;
+	*tenant = sub->tenant;
+	return true;
+}

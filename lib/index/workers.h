@@ -105,6 +105,12 @@ void kv_workers_sort(const struct kv_workers *ws, uint32_t *ids, size_t n);
  * first), not a scan of every worker: it runs for every pool event. */
 size_t kv_workers_on_host(struct kv_workers *ws, struct kv_str ip, uint32_t *out, size_t max);
 const struct kv_pool_sub *kv_workers_pool(const struct kv_workers *ws, struct kv_str src);
+/* The partition (kv_reg_partition, NULL: "default"; tenant NULL: none) of
+ * the registration that names src: the worker registered at that engine
+ * endpoint, else the pool subscriber whose endpoint matches it, wildcards
+ * included, as kvmatch files its events; false when none names it.  Adds
+ * nothing (kvnats' subjects). */
+bool kv_workers_partition_of(struct kv_workers *ws, struct kv_str src, const char **model, const char **tenant);
 /* The pool subscriber's own worker; false when its registration names none
  * (or no further worker can be added). */
 bool kv_workers_pool_worker(struct kv_workers *ws, const struct kv_pool_sub *sub, uint32_t *w);

@@ -1,5 +1,6 @@
 #include "prom/promout.h"
 #include "base/jsonw.h"
+#include "base/utf8.h"
 #include "base/util.h"
 
 #include <math.h>
@@ -73,7 +74,8 @@ void kv_promout_number(char *buf, size_t size, double v)
 		snprintf(buf, size, "%.6g", v);
 }
 
-/* name{label="value",...} with the exposition's escapes, control characters as '?'. */
+/* name{label="value",...} with the exposition's escapes (\\, \" and \n), as
+ * kvstat(1) "Table" shows it; the caller makes it printable. */
 static void put_series(struct kv_out *o, const struct kv_prom_doc *doc, const struct kv_prom_sample *s)
 {
 	kv_out_write(o, s->name.p, s->name.n);
@@ -93,11 +95,22 @@ static void put_series(struct kv_out *o, const struct kv_prom_doc *doc, const st
 			else if (ch == '\n')
 				kv_out_write(o, "\\n", 2);
 			else
-				kv_out_putc(o, ch < 0x20 || ch == 0x7f ? '?' : (char)ch);
+				kv_out_putc(o, (char)ch);
 		}
 		kv_out_putc(o, '"');
 	}
 	kv_out_putc(o, '}');
+}
+
+/* The text written to o (in memory) since start, through the one printable
+ * rule in place.  The exposition's escapes come first: they are printable
+ * ASCII, so a newline in a label value shows as \n and only what would drive
+ * the terminal becomes '?'. */
+static void shown_printable(struct kv_out *o, size_t start)
+{
+	size_t n = o->len - start;
+	kv_out_putc(o, 0); /* room for kv_printable's NUL */
+	o->len = start + kv_printable(o->buf + start, n + 1, o->buf + start, n);
 }
 
 static void pad(struct kv_out *o, size_t n)
@@ -122,6 +135,7 @@ void kv_promout_table(struct kv_out *o, const char *endpoint, const struct kv_pr
 			continue;
 		size_t start = text.len;
 		put_series(&text, doc, &doc->samples[i]);
+		shown_printable(&text, start);
 		if (text.len - start > wseries)
 			wseries = text.len - start;
 		kv_promout_number(num, sizeof num, doc->samples[i].value);

@@ -105,19 +105,16 @@ static size_t token_end(const char *s, size_t n, size_t i)
 	return i;
 }
 
-static char printable(char c) { return c >= 0x20 && c < 0x7f ? c : '?'; }
-
-/* Input text quoted in a message: printable ASCII only, at most 40 bytes. */
+/* Input text quoted in a message: the one printable rule, at most 40 bytes
+ * of it, "..." when there was more. */
 static const char *shown(char *buf, size_t bufsize, const char *s, size_t n)
 {
-	size_t k = 0, max = bufsize - 4;
+	size_t max = bufsize - 4;
 	if (max > 40)
 		max = 40;
-	for (size_t i = 0; i < n && k < max; i++)
-		buf[k++] = printable(s[i]);
+	size_t k = kv_printable(buf, max + 1, s, n);
 	if (n > max)
-		buf[k++] = '.', buf[k++] = '.', buf[k++] = '.';
-	buf[k] = 0;
+		memcpy(buf + k, "...", 4);
 	return buf;
 }
 
@@ -221,7 +218,7 @@ static bool declared_family(struct parser *ps, const char *name, size_t n, uint3
 
 static bool parse_comment(struct parser *ps, const char *s, size_t n, size_t i)
 {
-	char b1[48];
+	char b1[48], b2[8];
 	i = skip_blanks(s, n, i);
 	size_t j = token_end(s, n, i);
 	bool help = j - i == 4 && memcmp(s + i, "HELP", 4) == 0;
@@ -253,8 +250,8 @@ static bool parse_comment(struct parser *ps, const char *s, size_t n, size_t i)
 			return fail(ps, "help text of %s is not valid UTF-8", shown(b1, sizeof b1, name, nlen));
 		char bad = 0;
 		if (!unescape(ps, s + i, n - i, false, &fam->help, &bad))
-			return fail(ps, "bad escape '\\%c' in the help text of %s", printable(bad),
-			            shown(b1, sizeof b1, name, nlen));
+			return fail(ps, "bad escape '\\%s' in the help text of %s",
+			            shown(b2, sizeof b2, &bad, 1), shown(b1, sizeof b1, name, nlen));
 		fam->has_help = true;
 		return true;
 	}
@@ -444,7 +441,7 @@ static bool parse_labels(struct parser *ps, const char *s, size_t n, size_t *pos
 {
 	struct kv_prom_doc *doc = ps->doc;
 	const struct kv_prom_limits *lim = ps->lim;
-	char b1[48];
+	char b1[48], b2[8];
 	size_t j = *pos + 1;               /* past '{' */
 	for (;;) {
 		j = skip_blanks(s, n, j);
@@ -486,7 +483,8 @@ static bool parse_labels(struct parser *ps, const char *s, size_t n, size_t *pos
 		struct kv_prom_str value;
 		char bad = 0;
 		if (!unescape(ps, s + v0, j - v0, true, &value, &bad))
-			return fail(ps, "bad escape '\\%c' in the value of label %s", printable(bad), nm);
+			return fail(ps, "bad escape '\\%s' in the value of label %s",
+			            shown(b2, sizeof b2, &bad, 1), nm);
 		if (!utf8_ok(value.p, value.n))
 			return fail(ps, "value of label %s is not valid UTF-8", nm);
 		doc->labels = kv_xgrow(doc->labels, &doc->labels_cap, doc->nlabels + 1, sizeof *doc->labels);

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "query/query.h"
 #include "index/blockhash.h"
+#include "base/sort.h"
 #include "base/table.h"
 #include "base/util.h"
 
@@ -109,19 +110,13 @@ bool kv_qsource_is_pool(const struct kv_qsource *s, uint32_t w)
 	return s->snap ? (s->snap->workers[w].flags & 2) != 0 : s->ws->v[w].pool;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* Distinct workers of a holder stream, sorted, without pool holders. */
 static uint32_t *collect_workers(const struct kv_qsource *s, const uint32_t *h, size_t n, size_t *out)
 {
 	uint32_t *w = kv_xmalloc((n + 1) * sizeof *w);
 	for (size_t i = 0; i < n; i++)
 		w[i] = KV_HOLDER_WORKER(h[i]);
-	qsort(w, n, sizeof *w, cmp_u32);
+	kv_sort_u32(w, n);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if ((k == 0 || w[k - 1] != w[i]) && !kv_qsource_is_pool(s, w[i]))

@@ -181,6 +181,13 @@ static const struct { const char *text; const char *error; } rejected[] = {
 	{ "m{a=\"1\",b=\"2\"} 1\nn 0\nm{b=\"2\",a=\"1\"} 2\n", "line 3: series m{...} repeats line 1" },
 	{ "m 1\nm 2\n", "line 2: series m repeats line 1" },
 	{ "m{a=\"\x1b[2J\"} 1 \x1b\n", "line 1: timestamp '?' is not an integer number of milliseconds" },
+	/* quoted input follows the one printable rule (kv_printable): bad UTF-8
+	 * and controls (C1 too) as '?', other UTF-8 kept */
+	{ "# TYPE m\xff\x01 counter\n", "line 1: # TYPE: bad character in the metric name 'm?" "?'" },  /* split: ??' is a trigraph */
+	{ "# TYPE m\xc2\x85 counter\n", "line 1: # TYPE: bad character in the metric name 'm?'" },
+	{ "# TYPE m\xc3\xa9 counter\n", "line 1: # TYPE: bad character in the metric name 'm\xc3\xa9'" },
+	{ "m{a=\"\\\xc3\xa9\"} 1\n", "line 1: bad escape '\\?' in the value of label a" },
+	{ "# HELP m \\\x7f\n", "line 1: bad escape '\\?' in the help text of m" },
 };
 
 static void rejects_malformed_lines(void)
@@ -399,15 +406,15 @@ static void table_rows(void)
 	kv_prom_init(&d);
 	kv_out_open_mem(&o);
 	ASSERT(regcomp(&rx, "^kv_", REG_EXTENDED | REG_NOSUB) == 0);
-	ASSERT(parse(&d, "# TYPE kv_a counter\nkv_a{l=\"x\\ny\x1b\"} 10\nkv_b_total 7\nother 1\n"));
+	ASSERT(parse(&d, "# TYPE kv_a counter\nkv_a{l=\"x\\ny\x1b\xc2\x85\"} 10\nkv_b_total 7\nother 1\n"));
 	rates[0] = NAN;
 	rates[1] = 4;
 	kv_promout_table(&o, "http://h:1/metrics", &d, rates, &rx);
 	kv_out_putc(&o, 0);
 	ASSERT(strcmp(o.buf, "http://h:1/metrics  (3 samples, 2 shown)\n"
-	                     "  SERIES           VALUE  RATE/s\n"
-	                     "  kv_a{l=\"x\\ny?\"}     10  -\n"
-	                     "  kv_b_total           7  4\n") == 0);
+	                     "  SERIES            VALUE  RATE/s\n"
+	                     "  kv_a{l=\"x\\ny??\"}     10  -\n"
+	                     "  kv_b_total            7  4\n") == 0);
 	regfree(&rx);
 	kv_out_free_mem(&o);
 	kv_prom_free(&d);

@@ -93,9 +93,52 @@ static void radix_sort(void)
 	}
 }
 
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int by_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* kv_sort_u64 and kv_sort_u32 give what qsort gives, for every kind of
+ * numbers and sizes on both sides of the insertion-sort threshold. */
+static void numbers_as_qsort_orders_them(void)
+{
+	static const size_t sizes[] = { 0, 1, 2, 63, 64, 65, 1000, 100000 };
+	uint64_t (*const gens[])(size_t) = { uniform, small, descending, top_alike, few_top_alike };
+	for (size_t g = 0; g < sizeof gens / sizeof *gens; g++)
+		for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+			size_t n = sizes[s];
+			uint64_t *a = malloc((n + 1) * sizeof *a), *ra = malloc((n + 1) * sizeof *ra);
+			uint32_t *b = malloc((n + 1) * sizeof *b), *rb = malloc((n + 1) * sizeof *rb);
+			for (size_t i = 0; i < n; i++) {
+				ra[i] = a[i] = gens[g](i);
+				rb[i] = b[i] = (uint32_t)(a[i] ^ a[i] >> 32);
+			}
+			kv_sort_u64(a, n);
+			kv_sort_u32(b, n);
+			qsort(ra, n, sizeof *ra, by_u64);
+			qsort(rb, n, sizeof *rb, by_u32);
+			int ok = memcmp(a, ra, n * sizeof *a) == 0 && memcmp(b, rb, n * sizeof *b) == 0;
+			if (!ok)
+				printf("# numbers of kind %zu, %zu of them\n", g, n);
+			ASSERT(ok);
+			free(a);
+			free(ra);
+			free(b);
+			free(rb);
+		}
+}
+
 int main(void)
 {
 	RUN(radix_sort);
 	RUN(sorts_every_kind_of_keys);
+	RUN(numbers_as_qsort_orders_them);
 	return unit_done();
 }
