@@ -17,6 +17,8 @@
 #include "query/queryline.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "index/snapload.h"
+#include "index/snaplookup.h"
 #include "base/optval.h"
 #include "base/util.h"
 #include "http/post.h"
@@ -328,10 +330,10 @@ static int load(struct run *r, struct shard *sh, bool fatal)
 	/* what lookups need; the engine hashes when a line first needs them.
 	 * A reload (--watch) takes a regular file only: a fifo or a device put
 	 * in the snapshot's place would hang it or feed it without end. */
-	bool ok = fatal ? kv_snap_open(sh->path, KV_SNAP_PART_BLOCKS, &s, &e)
-			: kv_snap_open_regular(sh->path, KV_SNAP_PART_BLOCKS, &s, &e);
+	bool ok = fatal ? kv_snapr_open(sh->path, KV_SNAP_PART_BLOCKS, &s, &e)
+			: kv_snapr_open_regular(sh->path, KV_SNAP_PART_BLOCKS, &s, &e);
 	if (ok && !shards_disjoint(r, sh, &s, &e)) {
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 		ok = false;
 	}
 	if (!ok) {
@@ -343,7 +345,7 @@ static int load(struct run *r, struct shard *sh, bool fatal)
 		kv_err_exit(&e);
 	}
 	kv_qsource_free(&sh->src);
-	kv_snap_unload(&sh->snap);
+	kv_snapr_close(&sh->snap);
 	sh->snap = s;
 	kv_qsource_snap(&sh->src, &sh->snap);
 	sh->snap_stat = version;
@@ -538,7 +540,7 @@ static void hash_dynamo(struct run *r, const struct kv_qline *q, struct kv_query
 static bool engine_hashes(struct run *r, const char *file, uint64_t lineno)
 {
 	struct kv_err e = { 0 };
-	if (kv_snap_read(&r->cur->snap, KV_SNAP_PART_EHASHES, &e))
+	if (kv_snapr_read(&r->cur->snap, KV_SNAP_PART_EHASHES, &e))
 		return true;
 	bad_line(r, file, lineno, kv_err_msg(&e));
 	kv_err_clear(&e);
@@ -676,7 +678,7 @@ static void free_shards(struct run *r)
 {
 	for (size_t i = 0; i < r->nshards; i++) {
 		kv_qsource_free(&r->shards[i].src);
-		kv_snap_unload(&r->shards[i].snap);
+		kv_snapr_close(&r->shards[i].snap);
 	}
 	free(r->shards);
 	free(r->o->snapshots);

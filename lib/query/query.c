@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "query/query.h"
 #include "index/blockhash.h"
+#include "index/snaplookup.h"
 #include "base/table.h"
 #include "base/util.h"
 

@@ -26,6 +26,7 @@
 #include "index/index.h"
 #include "base/out.h"
 #include "index/snap.h"
+#include "index/snaplookup.h"
 #include "index/workers.h"
 
 /* Where answers come from: a snapshot or a live index. */
