@@ -2,9 +2,9 @@
  * that bench/run can put its rate beside a peer's figure for the same work
  * (Dynamo's positional indexer, fed prepared events: doc/benchmarks.md
  * "What the misses are").  Reads a capture whole, copying every batch out of the
- * decoder's buffers, then applies the batches as kvmatch -q --log none
- * does (registrations and their partitions first, the same calls per
- * record and event) and prints three lines:
+ * decoder's buffers, then feeds the batches to the matcher as kvmatch -q
+ * --log none does (registrations and their partitions first, then
+ * kv_match_feed, kvmatch's call, per batch) and prints three lines:
  *   apply_ns T            the time of applying all the batches, in ns
  *   blocks B              blocks in the index after them
  *   holdings H            (block, worker) pairs in it
@@ -21,6 +21,7 @@
 #include "decode/source.h"
 #include "index/index.h"
 #include "index/match.h"
+#include "index/matchfeed.h"
 #include "index/workers.h"
 
 /* Memory for the decoded batches: chunks handed out in order, freed all
@@ -79,20 +80,16 @@ static void copy_event(struct arena *a, struct kv_event *e)
 		e->tokens = arena_copy(a, e->tokens, e->ntokens * sizeof *e->tokens);
 }
 
-struct batch {
-	struct kv_wire_ctx ctx;
-	struct kv_event *ev;
-	size_t nev;
-};
-
-static struct batch *read_capture(const char *path, size_t *nbatches, struct arena *a)
+/* The batches as kv_match_feed takes them: the record's context and its
+ * events, nothing failed, lost or with problems (refused when read). */
+static struct kv_batch *read_capture(const char *path, size_t *nbatches, struct arena *a)
 {
 	char *files[] = { (char *)path };
 	struct kv_source_opts so = { .allow_json = false };
 	struct kv_source *src = kv_source_new(files, 1, &so);
 	struct kv_err e = { 0 };
 	struct kv_batch b;
-	struct batch *v = NULL;
+	struct kv_batch *v = NULL;
 	size_t n = 0, cap = 0;
 	enum kv_source_status st;
 	while ((st = kv_source_next(src, &b, &e)) == KV_SOURCE_BATCH) {
@@ -100,14 +97,14 @@ static struct batch *read_capture(const char *path, size_t *nbatches, struct are
 			kv_die(KV_EX_DATAERR, "%s: record %" PRIu64 " failed, was lost or has problems", path, b.record);
 		if (n == cap)
 			v = kv_xrealloc(v, (cap = cap ? 2 * cap : 4096) * sizeof *v);
-		struct batch *c = &v[n++];
-		c->ctx = b.ctx;
+		struct kv_batch *c = &v[n++];
+		*c = (struct kv_batch){ .file = path, .kind = b.kind, .record = b.record, .ctx = b.ctx, .nev = b.nev };
 		c->ctx.src = copy_str(a, b.ctx.src);
 		c->ctx.topic = copy_str(a, b.ctx.topic);
-		c->nev = b.nev;
-		c->ev = arena_copy(a, b.ev, b.nev * sizeof *b.ev);
+		struct kv_event *ev = arena_copy(a, b.ev, b.nev * sizeof *b.ev);
 		for (size_t i = 0; i < b.nev; i++)
-			copy_event(a, &c->ev[i]);
+			copy_event(a, &ev[i]);
+		c->ev = ev;
 	}
 	if (st != KV_SOURCE_END)
 		kv_err_exit(&e);
@@ -125,7 +122,7 @@ int main(int argc, char **argv)
 	}
 	struct arena a = { 0 };
 	size_t n;
-	struct batch *v = read_capture(argv[1], &n, &a);
+	struct kv_batch *v = read_capture(argv[1], &n, &a);
 	struct kv_workers ws;
 	struct kv_index ix;
 	kv_workers_init(&ws);
@@ -138,12 +135,8 @@ int main(int argc, char **argv)
 	struct kv_match *m = kv_match_new(&ix, &ws, &o);
 	kv_match_create_registered(m);
 	uint64_t t0 = kv_monotonic_ns();
-	for (size_t i = 0; i < n; i++) {
-		if (kv_match_stream_duplicate(m, &v[i].ctx, v[i].nev) || !kv_match_record(m, &v[i].ctx, v[i].nev))
-			continue;
-		for (size_t j = 0; j < v[i].nev; j++)
-			kv_match_event(m, &v[i].ev[j]);
-	}
+	for (size_t i = 0; i < n; i++)
+		kv_match_feed(m, &v[i], NULL);
 	uint64_t t1 = kv_monotonic_ns();
 	printf("apply_ns %" PRIu64 "\nblocks %" PRIu64 "\nholdings %" PRIu64 "\n", t1 - t0, kv_index_blocks(&ix),
 	       kv_index_holdings(&ix));

@@ -8,6 +8,7 @@
 #include "index/diagnose.h"
 #include "index/index.h"
 #include "index/match.h"
+#include "index/matchfeed.h"
 #include "index/matchmetrics.h"
 #include "base/err.h"
 #include "base/input.h"
@@ -16,6 +17,8 @@
 #include "base/progress.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "index/snapload.h"
+#include "index/snapdump.h"
 #include "index/snapstate.h"
 #include "decode/source.h"
 #include "index/statelog.h"
@@ -273,7 +276,7 @@ static void write_snapshot(struct run *r)
 		return;
 	uint64_t t0 = kv_monotonic_ns();
 	struct kv_err e = { 0 };
-	bool written = kv_snap_write(r->o->snapshot, &r->ix, &r->ws, r->m, &e);
+	bool written = kv_snapstate_save(r->o->snapshot, &r->ix, &r->ws, r->m, &e);
 	if (!written || (r->o->verbose && !r->o->quiet))
 		kv_progress_hide(&r->progress);
 	if (!written)
@@ -284,11 +287,14 @@ static void write_snapshot(struct run *r)
 	}
 }
 
-static void report_problem(struct run *r, const struct kv_batch *b, const char *what)
+/* A record that failed or one of its problems: counted, and said unless
+ * -q (those past KV_WIRE_MAX_ISSUES have no text: counted only). */
+static void problem_seen(void *arg, const struct kv_batch *b, const char *what)
 {
+	struct run *r = arg;
 	char where[400];
 	r->bad++;
-	if (r->o->quiet)
+	if (r->o->quiet || !what)
 		return;
 	kv_progress_hide(&r->progress);
 	kv_batch_where(b, where, sizeof where);
@@ -300,8 +306,9 @@ static void report_problem(struct run *r, const struct kv_batch *b, const char *
  * line of it comes first (an event, a problem, a no_events line).  Event
  * time as kvmatch takes it (a suspect jump does not move it), and no
  * boundary past 2^64-1: UINT64_MAX says there is none. */
-static void snapshot_if_due(struct run *r, const struct kv_batch *b)
+static void snapshot_if_due(void *arg, const struct kv_batch *b)
 {
+	struct run *r = arg;
 	bool suspect;
 	if (!r->o->every_ns || b->fatal || r->next_snapshot == UINT64_MAX)
 		return;
@@ -327,12 +334,13 @@ static void position_reached(const struct run *r, uint64_t position, char *buf, 
  * another stream than the position reached is in, or a start after it,
  * is said, and 65; another stream's records are not read, since none of
  * them could be told from one applied already by its position. */
-static void stream_begins(struct run *r, const struct kv_batch *b)
+static void stream_begins(void *arg, const struct kv_batch *b, enum kv_stream_verdict v,
+			  const struct kv_stream_reached *reached)
 {
+	struct run *r = arg;
 	const struct kv_cap_stream *st = b->stream;
-	struct kv_stream_reached was;
+	struct kv_stream_reached was = *reached;
 	char at[600], when[KV_UTC_NS_LEN], then[KV_UTC_NS_LEN];
-	enum kv_stream_verdict v = kv_match_stream_begins(r->m, st, &was);
 	position_reached(r, was.position, at, sizeof at);
 	kv_progress_hide(&r->progress);
 	if (v == KV_STREAM_OTHER) {
@@ -358,31 +366,8 @@ static void stream_begins(struct run *r, const struct kv_batch *b)
 
 static void handle(struct run *r, const struct kv_batch *b)
 {
-	if (b->stream) {
-		stream_begins(r, b);
-		return;
-	}
-	if (kv_match_stream_duplicate(r->m, &b->ctx, b->nev))
-		return;
-	snapshot_if_due(r, b);
-	if (b->error) {
-		report_problem(r, b, b->error);
-		kv_match_bad_record(r->m, &b->ctx);
-		return;
-	}
-	if (b->lost) {
-		kv_match_lost_record(r->m, &b->ctx);
-		return;
-	}
-	/* Counted as kvdecode -e's lines for them would be: one problem each. */
-	for (unsigned i = 0; i < b->nissues && i < KV_WIRE_MAX_ISSUES; i++)
-		report_problem(r, b, b->issues[i]);
-	r->bad += b->nissues > KV_WIRE_MAX_ISSUES ? b->nissues - KV_WIRE_MAX_ISSUES : 0;
-	for (unsigned i = 0; i < kv_batch_problem_lines(b); i++)
-		kv_match_bad_record(r->m, &b->ctx);
-	if (kv_match_record(r->m, &b->ctx, b->nev))
-		for (size_t i = 0; i < b->nev; i++)
-			kv_match_event(r->m, &b->ev[i]);
+	const struct kv_feed_hooks hooks = { stream_begins, snapshot_if_due, problem_seen, r };
+	kv_match_feed(r->m, b, &hooks);
 	kv_out_flush_if_full(r->out);
 }
 
@@ -390,12 +375,12 @@ static int dump(const char *path)
 {
 	struct kv_snap s;
 	struct kv_err e = { 0 };
-	if (!kv_snap_load(path, &s, &e))
+	if (!kv_snapr_load(path, &s, &e))
 		kv_err_exit(&e);
 	struct kv_out out;
 	kv_out_open_stdout(&out);
 	kv_snap_dump(&s, &out);
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 	return kv_out_close(&out, &e) ? KV_EX_OK : kv_err_print(&e);
 }
 
@@ -409,12 +394,12 @@ static void load_state(struct run *r)
 	if (r->o->resume) {
 		struct kv_snap s;
 		struct kv_err e = { 0 };
-		if (!kv_snap_load(r->o->resume, &s, &e))
+		if (!kv_snapr_load(r->o->resume, &s, &e))
 			kv_err_exit(&e);
-		kv_snap_restore(&s, &r->ix, &r->ws, r->m);
+		kv_snapstate_restore(&s, &r->ix, &r->ws, r->m);
 		r->resumed_position = s.stream != NULL;
 		r->resumed_at = s.stream ? s.stream->last_seq : 0;
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 	}
 	kv_match_create_registered(r->m);
 }

@@ -15,6 +15,7 @@
 #include "base/out.h"
 #include "index/workers.h"
 #include "index/snap.h"
+#include "index/snapload.h"
 #include "base/utf8.h"
 #include "base/optval.h"
 #include "base/progress.h"
@@ -497,7 +498,7 @@ static void position_after(const char *path, struct snap_position *p)
 {
 	struct kv_snap s;
 	struct kv_err e = { 0 };
-	if (!kv_snap_load(path, &s, &e))
+	if (!kv_snapr_load(path, &s, &e))
 		kv_err_exit(&e);
 	bool has = s.stream != NULL;
 	p->last_seq = has ? s.stream->last_seq : 0;
@@ -507,7 +508,7 @@ static void position_after(const char *path, struct snap_position *p)
 		p->stream = kv_xstrndup(name, n);
 		p->created_ns = s.stream_id->created_ns;
 	}
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 	if (!has)
 		kv_die(KV_EX_DATAERR, "%s: the snapshot records no stream position (its input was not kvnats -C, "
 			"or an older kvmatch wrote it); rebuild it: kvnats -C | kvmatch -o %s", path, path);

@@ -2,7 +2,9 @@
  * one (lib/source: kvcap captures, concatenated ones, truncation, garbage,
  * bare payload streams with --payload, event JSON lines where kvmatch
  * allows them), every batch handled as kvdecode does (messages, error
- * lines, event lines) and, by option, applied to a matcher as kvmatch does.
+ * lines, event lines) and, by option, fed to a matcher as kvmatch feeds it
+ * (index/matchfeed.h: stream duplicates, failed and lost records, problem
+ * lines, events).
  * The first byte picks the options:
  *   bit 0 --payload, bit 1 JSON lines allowed (kvmatch), bit 2 --decimal-strings,
  *   bit 3 --raw-hashes, bit 4 apply the events to a matcher (kvmatch),
@@ -18,6 +20,7 @@
 
 #include "decode/evjson.h"
 #include "index/index.h"
+#include "index/matchfeed.h"
 #include "index/matchstate.h"
 #include "memfile.h"
 #include "base/out.h"
@@ -61,18 +64,6 @@ static void matcher_free(struct matcher *mt)
 	kv_index_free(&mt->ix);
 }
 
-/* kvmatch's handling of one batch. */
-static void apply(struct matcher *mt, const struct kv_batch *b)
-{
-	if (b->error) {
-		kv_match_bad_record(&mt->m, &b->ctx);
-		return;
-	}
-	if (kv_match_record(&mt->m, &b->ctx, b->nev))
-		for (size_t i = 0; i < b->nev; i++)
-			kv_match_event(&mt->m, &b->ev[i]);
-}
-
 /* kvdecode's handling of one batch, with -e (error lines). */
 static void decode(struct kv_evjson *j, struct kv_out *o, const struct kv_batch *b)
 {
@@ -103,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct kv_source_opts so = { .payload = opt & 1, .allow_json = opt & 2 };
 	so.wire.hash.decimal_strings = opt & 4;
 	so.wire.raw_hashes = opt & 8;
+	so.stream_headers = opt & 16; /* kvmatch reads the headers that name a stream */
 	char *files[] = { (char *)fuzz_memfile(data + 1, size - 1) };
 	struct kv_source *src = kv_source_new(files, 1, &so);
 	struct kv_out o;
@@ -117,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct kv_err e = { 0 };
 	while (kv_source_next(src, &b, &e) == KV_SOURCE_BATCH) {
 		if (match)
-			apply(&mt, &b);
+			kv_match_feed(&mt.m, &b, NULL); /* kvmatch's handling of a batch */
 		else
 			decode(&j, &o, &b);
 		o.len = 0; /* the output is not kept: only its writing is exercised */

@@ -1,5 +1,5 @@
 /* libFuzzer harness: kvsnap snapshots (kvsnap(5)) through
- * kv_snap_load and its checks, then through every reader of a snapshot
+ * kv_snapr_load and its checks, then through every reader of a snapshot
  * that passed them, so that no such snapshot can crash one: kvmatch --dump,
  * kvquery's lookups, answers and routes (per partition, a walk along the
  * snapshot's own chains by local hashes, and a token query), and kvmatch
@@ -27,6 +27,9 @@
 #include "query/answer.h"
 #include "query/query.h"
 #include "index/snap.h"
+#include "index/snapload.h"
+#include "index/snaplookup.h"
+#include "index/snapdump.h"
 #include "index/snapstate.h"
 #include "snapcheck.h"
 #include "index/workers.h"
@@ -171,7 +174,7 @@ static void restore(const struct kv_snap *s)
 	kv_index_init(&ix);
 	kv_workers_init(&ws);
 	kv_match_init(&m, &ix, &ws, &mo);
-	kv_snap_restore(s, &ix, &ws, &m);
+	kv_snapstate_restore(s, &ix, &ws, &m);
 	snapcheck(&ix, &ws, &m);
 	kv_match_free(&m);
 	kv_workers_free(&ws);
@@ -192,7 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(d);
 	struct kv_snap s;
 	struct kv_err e = { 0 };
-	if (!kv_snap_load(path, &s, &e)) {
+	if (!kv_snapr_load(path, &s, &e)) {
 		if (!kv_err_any(&e))
 			__builtin_trap();
 		kv_err_clear(&e);
@@ -205,6 +208,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	queries(&s, opt);
 	if (opt & 8)
 		restore(&s);
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 	return 0;
 }

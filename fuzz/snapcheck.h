@@ -13,6 +13,7 @@
 #include "index/index.h"
 #include "index/matchstate.h"
 #include "index/snap.h"
+#include "index/snapload.h"
 #include "index/snapstate.h"
 #include "index/workers.h"
 
@@ -22,18 +23,18 @@ static void snapcheck(const struct kv_index *ix, const struct kv_workers *ws, co
 	char path[512];
 	struct kv_err e = { 0 };
 	snprintf(path, sizeof path, "%s/kvtools-fuzz-%ld.kvsnap", dir && *dir ? dir : "/tmp", (long)getpid());
-	if (!kv_snap_write(path, ix, ws, m, &e)) {
+	if (!kv_snapstate_save(path, ix, ws, m, &e)) {
 		fprintf(stderr, "%s\n", kv_err_msg(&e));
 		abort();
 	}
 	struct kv_snap s;
-	bool ok = kv_snap_load(path, &s, &e);
+	bool ok = kv_snapr_load(path, &s, &e);
 	unlink(path);
 	if (!ok) {
 		fprintf(stderr, "a snapshot kvmatch wrote does not load: %s\n", kv_err_msg(&e));
 		__builtin_trap();
 	}
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 }
 
 #endif

@@ -22,7 +22,10 @@ struct kv_index;
 struct kv_workers;
 struct kv_srcstats;
 struct kv_snap_writer;
-struct kv_snap_reader;
+struct kv_snap_restorer;
+struct kv_snap;
+struct kv_out;
+struct kv_err;
 
 enum kv_state {
 	KV_ST_RECEIVED, KV_ST_PARSED, KV_ST_QUEUED, KV_ST_OFFLOAD_CACHED, KV_ST_MATCHED,
@@ -172,10 +175,14 @@ uint64_t kv_match_contents(const struct kv_match *m);
 uint64_t kv_match_expired_for(const struct kv_match *m, uint32_t w);
 
 /* The matcher's sections of a snapshot (kvsnap(5): meta, content,
- * offloads, pending entries, sources, stream position), written by the
- * matcher through w once the index's are, and read back through r once the
- * index's are restored (kv_snap_write, kv_snap_restore). */
+ * offloads, pending entries, sources, stream position), which the matcher
+ * owns (matchsnap.c): saved by the matcher through w once the index's are
+ * built, restored from r once the index's are (kv_snapstate_save,
+ * kv_snapstate_restore); checked in a file being loaded (false with what is
+ * wrong in e, 65: kv_snapr_*) and dumped (kv_snap_dump). */
 void kv_match_save(const struct kv_match *m, struct kv_snap_writer *w);
-void kv_match_load(struct kv_match *m, const struct kv_snap_reader *r);
+void kv_match_restore(struct kv_match *m, const struct kv_snap_restorer *r);
+bool kv_match_check_snap(const struct kv_snap *s, struct kv_err *e);
+void kv_match_dump_snap(const struct kv_snap *s, struct kv_out *o);
 
 #endif

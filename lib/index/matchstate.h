@@ -1,5 +1,6 @@
 /* matchstate: the matcher's state behind index/match.h.  For the matcher's
- * own files (match.c applies events to it, matchsnap.c saves and loads it)
+ * own files (match.c applies events to it, matchsnap.c saves, restores,
+ * checks and dumps its sections of a snapshot)
  * and for tests and fuzzers that keep a matcher inside their own structs or
  * set a state up by hand; every other caller holds a struct kv_match * from
  * kv_match_new and uses match.h's functions. */

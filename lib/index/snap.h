@@ -1,23 +1,26 @@
-/* snap: the kvsnap snapshot file (kvsnap(5)), both directions,
- * as bytes.  Little-endian, versioned: a header with magic "KVSNAP", a
- * section table, fixed-size records; each section has an XXH3-64 checksum
- * in its table entry, and the header one over itself and the table, so
- * that a reader can read and check only the sections it uses.  A writer
- * gathers the sections record by record and writes them atomically
- * (temporary file, fsync, rename; a device or a fifo is written to
- * directly, never renamed over: base/product.h); what the records say is their owners'
- * business (snapstate.c: the index and its workers; the matcher: its own,
- * kv_match_save), and they write canonically (sorted; no pointers, no time
- * of writing), so equal state gives equal bytes.  Loading reads the file
- * (all of it, or the parts asked for) into memory of its own (never a
- * mapping: whatever later happens to the path cannot change or cut the
- * bytes in use; a pipe loads too) and checks every count, offset and index
- * of what it read before anything uses them; queries then run on those
- * records directly (blocks are columns, sorted by chain within their
- * partition: a lookup reads the slot of the chain's top bits in a
- * directory built at load, binary-searches the few chains of that slot,
- * then reads the block's set and run at its position).  Reading needs
- * nothing of the live index or the matcher. */
+/* snap: the kvsnap snapshot format (kvsnap(5)): its version, sections,
+ * records and the loaded view of a file (struct kv_snap), which every
+ * module of the snapshot shares.  The jobs are in their own files, by
+ * direction (doc/layout.md, "The snapshot, by direction"):
+ *   snapwrite.h  kv_snapw_*: sections gathered record by record, written to
+ *                a file atomically (temporary file, fsync, rename; a device or
+ *                a fifo is written to directly: base/product.h);
+ *   snapload.h   kv_snapr_*: a file read into memory of its own and every
+ *                count, offset, index and order of what was read checked
+ *                before anything uses it;
+ *   snaplookup.h kv_snap_*: lookups on a loaded snapshot (what kvquery runs);
+ *   snapdump.h   kv_snap_dump: every record as a JSON line;
+ *   snapstate.h  kv_snapstate_save / kv_snapstate_restore: the live index and
+ *                workers to a file and back, the matcher's sections by
+ *                kv_match_save / kv_match_restore (matchsnap.c, which also
+ *                checks and dumps them).
+ * Little-endian, versioned: a header with magic "KVSNAP", a section table,
+ * fixed-size records; each section has an XXH3-64 checksum in its table
+ * entry, and the header one over itself and the table, so that a reader
+ * can read and check only the sections it uses.  Writers write
+ * canonically (every section in its order of kvsnap(5), whatever order the
+ * state arrived in; no pointers, no time of writing), so equal state gives
+ * equal bytes, and the loader refuses a section out of its order. */
 #ifndef KV_SNAP_H
 #define KV_SNAP_H
 
@@ -25,9 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "base/err.h"
-#include "base/out.h"
 #include "index/index.h"
 
 /* 3: pool holders (worker flags bit 1), a source's last record state
@@ -43,7 +46,7 @@
  * name holds a backslash or '#' (kvsnap(5)). */
 #define KV_SNAP_VERSION_READ 6
 
-/* The parts of a snapshot a reader reads and checks (kv_snap_open), each a
+/* The parts of a snapshot a reader reads and checks (kv_snapr_open), each a
  * run of whole sections: what prefix lookups need (META to HOLDERS: the
  * blocks' chains, sets and runs), the blocks' links and the engine hashes
  * (PARENTS to STALE: parents, sequence hashes, dumping and resuming), and
@@ -166,7 +169,7 @@ struct kv_snap {
 	const struct kv_snap_stream *stream;   /* NULL: no stream position */
 	const struct kv_snap_stream_id *stream_id;  /* NULL: the stream not named */
 	/* per partition, a directory of where each top-bits prefix of the
-	 * chains starts (built by kv_snap_load, so that a lookup reads one
+	 * chains starts (built by kv_snapr_load, so that a lookup reads one
 	 * directory slot and a block or two); NULL: binary search */
 	uint32_t **dir;
 	unsigned *dirbits;
@@ -174,90 +177,6 @@ struct kv_snap {
 	uint64_t range_total[KV_RANGE_MAX];   /* records of each kind of range in the file, read or not */
 };
 
-/* The most a snapshot that is not a regular file (a pipe, a device) may
- * say it holds: it has no size of its own to bound what is read
- * (kvsnap(5) "Validation"). */
-#define KV_SNAP_MAX_STREAM ((uint64_t)4 << 30)
-
-/* Reads (a regular file, a pipe, a device) and validates the parts asked
- * for (KV_SNAP_PART_*; the header and table always); false with `PATH: why`
- * in e: 66 when the file could not be opened or read (a directory among
- * them), 65 when it could but is not a valid snapshot, and status 0 when
- * a stop signal ended the load (kv_input_stopped).  Of a regular file of
- * 1 MiB and more only those parts are read, and the file stays open for
- * kv_snap_read; anything else is read whole, never beyond the size its
- * header says, and that at most KV_SNAP_MAX_STREAM when it is not a
- * regular file. */
-bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e);
-/* kv_snap_open of a path watched for replacements (kvquery --watch): it
- * opens without waiting, and refuses (66) anything but a regular file, so
- * that a fifo or a device put in the snapshot's place neither hangs the
- * program nor is read. */
-bool kv_snap_open_regular(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e);
-/* kv_snap_open of every part. */
-bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e);
-/* Reads and validates more parts of a snapshot kv_snap_open loaded (none
- * when they are there already).  A file changed in place since is refused
- * then, when the bytes read do not match the table read at first (65). */
-bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e);
-/* Validates bytes already in memory (the snapshot takes no ownership, and
- * has no directory: lookups fall back to binary search); false with what
- * is wrong in e (65, no path). */
-bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_err *e);
-void kv_snap_unload(struct kv_snap *s);
-/* A string of the snapshot (validated: always in bounds). */
-static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap_str r, size_t *len)
-{
-	*len = r.len;
-	return s->strings + r.off;
-}
-/* A block is its position in the block columns (of the whole file: a
- * partition's blocks are its range of them); kv_snap_find's "none". */
-#define KV_SNAP_NO_BLOCK UINT64_MAX
-/* A block's set (an index into SETS) and run. */
-static inline uint32_t kv_snap_block_set(const struct kv_snap *s, uint64_t b)
-{
-	return s->block_sets[b];
-}
-static inline unsigned kv_snap_block_run(const struct kv_snap *s, uint64_t b)
-{
-	return s->runs[b];
-}
-/* The holders of a block (validated: always in bounds), and their number. */
-static inline const uint32_t *kv_snap_holders(const struct kv_snap *s, uint64_t b, size_t *n)
-{
-	const struct kv_snap_set *st = &s->sets[s->block_sets[b]];
-	*n = st->nholders;
-	return s->holders + st->holders_first;
-}
-/* The chain of the block that engine hash i (of EHASHES, in partition
- * part's range) names. */
-static inline uint64_t kv_snap_named_chain(const struct kv_snap *s, uint32_t part, uint64_t i)
-{
-	return s->chains[s->partitions[part].r[KV_RANGE_BLOCKS].first + s->ehash_blocks[i]];
-}
-/* The chain of a block's parent (KV_CHAIN_ROOT for a first block); needs
- * KV_SNAP_PART_EHASHES read. */
-uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, uint64_t b);
-/* The block of partition part with this chain, or KV_SNAP_NO_BLOCK. */
-uint64_t kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain);
-/* The chain an engine hash names in a partition (the map kvmatch learned
- * from stored events); false when the snapshot does not know it. */
-bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain);
-/* Lookups ahead: stage 0 fetches the directory slot of chain, stage 1 its
- * chains, set and run (which needs the slot to have arrived). */
-void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage);
-/* -1 when no partition has this model and tenant. */
-int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen);
-/* (block, worker) pairs held: each block's set counted. */
-uint64_t kv_snap_holdings(const struct kv_snap *s);
-/* Every record as a JSON line, for people and tests (kvmatch --dump). */
-void kv_snap_dump(const struct kv_snap *s, struct kv_out *o);
-
-/* ---- writing ----
- * A snapshot being built: its sections, and where the live partitions and
- * workers go in it (the builder of the index's sections sets the orders,
- * snapstate.c; the matcher's sections use them). */
 /* The size of one record of each section. */
 static const uint32_t kv_snap_record_size[KV_SEC_MAX] = {
 	[KV_SEC_META] = sizeof(struct kv_snap_meta),
@@ -283,73 +202,44 @@ static const uint32_t kv_snap_record_size[KV_SEC_MAX] = {
 	[KV_SEC_STREAM_ID] = sizeof(struct kv_snap_stream_id),
 };
 
-struct kv_snap_buf {
-	char *p;
-	size_t len, cap;
-};
-struct kv_snap_writer {
-	struct kv_snap_buf sec[KV_SEC_MAX];
-	uint32_t nparts;
-	uint32_t *porder;                /* snapshot partition -> live partition */
-	uint32_t *pmap;                  /* live partition -> snapshot partition */
-	uint32_t *wmap;                  /* live worker -> snapshot worker */
+/* The section of each kind of per-partition range. */
+static const enum kv_snap_section kv_snap_range_section[KV_RANGE_MAX] = {
+	[KV_RANGE_BLOCKS] = KV_SEC_BLOCKS, [KV_RANGE_ORPHANS] = KV_SEC_ORPHANS, [KV_RANGE_SETS] = KV_SEC_SETS,
+	[KV_RANGE_EHASHES] = KV_SEC_EHASHES, [KV_RANGE_STALE] = KV_SEC_STALE, [KV_RANGE_CONTENT] = KV_SEC_CONTENT,
 };
 
-/* A zeroed kv_snap_writer is an empty snapshot; kv_snapw_free releases it. */
-void kv_snapw_free(struct kv_snap_writer *w);
-void kv_snapw_grow(struct kv_snap_buf *b, size_t n);
-/* Appends n records to a section (the section's record size each).
- * Inline: the writer appends a record or two at a time, millions of times
- * for a large index, and with the section known at the call the size and
- * the copy are constants. */
-static inline void kv_snapw_add(struct kv_snap_writer *w, enum kv_snap_section sec, const void *recs, size_t n)
-{
-	struct kv_snap_buf *b = &w->sec[sec];
-	size_t bytes = n * kv_snap_record_size[sec];
-	if (b->cap - b->len < bytes)
-		kv_snapw_grow(b, bytes);
-	if (bytes)
-		memcpy(b->p + b->len, recs, bytes);
-	b->len += bytes;
-}
-/* Records in a section so far. */
-uint64_t kv_snapw_records(const struct kv_snap_writer *w, enum kv_snap_section sec);
-/* A string (NULL: the empty one) added to the strings. */
-struct kv_snap_str kv_snapw_string(struct kv_snap_writer *w, const char *s);
-/* Partition k's range of a kind: the records added to its section between
- * the two calls (the partition record k is in PARTITIONS already). */
-void kv_snapw_range_begin(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind);
-void kv_snapw_range_end(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind);
-/* The partitions in the snapshot's order: how many, the live id of the
- * k-th, and the snapshot's ids of a live partition and a live worker. */
-static inline uint32_t kv_snapw_npartitions(const struct kv_snap_writer *w)
-{
-	return w->nparts;
-}
-static inline uint32_t kv_snapw_live_partition(const struct kv_snap_writer *w, uint32_t k)
-{
-	return w->porder[k];
-}
-static inline uint32_t kv_snapw_partition(const struct kv_snap_writer *w, uint32_t live)
-{
-	return w->pmap[live];
-}
-static inline uint32_t kv_snapw_worker(const struct kv_snap_writer *w, uint32_t live)
-{
-	return w->wmap[live];
-}
-/* Writes the sections (one META record among them) atomically to path,
- * and releases w (kv_snapw_free); false with `PATH: why` (74) in e on
- * failure. */
-bool kv_snapw_write(struct kv_snap_writer *w, const char *path, struct kv_err *e);
+/* The header (magic, version, section count, file size, checksum), a
+ * table entry per section, and the most sections a file may have. */
+#define KV_SNAP_HEADER_SIZE 32
+#define KV_SNAP_TABLE_ENTRY 32
+#define KV_SNAP_MAX_SECTIONS 64
 
-/* ---- restoring ----
- * A snapshot being loaded into live state: the live partition and worker
- * each of its partitions and workers became (KV_NO_WORKER: one not kept). */
-struct kv_snap_reader {
-	const struct kv_snap *s;
-	const uint32_t *partition;
-	const uint32_t *worker;
-};
+/* Sections start on 8-byte boundaries. */
+static inline uint64_t kv_snap_align8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
+/* The header's checksum: XXH3-64 of its first 24 bytes, then the table. */
+static inline uint64_t kv_snap_header_sum(const uint8_t *header, const uint8_t *table, uint32_t nsec)
+{
+	uint8_t buf[24 + KV_SNAP_MAX_SECTIONS * KV_SNAP_TABLE_ENTRY];
+	memcpy(buf, header, 24);
+	memcpy(buf + 24, table, (size_t)nsec * KV_SNAP_TABLE_ENTRY);
+	return XXH3_64bits(buf, 24 + (size_t)nsec * KV_SNAP_TABLE_ENTRY);
+}
+
+/* A string of the snapshot (validated: always in bounds). */
+static inline const char *kv_snap_string(const struct kv_snap *s, struct kv_snap_str r, size_t *len)
+{
+	*len = r.len;
+	return s->strings + r.off;
+}
+/* A string reference within the strings of s (a loaded one's are checked:
+ * kv_snap_string trusts them). */
+static inline bool kv_snap_str_ok(const struct kv_snap *s, struct kv_snap_str r)
+{
+	return r.off <= s->nstrings && r.len <= s->nstrings - r.off;
+}
 
 #endif

@@ -2,6 +2,8 @@
 #include "index/snapstate.h"
 #include "index/blockhash.h"
 #include "base/sort.h"
+#include "index/snaplookup.h"
+#include "index/snapwrite.h"
 #include "base/util.h"
 
 #include <pthread.h>
@@ -691,7 +693,7 @@ static void add_matcher(struct kv_snap_writer *b, const void *m)
 	kv_match_save(m, b);
 }
 
-bool kv_snap_write(const char *path, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m,
+bool kv_snapstate_save(const char *path, const struct kv_index *ix, const struct kv_workers *ws, const struct kv_match *m,
 		   struct kv_err *e)
 {
 	struct kv_snap_writer b = { 0 };
@@ -704,7 +706,7 @@ static void add_meta(struct kv_snap_writer *b, const void *meta)
 	kv_snapw_add(b, KV_SEC_META, meta, 1);
 }
 
-bool kv_snap_write_index(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
+bool kv_snapstate_save_index(const char *path, const struct kv_index *ix, const struct kv_workers *ws,
 			 const struct kv_snap_meta *meta, struct kv_err *e)
 {
 	struct kv_snap_writer b = { 0 };
@@ -726,7 +728,7 @@ static void restore_ehashes(const struct kv_snap *s, uint32_t p, uint32_t live, 
 		kv_ehashes_upsert(&ix->p[live].ehashes, s->stale[i].ehash, &added)->chain = s->stale[i].chain;
 }
 
-void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m)
+void kv_snapstate_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_workers *ws, struct kv_match *m)
 {
 	uint32_t *wid = kv_xmalloc((s->nworkers + 1) * sizeof *wid), *pid = kv_xmalloc((s->npartitions + 1) * sizeof *pid);
 	for (size_t i = 0; i < s->nworkers; i++) {
@@ -782,8 +784,8 @@ void kv_snap_restore(const struct kv_snap *s, struct kv_index *ix, struct kv_wor
 	}
 	for (size_t p = 0; p < s->npartitions; p++)
 		restore_ehashes(s, (uint32_t)p, pid[p], ix);
-	struct kv_snap_reader rd = { s, pid, wid };
-	kv_match_load(m, &rd);
+	struct kv_snap_restorer rd = { s, pid, wid };
+	kv_match_restore(m, &rd);
 	free(wid);
 	free(pid);
 }

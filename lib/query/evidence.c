@@ -6,6 +6,8 @@
 #include "decode/source.h"
 #include "index/blockhash.h"
 #include "base/endpoint.h"
+#include "index/snapload.h"
+#include "index/snaplookup.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -297,7 +299,7 @@ bool kv_evidence_learn(struct kv_evidence *ev, struct kv_snap *s, uint32_t part,
 {
 	if (!ev->nb)
 		return true;
-	if (!kv_snap_read(s, KV_SNAP_PART_ALL, e))
+	if (!kv_snapr_read(s, KV_SNAP_PART_ALL, e))
 		return false;
 	const struct kv_snap_partition *p = &s->partitions[part];
 	const struct kv_snap_range *r = &p->r[KV_RANGE_EHASHES];

@@ -2,6 +2,7 @@
 #include "query/query.h"
 #include "index/blockhash.h"
 #include "base/sort.h"
+#include "index/snaplookup.h"
 #include "base/table.h"
 #include "base/util.h"
 

@@ -25,6 +25,7 @@
 
 #include "index/index.h"
 #include "index/snap.h"
+#include "index/snaplookup.h"
 #include "index/workers.h"
 
 /* Where answers come from: a snapshot or a live index. */

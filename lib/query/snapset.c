@@ -10,6 +10,8 @@
 #include "index/blockhash.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "index/snapload.h"
+#include "index/snaplookup.h"
 
 /* One -s snapshot: a shard when there are several (kvquery(1), Sharding). */
 struct shard {
@@ -48,7 +50,7 @@ void kv_snapset_free(struct kv_snapset *s)
 		return;
 	for (size_t i = 0; i < s->nshards; i++) {
 		kv_qsource_free(&s->shards[i].src);
-		kv_snap_unload(&s->shards[i].snap);
+		kv_snapr_close(&s->shards[i].snap);
 	}
 	free(s->shards);
 	free(s->chains);
@@ -138,16 +140,16 @@ static bool load(struct kv_snapset *s, struct shard *sh, bool regular, struct kv
 	/* what lookups need; the engine hashes when a line first needs them.
 	 * A reload (--watch) takes a regular file only: a fifo or a device put
 	 * in the snapshot's place would hang it or feed it without end. */
-	bool ok = regular ? kv_snap_open_regular(sh->path, KV_SNAP_PART_BLOCKS, &snap, e)
-			  : kv_snap_open(sh->path, KV_SNAP_PART_BLOCKS, &snap, e);
+	bool ok = regular ? kv_snapr_open_regular(sh->path, KV_SNAP_PART_BLOCKS, &snap, e)
+			  : kv_snapr_open(sh->path, KV_SNAP_PART_BLOCKS, &snap, e);
 	if (ok && !shards_disjoint(s, sh, &snap, e)) {
-		kv_snap_unload(&snap);
+		kv_snapr_close(&snap);
 		ok = false;
 	}
 	if (!ok)
 		return false;
 	kv_qsource_free(&sh->src);
-	kv_snap_unload(&sh->snap);
+	kv_snapr_close(&sh->snap);
 	sh->snap = snap;
 	kv_qsource_snap(&sh->src, &sh->snap);
 	sh->version = version;
@@ -348,7 +350,7 @@ const char *kv_snapset_resolve(struct kv_snapset *s, const struct kv_qline *q, s
 	/* sequence hashes name chains through the snapshot's engine hashes,
 	 * read (and checked) when the first line needs them: lines without
 	 * need only the blocks */
-	if ((q->by_seq || (s->o.rfc_hash && !q->by_hash)) && !kv_snap_read(snap, KV_SNAP_PART_EHASHES, &s->err))
+	if ((q->by_seq || (s->o.rfc_hash && !q->by_hash)) && !kv_snapr_read(snap, KV_SNAP_PART_EHASHES, &s->err))
 		return kv_err_msg(&s->err);
 	if (q->by_seq)
 		resolve_seq_hashes(s, q->hashes, q->nhashes, &r->req);

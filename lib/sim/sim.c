@@ -694,7 +694,7 @@ bool kv_sim_write_snapshot(const struct kv_sim *s, const char *path, struct kv_e
 {
 	struct kv_snap_meta meta = { .now_ns = s->last_ns, .pending_ttl_ns = KV_PENDING_TTL_DEFAULT,
 				     .offload_ttl_ns = KV_OFFLOAD_TTL_DEFAULT, .content_ttl_ns = KV_CONTENT_TTL_DEFAULT };
-	return kv_snap_write_index(path, &s->ix, &s->ws, &meta, e);
+	return kv_snapstate_save_index(path, &s->ix, &s->ws, &meta, e);
 }
 
 static double rate(uint64_t hit, uint64_t total)

@@ -34,7 +34,7 @@ int main(int argc, char **argv)
 	o.log_mask = 0;
 	kv_match_init(&m, &ix, &ws, &o);
 	struct kv_err e = { 0 };
-	bool ok = kv_snap_write(argv[2], &ix, &ws, &m, &e);
+	bool ok = kv_snapstate_save(argv[2], &ix, &ws, &m, &e);
 	if (!ok)
 		kv_err_print(&e);
 	kv_match_free(&m);

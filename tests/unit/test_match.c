@@ -25,6 +25,7 @@
 #include "index/match.h"
 #include "index/regs.h"
 #include "index/snap.h"
+#include "index/snapload.h"
 #include "index/snapstate.h"
 #include "index/statelog.h"
 #include "index/workers.h"
@@ -111,12 +112,12 @@ static void rig_open_from(struct rig *g, struct kv_match_opts o, const char *res
 	if (resume) {
 		struct kv_snap s;
 		struct kv_err e = { 0 };
-		if (!kv_snap_load(resume, &s, &e)) {
+		if (!kv_snapr_load(resume, &s, &e)) {
 			printf("# %s\n", kv_err_msg(&e));
 			abort();
 		}
-		kv_snap_restore(&s, &g->ix, &g->ws, g->m);
-		kv_snap_unload(&s);
+		kv_snapstate_restore(&s, &g->ix, &g->ws, g->m);
+		kv_snapr_close(&s);
 	}
 	kv_out_open_mem(&g->log);
 	g->rd = kv_evjson_reader_new();
@@ -368,7 +369,7 @@ static void snapshot(struct rig *g, struct kv_snap *s)
 	char path[] = "/tmp/kvtools-match-XXXXXX";
 	struct kv_err e = { 0 };
 	close(mkstemp(path));
-	if (!kv_snap_write(path, &g->ix, &g->ws, g->m, &e) || !kv_snap_load(path, s, &e))
+	if (!kv_snapstate_save(path, &g->ix, &g->ws, g->m, &e) || !kv_snapr_load(path, s, &e))
 		abort();
 	unlink(path);
 }
@@ -425,7 +426,7 @@ static void offload_after_pool_store_matches_in_pool_medium(void)
 			struct kv_snap s;
 			snapshot(&g, &s);
 			ASSERT_EQ_U64(s.npending + s.noffload, 0);
-			kv_snap_unload(&s);
+			kv_snapr_close(&s);
 			pool(&g, S(102), "stored", "disk", 0, HOST_B);
 			ASSERT_EQ_STR(states(&g), "confirmed 0xa disk b/0");
 			rig_close(&g);
@@ -632,7 +633,7 @@ static void repeated_pool_store_queues_each_target_once(void)
 	ASSERT_EQ_U64(s.npending, 2);
 	ASSERT_EQ_U64(s.pending[0].t, S(100));
 	ASSERT_EQ_U64(s.pending[1].t, S(100));
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 	tick(&g, S(160));
 	ASSERT_EQ_STR(states(&g), "pending_expired 0xa cpu a/0,a/1 n=2");
 	tick(&g, S(190));
@@ -755,7 +756,7 @@ static void sweep_removes_offloads_at_offload_ttl_only(void)
 		tick(&g, S(60));
 		snapshot(&g, &s);
 		ASSERT_EQ_U64(s.noffload, (uint64_t)extra);
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 		pool(&g, S(60), "stored", "disk", 0, HOST_A);
 		ASSERT_EQ_STR(states(&g), extra ? "offload_cached 0xa disk -\nconfirmed 0xa disk a/0,a/1"
 						: "offload_cached 0xa disk -\nqueued 0xa disk a/0,a/1");
@@ -774,7 +775,7 @@ static void confirmed_offload_is_taken_from_the_cache(void)
 	pool(&g, S(101), "stored", "cpu", 0, HOST_A);
 	snapshot(&g, &s);
 	ASSERT_EQ_U64(s.noffload, 0);
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 	pool(&g, S(102), "stored", "disk", 0, HOST_B);
 	ASSERT_EQ_STR(states(&g), "offload_cached 0xa cpu -\nconfirmed 0xa cpu a/0,a/1\nconfirmed 0xa disk b/0");
 	ASSERT_EQ_STR(held(&g, 0), "a/0:c a/1:c b/0:d");
@@ -854,11 +855,11 @@ static void sweep_removes_content_at_content_ttl_only(void)
 		tick(&g, S(60) - 1);
 		snapshot(&g, &s);
 		ASSERT_EQ_U64(s.ncontent, 1);
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 		tick(&g, S(60));
 		snapshot(&g, &s);
 		ASSERT_EQ_U64(s.ncontent, (uint64_t)extra);
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 		rig_close(&g);
 	}
 }
@@ -896,7 +897,7 @@ static void stale_names_forgotten_past_1024(void)
 		snapshot(&g, &s);
 		ASSERT_EQ_U64(s.nehashes, 1);
 		ASSERT_EQ_U64(s.nstale, over ? 2 : n + 2);
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 		/* what stayed still names: the offload confirms, the content too */
 		pool(&g, S(61), "stored", "cpu", 2, HOST_B);
 		pool(&g, S(61), "stored", "cpu", 1, HOST_B);
@@ -961,7 +962,7 @@ static void pool_clear_keeps_other_partitions(void)
 	snapshot(&g, &s);
 	ASSERT_EQ_U64(s.npending, 2);
 	ASSERT_EQ_U64(s.pending[0].ehash, 0xa);
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 	rig_close(&g);
 }
 
@@ -1179,7 +1180,7 @@ static void hash_zero_is_a_hash_like_any_other(void)
 	tick(&g, S(60)); /* a sweep, at the offload's TTL */
 	snapshot(&g, &s);
 	ASSERT_EQ_U64(s.noffload, 0);
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 	rig_close(&g);
 }
 
@@ -1361,7 +1362,7 @@ static const char *second_half(struct rig *g, int64_t off, char *out, size_t n)
 static uint8_t *snapshot_bytes(struct rig *g, const char *path, size_t *len)
 {
 	struct kv_err e = { 0 };
-	if (!kv_snap_write(path, &g->ix, &g->ws, g->m, &e))
+	if (!kv_snapstate_save(path, &g->ix, &g->ws, g->m, &e))
 		abort();
 	FILE *f = fopen(path, "rb");
 	uint8_t *b = malloc(1 << 16);
@@ -1398,7 +1399,7 @@ static void resumed_run_keeps_every_deadline(void)
 		rig_open(&a, o);
 		first_half(&a);
 		struct kv_err e = { 0 };
-		if (!kv_snap_write(path, &a.ix, &a.ws, a.m, &e))
+		if (!kv_snapstate_save(path, &a.ix, &a.ws, a.m, &e))
 			abort();
 		rig_open_from(&b, o, path);
 		b.seq = a.seq;

@@ -21,6 +21,8 @@
 #include "index/index.h"
 #include "index/matchstate.h"
 #include "index/snap.h"
+#include "index/snapload.h"
+#include "index/snaplookup.h"
 #include "index/snapstate.h"
 #include "unit.h"
 #include "index/workers.h"
@@ -75,7 +77,7 @@ static uint8_t *write_read(struct state *s, size_t *len)
 	int fd = mkstemp(path);
 	close(fd);
 	struct kv_err e = { 0 };
-	if (!kv_snap_write(path, &s->ix, &s->ws, &s->m, &e))
+	if (!kv_snapstate_save(path, &s->ix, &s->ws, &s->m, &e))
 		abort();
 	fd = open(path, O_RDONLY);
 	*len = (size_t)lseek(fd, 0, SEEK_END);
@@ -87,14 +89,14 @@ static uint8_t *write_read(struct state *s, size_t *len)
 	return b;
 }
 
-/* kv_snap_check, its message (when it fails) in err; a refusal must be 65
+/* kv_snapr_check, its message (when it fails) in err; a refusal must be 65
  * and say why. */
 static bool check_bytes(const void *data, size_t size, struct kv_snap *snap, char *err, size_t errlen)
 {
 	struct kv_err e = { 0 };
-	bool ok = kv_snap_check(data, size, snap, &e);
+	bool ok = kv_snapr_check(data, size, snap, &e);
 	if (ok != !kv_err_any(&e) || (!ok && e.status != KV_EX_DATAERR)) {
-		printf("# kv_snap_check: %s, status %d, \"%s\"\n", ok ? "true" : "false", e.status, kv_err_msg(&e));
+		printf("# kv_snapr_check: %s, status %d, \"%s\"\n", ok ? "true" : "false", e.status, kv_err_msg(&e));
 		abort();
 	}
 	snprintf(err, errlen, "%s", kv_err_msg(&e));
@@ -139,7 +141,7 @@ static void round_trip(void)
 	kv_index_init(&ix);
 	kv_workers_init(&ws);
 	kv_match_init(&m, &ix, &ws, &o);
-	kv_snap_restore(&snap, &ix, &ws, &m);
+	kv_snapstate_restore(&snap, &ix, &ws, &m);
 	struct state r = { ix, ws, m };
 	r.m.ix = &r.ix;
 	r.m.ws = &r.ws;
@@ -346,7 +348,7 @@ static void stream_position(void)
 	kv_index_init(&t.ix);
 	kv_workers_init(&t.ws);
 	kv_match_init(&t.m, &t.ix, &t.ws, &o);
-	kv_snap_restore(&snap, &t.ix, &t.ws, &t.m);
+	kv_snapstate_restore(&snap, &t.ix, &t.ws, &t.m);
 	ASSERT(t.m.has_position && t.m.position == 4242);
 	/* two records in the section: refused (count at its table entry, checksums fixed) */
 	uint64_t two = 2;
@@ -386,7 +388,7 @@ static void stream_identity(void)
 	kv_index_init(&t.ix);
 	kv_workers_init(&t.ws);
 	kv_match_init(&t.m, &t.ix, &t.ws, &o);
-	kv_snap_restore(&snap, &t.ix, &t.ws, &t.m);
+	kv_snapstate_restore(&snap, &t.ix, &t.ws, &t.m);
 	ASSERT(t.m.has_position && t.m.position == 4242 && strcmp(t.m.stream, "R3") == 0 &&
 	       t.m.stream_created == 1764500000123456789ull);
 	/* written again from what was restored: the same bytes */
@@ -504,6 +506,7 @@ static void apply(struct state *s, uint64_t seq, struct ev v)
 #define ENG0 "tcp://10.0.0.5:5557"   /* worker 10.0.0.5:5557 dp 0 */
 #define ENG1 "tcp://10.0.0.5:5558"   /* worker 10.0.0.5:5557 dp 1 */
 #define POOL "tcp://kvs:5557"
+#define POOL2 "tcp://kvs2:5557"
 
 /* A state with two or more records in every section, made by events only:
  * 4 blocks of partition default/default (two of them orphans: their
@@ -533,6 +536,89 @@ static void rich_state(struct state *s)
 	apply(s, seq++, (struct ev){ .src = ENG0, .t = 107, .medium = KV_XPU, .k = 0, .n = 2, .lora = "x" });
 	apply(s, seq++, (struct ev){ .src = ENG0, .t = 107, .type = KV_EV_REMOVED, .medium = KV_XPU, .k = 0, .n = 1,
 				     .lora = "x" });
+}
+
+
+/* The events of one run, each from its source with that source's next seq
+ * (a reordering keeps each source's own order: only how the sources
+ * interleave changes), all at one event time. */
+static void apply_in_order(struct state *s, const struct ev *v, const size_t *order, size_t n)
+{
+	struct kv_match_opts o = { KV_PENDING_TTL_DEFAULT, KV_OFFLOAD_TTL_DEFAULT, KV_CONTENT_TTL_DEFAULT,
+				   KV_MAX_PENDING_DEFAULT, false, 0, NULL, NULL };
+	kv_index_init(&s->ix);
+	kv_workers_init(&s->ws);
+	kv_match_init(&s->m, &s->ix, &s->ws, &o);
+	const char *srcs[8];
+	uint64_t seqs[8];
+	size_t nsrcs = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ev *e = &v[order[i]];
+		size_t k = 0;
+		while (k < nsrcs && strcmp(srcs[k], e->src) != 0)
+			k++;
+		if (k == nsrcs) {
+			srcs[nsrcs] = e->src;
+			seqs[nsrcs++] = 0;
+		}
+		apply(s, seqs[k]++, *e);
+	}
+}
+
+/* Equal state gives equal bytes whatever order it arrived in (kvsnap(5)
+ * "Sections": every section in its order): workers seen in another order,
+ * partitions made in another, blocks stored in another, a pool holder's
+ * event before or after the engines' offloads, sources first heard in
+ * another order.  (A pool's event before any event of the engine its
+ * backend_id names is other state: a pool holder of that name; and one
+ * before the offload it confirms leaves an offload record.) */
+static void same_bytes_whatever_the_arrival_order(void)
+{
+	const struct ev v[] = {
+		/* 0, 1: ENG0's stores, a prefix in partition default and one of adapter x */
+		{ .src = ENG0, .t = 100, .medium = KV_XPU, .k = 0, .n = 4 },
+		{ .src = ENG0, .t = 100, .medium = KV_XPU, .k = 20, .n = 2, .lora = "x" },
+		/* 2, 3: ENG1 (dp 1): another prefix, and part of ENG0's */
+		{ .src = ENG1, .dp = 1, .t = 100, .medium = KV_XPU, .k = 10, .n = 3 },
+		{ .src = ENG1, .dp = 1, .t = 100, .medium = KV_XPU, .k = 0, .n = 2 },
+		/* 4, 5: the pool's copies of blocks ENG0 offloads to cpu and ENG1 to disk (7, 8) */
+		{ .src = POOL, .t = 100, .medium = KV_CPU, .n = 1, .hash = 0xb, .backend = "10.0.0.5" },
+		{ .src = POOL, .t = 100, .medium = KV_DISK, .n = 1, .hash = 0x14, .backend = "10.0.0.5" },
+		/* 6: a pool holder of its own */
+		{ .src = POOL2, .t = 100, .medium = KV_CPU, .n = 1, .hash = 0xc, .backend = "daemon" },
+		{ .src = ENG0, .t = 100, .medium = KV_CPU, .k = 1, .n = 1 },
+		{ .src = ENG1, .dp = 1, .t = 100, .medium = KV_DISK, .k = 10, .n = 1 },
+	};
+	static const size_t orders[][9] = {
+		{ 0, 1, 7, 2, 3, 8, 4, 5, 6 },   /* engines first, then the pools */
+		{ 2, 3, 8, 0, 1, 7, 6, 4, 5 },   /* ENG1 (worker dp 1) before ENG0, the pools in another order */
+		{ 2, 0, 3, 1, 6, 7, 4, 8, 5 },   /* the pool holder's event before the offloads, the others between */
+		{ 1, 2, 0, 3, 8, 6, 7, 4, 5 },   /* adapter x's partition first, everything interleaved */
+	};
+	size_t n0 = 0;
+	uint8_t *first = NULL;
+	for (size_t k = 0; k < sizeof orders / sizeof orders[0]; k++) {
+		struct state s;
+		apply_in_order(&s, v, orders[k], 9);
+		size_t n;
+		uint8_t *b = write_read(&s, &n);
+		struct kv_snap snap;
+		char err[200];
+		ASSERT(check_bytes(b, n, &snap, err, sizeof err));
+		ASSERT_EQ_U64(snap.nworkers, 3);
+		ASSERT_EQ_U64(snap.nsources, 4);
+		ASSERT_EQ_U64(snap.npartitions, 2);
+		free_state(&s);
+		if (!first) {
+			first = b, n0 = n;
+			continue;
+		}
+		if (n != n0 || memcmp(b, first, n) != 0)
+			printf("# order %zu: %zu bytes, not the %zu of order 0 or not the same\n", k, n, n0);
+		ASSERT(n == n0 && memcmp(b, first, n) == 0);
+		free(b);
+	}
+	free(first);
 }
 
 /* The index of the first block of partition 0 whose parent is held. */
@@ -631,6 +717,9 @@ static const char *damage(int k, struct kv_snap *s, char *msg, size_t n)
 	case 48: off[1].t = s->meta->now_ns + 1; return "offload 1: time after the event time reached";
 	case 49: pd[3].t = s->meta->now_ns; return NULL;
 	case 50: pd[3].t = s->meta->now_ns + 1; return "pending 3: time after the event time reached";
+	case 51: src[1].src = src[0].src; return "source 1: out of order or repeated";
+	case 52: { struct kv_snap_source x = src[1]; src[1] = src[2], src[2] = x; }
+		return "source 2: out of order or repeated";
 	default: return "";
 	}
 }
@@ -684,7 +773,7 @@ static void load_refuses_each_fault_at_its_boundary(void)
 	free(good);
 	free_state(&s);
 	ASSERT(wrong < 0);
-	ASSERT_EQ_U64(k, 51);
+	ASSERT_EQ_U64(k, 53);
 }
 
 /* What kvmatch -i, kvquery and kvnats --after tell the user: `PATH: why`,
@@ -698,13 +787,13 @@ static void load_and_write_failures_say_path_and_status(void)
 	struct kv_err e = { 0 };
 
 	snprintf(path, sizeof path, "%s/missing", dir);
-	ASSERT(!kv_snap_load(path, &snap, &e));
+	ASSERT(!kv_snapr_load(path, &snap, &e));
 	snprintf(want, sizeof want, "%s: No such file or directory", path);
 	ASSERT_EQ_STR(kv_err_msg(&e), want);
 	ASSERT_EQ_U64(e.status, KV_EX_NOINPUT);
 	kv_err_clear(&e);
 
-	ASSERT(!kv_snap_load(dir, &snap, &e));
+	ASSERT(!kv_snapr_load(dir, &snap, &e));
 	snprintf(want, sizeof want, "%s: Is a directory", dir);
 	ASSERT_EQ_STR(kv_err_msg(&e), want);
 	ASSERT_EQ_U64(e.status, KV_EX_NOINPUT);
@@ -712,7 +801,7 @@ static void load_and_write_failures_say_path_and_status(void)
 
 	snprintf(path, sizeof path, "%s/empty", dir);
 	close(open(path, O_WRONLY | O_CREAT, 0600));
-	ASSERT(!kv_snap_load(path, &snap, &e));
+	ASSERT(!kv_snapr_load(path, &snap, &e));
 	snprintf(want, sizeof want, "%s: empty file", path);
 	ASSERT_EQ_STR(kv_err_msg(&e), want);
 	ASSERT_EQ_U64(e.status, KV_EX_DATAERR);
@@ -721,7 +810,7 @@ static void load_and_write_failures_say_path_and_status(void)
 	int fd = open(path, O_WRONLY | O_TRUNC);
 	ASSERT(write(fd, "KVSNAQ and then some bytes, enough for a header", 48) == 48);
 	close(fd);
-	ASSERT(!kv_snap_load(path, &snap, &e));
+	ASSERT(!kv_snapr_load(path, &snap, &e));
 	snprintf(want, sizeof want, "%s: not a kvsnap snapshot", path);
 	ASSERT_EQ_STR(kv_err_msg(&e), want);
 	ASSERT_EQ_U64(e.status, KV_EX_DATAERR);
@@ -731,7 +820,7 @@ static void load_and_write_failures_say_path_and_status(void)
 	struct state s;
 	make_state(&s);
 	snprintf(path, sizeof path, "%s/no/such/dir", dir);
-	bool wrote = kv_snap_write(path, &s.ix, &s.ws, &s.m, &e);
+	bool wrote = kv_snapstate_save(path, &s.ix, &s.ws, &s.m, &e);
 	free_state(&s);
 	ASSERT(!wrote);
 	snprintf(want, sizeof want, "%s: No such file or directory", path);
@@ -767,7 +856,7 @@ static void write_long_state(char *path, uint64_t n)
 	struct state s;
 	long_state(&s, n);
 	struct kv_err e = { 0 };
-	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
+	ASSERT(kv_snapstate_save(path, &s.ix, &s.ws, &s.m, &e));
 	free_state(&s);
 }
 
@@ -814,7 +903,7 @@ static void parts_read_when_asked(void)
 	struct kv_err e = { 0 };
 	write_long_state(path, 60000);
 	struct kv_snap snap;
-	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+	ASSERT(kv_snapr_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 	ASSERT_EQ_U64(snap.parts, KV_SNAP_PART_BLOCKS);
 	ASSERT(snap.ehashes == NULL && snap.ehash_blocks == NULL && snap.stale == NULL && snap.content == NULL &&
 	       snap.pending == NULL && snap.sources == NULL);
@@ -833,19 +922,19 @@ static void parts_read_when_asked(void)
 		char why[96];
 		uint64_t at = section_offset(path, lazy[k]) + 8;
 		flip_byte(path, at);
-		ASSERT(!kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
+		ASSERT(!kv_snapr_read(&snap, KV_SNAP_PART_EHASHES, &e));
 		snprintf(why, sizeof why, "changed since it was loaded: section %u checksum mismatch (corrupt file)", lazy[k]);
 		expect_refusal(&e, path, why);
 		ASSERT(snap.ehashes == NULL && snap.parents == NULL && snap.parts == KV_SNAP_PART_BLOCKS);
 		/* and the whole file refused at once, while the lookup part alone loads */
 		struct kv_snap all;
-		ASSERT(!kv_snap_load(path, &all, &e));
+		ASSERT(!kv_snapr_load(path, &all, &e));
 		expect_refusal(&e, path, why + strlen("changed since it was loaded: "));
-		ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &all, &e));
-		kv_snap_unload(&all);
+		ASSERT(kv_snapr_open(path, KV_SNAP_PART_BLOCKS, &all, &e));
+		kv_snapr_close(&all);
 		flip_byte(path, at);
 	}
-	ASSERT(kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
+	ASSERT(kv_snapr_read(&snap, KV_SNAP_PART_EHASHES, &e));
 	ASSERT(snap.ehashes != NULL && snap.parents != NULL && snap.parts == (KV_SNAP_PART_BLOCKS | KV_SNAP_PART_EHASHES));
 	ASSERT(kv_snap_parent(&snap, (uint32_t)part, kv_snap_find(&snap, (uint32_t)part, kv_chain_next(KV_CHAIN_ROOT, 1))) ==
 	       KV_CHAIN_ROOT);
@@ -854,15 +943,15 @@ static void parts_read_when_asked(void)
 	ASSERT(kv_snap_ehash_chain(&snap, (uint32_t)part, 101, &chain) && chain == kv_chain_next(KV_CHAIN_ROOT, 1));
 	/* the last part read: the file is closed */
 	ASSERT(snap.path != NULL);
-	ASSERT(kv_snap_read(&snap, KV_SNAP_PART_MATCHER, &e));
+	ASSERT(kv_snapr_read(&snap, KV_SNAP_PART_MATCHER, &e));
 	ASSERT(snap.parts == KV_SNAP_PART_ALL && snap.path == NULL && snap.npending == 1 && snap.pending != NULL);
-	kv_snap_unload(&snap);
+	kv_snapr_close(&snap);
 	/* cut after the open: refused when read */
-	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+	ASSERT(kv_snapr_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 	ASSERT(truncate(path, (off_t)section_offset(path, KV_SEC_EHASHES) + 8) == 0);
-	ASSERT(!kv_snap_read(&snap, KV_SNAP_PART_EHASHES, &e));
+	ASSERT(!kv_snapr_read(&snap, KV_SNAP_PART_EHASHES, &e));
 	expect_refusal(&e, path, "truncated while read");
-	kv_snap_unload(&snap);
+	kv_snapr_close(&snap);
 	unlink(path);
 }
 
@@ -883,7 +972,7 @@ static void section_checksum_damaged(void)
 		reseal_header(head, sizeof head);
 		ASSERT(pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head);
 		struct kv_snap snap;
-		ASSERT(!kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+		ASSERT(!kv_snapr_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 		char why[64];
 		snprintf(why, sizeof why, "section %u checksum mismatch (corrupt file)", ids[k]);
 		expect_refusal(&e, path, why);
@@ -893,8 +982,8 @@ static void section_checksum_damaged(void)
 	ASSERT(pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head);
 	close(fd);
 	struct kv_snap snap;
-	ASSERT(kv_snap_load(path, &snap, &e));
-	kv_snap_unload(&snap);
+	ASSERT(kv_snapr_load(path, &snap, &e));
+	kv_snapr_close(&snap);
 	unlink(path);
 }
 
@@ -937,8 +1026,8 @@ static bool block_damage_refused(const char *path, uint8_t *b, size_t n, uint64_
 	}
 	reseal(b, n);
 	write_file(path, b, n);
-	if (kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e)) {
-		kv_snap_unload(&snap);
+	if (kv_snapr_open(path, KV_SNAP_PART_BLOCKS, &snap, &e)) {
+		kv_snapr_close(&snap);
 		unit_fail(__FILE__, __LINE__, "a damaged block loaded");
 		return false;
 	}
@@ -964,7 +1053,7 @@ static void blocks_checked_as_read(void)
 	struct kv_err e = { 0 };
 	write_long_state(path, 60000);
 	struct kv_snap snap;
-	ASSERT(kv_snap_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+	ASSERT(kv_snapr_open(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 	ASSERT(snap.dir && snap.dir[1] && !snap.dir[0]);
 	const struct kv_snap_range *r = &snap.partitions[1].r[KV_RANGE_BLOCKS];
 	ASSERT_EQ_U64(r->first, 1);
@@ -984,7 +1073,7 @@ static void blocks_checked_as_read(void)
 	bool same = memcmp(starts, snap.dir[1], (nslots + 1) * sizeof *starts) == 0;
 	free(starts);
 	ASSERT(same);
-	kv_snap_unload(&snap);
+	kv_snapr_close(&snap);
 	uint64_t chains = section_offset(path, KV_SEC_BLOCKS), sets = section_offset(path, KV_SEC_BLOCK_SETS);
 	uint64_t piece = (size_t)256 << 10, edge = ((chains + piece) / piece * piece - chains) / 8;
 	ASSERT(edge > 1 && edge + 1000 < 60006);
@@ -1084,11 +1173,11 @@ static void large_partition_written_as_held(void)
 	struct state s;
 	large_partition(&s, 3000);
 	struct kv_err e = { 0 };
-	ASSERT(kv_snap_write(path, &s.ix, &s.ws, &s.m, &e));
+	ASSERT(kv_snapstate_save(path, &s.ix, &s.ws, &s.m, &e));
 	size_t n, n1;
 	uint8_t *two = read_file(path, &n);
 	struct kv_snap snap;
-	ASSERT(kv_snap_load(path, &snap, &e));
+	ASSERT(kv_snapr_load(path, &snap, &e));
 	ASSERT_EQ_U64(snap.nblocks, 33006);
 	int64_t part = kv_snap_partition(&snap, "m", 1, "t", 1);
 	ASSERT(part >= 0);
@@ -1097,7 +1186,7 @@ static void large_partition_written_as_held(void)
 	ASSERT(snap.partitions[part].r[KV_RANGE_SETS].count >= 8);
 	ASSERT_EQ_U64(snap.partitions[part].r[KV_RANGE_ORPHANS].count, 3000);
 	ASSERT_EQ_U64(snap.partitions[part].r[KV_RANGE_STALE].count, 500);
-	kv_snap_unload(&snap);
+	kv_snapr_close(&snap);
 	pthread_attr_t big, was;
 	ASSERT(pthread_getattr_default_np(&was) == 0);
 	pthread_attr_init(&big);
@@ -1107,7 +1196,7 @@ static void large_partition_written_as_held(void)
 	bool refused = pthread_create(&t, NULL, no_work, NULL) != 0;
 	if (!refused)
 		pthread_join(t, NULL);
-	bool ok = kv_snap_write(path, &s.ix, &s.ws, &s.m, &e);
+	bool ok = kv_snapstate_save(path, &s.ix, &s.ws, &s.m, &e);
 	ASSERT(pthread_setattr_default_np(&was) == 0);
 	pthread_attr_destroy(&big);
 	pthread_attr_destroy(&was);
@@ -1213,7 +1302,7 @@ static void load_stopped_by_a_signal(void)
 	make_state(&s);
 	close(mkstemp(small));
 	struct kv_err e = { 0 };
-	ASSERT(kv_snap_write(small, &s.ix, &s.ws, &s.m, &e));
+	ASSERT(kv_snapstate_save(small, &s.ix, &s.ws, &s.m, &e));
 	free_state(&s);
 	write_long_state(large, 60000);
 	const char *paths[] = { small, large };
@@ -1221,7 +1310,7 @@ static void load_stopped_by_a_signal(void)
 		struct kv_snap snap;
 		char want[128];
 		kv_stop_signal = SIGTERM;
-		bool ok = kv_snap_load(paths[i], &snap, &e);
+		bool ok = kv_snapr_load(paths[i], &snap, &e);
 		kv_stop_signal = 0;
 		ASSERT(!ok);
 		snprintf(want, sizeof want, "%s: loading stopped by a signal", paths[i]);
@@ -1229,14 +1318,14 @@ static void load_stopped_by_a_signal(void)
 		ASSERT_EQ_U64(e.status, KV_EX_OK);
 		ASSERT(snap.data == NULL);
 		kv_err_clear(&e);
-		ASSERT(kv_snap_load(paths[i], &snap, &e));
-		kv_snap_unload(&snap);
+		ASSERT(kv_snapr_load(paths[i], &snap, &e));
+		kv_snapr_close(&snap);
 		unlink(paths[i]);
 	}
 }
 
 /* Loads what a child process writes into a pipe (the bytes b, then
- * `extra` bytes of zeros): kv_snap_load's verdict, its message in e. */
+ * `extra` bytes of zeros): kv_snapr_load's verdict, its message in e. */
 static bool load_from_pipe(const uint8_t *b, size_t n, size_t extra, struct kv_snap *snap, struct kv_err *e)
 {
 	int fds[2];
@@ -1254,7 +1343,7 @@ static bool load_from_pipe(const uint8_t *b, size_t n, size_t extra, struct kv_s
 	close(fds[1]);
 	char path[32];
 	snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
-	bool ok = kv_snap_load(path, snap, e);
+	bool ok = kv_snapr_load(path, snap, e);
 	close(fds[0]);
 	waitpid(child, NULL, 0);
 	return ok;
@@ -1276,7 +1365,7 @@ static void pipes_bounded_by_their_header(void)
 	struct kv_err e = { 0 };
 	char want[256];
 	ASSERT(load_from_pipe(b, n, 0, &snap, &e));
-	kv_snap_unload(&snap);
+	kv_snapr_close(&snap);
 	ASSERT(!load_from_pipe(b, n, 1 << 20, &snap, &e));
 	ASSERT(strstr(kv_err_msg(&e), ": truncated or padded: more than ") != NULL);
 	kv_err_clear(&e);
@@ -1293,7 +1382,7 @@ static void pipes_bounded_by_their_header(void)
 	ASSERT_EQ_U64(e.status, KV_EX_DATAERR);
 	kv_err_clear(&e);
 	free(b);
-	ASSERT(!kv_snap_load("/dev/zero", &snap, &e));
+	ASSERT(!kv_snapr_load("/dev/zero", &snap, &e));
 	ASSERT_EQ_STR(kv_err_msg(&e), "/dev/zero: not a kvsnap snapshot");
 	kv_err_clear(&e);
 }
@@ -1307,6 +1396,7 @@ int main(void)
 	RUN(repeated_workers);
 	RUN(stream_position);
 	RUN(stream_identity);
+	RUN(same_bytes_whatever_the_arrival_order);
 	RUN(load_refuses_each_fault_at_its_boundary);
 	RUN(load_and_write_failures_say_path_and_status);
 	RUN(parts_read_when_asked);

@@ -18,6 +18,7 @@
 #include "index/index.h"
 #include "index/matchstate.h"
 #include "index/snap.h"
+#include "index/snapload.h"
 #include "index/snapstate.h"
 #include "query/query.h"
 #include "unit.h"
@@ -145,9 +146,9 @@ static void snapshot_walks_as_live(void)
 	ASSERT(fd >= 0);
 	close(fd);
 	struct kv_err e = { 0 };
-	ASSERT(kv_snap_write(path, &ix, &ws, &m, &e));
+	ASSERT(kv_snapstate_save(path, &ix, &ws, &m, &e));
 	struct kv_snap s;
-	ASSERT(kv_snap_load(path, &s, &e));
+	ASSERT(kv_snapr_load(path, &s, &e));
 	unlink(path);
 	ASSERT(s.dir && s.dir[0]);   /* lookups through the directory, and fetched ahead */
 	struct kv_qsource live, snap;
@@ -157,7 +158,7 @@ static void snapshot_walks_as_live(void)
 	walks_agree_after_others(&live, &snap, part, 0);
 	kv_qsource_free(&snap);
 	kv_qsource_free(&live);
-	kv_snap_unload(&s);
+	kv_snapr_close(&s);
 	kv_match_free(&m);
 	kv_workers_free(&ws);
 	kv_index_free(&ix);

@@ -15,6 +15,8 @@
 #include "index/matchstate.h"
 #include "query/query.h"
 #include "index/snap.h"
+#include "index/snapload.h"
+#include "index/snaplookup.h"
 #include "index/snapstate.h"
 #include "unit.h"
 #include "index/workers.h"
@@ -91,7 +93,7 @@ static bool load(struct world *w, struct kv_snap *s)
 	struct kv_err e = { 0 };
 	int fd = mkstemp(path);
 	close(fd);
-	bool ok = kv_snap_write(path, &w->ix, &w->ws, &w->m, &e) && kv_snap_load(path, s, &e);
+	bool ok = kv_snapstate_save(path, &w->ix, &w->ws, &w->m, &e) && kv_snapr_load(path, s, &e);
 	unlink(path);
 	if (!ok)
 		printf("# %s\n", kv_err_msg(&e));
@@ -163,7 +165,7 @@ static void snapshot_walk_agrees_with_live(void)
 			for (int opt = 0; opt < 8; opt++)
 				agree(&w, &s, len, opt & 1, opt & 2, opt & 4);
 		agree(&w, &s, N, false, false, false);
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 		world_free(&w);
 		ASSERT(!unit_current_failed);
 	}
@@ -189,7 +191,7 @@ static void runs_follow_their_definition(void)
 			/* sets are interned: the same holders, the same set */
 			ASSERT(!held || same == (n1 == n2 && memcmp(h1, h2, n1 * sizeof *h1) == 0));
 		}
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 		world_free(&w);
 	}
 }
@@ -209,7 +211,7 @@ static void walks_begin_inside_runs(void)
 		ASSERT(load(&w, &s));
 		for (int opt = 0; opt < 8; opt++)
 			agree(&w, &s, N, opt & 1, opt & 2, opt & 4);
-		kv_snap_unload(&s);
+		kv_snapr_close(&s);
 		world_free(&w);
 		ASSERT(!unit_current_failed);
 	}
@@ -235,7 +237,7 @@ static void walks_over_runs_longer_than_their_count(void)
 			for (size_t len = 250; len <= N; len += 50)
 				for (int opt = 0; opt < 8; opt++)
 					agree(&w, &s, len, opt & 1, opt & 2, opt & 4);
-			kv_snap_unload(&s);
+			kv_snapr_close(&s);
 			world_free(&w);
 			ASSERT(!unit_current_failed);
 		}

@@ -1,17 +1,18 @@
+/* snapload: reading a kvsnap file and checking it (snapload.h says what
+ * it owns; the matcher's sections are checked by their owner,
+ * kv_match_check_snap in matchsnap.c). */
+#include "index/snapload.h"
 #include "index/snap.h"
+#include "index/snaplookup.h"
 #include "index/blockhash.h"
 #include "index/match.h"
 #include "index/workers.h"
 #include "base/err.h"
 #include "base/input.h"
-#include "base/jsonw.h"
-#include "base/product.h"
-#include "base/sort.h"
 #include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,185 +21,12 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define HEADER_SIZE 32
-#define TABLE_ENTRY 32
-#define MAX_SECTIONS 64
-
-
-/* The section of each kind of per-partition range. */
-static const enum kv_snap_section range_section[KV_RANGE_MAX] = {
-	[KV_RANGE_BLOCKS] = KV_SEC_BLOCKS, [KV_RANGE_ORPHANS] = KV_SEC_ORPHANS, [KV_RANGE_SETS] = KV_SEC_SETS,
-	[KV_RANGE_EHASHES] = KV_SEC_EHASHES, [KV_RANGE_STALE] = KV_SEC_STALE, [KV_RANGE_CONTENT] = KV_SEC_CONTENT,
-};
-
-_Static_assert(sizeof(struct kv_snap_meta) == 64, "meta record");
-_Static_assert(sizeof(struct kv_snap_partition) == 128, "partition record");
-_Static_assert(sizeof(struct kv_snap_worker) == 32, "worker record");
-_Static_assert(sizeof(struct kv_snap_orphan) == 16, "orphan record");
-_Static_assert(sizeof(struct kv_snap_set) == 8, "set record");
-_Static_assert(sizeof(struct kv_snap_stale) == 16, "stale engine hash record");
-_Static_assert(sizeof(struct kv_snap_content) == 32, "content record");
-_Static_assert(sizeof(struct kv_snap_offload) == 48, "offload record");
-_Static_assert(sizeof(struct kv_snap_pending) == 32, "pending record");
-_Static_assert(sizeof(struct kv_snap_source) == 64, "source record");
-_Static_assert(sizeof(struct kv_snap_stream_id) == 16, "stream name record");
-
-/* ---- writing ------------------------------------------------------------- */
-
-void kv_snapw_free(struct kv_snap_writer *w)
-{
-	for (int i = 0; i < KV_SEC_MAX; i++)
-		free(w->sec[i].p);
-	free(w->porder);
-	free(w->pmap);
-	free(w->wmap);
-	memset(w, 0, sizeof *w);
-}
-
-static size_t buf_add(struct kv_snap_buf *b, const void *p, size_t n)
-{
-	size_t at = b->len;
-	b->p = kv_xgrow(b->p, &b->cap, b->len + n, 1);
-	if (n)
-		memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return at;
-}
-
-void kv_snapw_grow(struct kv_snap_buf *b, size_t n)
-{
-	b->p = kv_xgrow(b->p, &b->cap, b->len + n, 1);
-}
-
-uint64_t kv_snapw_records(const struct kv_snap_writer *w, enum kv_snap_section sec)
-{
-	return w->sec[sec].len / kv_snap_record_size[sec];
-}
-
-struct kv_snap_str kv_snapw_string(struct kv_snap_writer *w, const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-	return (struct kv_snap_str){ (uint32_t)buf_add(&w->sec[KV_SEC_STRINGS], s ? s : "", n), (uint32_t)n };
-}
-
-static struct kv_snap_range *range_of(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind)
-{
-	return &((struct kv_snap_partition *)w->sec[KV_SEC_PARTITIONS].p)[k].r[kind];
-}
-
-void kv_snapw_range_begin(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind)
-{
-	range_of(w, k, kind)->first = kv_snapw_records(w, range_section[kind]);
-}
-
-void kv_snapw_range_end(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind)
-{
-	struct kv_snap_range *r = range_of(w, k, kind);
-	r->count = kv_snapw_records(w, range_section[kind]) - r->first;
-}
-
-#define WRITE_CHUNK ((size_t)4 << 20)
-
-static bool write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		/* in pieces: one write of a section of hundreds of MiB copied into
-		 * the page cache a third slower here than pieces of 4 MiB */
-		ssize_t w = write(fd, c, n < WRITE_CHUNK ? n : WRITE_CHUNK);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENOSPC;
-			return false;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
-static uint64_t align8(uint64_t n)
-{
-	return (n + 7) & ~(uint64_t)7;
-}
-
-/* The header's checksum: XXH3-64 of its first 24 bytes, then the table. */
-static uint64_t header_sum(const uint8_t *header, const uint8_t *table, uint32_t nsec)
-{
-	uint8_t buf[24 + MAX_SECTIONS * TABLE_ENTRY];
-	memcpy(buf, header, 24);
-	memcpy(buf + 24, table, (size_t)nsec * TABLE_ENTRY);
-	return XXH3_64bits(buf, 24 + (size_t)nsec * TABLE_ENTRY);
-}
-
-static bool write_file(int fd, const struct kv_snap_writer *b)
-{
-	/* the stream sections only when there is a position (and the stream's
-	 * name when it is known): a snapshot of files has the sections it had
-	 * before they existed */
-	uint32_t nsec = b->sec[KV_SEC_STREAM_ID].len ? KV_SEC_STREAM_ID :
-			b->sec[KV_SEC_STREAM].len    ? KV_SEC_STREAM :
-						       KV_SEC_STREAM - 1;
-	uint64_t off = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
-	uint8_t table[MAX_SECTIONS * TABLE_ENTRY] = { 0 };
-	static const uint8_t zeros[8];
-	for (uint32_t id = 1; id <= nsec; id++) {
-		uint8_t *t = table + (id - 1) * TABLE_ENTRY;
-		uint32_t rs = kv_snap_record_size[id];
-		uint64_t count = b->sec[id].len / rs, sum = XXH3_64bits(b->sec[id].p, b->sec[id].len);
-		memcpy(t, &id, 4);
-		memcpy(t + 4, &rs, 4);
-		memcpy(t + 8, &off, 8);
-		memcpy(t + 16, &count, 8);
-		memcpy(t + 24, &sum, 8);
-		off = align8(off + b->sec[id].len);
-	}
-	uint8_t header[HEADER_SIZE] = { 'K', 'V', 'S', 'N', 'A', 'P' };
-	uint16_t version = KV_SNAP_VERSION;
-	memcpy(header + 6, &version, 2);
-	memcpy(header + 8, &nsec, 4);
-	memcpy(header + 16, &off, 8);
-	uint64_t hsum = header_sum(header, table, nsec);
-	memcpy(header + 24, &hsum, 8);
-	bool ok = write_all(fd, header, sizeof header) && write_all(fd, table, nsec * TABLE_ENTRY);
-	for (uint32_t id = 1; ok && id <= nsec; id++)
-		ok = write_all(fd, b->sec[id].p, b->sec[id].len) &&
-		     write_all(fd, zeros, (size_t)(align8(b->sec[id].len) - b->sec[id].len));
-	return ok;
-}
-
-bool kv_snapw_write(struct kv_snap_writer *w, const char *path, struct kv_err *e)
-{
-	if (kv_snapw_records(w, KV_SEC_META) != 1)
-		kv_die(KV_EX_SOFTWARE, "snapshot: %llu meta records", (unsigned long long)kv_snapw_records(w, KV_SEC_META));
-	struct kv_product f;
-	if (!kv_product_open(&f, path, 0, e)) {
-		kv_snapw_free(w);
-		return false;
-	}
-	int err = write_file(f.fd, w) ? 0 : errno;
-	/* the sections are in the page cache: freed before the disk has
-	 * written them, not after (the bench's cluster snapshot: 13-20 ms
-	 * of unmapping) */
-	kv_snapw_free(w);
-	return kv_product_close(&f, err, true, e);
-}
-
-/* ---- loading ------------------------------------------------------------- */
-
 static void release_data(void *d, size_t mapped)
 {
 	if (mapped)
 		munmap(d, mapped);
 	else
 		free(d);
-}
-
-static bool str_ok(const struct kv_snap *s, struct kv_snap_str r)
-{
-	return r.off <= s->nstrings && r.len <= s->nstrings - r.off;
 }
 
 /* A section table entry (kvsnap(5), Layout). */
@@ -209,7 +37,7 @@ struct entry {
 
 static struct entry table_entry(const uint8_t *d, uint32_t i)
 {
-	const uint8_t *t = d + HEADER_SIZE + (size_t)i * TABLE_ENTRY;
+	const uint8_t *t = d + KV_SNAP_HEADER_SIZE + (size_t)i * KV_SNAP_TABLE_ENTRY;
 	struct entry x;
 	memcpy(&x.id, t, 4);
 	memcpy(&x.rs, t + 4, 4);
@@ -236,7 +64,7 @@ static unsigned part_of(uint32_t id)
  * size; the rest of the header and the table, once read, by table_ok. */
 static bool header_ok(const uint8_t *d, size_t size, struct kv_err *e)
 {
-	if (size < HEADER_SIZE || memcmp(d, "KVSNAP", 6) != 0)
+	if (size < KV_SNAP_HEADER_SIZE || memcmp(d, "KVSNAP", 6) != 0)
 		return kv_err_set(e, KV_EX_DATAERR, "not a kvsnap snapshot");
 	uint16_t version;
 	uint64_t declared;
@@ -253,7 +81,7 @@ static bool header_ok(const uint8_t *d, size_t size, struct kv_err *e)
 	if (declared != size)
 		return kv_err_set(e, KV_EX_DATAERR, "truncated or padded: %zu bytes, header says %llu", size, (unsigned long long)declared);
 	uint32_t nsec = section_total(d);
-	if (nsec == 0 || nsec > MAX_SECTIONS || HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY > size)
+	if (nsec == 0 || nsec > KV_SNAP_MAX_SECTIONS || KV_SNAP_HEADER_SIZE + (uint64_t)nsec * KV_SNAP_TABLE_ENTRY > size)
 		return kv_err_set(e, KV_EX_DATAERR, "bad section count %u", nsec);
 	return true;
 }
@@ -266,9 +94,9 @@ static bool table_ok(const uint8_t *d, size_t size, struct kv_err *e)
 	uint32_t nsec = section_total(d);
 	uint64_t sum;
 	memcpy(&sum, d + 24, 8);
-	if (header_sum(d, d + HEADER_SIZE, nsec) != sum)
+	if (kv_snap_header_sum(d, d + KV_SNAP_HEADER_SIZE, nsec) != sum)
 		return kv_err_set(e, KV_EX_DATAERR, "header checksum mismatch (corrupt file)");
-	uint64_t at = HEADER_SIZE + (uint64_t)nsec * TABLE_ENTRY;
+	uint64_t at = KV_SNAP_HEADER_SIZE + (uint64_t)nsec * KV_SNAP_TABLE_ENTRY;
 	uint32_t prev_id = 0;
 	for (uint32_t i = 0; i < nsec; i++) {
 		struct entry x = table_entry(d, i);
@@ -280,7 +108,7 @@ static bool table_ok(const uint8_t *d, size_t size, struct kv_err *e)
 		if (x.id < KV_SEC_MAX && x.rs != kv_snap_record_size[x.id])
 			return kv_err_set(e, KV_EX_DATAERR, "section %u has records of %u bytes, expected %u", x.id, x.rs,
 				    kv_snap_record_size[x.id]);
-		at = align8(x.off + x.count * x.rs);
+		at = kv_snap_align8(x.off + x.count * x.rs);
 	}
 	if (at != size)
 		return kv_err_set(e, KV_EX_DATAERR, "section table does not end at the end of the file");
@@ -299,7 +127,7 @@ static bool sums_ok(const uint8_t *d, unsigned parts, const uint64_t *sum, struc
 		uint64_t len = x.count * x.rs;
 		if ((sum ? sum[i] : XXH3_64bits(d + x.off, (size_t)len)) != x.sum)
 			return kv_err_set(e, KV_EX_DATAERR, "section %u checksum mismatch (corrupt file)", x.id);
-		for (uint64_t k = x.off + len; k < align8(x.off + len); k++)
+		for (uint64_t k = x.off + len; k < kv_snap_align8(x.off + len); k++)
 			if (d[k])
 				return kv_err_set(e, KV_EX_DATAERR, "section %u: padding not zero", x.id);
 	}
@@ -327,7 +155,7 @@ static void set_views(const uint8_t *d, unsigned parts, struct kv_snap *s)
 		}
 	}
 	for (int k = 0; k < KV_RANGE_MAX; k++)
-		s->range_total[k] = total[range_section[k]];
+		s->range_total[k] = total[kv_snap_range_section[k]];
 	s->meta = ptr[KV_SEC_META];
 	s->strings = ptr[KV_SEC_STRINGS];
 	s->nstrings = count[KV_SEC_STRINGS];
@@ -707,24 +535,6 @@ static bool check_ehashes(const struct kv_snap *s, const struct kv_snap_partitio
 	return true;
 }
 
-/* Entries are stamped with the event time they arrived at, which never
- * passes the event time reached: a later time would keep an entry past
- * its TTL, or past --max-pending's order, once resumed. */
-#define AFTER_NOW(name, i) \
-	kv_err_set(e, KV_EX_DATAERR, name " %llu: time after the event time reached", (unsigned long long)(i))
-
-static bool check_content(const struct kv_snap *s, const struct kv_snap_partition *rp, struct kv_err *e)
-{
-	const struct kv_snap_range *r = &rp->r[KV_RANGE_CONTENT];
-	for (uint64_t i = r->first; i < r->first + r->count; i++) {
-		if (i > r->first && s->content[i].chain <= s->content[i - 1].chain)
-			return kv_err_set(e, KV_EX_DATAERR, "content %llu: out of order", (unsigned long long)i);
-		if (s->content[i].t > s->meta->now_ns)
-			return AFTER_NOW("content", i);
-	}
-	return true;
-}
-
 static bool partitions_in_order(const struct kv_snap *s, size_t p)
 {
 	const struct kv_snap_partition *q = &s->partitions[p - 1], *rp = &s->partitions[p];
@@ -755,7 +565,7 @@ static bool check_scanned(struct kv_snap *s, const struct block_scan *sc, struct
 	uint64_t holders = 0;
 	for (size_t p = 0; p < s->npartitions; p++) {
 		const struct kv_snap_partition *rp = &s->partitions[p];
-		if (!str_ok(s, rp->model) || !str_ok(s, rp->tenant))
+		if (!kv_snap_str_ok(s, rp->model) || !kv_snap_str_ok(s, rp->tenant))
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: string out of bounds", p);
 		if (rp->flags > 1)
 			return kv_err_set(e, KV_EX_DATAERR, "partition %zu: unknown flags", p);
@@ -781,7 +591,7 @@ static bool check_scanned(struct kv_snap *s, const struct block_scan *sc, struct
 
 /* The partitions and what they hold, their blocks as sc found them as
  * they were read (NULL: scanned here); with dirs, each one's directory
- * built too (kv_snap_open's). */
+ * built too (kv_snapr_open's). */
 static bool check_partitions(struct kv_snap *s, const struct block_scan *sc, bool dirs, struct kv_err *e)
 {
 	if (!check_ranges(s, e))
@@ -798,17 +608,6 @@ static bool check_partitions(struct kv_snap *s, const struct block_scan *sc, boo
 		scan_end(&here);
 	return ok;
 }
-
-/* Records that carry (partition, key) must be in range and sorted by both. */
-#define CHECK_KEYED(name, arr, n, keyfield)                                                            \
-	for (size_t i = 0; i < (n); i++) {                                                             \
-		if ((arr)[i].partition >= s->npartitions)                                            \
-			return kv_err_set(e, KV_EX_DATAERR, name " %zu: partition out of range", i);           \
-		if (i > 0 && ((arr)[i].partition < (arr)[i - 1].partition ||                       \
-			      ((arr)[i].partition == (arr)[i - 1].partition &&                     \
-			       (arr)[i].keyfield <= (arr)[i - 1].keyfield)))                       \
-			return kv_err_set(e, KV_EX_DATAERR, name " %zu: out of order", i);                      \
-	}
 
 /* No more than an index can hold, so that resuming cannot go beyond it
  * (restoring finds each partition by name among those before it: past
@@ -851,7 +650,7 @@ static bool worker_in_order(const struct kv_snap *s, size_t i)
 static bool check_workers(const struct kv_snap *s, struct kv_err *e)
 {
 	for (size_t i = 0; i < s->nworkers; i++) {
-		if (!str_ok(s, s->workers[i].instance_id) || !str_ok(s, s->workers[i].host))
+		if (!kv_snap_str_ok(s, s->workers[i].instance_id) || !kv_snap_str_ok(s, s->workers[i].host))
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: string out of bounds", i);
 		if (s->workers[i].flags > 2 || (s->workers[i].flags & 2 && s->workers[i].dp_rank))
 			return kv_err_set(e, KV_EX_DATAERR, "worker %zu: unknown flags", i);
@@ -875,83 +674,6 @@ static bool check_links(const struct kv_snap *s, struct kv_err *e)
 	return true;
 }
 
-/* The latest time the matcher's state holds: when its entries arrived,
- * and when each source's last record did; 0 when it holds none. */
-static uint64_t latest_time(const struct kv_snap *s)
-{
-	uint64_t t = 0;
-	for (size_t i = 0; i < s->ncontent; i++)
-		t = s->content[i].t > t ? s->content[i].t : t;
-	for (size_t i = 0; i < s->noffload; i++)
-		t = s->offload[i].t > t ? s->offload[i].t : t;
-	if (s->npending) /* in arrival order */
-		t = s->pending[s->npending - 1].t > t ? s->pending[s->npending - 1].t : t;
-	for (size_t i = 0; i < s->nsources; i++)
-		t = s->sources[i].last_recv_ns > t ? s->sources[i].last_recv_ns : t;
-	return t;
-}
-
-/* The times of META, as a resumed kvmatch would take them (every other
- * time is at or before now_ns, checked with its section): TTLs an option
- * can give; a next sweep within one sweep interval of the event time
- * reached (2^64-1 stopped sweeps for good, offloads and content piling up);
- * and an event time reached that the state's own times vouch for, by the
- * rule a record's time is judged by (kv_time_far_after): a now_ns beyond
- * the latest time held by more than the longest TTL would expire all of it
- * at once, and be written into every later snapshot. */
-static bool check_times(const struct kv_snap *s, struct kv_err *e)
-{
-	const struct kv_snap_meta *m = s->meta;
-	static const char *const ttl_names[] = { "pending_ttl_ns", "offload_ttl_ns", "content_ttl_ns" };
-	const uint64_t ttl[] = { m->pending_ttl_ns, m->offload_ttl_ns, m->content_ttl_ns };
-	for (int i = 0; i < 3; i++)
-		if (ttl[i] > KV_TTL_MAX_NS)
-			return kv_err_set(e, KV_EX_DATAERR, "META: %s %llu is beyond %llu (10^9 s, the longest TTL kvmatch takes)",
-					  ttl_names[i], (unsigned long long)ttl[i], KV_TTL_MAX_NS);
-	if (kv_time_far_after(m->next_sweep_ns, m->now_ns, KV_SWEEP_INTERVAL_NS))
-		return kv_err_set(e, KV_EX_DATAERR,
-				  "META: next_sweep_ns %llu is more than %llu s after the event time reached (now_ns %llu)",
-				  (unsigned long long)m->next_sweep_ns, KV_SWEEP_INTERVAL_NS / 1000000000ull,
-				  (unsigned long long)m->now_ns);
-	uint64_t latest = latest_time(s), limit = kv_time_jump_limit(ttl[0], ttl[1], ttl[2]);
-	bool holds = s->ncontent || s->noffload || s->npending || s->nsources;
-	if (holds && kv_time_far_after(m->now_ns, latest, limit))
-		return kv_err_set(e, KV_EX_DATAERR,
-				  "META: now_ns %llu is a suspect time: more than the longest TTL (%g s) after the latest "
-				  "time the snapshot holds (%llu)",
-				  (unsigned long long)m->now_ns, (double)limit / 1e9, (unsigned long long)latest);
-	return true;
-}
-
-static bool check_matcher(const struct kv_snap *s, struct kv_err *e)
-{
-	for (size_t p = 0; p < s->npartitions; p++)
-		if (!check_content(s, &s->partitions[p], e))
-			return false;
-	CHECK_KEYED("offload", s->offload, s->noffload, ehash)
-	for (size_t i = 0; i < s->noffload; i++)
-		if (s->offload[i].t > s->meta->now_ns)
-			return AFTER_NOW("offload", i);
-	for (size_t i = 0; i < s->npending; i++) {
-		const struct kv_snap_pending *p = &s->pending[i];
-		if (p->partition >= s->npartitions || p->worker >= s->nworkers || p->medium >= KV_NMEDIA)
-			return kv_err_set(e, KV_EX_DATAERR, "pending %zu: out of range", i);
-		/* arrival order: an entry's time is the event time it arrived at */
-		if (i > 0 && p->t < s->pending[i - 1].t)
-			return kv_err_set(e, KV_EX_DATAERR, "pending %zu: out of order", i);
-		if (p->t > s->meta->now_ns)
-			return AFTER_NOW("pending", i);
-	}
-	/* a source's last batch arrived at or before the event time reached */
-	for (size_t i = 0; i < s->nsources; i++)
-		if (!str_ok(s, s->sources[i].src) || s->sources[i].seen > 1 || s->sources[i].last_recv_ns > s->meta->now_ns ||
-		    s->sources[i].last_record > 2 || (s->sources[i].last_record && !s->sources[i].seen))
-			return kv_err_set(e, KV_EX_DATAERR, "source %zu: bad record", i);
-	if (s->stream_id && !str_ok(s, s->stream_id->name))
-		return kv_err_set(e, KV_EX_DATAERR, "stream name: out of range");
-	return check_times(s, e);
-}
-
 /* Checks the sections of parts (the header, table and counts checked
  * before, the parts in s->parts too) and adds their views to s, and with
  * dirs the directories of the blocks.  Runs are not checked against the
@@ -966,7 +688,7 @@ static bool check_parts(const uint8_t *d, unsigned parts, const uint64_t *sum, c
 			kv_die(KV_EX_SOFTWARE, "snapshot: a part read before its blocks");
 		ok = (!(parts & KV_SNAP_PART_BLOCKS) || (check_limits(s, e) && check_partitions(s, sc, dirs, e) && check_workers(s, e))) &&
 		     (!(parts & KV_SNAP_PART_EHASHES) || check_links(s, e)) &&
-		     (!(parts & KV_SNAP_PART_MATCHER) || check_matcher(s, e));
+		     (!(parts & KV_SNAP_PART_MATCHER) || kv_match_check_snap(s, e));
 	}
 	if (ok)
 		s->parts |= parts;
@@ -974,7 +696,7 @@ static bool check_parts(const uint8_t *d, unsigned parts, const uint64_t *sum, c
 	return ok;
 }
 
-bool kv_snap_check(const void *data, size_t size, struct kv_snap *s, struct kv_err *e)
+bool kv_snapr_check(const void *data, size_t size, struct kv_snap *s, struct kv_err *e)
 {
 	const uint8_t *d = data;
 	memset(s, 0, sizeof *s);
@@ -1094,7 +816,7 @@ static bool read_summed(int fd, char *d, size_t mapped, unsigned parts, uint64_t
 		struct entry x = table_entry(t, i);
 		if (!(part_of(x.id) & parts))
 			continue;
-		uint64_t end = x.off + x.count * x.rs, to = align8(end);
+		uint64_t end = x.off + x.count * x.rs, to = kv_snap_align8(end);
 		if (sc && x.id == KV_SEC_BLOCKS)
 			scan_if_sound(t, sum, i, sc, s);
 		bool scan = sc && sc->on && (x.id == KV_SEC_BLOCKS || x.id == KV_SEC_BLOCK_SETS);
@@ -1147,9 +869,9 @@ static bool fail_check(struct kv_err *e, const char *path, struct kv_err *bad)
  * never touched (so never memory). */
 static bool open_parts(int fd, const char *path, size_t size, unsigned parts, struct kv_snap *s, struct kv_err *e)
 {
-	uint8_t head[HEADER_SIZE];
+	uint8_t head[KV_SNAP_HEADER_SIZE];
 	struct kv_err bad = { 0 };
-	if (!read_at(fd, (char *)head, 0, 0, HEADER_SIZE))
+	if (!read_at(fd, (char *)head, 0, 0, KV_SNAP_HEADER_SIZE))
 		return fail_read(e, path, errno);
 	if (!header_ok(head, size, &bad))
 		return fail_check(e, path, &bad);
@@ -1162,12 +884,12 @@ static bool open_parts(int fd, const char *path, size_t size, unsigned parts, st
 	s->mapped = mapped;
 	/* the header checked above, not read again: a file rewritten between
 	 * two reads would have its table read by a header never checked */
-	memcpy(d, head, HEADER_SIZE);
-	if (!read_at(fd, d, mapped, HEADER_SIZE, HEADER_SIZE + (uint64_t)section_total(head) * TABLE_ENTRY))
+	memcpy(d, head, KV_SNAP_HEADER_SIZE);
+	if (!read_at(fd, d, mapped, KV_SNAP_HEADER_SIZE, KV_SNAP_HEADER_SIZE + (uint64_t)section_total(head) * KV_SNAP_TABLE_ENTRY))
 		return fail_read(e, path, errno);
 	if (!table_ok((const uint8_t *)d, size, &bad) || !counts_ok((const uint8_t *)d, &bad))
 		return fail_check(e, path, &bad);
-	uint64_t sum[MAX_SECTIONS] = { 0 };
+	uint64_t sum[KV_SNAP_MAX_SECTIONS] = { 0 };
 	struct block_scan sc = { 0 };
 	bool ok = read_summed(fd, d, mapped, parts, sum, &sc, s);
 	if (!ok)
@@ -1241,17 +963,17 @@ static bool ends_there(int fd, const char *path, uint64_t size, struct kv_err *e
 static bool read_stream(int fd, const char *path, const struct stat *st, struct kv_snap *s, struct kv_err *e)
 {
 	bool regular = S_ISREG(st->st_mode);
-	uint8_t head[HEADER_SIZE];
+	uint8_t head[KV_SNAP_HEADER_SIZE];
 	size_t got;
 	struct kv_err bad = { 0 };
-	switch (kv_input_read(fd, head, HEADER_SIZE, &got)) {
+	switch (kv_input_read(fd, head, KV_SNAP_HEADER_SIZE, &got)) {
 	case KV_READ_STOPPED: return kv_input_stopped(e, path);
 	case KV_READ_ERROR: return fail_open(e, path, errno);
 	default: break;
 	}
 	if (got == 0)
 		return kv_err_set(e, KV_EX_DATAERR, "%s: empty file", path);
-	uint64_t size = got < HEADER_SIZE ? got : regular ? (uint64_t)st->st_size : declared_size(head);
+	uint64_t size = got < KV_SNAP_HEADER_SIZE ? got : regular ? (uint64_t)st->st_size : declared_size(head);
 	if (!header_ok(head, (size_t)size, &bad))
 		return fail_check(e, path, &bad);
 	if (!regular && size > KV_SNAP_MAX_STREAM)
@@ -1260,9 +982,9 @@ static bool read_stream(int fd, const char *path, const struct stat *st, struct 
 				  "bytes (copy it to a file)",
 				  path, (unsigned long long)size, (unsigned long long)KV_SNAP_MAX_STREAM);
 	stream_alloc(s, size);
-	memcpy(s->data, head, HEADER_SIZE);
-	uint64_t table_end = HEADER_SIZE + (uint64_t)section_total(head) * TABLE_ENTRY;
-	if (!read_next(fd, path, s, HEADER_SIZE, table_end, e))
+	memcpy(s->data, head, KV_SNAP_HEADER_SIZE);
+	uint64_t table_end = KV_SNAP_HEADER_SIZE + (uint64_t)section_total(head) * KV_SNAP_TABLE_ENTRY;
+	if (!read_next(fd, path, s, KV_SNAP_HEADER_SIZE, table_end, e))
 		return false;
 	if (!table_ok(s->data, s->size, &bad) || !counts_ok(s->data, &bad))
 		return fail_check(e, path, &bad);
@@ -1328,29 +1050,29 @@ static bool snap_open(const char *path, unsigned parts, bool no_wait, struct kv_
 	return true;
 }
 
-bool kv_snap_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
+bool kv_snapr_open(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
 {
 	return snap_open(path, parts, false, s, e);
 }
 
-bool kv_snap_open_regular(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
+bool kv_snapr_open_regular(const char *path, unsigned parts, struct kv_snap *s, struct kv_err *e)
 {
 	return snap_open(path, parts, true, s, e);
 }
 
-bool kv_snap_load(const char *path, struct kv_snap *s, struct kv_err *e)
+bool kv_snapr_load(const char *path, struct kv_snap *s, struct kv_err *e)
 {
-	return kv_snap_open(path, KV_SNAP_PART_ALL, s, e);
+	return kv_snapr_open(path, KV_SNAP_PART_ALL, s, e);
 }
 
-bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
+bool kv_snapr_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
 {
 	parts &= ~s->parts;
 	if (!parts)
 		return true;
 	struct kv_err bad = { 0 };
 	const char *path = s->path ? s->path : "snapshot";
-	uint64_t sum[MAX_SECTIONS] = { 0 };
+	uint64_t sum[KV_SNAP_MAX_SECTIONS] = { 0 };
 	if (s->path && !read_summed(s->fd, s->data, s->mapped, parts, sum, NULL, NULL))
 		return fail_read(e, path, errno);
 	/* the table read at first says what these bytes must be */
@@ -1367,7 +1089,7 @@ bool kv_snap_read(struct kv_snap *s, unsigned parts, struct kv_err *e)
 	return true;
 }
 
-void kv_snap_unload(struct kv_snap *s)
+void kv_snapr_close(struct kv_snap *s)
 {
 	release_data(s->data, s->mapped);
 	free_directories(s);
@@ -1375,406 +1097,4 @@ void kv_snap_unload(struct kv_snap *s)
 		close(s->fd);
 	free(s->path);
 	memset(s, 0, sizeof *s);
-}
-
-/* ---- using --------------------------------------------------------------- */
-
-uint64_t kv_snap_find(const struct kv_snap *s, uint32_t part, uint64_t chain)
-{
-	const struct kv_snap_partition *p = &s->partitions[part];
-	const uint64_t *c = s->chains + p->r[KV_RANGE_BLOCKS].first;
-	size_t n = p->r[KV_RANGE_BLOCKS].count, lo = 0, hi = n;
-	if (s->dir && s->dir[part]) {
-		uint64_t k = chain >> (64 - s->dirbits[part]);
-		lo = s->dir[part][k];
-		hi = s->dir[part][k + 1];
-		/* a slot holds two chains on average: up to four are counted
-		 * without branching on what they hold (a search's branches go
-		 * either way, and a mispredicted one cost a lookup as much as
-		 * its work), reading only the slot's (kv_snap_prefetch fetches
-		 * its first and last) */
-		if (hi > lo && hi - lo <= 4) {
-			size_t last = hi - lo - 1, below = 0;
-			for (size_t i = 0; i < 4; i++)
-				below += (i <= last) & (c[lo + (i < last ? i : last)] < chain);
-			lo += below;
-			hi = lo;
-		}
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c[mid] < chain)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && c[lo] == chain ? p->r[KV_RANGE_BLOCKS].first + lo : KV_SNAP_NO_BLOCK;
-}
-
-/* The first of n sorted u64 keys, stride bytes apart, not less than key. */
-static size_t lower_bound(const void *base, size_t stride, size_t n, uint64_t key)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t k;
-		memcpy(&k, (const char *)base + mid * stride, sizeof k);
-		if (k < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-bool kv_snap_ehash_chain(const struct kv_snap *s, uint32_t part, uint64_t ehash, uint64_t *chain)
-{
-	const struct kv_snap_partition *rp = &s->partitions[part];
-	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
-	size_t i = lower_bound(s->ehashes + r->first, sizeof *s->ehashes, r->count, ehash); /* sorted: checked */
-	if (i < r->count && s->ehashes[r->first + i] == ehash) {
-		*chain = kv_snap_named_chain(s, part, r->first + i);
-		return true;
-	}
-	i = lower_bound(s->stale + st->first, sizeof *s->stale, st->count, ehash);
-	if (i < st->count && s->stale[st->first + i].ehash == ehash) {
-		*chain = s->stale[st->first + i].chain;
-		return true;
-	}
-	return false;
-}
-
-uint64_t kv_snap_parent(const struct kv_snap *s, uint32_t part, uint64_t b)
-{
-	const struct kv_snap_partition *rp = &s->partitions[part];
-	uint32_t parent = s->parents[b];
-	if (parent == KV_SNAP_PARENT_ROOT)
-		return KV_CHAIN_ROOT;
-	if (parent != KV_SNAP_PARENT_ORPHAN)
-		return s->chains[rp->r[KV_RANGE_BLOCKS].first + parent];
-	/* one orphan record for each block so marked: checked at load */
-	const struct kv_snap_range *r = &rp->r[KV_RANGE_ORPHANS];
-	uint32_t self = (uint32_t)(b - rp->r[KV_RANGE_BLOCKS].first);
-	size_t lo = 0, hi = r->count;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->orphans[r->first + mid].block < self)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return s->orphans[r->first + lo].parent;
-}
-
-void kv_snap_prefetch(const struct kv_snap *s, uint32_t part, uint64_t chain, int stage)
-{
-	if (!s->dir || !s->dir[part])
-		return;
-	const uint32_t *d = s->dir[part] + (chain >> (64 - s->dirbits[part]));
-	if (stage == 0) {
-		__builtin_prefetch(d);
-		return;
-	}
-	/* the chains of the slot (one or two on average, two lines at most),
-	 * and the set and run of its first */
-	uint64_t at = s->partitions[part].r[KV_RANGE_BLOCKS].first + d[0];
-	__builtin_prefetch(&s->chains[at]);
-	__builtin_prefetch(&s->block_sets[at]);
-	__builtin_prefetch(&s->runs[at]);
-	if (d[1] > d[0] + 1)
-		__builtin_prefetch(&s->chains[at + (d[1] - d[0]) - 1]);
-}
-
-int64_t kv_snap_partition(const struct kv_snap *s, const char *model, size_t mlen, const char *tenant, size_t tlen)
-{
-	for (size_t i = 0; i < s->npartitions; i++) {
-		size_t a, b;
-		const char *m = kv_snap_string(s, s->partitions[i].model, &a);
-		const char *t = kv_snap_string(s, s->partitions[i].tenant, &b);
-		if (a == mlen && b == tlen && memcmp(m, model, a) == 0 && memcmp(t, tenant, b) == 0)
-			return (int64_t)i;
-	}
-	return -1;
-}
-
-/* ---- dump ---------------------------------------------------------------- */
-
-static void put_snap_str(struct jw *w, const struct kv_snap *s, struct kv_snap_str r)
-{
-	size_t n;
-	const char *str = kv_snap_string(s, r, &n);
-	jw_put_str(w, str, n);
-}
-
-/* Who holds or waits: "instance_id" and "dp_rank", or for a pool holder
- * "pool" and its backend_id, as state lines name it. */
-static void put_who(struct jw *w, const struct kv_snap *s, const struct kv_snap_worker *wk)
-{
-	if (wk->flags & 2) {
-		jw_put_lit(w, "\"pool\":");
-		put_snap_str(w, s, wk->instance_id);
-		return;
-	}
-	jw_put_lit(w, "\"instance_id\":");
-	put_snap_str(w, s, wk->instance_id);
-	jw_put_lit(w, ",\"dp_rank\":");
-	jw_put_u64(w, wk->dp_rank);
-}
-
-static void put_holder(struct jw *w, const struct kv_snap *s, uint32_t h, bool first)
-{
-	static const char *const media[] = { "xpu", "cpu", "disk" };
-	jw_put_lit(w, first ? "{" : ",{");
-	put_who(w, s, &s->workers[KV_HOLDER_WORKER(h)]);
-	jw_put_lit(w, ",\"media\":[");
-	const char *sep = "";
-	for (int med = 0; med < KV_NMEDIA; med++)
-		if (KV_HOLDER_MEDIA(h) & (1u << med)) {
-			jw_put_lit(w, sep);
-			jw_put_char(w, '"');
-			jw_put_lit(w, media[med]);
-			jw_put_char(w, '"');
-			sep = ",";
-		}
-	jw_put_lit(w, "]}");
-}
-
-static void dump_block(const struct kv_snap *s, uint32_t p, uint64_t b, struct kv_out *o)
-{
-	const struct kv_snap_partition *rp = &s->partitions[p];
-	struct jw w;
-	jw_begin(&w, o);
-	jw_put_lit(&w, "{\"kind\":\"block\",\"model\":");
-	put_snap_str(&w, s, rp->model);
-	jw_put_lit(&w, ",\"tenant\":");
-	put_snap_str(&w, s, rp->tenant);
-	jw_put_lit(&w, ",\"chain\":");
-	jw_put_hash(&w, s->chains[b]);
-	jw_put_lit(&w, ",\"parent\":");
-	jw_put_hash(&w, kv_snap_parent(s, p, b));
-	jw_put_lit(&w, ",\"local\":");
-	jw_put_hash(&w, s->locals[b]);
-	jw_put_lit(&w, ",\"holders\":[");
-	size_t nh;
-	const uint32_t *hs = kv_snap_holders(s, b, &nh);
-	for (size_t k = 0; k < nh; k++)
-		put_holder(&w, s, hs[k], k == 0);
-	jw_put_lit(&w, "]}\n");
-	jw_end(&w);
-}
-
-static void dump_blocks(const struct kv_snap *s, struct kv_out *o)
-{
-	for (size_t p = 0; p < s->npartitions; p++) {
-		const struct kv_snap_range *r = &s->partitions[p].r[KV_RANGE_BLOCKS];
-		for (uint64_t i = r->first; i < r->first + r->count; i++)
-			dump_block(s, (uint32_t)p, i, o);
-	}
-}
-
-uint64_t kv_snap_holdings(const struct kv_snap *s)
-{
-	uint64_t n = 0;
-	for (size_t i = 0; i < s->nblocks; i++)
-		n += s->sets[s->block_sets[i]].nholders;
-	return n;
-}
-
-/* {"kind":KIND,"partition":p, as every per-partition record begins. */
-static void put_kind_partition(struct jw *w, const char *kind, uint64_t p)
-{
-	jw_put_lit(w, "{\"kind\":\"");
-	jw_put_lit(w, kind);
-	jw_put_lit(w, "\",\"partition\":");
-	jw_put_u64(w, p);
-}
-
-static void put_hash_field(struct jw *w, const char *key, uint64_t h)
-{
-	jw_put_lit(w, key);
-	jw_put_hash(w, h);
-}
-
-static void put_u64_field(struct jw *w, const char *key, uint64_t v)
-{
-	jw_put_lit(w, key);
-	jw_put_u64(w, v);
-}
-
-static void dump_ehash(struct kv_out *o, uint32_t p, uint64_t ehash, uint64_t chain)
-{
-	struct jw w;
-	jw_begin(&w, o);
-	put_kind_partition(&w, "engine_hash", p);
-	put_hash_field(&w, ",\"hash\":", ehash);
-	put_hash_field(&w, ",\"chain\":", chain);
-	jw_put_lit(&w, "}\n");
-	jw_end(&w);
-}
-
-/* A partition's engine hashes in engine-hash order, those naming blocks and
- * the stale ones merged. */
-static void dump_ehashes(const struct kv_snap *s, uint32_t p, struct kv_out *o)
-{
-	const struct kv_snap_partition *rp = &s->partitions[p];
-	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
-	uint64_t i = r->first, j = st->first;
-	while (i < r->first + r->count || j < st->first + st->count) {
-		if (j == st->first + st->count || (i < r->first + r->count && s->ehashes[i] < s->stale[j].ehash)) {
-			dump_ehash(o, p, s->ehashes[i], kv_snap_named_chain(s, p, i));
-			i++;
-		} else {
-			dump_ehash(o, p, s->stale[j].ehash, s->stale[j].chain);
-			j++;
-		}
-	}
-}
-
-static void dump_content(const struct kv_snap *s, uint32_t p, struct kv_out *o)
-{
-	const struct kv_snap_range *r = &s->partitions[p].r[KV_RANGE_CONTENT];
-	for (uint64_t i = r->first; i < r->first + r->count; i++) {
-		const struct kv_snap_content *c = &s->content[i];
-		struct jw w;
-		jw_begin(&w, o);
-		put_kind_partition(&w, "content", p);
-		put_hash_field(&w, ",\"chain\":", c->chain);
-		put_hash_field(&w, ",\"parent\":", c->parent);
-		put_hash_field(&w, ",\"local\":", c->local);
-		put_u64_field(&w, ",\"t\":", c->t);
-		jw_put_lit(&w, "}\n");
-		jw_end(&w);
-	}
-}
-
-static void dump_meta(const struct kv_snap *s, struct kv_out *o)
-{
-	struct jw w;
-	jw_begin(&w, o);
-	put_u64_field(&w, "{\"kind\":\"meta\",\"version\":", KV_SNAP_VERSION);
-	put_u64_field(&w, ",\"now_ns\":", s->meta->now_ns);
-	put_u64_field(&w, ",\"partitions\":", s->npartitions);
-	put_u64_field(&w, ",\"workers\":", s->nworkers);
-	put_u64_field(&w, ",\"blocks\":", s->nblocks);
-	put_u64_field(&w, ",\"holdings\":", kv_snap_holdings(s));
-	put_u64_field(&w, ",\"engine_hashes\":", s->nehashes + s->nstale);
-	put_u64_field(&w, ",\"pending\":", s->npending);
-	jw_put_lit(&w, "}\n");
-	jw_end(&w);
-}
-
-static void dump_partition(const struct kv_snap *s, const struct kv_snap_partition *rp, struct kv_out *o)
-{
-	struct jw w;
-	jw_begin(&w, o);
-	jw_put_lit(&w, "{\"kind\":\"partition\",\"model\":");
-	put_snap_str(&w, s, rp->model);
-	jw_put_lit(&w, ",\"tenant\":");
-	put_snap_str(&w, s, rp->tenant);
-	put_u64_field(&w, ",\"block_size\":", rp->block_size);
-	put_u64_field(&w, ",\"blocks\":", rp->r[KV_RANGE_BLOCKS].count);
-	jw_put_lit(&w, "}\n");
-	jw_end(&w);
-}
-
-static void dump_worker(const struct kv_snap *s, const struct kv_snap_worker *wk, struct kv_out *o)
-{
-	struct jw w;
-	jw_begin(&w, o);
-	jw_put_lit(&w, "{\"kind\":\"worker\",\"instance_id\":");
-	put_snap_str(&w, s, wk->instance_id);
-	if (wk->flags & 2)
-		jw_put_lit(&w, ",\"pool\":true,\"dp_rank\":null");
-	else
-		put_u64_field(&w, ",\"dp_rank\":", wk->dp_rank);
-	jw_put_lit(&w, ",\"host\":");
-	put_snap_str(&w, s, wk->host);
-	if (wk->partition)
-		put_u64_field(&w, ",\"partition\":", wk->partition - 1);
-	jw_put_lit(&w, wk->flags & 1 ? ",\"inferred\":true}\n" : ",\"inferred\":false}\n");
-	jw_end(&w);
-}
-
-static void dump_offload(const struct kv_snap_offload *f, struct kv_out *o)
-{
-	struct jw w;
-	jw_begin(&w, o);
-	put_kind_partition(&w, "offload", f->partition);
-	put_hash_field(&w, ",\"hash\":", f->ehash);
-	put_hash_field(&w, ",\"chain\":", f->chain);
-	put_u64_field(&w, ",\"t\":", f->t);
-	jw_put_lit(&w, "}\n");
-	jw_end(&w);
-}
-
-static void dump_pending(const struct kv_snap *s, const struct kv_snap_pending *p, struct kv_out *o)
-{
-	struct jw w;
-	jw_begin(&w, o);
-	put_kind_partition(&w, "pending", p->partition);
-	put_hash_field(&w, ",\"hash\":", p->ehash);
-	jw_put_char(&w, ',');
-	put_who(&w, s, &s->workers[p->worker]);
-	jw_put_lit(&w, ",\"medium\":\"");
-	jw_put_lit(&w, kv_medium_name((enum kv_medium)p->medium));
-	jw_put_char(&w, '"');
-	put_u64_field(&w, ",\"t\":", p->t);
-	jw_put_lit(&w, "}\n");
-	jw_end(&w);
-}
-
-static void dump_source(const struct kv_snap *s, const struct kv_snap_source *r, struct kv_out *o)
-{
-	struct jw w;
-	jw_begin(&w, o);
-	jw_put_lit(&w, "{\"kind\":\"source\",\"src\":");
-	put_snap_str(&w, s, r->src);
-	jw_put_lit(&w, ",\"last_seq\":");
-	if (r->seen)
-		jw_put_u64(&w, r->last_seq);
-	else
-		jw_put_lit(&w, "null");
-	put_u64_field(&w, ",\"batches\":", r->batches);
-	put_u64_field(&w, ",\"last_recv_ns\":", r->last_recv_ns);
-	put_u64_field(&w, ",\"gaps\":", r->gaps);
-	put_u64_field(&w, ",\"restarts\":", r->restarts);
-	jw_put_lit(&w, "}\n");
-	jw_end(&w);
-}
-
-static void dump_stream(const struct kv_snap *s, struct kv_out *o)
-{
-	struct jw w;
-	jw_begin(&w, o);
-	put_u64_field(&w, "{\"kind\":\"stream\",\"last_seq\":", s->stream->last_seq);
-	if (s->stream_id) {
-		jw_put_lit(&w, ",\"stream\":");
-		put_snap_str(&w, s, s->stream_id->name);
-		put_u64_field(&w, ",\"created_ns\":", s->stream_id->created_ns);
-	}
-	jw_put_lit(&w, "}\n");
-	jw_end(&w);
-}
-
-/* One JSON line per record (kvsnap(5), kvmatch --dump), each written whole. */
-void kv_snap_dump(const struct kv_snap *s, struct kv_out *o)
-{
-	dump_meta(s, o);
-	for (size_t p = 0; p < s->npartitions; p++)
-		dump_partition(s, &s->partitions[p], o);
-	for (size_t i = 0; i < s->nworkers; i++)
-		dump_worker(s, &s->workers[i], o);
-	dump_blocks(s, o);
-	for (size_t p = 0; p < s->npartitions; p++)
-		dump_ehashes(s, (uint32_t)p, o);
-	for (size_t p = 0; p < s->npartitions; p++)
-		dump_content(s, (uint32_t)p, o);
-	for (size_t i = 0; i < s->noffload; i++)
-		dump_offload(&s->offload[i], o);
-	for (size_t i = 0; i < s->npending; i++)
-		dump_pending(s, &s->pending[i], o);
-	for (size_t i = 0; i < s->nsources; i++)
-		dump_source(s, &s->sources[i], o);
-	if (s->stream)
-		dump_stream(s, o);
 }
