@@ -202,7 +202,10 @@ sys.stdout.write(r[:-1] + " " * (n - len(r)) + "}\n")' "$@"
 	run --separate-stderr bash -c "head -c $((256 * MiB)) /dev/zero | tr '\\0' ' ' | /usr/bin/time -f %M kvmatch -r - ev.jsonl"
 	assert_equal "${stderr_lines[0]}" "kvmatch: -: line 1: longer than 1048576 bytes"
 	assert_equal "${stderr_lines[1]}" "kvmatch: -: line 2: beyond the first 67108864 bytes: a registrations file is at most 64 MiB"
-	[ "${stderr_lines[-1]}" -lt 32000 ]
+	# the buffer of the line skipped grows to twice the longest line it may
+	# return, no further (it grew to 8 MiB, 5.9 MB of memory, for a while)
+	if [ "${KVTOOLS_SAN:-}" = 1 ]; then limit=32000; else limit=5000; fi
+	[ "${stderr_lines[-1]}" -lt "$limit" ] || fail "peak ${stderr_lines[-1]} KiB"
 }
 
 @test "registrations: 64 MiB are read, one byte more is refused; after 100 bad lines the rest is not read; a device or \`yes\` ends there" {

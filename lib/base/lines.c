@@ -10,7 +10,9 @@
  * once a buffer-full, not once a read (with a buffer of one read, a 12,000-
  * token line was moved about once for every three read).  It grows to
  * SPACIOUS when what it moves is a quarter of it (lines of 100,000 tokens
- * are 600 KB), and beyond only as far as a line needs. */
+ * are 600 KB), but not past twice the longest line it may return: a line
+ * too long is skipped in a buffer of that size, as before; beyond only as
+ * far as a line needs. */
 #define CHUNK ((size_t)256 << 10)
 #define START (4 * CHUNK)
 #define SPACIOUS ((size_t)16 << 20)
@@ -56,7 +58,7 @@ static void make_room(struct kv_lines *l)
 		l->len = keep;
 		l->pos = 0;
 	}
-	if (l->cap - l->len < CHUNK || (keep > l->cap / 4 && l->cap < SPACIOUS)) {
+	if (l->cap - l->len < CHUNK || (keep > l->cap / 4 && l->cap < SPACIOUS && l->cap < 2 * l->max_line)) {
 		l->cap *= 2;
 		l->buf = kv_xrealloc(l->buf, l->cap + 1);
 	}
