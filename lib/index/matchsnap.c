@@ -78,7 +78,10 @@ static void save_pending(const struct kv_match *m, struct kv_snap_writer *w)
 static int by_source_name(const void *x, const void *y, void *ctx)
 {
 	const struct kv_srcstats *s = ctx;
-	return strcmp(s->v[*(const uint32_t *)x].src, s->v[*(const uint32_t *)y].src);
+	const struct kv_srcstat *a = &s->v[*(const uint32_t *)x], *b = &s->v[*(const uint32_t *)y];
+	/* bytewise over the whole name, as the loader checks (source_after) */
+	int c = memcmp(a->src, b->src, a->src_len < b->src_len ? a->src_len : b->src_len);
+	return c ? c : (a->src_len > b->src_len) - (a->src_len < b->src_len);
 }
 
 static void save_sources(const struct kv_match *m, struct kv_snap_writer *w)
@@ -94,7 +97,7 @@ static void save_sources(const struct kv_match *m, struct kv_snap_writer *w)
 		const struct kv_srcstat *st = &m->sources.v[order[i]];
 		/* the record its next event lines may continue (kv_match_record) */
 		uint32_t last_record = st->rec == KV_REC_BATCH ? 1 : st->rec == KV_REC_BAD ? 2 : 0;
-		struct kv_snap_source r = { kv_snapw_string(w, st->src), st->seq.seen, last_record,
+		struct kv_snap_source r = { kv_snapw_string_n(w, st->src, st->src_len), st->seq.seen, last_record,
 					    st->seq.last, st->seq.gaps, st->seq.missing, st->seq.restarts, st->batches,
 					    st->last_recv_ns };
 		kv_snapw_add(w, KV_SEC_SOURCES, &r, 1);

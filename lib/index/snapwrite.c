@@ -57,8 +57,12 @@ uint64_t kv_snapw_records(const struct kv_snap_writer *w, enum kv_snap_section s
 
 struct kv_snap_str kv_snapw_string(struct kv_snap_writer *w, const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
-	return (struct kv_snap_str){ (uint32_t)buf_add(&w->sec[KV_SEC_STRINGS], s ? s : "", n), (uint32_t)n };
+	return kv_snapw_string_n(w, s ? s : "", s ? strlen(s) : 0);
+}
+
+struct kv_snap_str kv_snapw_string_n(struct kv_snap_writer *w, const char *s, size_t n)
+{
+	return (struct kv_snap_str){ (uint32_t)buf_add(&w->sec[KV_SEC_STRINGS], s, n), (uint32_t)n };
 }
 
 static struct kv_snap_range *range_of(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind)

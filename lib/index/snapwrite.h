@@ -50,6 +50,9 @@ static inline void kv_snapw_add(struct kv_snap_writer *w, enum kv_snap_section s
 uint64_t kv_snapw_records(const struct kv_snap_writer *w, enum kv_snap_section sec);
 /* A string (NULL: the empty one) added to the strings. */
 struct kv_snap_str kv_snapw_string(struct kv_snap_writer *w, const char *s);
+/* A name of n bytes, NUL bytes included: a source read from a capture is
+ * its bytes, and cut at a NUL two sources would be written as one. */
+struct kv_snap_str kv_snapw_string_n(struct kv_snap_writer *w, const char *s, size_t n);
 /* Partition k's range of a kind: the records added to its section between
  * the two calls (the partition record k is in PARTITIONS already). */
 void kv_snapw_range_begin(struct kv_snap_writer *w, uint32_t k, enum kv_snap_range_kind kind);
