@@ -32,6 +32,24 @@ static bool insertion_within(uint64_t *k, uint32_t *v, size_t n, size_t budget)
 	return true;
 }
 
+/* Where each key's digit at `shift` starts in the pass's output, in count;
+ * false when every key has the same digit, and the pass would move nothing. */
+static bool digit_starts(const uint64_t *ks, size_t n, unsigned shift, size_t *count)
+{
+	memset(count, 0, BUCKETS * sizeof *count);
+	for (size_t i = 0; i < n; i++)
+		count[(ks[i] >> shift) & (BUCKETS - 1)]++;
+	if (count[(ks[0] >> shift) & (BUCKETS - 1)] == n)
+		return false;
+	size_t sum = 0;
+	for (size_t b = 0; b < BUCKETS; b++) {
+		size_t c = count[b];
+		count[b] = sum;
+		sum += c;
+	}
+	return true;
+}
+
 /* Stable LSD passes over the digits from bit `from` up: keys and vals end
  * sorted by those bits. */
 static void radix_from(uint64_t *keys, uint32_t *vals, size_t n, unsigned from)
@@ -42,18 +60,8 @@ static void radix_from(uint64_t *keys, uint32_t *vals, size_t n, unsigned from)
 	uint32_t *vs = vals, *vd = v2;
 	size_t *count = kv_xmalloc(BUCKETS * sizeof *count);
 	for (unsigned shift = from; shift < 64; shift += DIGIT) {
-		memset(count, 0, BUCKETS * sizeof *count);
-		for (size_t i = 0; i < n; i++)
-			count[(ks[i] >> shift) & (BUCKETS - 1)]++;
-		/* A digit where every key agrees moves nothing: skip the pass. */
-		if (count[(ks[0] >> shift) & (BUCKETS - 1)] == n)
+		if (!digit_starts(ks, n, shift, count))
 			continue;
-		size_t sum = 0;
-		for (size_t b = 0; b < BUCKETS; b++) {
-			size_t c = count[b];
-			count[b] = sum;
-			sum += c;
-		}
 		for (size_t i = 0; i < n; i++) {
 			size_t at = count[(ks[i] >> shift) & (BUCKETS - 1)]++;
 			kd[at] = ks[i];
@@ -112,17 +120,8 @@ static void radix_numbers(uint64_t *v, size_t n, unsigned bits)
 	uint64_t *tmp = kv_xmalloc(n * sizeof *tmp), *src = v, *dst = tmp;
 	size_t *count = kv_xmalloc(BUCKETS * sizeof *count);
 	for (unsigned shift = 0; shift < bits; shift += DIGIT) {
-		memset(count, 0, BUCKETS * sizeof *count);
-		for (size_t i = 0; i < n; i++)
-			count[(src[i] >> shift) & (BUCKETS - 1)]++;
-		if (count[(src[0] >> shift) & (BUCKETS - 1)] == n)
+		if (!digit_starts(src, n, shift, count))
 			continue;
-		size_t sum = 0;
-		for (size_t b = 0; b < BUCKETS; b++) {
-			size_t c = count[b];
-			count[b] = sum;
-			sum += c;
-		}
 		for (size_t i = 0; i < n; i++)
 			dst[count[(src[i] >> shift) & (BUCKETS - 1)]++] = src[i];
 		uint64_t *t = src;
