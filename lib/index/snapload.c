@@ -299,6 +299,8 @@ struct block_scan {
 	const struct kv_snap_partition *parts;
 	size_t np, p;                    /* p: the partition of the last piece */
 	uint64_t *order_bad, *set_bad;
+	uint64_t *set_next;              /* the partition's next set not yet met */
+	uint64_t *number_bad;            /* the first block with a set numbered out of turn */
 	struct kv_snap *dirs;            /* whose directories are counted (NULL: none) */
 	bool on;
 };
@@ -345,9 +347,10 @@ static void dir_free(uint32_t *d, unsigned bits)
 static void scan_begin(struct block_scan *sc, const struct kv_snap_partition *parts, size_t np, struct kv_snap *dirs)
 {
 	*sc = (struct block_scan){ parts, np, 0, kv_xmalloc((np + 1) * sizeof *sc->order_bad),
-				   kv_xmalloc((np + 1) * sizeof *sc->set_bad), dirs, true };
+				   kv_xmalloc((np + 1) * sizeof *sc->set_bad), kv_xcalloc(np + 1, sizeof *sc->set_next),
+				   kv_xmalloc((np + 1) * sizeof *sc->number_bad), dirs, true };
 	for (size_t p = 0; p < np; p++)
-		sc->order_bad[p] = sc->set_bad[p] = parts[p].r[KV_RANGE_BLOCKS].count;
+		sc->order_bad[p] = sc->set_bad[p] = sc->number_bad[p] = parts[p].r[KV_RANGE_BLOCKS].count;
 	if (!dirs)
 		return;
 	dirs->dir = kv_xcalloc(np + 1, sizeof *dirs->dir);
@@ -364,6 +367,8 @@ static void scan_end(struct block_scan *sc)
 {
 	free(sc->order_bad);
 	free(sc->set_bad);
+	free(sc->set_next);
+	free(sc->number_bad);
 	memset(sc, 0, sizeof *sc);
 }
 
@@ -424,18 +429,34 @@ static void scan_chains(struct block_scan *sc, const uint64_t *c, uint64_t lo, u
 	}
 }
 
-/* Sets [lo, hi) of the column set. */
+/* Sets [lo, hi) of the column set: each of its partition's, and numbered
+ * as writers number them, in the order the blocks (in chain order) first
+ * have them: a block's set is one met before or the next.  The numbering
+ * rides on the range test's pass (one compare a block), so that a file
+ * whose equal state could be written in other bytes is refused at no cost
+ * of a pass of its own. */
 static void scan_sets(struct block_scan *sc, const uint32_t *set, uint64_t lo, uint64_t hi)
 {
 	while (lo < hi) {
 		const struct kv_snap_range *r = scan_partition(sc, lo), *sets = &sc->parts[sc->p].r[KV_RANGE_SETS];
 		uint64_t end = r->first + r->count < hi ? r->first + r->count : hi, first = sets->first, count = sets->count;
-		bool out = false;
-		for (uint64_t i = lo; i < end; i++)
-			out |= (uint64_t)set[i] - first >= count;
-		for (uint64_t i = lo; out && i < end; i++)
-			if ((uint64_t)set[i] - first >= count && sc->set_bad[sc->p] == r->count)
+		uint64_t next = sc->set_next[sc->p], was = next;
+		bool out = false, skipped = false;
+		for (uint64_t i = lo; i < end; i++) {
+			uint64_t k = (uint64_t)set[i] - first;
+			out |= k >= count;
+			skipped |= k > next;
+			next += k == next;
+		}
+		for (uint64_t i = lo; (out || skipped) && i < end; i++) {
+			uint64_t k = (uint64_t)set[i] - first;
+			if (k >= count && sc->set_bad[sc->p] == r->count)
 				sc->set_bad[sc->p] = i - r->first;
+			if (k > was && sc->number_bad[sc->p] == r->count)
+				sc->number_bad[sc->p] = i - r->first;
+			was += k == was;
+		}
+		sc->set_next[sc->p] = next;
 		lo = end;
 	}
 }
@@ -446,11 +467,17 @@ static void scan_sets(struct block_scan *sc, const uint32_t *set, uint64_t lo, u
 static bool check_blocks(const struct block_scan *sc, size_t p, struct kv_err *e)
 {
 	const struct kv_snap_range *r = &sc->parts[p].r[KV_RANGE_BLOCKS];
-	uint64_t order = sc->order_bad[p], set = sc->set_bad[p];
-	if (order < r->count && order <= set)
+	uint64_t order = sc->order_bad[p], set = sc->set_bad[p], number = sc->number_bad[p];
+	if (order < r->count && order <= set && order <= number)
 		return kv_err_set(e, KV_EX_DATAERR, "block %llu: blocks out of order", ((unsigned long long)r->first + order));
-	if (set < r->count)
+	if (set < r->count && set <= number)
 		return kv_err_set(e, KV_EX_DATAERR, "block %llu: set out of its partition's", ((unsigned long long)r->first + set));
+	if (number < r->count)
+		return kv_err_set(e, KV_EX_DATAERR, "block %llu: set numbered out of block order",
+				  ((unsigned long long)r->first + number));
+	if (sc->set_next[p] != sc->parts[p].r[KV_RANGE_SETS].count)
+		return kv_err_set(e, KV_EX_DATAERR, "partition %zu: set %llu held by no block", p,
+				  (unsigned long long)(sc->parts[p].r[KV_RANGE_SETS].first + sc->set_next[p]));
 	return true;
 }
 

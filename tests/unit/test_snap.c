@@ -665,7 +665,7 @@ static const char *damage(int k, struct kv_snap *s, char *msg, size_t n)
 	case 0: chain[1] = chain[0]; return "block 1: blocks out of order";
 	case 1: chain[1] = chain[0] + 1; return NULL;
 	case 2: bset[0] = nsets; return "block 0: set out of its partition's";
-	case 3: bset[0] = nsets - 1; return NULL;
+	case 3: bset[0] = nsets - 1; return "block 0: set numbered out of block order";
 	case 4: parent[j] = nblocks; snprintf(msg, n, "block %zu: parent out of bounds", j); return msg;
 	case 5: parent[j] = KV_SNAP_PARENT_ROOT - 1; snprintf(msg, n, "block %zu: parent out of bounds", j); return msg;
 	case 6: parent[j] = KV_SNAP_PARENT_ROOT; return NULL;
@@ -720,6 +720,10 @@ static const char *damage(int k, struct kv_snap *s, char *msg, size_t n)
 	case 51: src[1].src = src[0].src; return "source 1: out of order or repeated";
 	case 52: { struct kv_snap_source x = src[1]; src[1] = src[2], src[2] = x; }
 		return "source 2: out of order or repeated";
+	/* partition 0's blocks have sets 0 to 3, one each, in chain order */
+	case 53: bset[1] = 2, bset[2] = 1; return "block 1: set numbered out of block order";
+	case 54: bset[3] = bset[2]; return "partition 0: set 3 held by no block";
+	case 55: bset[2] = bset[1]; return "block 3: set numbered out of block order";
 	default: return "";
 	}
 }
@@ -773,7 +777,7 @@ static void load_refuses_each_fault_at_its_boundary(void)
 	free(good);
 	free_state(&s);
 	ASSERT(wrong < 0);
-	ASSERT_EQ_U64(k, 53);
+	ASSERT_EQ_U64(k, 56);
 }
 
 /* What kvmatch -i, kvquery and kvnats --after tell the user: `PATH: why`,
