@@ -262,6 +262,18 @@ print(json.dumps({"src": "tcp://10.0.0.5:5557", "recv_ns": 1000000000, "seq": 1,
 	assert_equal "$(kvmatch --dump idx.kvsnap | grep '"kind":"block"')" "$(kvmatch --dump truth.kvsnap | grep '"kind":"block"')"
 }
 
+@test "rule: in kvgen, a run that starts after a request's first block hits has that block as its parent (kvgen(1) \"A request\")" {
+	# request 2 hits block 1 (hash_id 1) and stores its block 2 (hash_id 3) from there
+	printf '%s\n' '{"timestamp": 0, "input_length": 1024, "hash_ids": [1, 2]}' \
+		'{"timestamp": 1, "input_length": 1024, "hash_ids": [1, 3]}' > t.jsonl
+	run --separate-stderr kvgen -q --workers 1 --dp 1 --block-size 512 --capacity 8 -o cap.kvcap t.jsonl
+	assert_success
+	kvdecode cap.kvcap | jq -c 'select(.type == "stored") | [.block_hashes, .parent]' > stored
+	assert_equal "$(wc -l < stored)" 2
+	b1=$(sed -n 1p stored | jq -r '.[0][0]')
+	assert_equal "$(sed -n 2p stored | jq -c '[(.[0] | length), .[1]]')" "[1,\"$b1\"]"
+}
+
 @test "rule: vLLM's event tags are matched whole; a pool event's type is a word its event_type contains (kvdecode(1) \"Publishers\")" {
 	j2mp > in.kvcap <<<'[1.0, [["AllBlocks"], ["BlockStoredX", [1], null, [1,2], 2], ["blockremoved", [1]], ["BlockRemoved", [2]], ["AllBlocksCleared"]]]'
 	run --separate-stderr kvdecode -v in.kvcap
