@@ -23,6 +23,7 @@
 #include "decode/source.h"
 #include "index/statelog.h"
 #include "base/util.h"
+#include "base/utf8.h"
 #include "index/workers.h"
 
 static const char usage[] =
@@ -340,27 +341,30 @@ static void stream_begins(void *arg, const struct kv_batch *b, enum kv_stream_ve
 	struct run *r = arg;
 	const struct kv_cap_stream *st = b->stream;
 	struct kv_stream_reached was = *reached;
-	char at[600], when[KV_UTC_NS_LEN], then[KV_UTC_NS_LEN];
+	char at[600], when[KV_UTC_NS_LEN], then[KV_UTC_NS_LEN], name[256], reached_name[256];
 	position_reached(r, was.position, at, sizeof at);
+	/* a name's every byte shown, a NUL among them as any control is */
+	kv_printable(name, sizeof name, st->name, st->name_len);
+	kv_printable(reached_name, sizeof reached_name, was.stream ? was.stream : "", was.stream_len);
 	kv_progress_hide(&r->progress);
 	if (v == KV_STREAM_OTHER) {
 		r->status = kv_status_merge(r->status, KV_EX_DATAERR);
 		kv_source_skip_input(r->src);
 		if (!r->o->quiet)
-			kv_warn("%s: stream %.*s created %s is not stream %s created %s, of %s: the positions of two "
+			kv_warn("%s: stream %s created %s is not stream %s created %s, of %s: the positions of two "
 				"streams are not comparable; the rest of this input is not read", b->file,
-				(int)st->name_len, st->name, kv_utc_ns(st->created_ns, when), was.stream,
+				name, kv_utc_ns(st->created_ns, when), reached_name,
 				kv_utc_ns(was.created_ns, then), at);
 	} else if (v == KV_STREAM_GAP) {
 		r->status = kv_status_merge(r->status, KV_EX_DATAERR);
 		if (!r->o->quiet)
-			kv_warn("%s: stream %.*s: this input starts after message %" PRIu64 ", not after %s: messages %"
+			kv_warn("%s: stream %s: this input starts after message %" PRIu64 ", not after %s: messages %"
 				PRIu64 " to %" PRIu64 " are missing (kvnats -C --after SNAPSHOT starts right after a "
-				"snapshot's position)", b->file, (int)st->name_len, st->name, st->after, at,
+				"snapshot's position)", b->file, name, st->after, at,
 				was.position + 1, st->after);
 	} else if (v == KV_STREAM_UNCHECKED && !r->o->quiet) {
-		kv_warn("%s: stream %.*s: %s names no stream (an older kvmatch wrote it): that this input continues "
-			"it is not checked", b->file, (int)st->name_len, st->name, at);
+		kv_warn("%s: stream %s: %s names no stream (an older kvmatch wrote it): that this input continues "
+			"it is not checked", b->file, name, at);
 	}
 }
 

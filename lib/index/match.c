@@ -581,15 +581,18 @@ bool kv_match_stream_duplicate(struct kv_match *m, const struct kv_wire_ctx *ctx
 void kv_match_set_stream(struct kv_match *m, const char *name, size_t len, uint64_t created_ns)
 {
 	free(m->stream);
-	m->stream = kv_xstrndup(name, len);
+	m->stream = kv_xmalloc(len + 1);
+	memcpy(m->stream, name, len);
+	m->stream[len] = 0;
+	m->stream_len = len;
 	m->stream_created = created_ns;
 }
 
 enum kv_stream_verdict kv_match_stream_begins(struct kv_match *m, const struct kv_cap_stream *st,
 					      struct kv_stream_reached *reached)
 {
-	*reached = (struct kv_stream_reached){ m->stream, m->stream_created, m->position };
-	bool same = m->stream && strlen(m->stream) == st->name_len && memcmp(m->stream, st->name, st->name_len) == 0 &&
+	*reached = (struct kv_stream_reached){ m->stream, m->stream_len, m->stream_created, m->position };
+	bool same = m->stream && m->stream_len == st->name_len && memcmp(m->stream, st->name, st->name_len) == 0 &&
 		    m->stream_created == st->created_ns;
 	if (!m->has_position) {
 		/* no position yet: nothing to compare, the stream is this one */

@@ -126,7 +126,8 @@ enum kv_stream_verdict {
 /* The position reached and its stream, for what is said about a verdict
  * (valid until the matcher next changes them). */
 struct kv_stream_reached {
-	const char *stream;       /* NULL: not named */
+	const char *stream;       /* NULL: not named; stream_len bytes, a NUL among them maybe */
+	size_t stream_len;
 	uint64_t created_ns;
 	uint64_t position;
 };

@@ -120,7 +120,7 @@ void kv_match_save(const struct kv_match *m, struct kv_snap_writer *w)
 		struct kv_snap_stream st = { m->position, 0 };
 		kv_snapw_add(w, KV_SEC_STREAM, &st, 1);
 		if (m->stream) {
-			struct kv_snap_stream_id id = { kv_snapw_string(w, m->stream), m->stream_created };
+			struct kv_snap_stream_id id = { kv_snapw_string_n(w, m->stream, m->stream_len), m->stream_created };
 			kv_snapw_add(w, KV_SEC_STREAM_ID, &id, 1);
 		}
 	}

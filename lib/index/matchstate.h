@@ -54,8 +54,9 @@ struct kv_match {
 	uint64_t now;                    /* event time: the largest recv_ns taken (see record_time) */
 	bool has_position;               /* input came from a JetStream stream (kvnats -C): ... */
 	uint64_t position;               /* ... the sequence of its last record there */
-	char *stream;                    /* ... and that stream's name and creation time, when a header */
-	uint64_t stream_created;         /*     named it (NULL: not known) */
+	char *stream;                    /* ... and that stream's name (its bytes, NUL included, stream_len of */
+	size_t stream_len;               /*     them) and creation time, when a header named it (NULL: not */
+	uint64_t stream_created;         /*     known) */
 	uint64_t next_sweep;
 	uint64_t jump_ns;                /* recv_ns of the last record if it was suspect, else 0 */
 	struct kv_srcstats sources;      /* last seq per source, gaps, restarts, evidence for --diagnose */

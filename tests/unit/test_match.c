@@ -19,6 +19,7 @@
 
 #include "base/out.h"
 #include "decode/evjson.h"
+#include "decode/kvcap.h"
 #include "decode/wire.h"
 #include "index/blockhash.h"
 #include "index/index.h"
@@ -1331,6 +1332,26 @@ static void stream_position_reached_is_a_duplicate(void)
 	rig_close(&g);
 }
 
+/* A stream's name is its bytes, a NUL among them included: a header naming
+ * "s\0x" continues "s\0x", not "s" (a name cut at the NUL made the same
+ * stream's next input another stream's, and "s" the same as "s\0x"). */
+static void stream_names_compared_whole(void)
+{
+	struct rig g;
+	rig_open(&g, defaults());
+	struct kv_cap_stream st = { "s\0x", 3, 5, 0 }, cut = { "s", 1, 5, 7 };
+	struct kv_stream_reached was;
+	ASSERT(kv_match_stream_begins(g.m, &st, &was) == KV_STREAM_OK);
+	struct kv_wire_ctx ctx = { .src = { E0, strlen(E0) }, .recv_ns = S(100), .has_position = true, .position = 7 };
+	ASSERT(!kv_match_stream_duplicate(g.m, &ctx, 1));
+	st.after = 7;
+	ASSERT(kv_match_stream_begins(g.m, &st, &was) == KV_STREAM_OK);
+	ASSERT_EQ_U64(was.stream_len, 3);
+	ASSERT(memcmp(was.stream, "s\0x", 3) == 0);
+	ASSERT(kv_match_stream_begins(g.m, &cut, &was) == KV_STREAM_OTHER);
+	rig_close(&g);
+}
+
 /* ---- resuming ---------------------------------------------------------------- */
 
 /* At 150 s: a/0 holds blocks 0 and 1 and releases 1 (0xb: content until
@@ -1455,6 +1476,7 @@ int main(void)
 	RUN(event_time_moves_forward_within_the_longest_ttl);
 	RUN(replayed_batch_already_applied_is_dropped);
 	RUN(stream_position_reached_is_a_duplicate);
+	RUN(stream_names_compared_whole);
 	RUN(resumed_run_keeps_every_deadline);
 	return unit_done();
 }
