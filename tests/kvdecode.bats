@@ -302,8 +302,8 @@ kvdecode: tcp://10.0.0.5:5557: 3 batches, 2 events (vllm: 1 stored, 0 removed, 0
 
 @test "a negative block_size is refused in vLLM and pool events alike, with a message" {
 	decode_lines <<-'EOF'
-	[1.0, [["BlockStored", [1], null, [1, 2], -2], ["BlockRemoved", [9]]]]
-	{"events": [{"type": "BlockStored", "block_hashes": ["0xbb"], "backend_id": "10.0.0.1", "block_size": -4}, {"type": "BlockRemoved", "block_hashes": ["0xcc"]}]}
+	[1.0, [["BlockStored", [1], null, [1, 2], -1], ["BlockRemoved", [9]]]]
+	{"events": [{"type": "BlockStored", "block_hashes": ["0xbb"], "backend_id": "10.0.0.1", "block_size": -1}, {"type": "BlockRemoved", "block_hashes": ["0xcc"]}]}
 	EOF
 	assert_equal "$status" 65
 	assert_equal "$(jq -c '.block_hashes' <<<"$output" | tr '\n' ' ')" '["0x0000000000000009"] ["0x00000000000000cc"] '
