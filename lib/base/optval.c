@@ -16,7 +16,7 @@ const char *kv_name_flaw(const char *s, size_t n)
 		size_t len = kv_utf8_len(u + i, n - i);
 		if (len == 0)
 			return "not UTF-8";
-		if ((len == 1 && (u[i] < 0x20 || u[i] == 0x7f)) || (len == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0))
+		if (kv_utf8_is_control(u + i, len))
 			return "a control character";
 		i += len;
 	}

@@ -33,6 +33,11 @@ size_t kv_utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+bool kv_utf8_is_control(const unsigned char *s, size_t len)
+{
+	return len == 1 ? s[0] < 0x20 || s[0] == 0x7f : len == 2 && s[0] == 0xc2 && s[1] < 0xa0;
+}
+
 size_t kv_printable(char *dst, size_t size, const char *src, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)src;
@@ -41,8 +46,7 @@ size_t kv_printable(char *dst, size_t size, const char *src, size_t n)
 		return 0;
 	for (size_t i = 0; i < n && out < size - 1;) {
 		size_t len = kv_utf8_len(s + i, n - i);
-		bool control = len == 1 ? s[i] < 0x20 || s[i] == 0x7f : len == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0;
-		if (len == 0 || control || out + len > size - 1) {
+		if (len == 0 || kv_utf8_is_control(s + i, len) || out + len > size - 1) {
 			dst[out++] = '?';
 			i += len ? len : 1;
 			continue;
