@@ -131,6 +131,26 @@ confirmed - m ab/0"
 	assert_output '{"default":{}}'
 }
 
+@test "rule: a query's empty lora_name, cache_salt or instance_id is as if absent; an empty model or tenant_id is a name no partition has (kvquery(1) \"Queries\")" {
+	kvmatch -q -r "$ROOT/share/registrations.jsonl" --log none -o s.kvsnap "$ROOT/share/sample.kvcap"
+	head -n 1 "$ROOT/share/queries.jsonl" > q.jsonl
+	for api in conductor mooncake; do
+		kvquery -s s.kvsnap --api $api q.jsonl > absent
+		assert_equal "$(jq -c '[.default | keys[]]' absent)" '["node0","node1"]'
+		for f in lora_name cache_salt instance_id; do
+			run --separate-stderr kvquery -s s.kvsnap --api $api <(jq -c --arg f "$f" '.[$f] = ""' q.jsonl)
+			assert_success
+			assert_equal "$output" "$(cat absent)"
+		done
+	done
+	for f in model tenant_id; do
+		run --separate-stderr kvquery -s s.kvsnap <(jq -c --arg f "$f" '.[$f] = ""' q.jsonl)
+		assert_equal "$status" 65
+		assert_output 'null'
+		assert_regex "$stderr" ': line 1: no such model and tenant in the snapshot'
+	done
+}
+
 @test "rule: a pool event with an empty backend_id names no target and no pool holder (kvmatch(1) \"Pool events\")" {
 	cat > r.jsonl <<-EOF
 	{"endpoint": "$E0", "type": "vLLM", "modelname": "m", "instance_id": "a", "block_size": 4, "dp_rank": 0}
