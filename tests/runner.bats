@@ -10,7 +10,7 @@ unit() {
 	chmod +x "units/$1"
 }
 
-runner() { run env KVTOOLS_TESTBIN="$T/units" KVTOOLS_VALGRIND= timeout 60 "$ROOT/tests/run" "$@"; }
+runner() { run env KVTOOLS_TESTBIN="$T/units" KVTOOLS_VALGRIND= KVTOOLS_TIMES="${KVTOOLS_TIMES:-}" timeout 60 "$ROOT/tests/run" "$@"; }
 
 @test "tests/run: a unit test running past KVTOOLS_UNIT_TIMEOUT is killed with its children and counted failed" {
 	unit test_fine 'echo "ok 1 - fine"'
@@ -76,4 +76,17 @@ not ok 1 - a ran alone
 # unit: test_b
 ok 1 - b
 1 passed, 1 failed"
+}
+
+@test "tests/run: KVTOOLS_TIMES=1 ends with each suite's wall time, longest first, before the counts" {
+	unit test_quick 'echo "ok 1 - quick"'
+	unit test_slow 'sleep 1.2; echo "ok 1 - slow"'
+	KVTOOLS_TIMES=1 runner unit
+	assert_success
+	assert_equal "${lines[4]%% *}" '#'
+	assert_regex "${lines[4]}" '^# time: test_slow [1-9][0-9]*\.[0-9] s$'
+	assert_regex "${lines[5]}" '^# time: test_quick 0\.[0-9] s$'
+	assert_equal "${lines[6]}" '2 passed, 0 failed'
+	KVTOOLS_TIMES= runner unit
+	refute_output --partial '# time:'
 }
