@@ -300,7 +300,7 @@ kvdecode: tcp://10.0.0.5:5557: 3 batches, 2 events (vllm: 1 stored, 0 removed, 0
 	assert_equal "${stderr_lines[3]}" "kvdecode: in.kvcap: record 4 (tcp://10.0.0.5:5557, seq 3): event 0: dp_rank 4294967296 is not a rank from 0 to 4294967295"
 }
 
-@test "a negative block_size is refused in vLLM and pool events alike, with a message" {
+@test "a negative block_size is refused in vLLM and pool events alike, with a message; 0 is taken" {
 	decode_lines <<-'EOF'
 	[1.0, [["BlockStored", [1], null, [1, 2], -1], ["BlockRemoved", [9]]]]
 	{"events": [{"type": "BlockStored", "block_hashes": ["0xbb"], "backend_id": "10.0.0.1", "block_size": -1}, {"type": "BlockRemoved", "block_hashes": ["0xcc"]}]}
@@ -309,6 +309,13 @@ kvdecode: tcp://10.0.0.5:5557: 3 batches, 2 events (vllm: 1 stored, 0 removed, 0
 	assert_equal "$(jq -c '.block_hashes' <<<"$output" | tr '\n' ' ')" '["0x0000000000000009"] ["0x00000000000000cc"] '
 	assert_equal "${stderr_lines[0]}" "kvdecode: in.kvcap: record 1 (tcp://10.0.0.5:5557, seq 0): event 0: block_size is negative"
 	assert_equal "${stderr_lines[1]}" "kvdecode: in.kvcap: record 2 (tcp://10.0.0.5:5557, seq 1): event 0: block_size is negative"
+	# 0, the boundary, is a block size as the engines' offload placeholders have it
+	decode_lines <<-'EOF'
+	[1.0, [["BlockStored", [1], null, [], 0]]]
+	{"events": [{"type": "BlockStored", "block_hashes": ["0xbb"], "backend_id": "10.0.0.1", "block_size": 0}]}
+	EOF
+	assert_success
+	assert_equal "$(jq -c '[.block_hashes, .block_size]' <<<"$output" | tr '\n' ' ')" '[["0x0000000000000001"],0] [["0x00000000000000bb"],0] '
 }
 
 @test "an undecodable payload is reported, counted and skipped; decoding goes on" {
