@@ -18,7 +18,7 @@ struct kv_qparser {
 	enum qkey key;
 	enum qkey list;              /* Q_TOKENS or Q_HASHES: yajl has just read that list's '[' */
 	unsigned keys_seen;          /* bit k: key k met in the object (aliases are one key) */
-	bool saw_tokens, saw_block_hashes;
+	bool saw_tokens;
 	size_t captok, caphash;
 	char *names[Q_NAMESPACE + 1]; /* the string fields, by key */
 	char msg[160];
@@ -227,9 +227,9 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t n)
 	p->keys_seen |= 1u << p->key;
 	if (p->key == Q_HASHES) {
 		p->q->by_hash = true;
-		bool local = n == strlen("block_hashes"); /* kv-conductor's local hashes; else RFC sequence hashes */
-		p->saw_block_hashes |= local;
-		p->q->by_seq |= !local;
+		/* kv-conductor's local hashes; else RFC sequence hashes (one field
+		 * under its names: block_hashes with seq_hashes is "given twice") */
+		p->q->by_seq = n != strlen("block_hashes");
 	}
 	if (p->key == Q_TOKENS)
 		p->saw_tokens = true;
@@ -442,7 +442,6 @@ bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline
 	p->depth = 0;
 	p->top_array = false;
 	p->saw_tokens = false;
-	p->saw_block_hashes = false;
 	p->key = Q_OTHER;
 	p->list = Q_OTHER;
 	p->keys_seen = 0;
@@ -472,10 +471,6 @@ bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline
 	}
 	if (!p->top_array && !p->saw_tokens && !q->by_hash) {
 		snprintf(p->msg, sizeof p->msg, "no token_ids or block_hashes");
-		return false;
-	}
-	if (q->by_seq && q->by_hash && p->saw_block_hashes) {
-		snprintf(p->msg, sizeof p->msg, "both block_hashes and seq_hashes");
 		return false;
 	}
 	if (p->saw_tokens && q->by_hash) {
