@@ -199,6 +199,28 @@ static void shared_pool_counts_anyones_cpu(void)
 	world_free(&w);
 }
 
+/* A shared pool's blocks go to the workers registered in the partition:
+ * a worker's model is its partition's name whole ("m" is not "mx"). */
+static void pool_candidates_by_whole_model(void)
+{
+	struct world w;
+	world_init(&w);
+	uint32_t mx = kv_index_partition(&w.ix, "mx", 2, "default", 7);
+	uint32_t c = kv_workers_add(&w.ws, "c", 0, "h3", false);
+	w.ws.v[0].model = strdup("m");
+	w.ws.v[c].model = strdup("mx");
+	kv_qsource_free(&w.src);   /* the source sees the workers of when it was made */
+	kv_qsource_index(&w.src, &w.ix, &w.ws);
+	size_t n;
+	const uint32_t *cand = kv_qsource_pool_candidates(&w.src, w.part, &n);
+	ASSERT_EQ_U64(n, 1);
+	ASSERT_EQ_U64(cand[0], 0);
+	cand = kv_qsource_pool_candidates(&w.src, mx, &n);
+	ASSERT_EQ_U64(n, 1);
+	ASSERT_EQ_U64(cand[0], c);
+	world_free(&w);
+}
+
 static void routing_and_ties(void)
 {
 	struct world w;
@@ -286,6 +308,7 @@ int main(void)
 	RUN(middle_segment_does_not_count);
 	RUN(other_medium_is_explained);
 	RUN(shared_pool_counts_anyones_cpu);
+	RUN(pool_candidates_by_whole_model);
 	RUN(routing_and_ties);
 	RUN(query_by_local_hashes);
 	RUN(rfc_seq_hashes);
