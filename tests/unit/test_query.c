@@ -221,6 +221,25 @@ static void pool_candidates_by_whole_model(void)
 	world_free(&w);
 }
 
+/* The workers that hold a partition's blocks are workers: a pool holder
+ * (a decoupled pool's blocks) is none of them. */
+static void partition_workers_leave_pools_out(void)
+{
+	struct world w;
+	world_init(&w);
+	uint32_t pool = kv_workers_add(&w.ws, "mooncake-daemon-0", -1, NULL, false);
+	w.ws.v[pool].pool = true;
+	hold(&w, pool, "cc");
+	hold(&w, 2, "x");
+	kv_qsource_free(&w.src);
+	kv_qsource_index(&w.src, &w.ix, &w.ws);
+	size_t n;
+	const uint32_t *ws = kv_qsource_partition_workers(&w.src, w.part, &n);
+	ASSERT_EQ_U64(n, 1);
+	ASSERT_EQ_U64(ws[0], 2);
+	world_free(&w);
+}
+
 static void routing_and_ties(void)
 {
 	struct world w;
@@ -309,6 +328,7 @@ int main(void)
 	RUN(other_medium_is_explained);
 	RUN(shared_pool_counts_anyones_cpu);
 	RUN(pool_candidates_by_whole_model);
+	RUN(partition_workers_leave_pools_out);
 	RUN(routing_and_ties);
 	RUN(query_by_local_hashes);
 	RUN(rfc_seq_hashes);
