@@ -215,3 +215,17 @@ kvnats: subject $SUBJECT: 6 records written"
 	assert_equal "$status" 64
 	assert_output --partial "--hash: 'dynamo:1' is not conductor, dynamo, rfc1403 or rfc1403:SEED"
 }
+
+@test "a Dynamo event line without a medium is xpu, as a vLLM one is (kvdecode(1) \"Media\")" {
+	kvdecode zmq.kvcap > with.jsonl
+	assert_equal "$(jq -r '.medium' with.jsonl | sort -u)" xpu
+	# sed, not jq: jq reads recv_ns as a double
+	sed 's/"medium":"xpu",//; s/"medium_raw":"[a-z]*",//' with.jsonl > without.jsonl
+	refute grep -q medium without.jsonl
+	kvmatch -q --log all -o with.kvsnap with.jsonl > with.log
+	run --separate-stderr kvmatch -q --log all -o without.kvsnap without.jsonl
+	assert_success
+	assert_equal "$(grep -c '"state":"applied","hash":"0x[0-9a-f]*","medium":"xpu"' with.log)" 11
+	assert_equal "$output" "$(cat with.log)"
+	cmp with.kvsnap without.kvsnap
+}
