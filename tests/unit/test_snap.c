@@ -991,6 +991,32 @@ static void section_checksum_damaged(void)
 	unlink(path);
 }
 
+/* The section table lists each section once, in ascending id order: an id
+ * repeated is refused as one out of order, at that entry, before anything
+ * about the repeated section's records is said. */
+static void section_table_ids_strictly_ascending(void)
+{
+	struct state s;
+	make_state(&s);
+	size_t n;
+	uint8_t *good = write_read(&s, &n), *b = malloc(n);
+	struct kv_snap snap;
+	char err[200];
+	ASSERT(check_bytes(good, n, &snap, err, sizeof err));
+	for (uint32_t at = 1; at <= 2; at++) {
+		memcpy(b, good, n);
+		memcpy(b + 32 + 32 * at, b + 32 + 32 * (at - 1), 4);   /* entry at: the id before it */
+		reseal_header(b, n);
+		ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
+		char want[64];
+		snprintf(want, sizeof want, "section table out of order at entry %u", at);
+		ASSERT_EQ_STR(err, want);
+	}
+	free(b);
+	free(good);
+	free_state(&s);
+}
+
 static uint8_t *read_file(const char *path, size_t *n)
 {
 	int fd = open(path, O_RDONLY);
@@ -1405,6 +1431,7 @@ int main(void)
 	RUN(load_and_write_failures_say_path_and_status);
 	RUN(parts_read_when_asked);
 	RUN(section_checksum_damaged);
+	RUN(section_table_ids_strictly_ascending);
 	RUN(blocks_checked_as_read);
 	RUN(large_partition_written_as_held);
 	RUN(times_checked_at_load);
