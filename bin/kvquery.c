@@ -67,7 +67,7 @@ static const char usage[] =
 	"is null) or a bad snapshot, 66 cannot open an input, 70 internal error (out of\n"
 	"memory), 74 write error.  With --against, as diff: 0 the answers agree, 1 every\n"
 	"difference explained, 2 a difference unexplained, 69 the router did not answer\n"
-	"some query.  See kvquery(1).\n";
+	"some query, 70 also libcurl not loaded.  See kvquery(1).\n";
 
 enum { OPT_MODEL = 256, OPT_TENANT, OPT_BLOCK_SIZE, OPT_ROUTE, OPT_WEIGHTS, OPT_EXPLAIN, OPT_SHARED, OPT_FORMAT,
        OPT_WATCH, OPT_TIMING, OPT_API, OPT_HASH, OPT_AGAINST, OPT_EVENTS, OPT_CONCURRENCY, OPT_RATE, OPT_TIMEOUT,
