@@ -338,6 +338,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	}
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
 	size_t nhits, nblocks;
+	kv_querier_reserve(r->q, rq.src, &rq.req); /* growth is no answer's time */
 	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
 	const struct kv_hit *hits = kv_query_run(r->q, rq.src, &rq.req, &qo, &nhits, &nblocks);
 	const struct kv_hit *route = r->o->route ? kv_query_route(hits, nhits, &r->o->weights, r->q) : NULL;
