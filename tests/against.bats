@@ -360,6 +360,20 @@ removed xpu tcp://10.0.0.1:5557 2"
 	assert_equal "$(jq -r .kind differences | sort -u)" unavailable
 }
 
+@test "a libcurl that cannot be loaded: --against stops before any query (70), the answers alone still work" {
+	D=$BATS_FILE_TMPDIR
+	mkdir lib
+	: > lib/libcurl.so.4
+	LD_LIBRARY_PATH=$PWD/lib run --separate-stderr kvquery -s "$D/sample.kvsnap" --against http://127.0.0.1:1 \
+		"$ROOT/share/queries.jsonl"
+	assert_equal "$status" 70
+	assert_output ''
+	assert_equal "$stderr" "kvquery: cannot load libcurl: $PWD/lib/libcurl.so.4: file too short"
+	LD_LIBRARY_PATH=$PWD/lib run --separate-stderr kvquery -s "$D/sample.kvsnap" "$ROOT/share/queries.jsonl"
+	assert_success
+	assert_equal "${#lines[@]}" 5
+}
+
 @test "HTTP 404, 422 and 500: reported with the router's body, never taken as an answer" {
 	D=$BATS_FILE_TMPDIR
 	start_router -r "$ROOT/share/registrations.jsonl" --events "$D/sample.jsonl"
