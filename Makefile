@@ -182,7 +182,7 @@ fuzz: $(FUZZERS)
 # .cppcheck-suppressions and .clang-tidy; any finding fails.  clang-tidy runs
 # once per file into build/lint, so `make -j2 lint` uses both cores and a
 # second run only looks at what changed.
-LINT_SRC   = $(LIB_SRC) lib/http/fetch.c lib/http/post.c lib/http/easy.c lib/nats/js.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c bench/limits.c bench/applyonly.c
+LINT_SRC   = $(LIB_SRC) $(wildcard lib/http/*.c) lib/nats/js.c $(wildcard bin/*.c) $(UNIT_SRC) $(HELPER_SRC) $(FUZZ_SRC) fuzz/replay.c bench/limits.c bench/applyonly.c
 TIDY_FLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DKV_VERSION='"$(VERSION)"' \
              -Ilib -Itests/unit $(PKG_CFLAGS) $(CURL_CFLAGS) $(NATS_CFLAGS)
 CPPCHECK   = cppcheck --std=c11 --enable=warning,style,performance,portability --inline-suppr \

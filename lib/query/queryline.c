@@ -341,7 +341,9 @@ static bool parse_plain(struct kv_qparser *p, const char *s, size_t n)
  * 600 us, the next ones 40).  Only the pages written become memory. */
 static void *room_for_list(void *v, size_t *cap, size_t n, size_t size)
 {
-	size_t need = n / 2 + 64 < KV_QUERY_MAX_TOKENS ? n / 2 + 64 : KV_QUERY_MAX_TOKENS;
+	size_t need = n / 2 + 64;
+	if (need > KV_QUERY_MAX_TOKENS)
+		need = KV_QUERY_MAX_TOKENS;
 	if (need <= *cap)
 		return v;
 	free(v);
