@@ -67,7 +67,7 @@ static const char usage[] =
 	"is null) or a bad snapshot, 66 cannot open an input, 70 internal error (out of\n"
 	"memory), 74 write error.  With --against, as diff: 0 the answers agree, 1 every\n"
 	"difference explained, 2 a difference unexplained, 69 the router did not answer\n"
-	"some query.  See kvquery(1).\n";
+	"some query, 70 also libcurl not loaded.  See kvquery(1).\n";
 
 enum { OPT_MODEL = 256, OPT_TENANT, OPT_BLOCK_SIZE, OPT_ROUTE, OPT_WEIGHTS, OPT_EXPLAIN, OPT_SHARED, OPT_FORMAT,
        OPT_WATCH, OPT_TIMING, OPT_API, OPT_HASH, OPT_AGAINST, OPT_EVENTS, OPT_CONCURRENCY, OPT_RATE, OPT_TIMEOUT,
@@ -338,6 +338,7 @@ static void answer(struct run *r, const char *file, uint64_t lineno, const char 
 	}
 	struct kv_query_opts qo = { .shared_pool = r->o->shared_pool, .all_workers = r->o->explain || r->o->route };
 	size_t nhits, nblocks;
+	kv_querier_reserve(r->q, rq.src, &rq.req); /* growth is no answer's time */
 	uint64_t t0 = r->o->timing ? kv_monotonic_ns() : 0;
 	const struct kv_hit *hits = kv_query_run(r->q, rq.src, &rq.req, &qo, &nhits, &nblocks);
 	const struct kv_hit *route = r->o->route ? kv_query_route(hits, nhits, &r->o->weights, r->q) : NULL;

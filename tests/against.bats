@@ -347,6 +347,33 @@ removed xpu tcp://10.0.0.1:5557 2"
 	assert_equal "$stderr" "kvquery: http://127.0.0.1:$p: 5 queries: 0 agree, 0 differ, 5 not answered by the router"
 }
 
+@test "libcurl is loaded for --against only: without it, kvquery starts none of its libraries" {
+	D=$BATS_FILE_TMPDIR
+	p=$(port)
+	LD_DEBUG=files kvquery -s "$D/sample.kvsnap" "$ROOT/share/queries.jsonl" > answers 2> loads
+	run grep -c 'file=libcurl' loads
+	assert_output 0
+	LD_DEBUG=files kvquery -s "$D/sample.kvsnap" --against "http://127.0.0.1:$p" "$ROOT/share/queries.jsonl" \
+		> differences 2> loads || true
+	run grep -c 'file=libcurl.so.4 .*dynamically loaded by' loads
+	assert_output 1
+	assert_equal "$(jq -r .kind differences | sort -u)" unavailable
+}
+
+@test "a libcurl that cannot be loaded: --against stops before any query (70), the answers alone still work" {
+	D=$BATS_FILE_TMPDIR
+	mkdir lib
+	: > lib/libcurl.so.4
+	LD_LIBRARY_PATH=$PWD/lib run --separate-stderr kvquery -s "$D/sample.kvsnap" --against http://127.0.0.1:1 \
+		"$ROOT/share/queries.jsonl"
+	assert_equal "$status" 70
+	assert_output ''
+	assert_equal "$stderr" "kvquery: cannot load libcurl: $PWD/lib/libcurl.so.4: file too short"
+	LD_LIBRARY_PATH=$PWD/lib run --separate-stderr kvquery -s "$D/sample.kvsnap" "$ROOT/share/queries.jsonl"
+	assert_success
+	assert_equal "${#lines[@]}" 5
+}
+
 @test "HTTP 404, 422 and 500: reported with the router's body, never taken as an answer" {
 	D=$BATS_FILE_TMPDIR
 	start_router -r "$ROOT/share/registrations.jsonl" --events "$D/sample.jsonl"

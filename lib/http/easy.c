@@ -25,32 +25,32 @@ static long ms(uint64_t ns)
 	return v > 0x7fffffff ? 0x7fffffff : (long)v;
 }
 
-void kv_http_easy_setup(CURL *e, const struct kv_http_easy_opts *o, struct kv_http_answer *a, char *errbuf,
+void kv_http_easy_setup(const struct kv_curl *c, CURL *e, const struct kv_http_easy_opts *o, struct kv_http_answer *a, char *errbuf,
 			void *priv)
 {
 	a->max = o->max_body;
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	c->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	c->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	c->easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 #else
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	c->easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	c->easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, o->max_redirects > 0 ? 1L : 0L);
+	c->easy_setopt(e, CURLOPT_FOLLOWLOCATION, o->max_redirects > 0 ? 1L : 0L);
 	if (o->max_redirects > 0)
-		curl_easy_setopt(e, CURLOPT_MAXREDIRS, o->max_redirects);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms(o->timeout_ns));
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms(o->connect_timeout_ns));
-	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)o->max_body);
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->headers);
+		c->easy_setopt(e, CURLOPT_MAXREDIRS, o->max_redirects);
+	c->easy_setopt(e, CURLOPT_TIMEOUT_MS, ms(o->timeout_ns));
+	c->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms(o->connect_timeout_ns));
+	c->easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)o->max_body);
+	c->easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	c->easy_setopt(e, CURLOPT_HTTPHEADER, o->headers);
 	if (o->user_agent)
-		curl_easy_setopt(e, CURLOPT_USERAGENT, o->user_agent);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, priv);
+		c->easy_setopt(e, CURLOPT_USERAGENT, o->user_agent);
+	c->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	c->easy_setopt(e, CURLOPT_WRITEDATA, a);
+	c->easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+	c->easy_setopt(e, CURLOPT_PRIVATE, priv);
 }
 
 void kv_http_answer_reset(struct kv_http_answer *a)

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/curlapi.h"
+
 /* An answer as it comes: at most max bytes, NUL-terminated. */
 struct kv_http_answer {
 	char *buf;
@@ -28,9 +30,9 @@ struct kv_http_easy_opts {
 	long max_redirects;            /* 0: a redirect is not followed, but reported with its status */
 };
 
-/* Sets up e: its answer goes to a, curl's words for a failure to errbuf
+/* Sets up e through c: its answer goes to a, curl's words for a failure to errbuf
  * (CURL_ERROR_SIZE bytes), and priv is its CURLOPT_PRIVATE. */
-void kv_http_easy_setup(CURL *e, const struct kv_http_easy_opts *o, struct kv_http_answer *a, char *errbuf,
+void kv_http_easy_setup(const struct kv_curl *c, CURL *e, const struct kv_http_easy_opts *o, struct kv_http_answer *a, char *errbuf,
 			void *priv);
 /* Empties a for the next transfer (its buffer is kept). */
 void kv_http_answer_reset(struct kv_http_answer *a);

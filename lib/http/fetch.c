@@ -1,5 +1,6 @@
 #include "http/fetch.h"
 #include "base/util.h"
+#include "http/curlapi.h"
 #include "http/easy.h"
 
 #include <curl/curl.h>
@@ -22,6 +23,7 @@ struct xfer {
 };
 
 struct kv_fetch {
+	struct kv_curl curl;
 	CURLM *multi;
 	struct curl_slist *headers;
 	struct kv_fetch_opts o;
@@ -34,13 +36,14 @@ struct kv_fetch {
 bool kv_fetch_new(struct kv_fetch **out, const struct kv_fetch_opts *o, struct kv_err *e)
 {
 	*out = NULL;
-	CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (c != CURLE_OK)
-		return kv_err_set(e, KV_EX_SOFTWARE, "cannot set up libcurl: %s", curl_easy_strerror(c));
 	struct kv_fetch *f = kv_xcalloc(1, sizeof *f);
+	if (!kv_curl_open(&f->curl, e)) {
+		free(f);
+		return false;
+	}
 	f->o = *o;
-	f->multi = curl_multi_init();
-	f->headers = curl_slist_append(NULL, "Accept: text/plain;version=0.0.4;q=1.0,*/*;q=0.1");
+	f->multi = f->curl.multi_init();
+	f->headers = f->curl.slist_append(NULL, "Accept: text/plain;version=0.0.4;q=1.0,*/*;q=0.1");
 	if (!f->multi || !f->headers) {
 		kv_fetch_free(f);
 		return kv_err_set(e, KV_EX_SOFTWARE, "cannot set up libcurl");
@@ -55,33 +58,33 @@ void kv_fetch_free(struct kv_fetch *f)
 		return;
 	kv_fetch_cancel(f);
 	for (size_t i = 0; i < f->n; i++) {
-		curl_easy_cleanup(f->x[i]->easy);
+		f->curl.easy_cleanup(f->x[i]->easy);
 		free(f->x[i]->url);
 		free(f->x[i]->ans.buf);
 		free(f->x[i]);
 	}
 	free(f->x);
 	if (f->multi)
-		curl_multi_cleanup(f->multi);
-	curl_slist_free_all(f->headers);
+		f->curl.multi_cleanup(f->multi);
+	f->curl.slist_free_all(f->headers);
+	kv_curl_close(&f->curl);
 	free(f);
-	curl_global_cleanup();
 }
 
 bool kv_fetch_add(struct kv_fetch *f, const char *url, struct kv_err *err)
 {
-	CURL *e = curl_easy_init();
+	CURL *e = f->curl.easy_init();
 	if (!e)
 		return kv_err_set(err, KV_EX_SOFTWARE, "cannot set up libcurl for %s", url);
 	f->x = kv_xgrow(f->x, &f->cap, f->n + 1, sizeof(struct xfer *));
 	struct xfer *x = f->x[f->n] = kv_xcalloc(1, sizeof *x);
 	x->url = kv_xstrdup(url);
 	x->easy = e;
-	curl_easy_setopt(e, CURLOPT_URL, x->url);
+	f->curl.easy_setopt(e, CURLOPT_URL, x->url);
 	struct kv_http_easy_opts eo = { .timeout_ns = f->o.timeout_ns, .connect_timeout_ns = f->o.connect_timeout_ns,
 					.max_body = f->o.max_body, .headers = f->headers, .user_agent = f->o.user_agent,
 					.max_redirects = 3 };
-	kv_http_easy_setup(e, &eo, &x->ans, x->errbuf, x);
+	kv_http_easy_setup(&f->curl, e, &eo, &x->ans, x->errbuf, x);
 	f->n++;
 	return true;
 }
@@ -95,7 +98,7 @@ void kv_fetch_start(struct kv_fetch *f, size_t i)
 	x->errbuf[0] = 0;
 	x->state = RUNNING;
 	f->running++;
-	if (curl_multi_add_handle(f->multi, x->easy) != CURLM_OK) {
+	if (f->curl.multi_add_handle(f->multi, x->easy) != CURLM_OK) {
 		x->state = DONE;
 		x->code = CURLE_FAILED_INIT;
 		f->running--;
@@ -111,17 +114,17 @@ static void collect(struct kv_fetch *f)
 {
 	CURLMsg *m;
 	int left;
-	while ((m = curl_multi_info_read(f->multi, &left))) {
+	while ((m = f->curl.multi_info_read(f->multi, &left))) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		struct xfer *x = NULL;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		f->curl.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		if (!x)
 			continue;
 		x->code = m->data.result;
 		x->status = 0;
-		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
-		curl_multi_remove_handle(f->multi, x->easy);
+		f->curl.easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+		f->curl.multi_remove_handle(f->multi, x->easy);
 		if (x->state == RUNNING)
 			f->running--;
 		x->state = DONE;
@@ -131,23 +134,23 @@ static void collect(struct kv_fetch *f)
 void kv_fetch_wait(struct kv_fetch *f, int timeout_ms)
 {
 	int still;
-	curl_multi_perform(f->multi, &still);
+	f->curl.multi_perform(f->multi, &still);
 	collect(f);
 	for (size_t i = 0; i < f->n; i++)
 		if (f->x[i]->state == DONE)
 			return;
-	curl_multi_poll(f->multi, NULL, 0, timeout_ms, NULL);
-	curl_multi_perform(f->multi, &still);
+	f->curl.multi_poll(f->multi, NULL, 0, timeout_ms, NULL);
+	f->curl.multi_perform(f->multi, &still);
 	collect(f);
 }
 
-static void what_failed(struct xfer *x, struct kv_fetch_result *r)
+static void what_failed(const struct kv_fetch *f, struct xfer *x, struct kv_fetch_result *r)
 {
 	if (kv_http_too_large(&x->ans, x->code)) {
 		snprintf(x->msg, sizeof x->msg, "response larger than %zu bytes", x->ans.max);
 		snprintf(x->kind, sizeof x->kind, "size");
 	} else if (x->code != CURLE_OK) {
-		snprintf(x->msg, sizeof x->msg, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(x->code));
+		snprintf(x->msg, sizeof x->msg, "%s", x->errbuf[0] ? x->errbuf : f->curl.easy_strerror(x->code));
 		snprintf(x->kind, sizeof x->kind, "curl %d", (int)x->code);
 	} else {
 		snprintf(x->msg, sizeof x->msg, "HTTP status %ld", x->status);
@@ -170,7 +173,7 @@ bool kv_fetch_next(struct kv_fetch *f, struct kv_fetch_result *r)
 			r->body = x->ans.buf ? x->ans.buf : "";
 			r->len = x->ans.len;
 		} else {
-			what_failed(x, r);
+			what_failed(f, x, r);
 		}
 		return true;
 	}
@@ -182,7 +185,7 @@ void kv_fetch_cancel(struct kv_fetch *f)
 	for (size_t i = 0; i < f->n; i++) {
 		struct xfer *x = f->x[i];
 		if (x->state == RUNNING)
-			curl_multi_remove_handle(f->multi, x->easy);
+			f->curl.multi_remove_handle(f->multi, x->easy);
 		x->state = IDLE;
 	}
 	f->running = 0;

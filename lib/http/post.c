@@ -1,5 +1,6 @@
 #include "http/post.h"
 #include "base/util.h"
+#include "http/curlapi.h"
 #include "http/easy.h"
 
 #include <curl/curl.h>
@@ -29,6 +30,7 @@ struct request {
 };
 
 struct kv_post {
+	struct kv_curl curl;
 	CURLM *multi;
 	struct curl_slist *headers;
 	struct kv_post_opts o;
@@ -48,7 +50,7 @@ static void sleep_ms(int n)
 
 static bool set_up_handle(struct kv_post *p, struct handle *h)
 {
-	CURL *e = h->easy = curl_easy_init();
+	CURL *e = h->easy = p->curl.easy_init();
 	if (!e)
 		return false;
 	/* a POST is not followed to another place: a router that redirects is
@@ -56,28 +58,29 @@ static bool set_up_handle(struct kv_post *p, struct handle *h)
 	struct kv_http_easy_opts eo = { .timeout_ns = p->o.timeout_ns, .connect_timeout_ns = p->o.connect_timeout_ns,
 					.max_body = p->o.max_body, .headers = p->headers, .user_agent = p->o.user_agent,
 					.max_redirects = 0 };
-	kv_http_easy_setup(e, &eo, &h->ans, h->errbuf, h);
-	curl_easy_setopt(e, CURLOPT_POST, 1L);
+	kv_http_easy_setup(&p->curl, e, &eo, &h->ans, h->errbuf, h);
+	p->curl.easy_setopt(e, CURLOPT_POST, 1L);
 	return true;
 }
 
 bool kv_post_new(struct kv_post **out, const struct kv_post_opts *o, struct kv_err *e)
 {
 	*out = NULL;
-	CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (c != CURLE_OK)
-		return kv_err_set(e, KV_EX_SOFTWARE, "cannot set up libcurl: %s", curl_easy_strerror(c));
 	struct kv_post *p = kv_xcalloc(1, sizeof *p);
+	if (!kv_curl_open(&p->curl, e)) {
+		free(p);
+		return false;
+	}
 	p->o = *o;
 	if (p->o.concurrency == 0)
 		p->o.concurrency = 1;
-	p->multi = curl_multi_init();
-	struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
-	hd = hd ? curl_slist_append(hd, "Accept: application/json") : NULL;
+	p->multi = p->curl.multi_init();
+	struct curl_slist *hd = p->curl.slist_append(NULL, "Content-Type: application/json");
+	hd = hd ? p->curl.slist_append(hd, "Accept: application/json") : NULL;
 	/* no "Expect: 100-continue" round trip before a large body */
-	p->headers = hd ? curl_slist_append(hd, "Expect:") : NULL;
+	p->headers = hd ? p->curl.slist_append(hd, "Expect:") : NULL;
 	if (!p->headers && hd)
-		curl_slist_free_all(hd);
+		p->curl.slist_free_all(hd);
 	p->h = kv_xcalloc(p->o.concurrency, sizeof *p->h);
 	bool ok = p->multi && p->headers;
 	for (unsigned i = 0; ok && i < p->o.concurrency; i++)
@@ -97,18 +100,18 @@ void kv_post_free(struct kv_post *p)
 	for (unsigned i = 0; i < p->o.concurrency; i++) {
 		struct handle *h = &p->h[i];
 		if (h->state == RUNNING)
-			curl_multi_remove_handle(p->multi, h->easy);
+			p->curl.multi_remove_handle(p->multi, h->easy);
 		if (h->easy)
-			curl_easy_cleanup(h->easy);
+			p->curl.easy_cleanup(h->easy);
 		free(h->ans.buf);
 	}
 	free(p->h);
 	free(p->q);
 	if (p->multi)
-		curl_multi_cleanup(p->multi);
-	curl_slist_free_all(p->headers);
+		p->curl.multi_cleanup(p->multi);
+	p->curl.slist_free_all(p->headers);
+	kv_curl_close(&p->curl);
 	free(p);
-	curl_global_cleanup();
 }
 
 void kv_post_submit(struct kv_post *p, uint64_t id, const char *url, const char *body, size_t len)
@@ -140,10 +143,10 @@ static bool start(struct kv_post *p, struct handle *h, const struct request *rq,
 	h->status = 0;
 	h->code = CURLE_OK;
 	h->started_ns = now;
-	curl_easy_setopt(h->easy, CURLOPT_URL, rq->url);
-	curl_easy_setopt(h->easy, CURLOPT_POSTFIELDS, rq->body);
-	curl_easy_setopt(h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
-	if (curl_multi_add_handle(p->multi, h->easy) != CURLM_OK) {
+	p->curl.easy_setopt(h->easy, CURLOPT_URL, rq->url);
+	p->curl.easy_setopt(h->easy, CURLOPT_POSTFIELDS, rq->body);
+	p->curl.easy_setopt(h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
+	if (p->curl.multi_add_handle(p->multi, h->easy) != CURLM_OK) {
 		h->code = CURLE_FAILED_INIT;
 		h->ended_ns = now;
 		h->order = p->finished++;
@@ -175,16 +178,16 @@ static void collect(struct kv_post *p)
 {
 	CURLMsg *m;
 	int left;
-	while ((m = curl_multi_info_read(p->multi, &left))) {
+	while ((m = p->curl.multi_info_read(p->multi, &left))) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		struct handle *h = NULL;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&h);
+		p->curl.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&h);
 		if (!h || h->state != RUNNING)
 			continue;
 		h->code = m->data.result;
-		curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &h->status);
-		curl_multi_remove_handle(p->multi, h->easy);
+		p->curl.easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &h->status);
+		p->curl.multi_remove_handle(p->multi, h->easy);
 		h->ended_ns = kv_monotonic_ns();
 		h->order = p->finished++;
 		h->state = DONE;
@@ -198,7 +201,7 @@ void kv_post_wait(struct kv_post *p, int timeout_ms)
 	release_taken(p);
 	start_queued(p);
 	int still;
-	curl_multi_perform(p->multi, &still);
+	p->curl.multi_perform(p->multi, &still);
 	collect(p);
 	if (p->done)
 		return;
@@ -209,10 +212,10 @@ void kv_post_wait(struct kv_post *p, int timeout_ms)
 		timeout_ms = until < timeout_ms ? until : timeout_ms;
 	}
 	if (p->running)
-		curl_multi_poll(p->multi, NULL, 0, timeout_ms, NULL);
+		p->curl.multi_poll(p->multi, NULL, 0, timeout_ms, NULL);
 	else if (timeout_ms > 0)
 		sleep_ms(timeout_ms);
-	curl_multi_perform(p->multi, &still);
+	p->curl.multi_perform(p->multi, &still);
 	collect(p);
 	start_queued(p);
 }
@@ -253,7 +256,7 @@ bool kv_post_next(struct kv_post *p, struct kv_post_result *r)
 		r->error = first->errbuf;
 	} else {
 		if (!first->errbuf[0])
-			snprintf(first->errbuf, sizeof first->errbuf, "%s", curl_easy_strerror(first->code));
+			snprintf(first->errbuf, sizeof first->errbuf, "%s", p->curl.easy_strerror(first->code));
 		r->error = first->errbuf;
 	}
 	return true;

