@@ -133,6 +133,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->match = kv_match_opts_default();
 	o->src.allow_json = true;
 	o->src.stream_headers = true;
+	o->src.read_ahead = true;
 	while ((c = getopt_long(argc, argv, "r:o:i:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r': o->regs = optarg; break;

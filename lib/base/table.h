@@ -266,6 +266,18 @@ static inline size_t kv_table_slots(size_t homes)
 		free(spill);                                                                         \
 	}                                                                                        \
                                                                                                  \
+	/* Room for n entries in all, for a table about to be filled from a                      \
+	 * count known ahead (a snapshot's): the homes that growth would reach                   \
+	 * for them, in one step, without those between. */                                      \
+	static inline void name##_reserve(struct name *t, size_t n)                              \
+	{                                                                                        \
+		size_t homes = t->cap ? t->homes : 16;                                               \
+		while (5 * n > 4 * homes)                                                            \
+			homes = kv_table_grown(homes);                                                   \
+		if (!t->cap || homes != t->homes)                                                    \
+			name##_resize(t, homes);                                                         \
+	}                                                                                        \
+                                                                                                 \
 	/* Finds key or adds a zeroed entry for it (*added tells which). */                      \
 	static inline entry_t *name##_upsert(struct name *t, uint64_t key, bool *added)          \
 	{                                                                                        \

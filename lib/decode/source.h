@@ -23,6 +23,8 @@ struct kv_source_opts {
 	bool payload;           /* inputs are bare payload streams */
 	bool allow_json;        /* inputs that are not kvcap are event JSON lines */
 	bool stream_headers;    /* a header that names a stream comes back as a batch (b->stream) */
+	bool read_ahead;        /* decode on a thread of its own while the batches before are used,
+				 * when every input is a regular file (kv_source_next) */
 	struct kv_wire_opts wire;
 	void (*idle)(void *);   /* before a read that would block */
 	void *idle_arg;
@@ -55,11 +57,19 @@ enum kv_source_status {
 struct kv_source;
 
 struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct kv_source_opts *opts);
+/* The next batch, valid until the next call.  Read ahead, batches come in
+ * the same order, with the same contents, as without: only where they are
+ * decoded differs (a bounded queue between the threads; the decoding one
+ * owns a batch's memory again once the next call gives it back), and the
+ * idle function is called from here, never from the decoding thread. */
 enum kv_source_status kv_source_next(struct kv_source *s, struct kv_batch *b, struct kv_err *e);
 /* The bytes of the inputs taken so far (read and returned as batches; not
  * what is read ahead), for the progress line (base/progress.h): what
  * kv_inputs_size of the same files comes to at their end. */
 uint64_t kv_source_bytes(const struct kv_source *s);
+/* Whether batches are decoded on a thread of their own: asked for, and
+ * every input a regular file (or one that does not open). */
+bool kv_source_reads_ahead(const struct kv_source *s);
 /* Inputs that could not be opened so far. */
 unsigned kv_source_open_failures(const struct kv_source *s);
 void kv_source_free(struct kv_source *s);

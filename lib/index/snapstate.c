@@ -722,6 +722,7 @@ static void restore_ehashes(const struct kv_snap *s, uint32_t p, uint32_t live, 
 	const struct kv_snap_partition *rp = &s->partitions[p];
 	const struct kv_snap_range *r = &rp->r[KV_RANGE_EHASHES], *st = &rp->r[KV_RANGE_STALE];
 	bool added;
+	kv_ehashes_reserve(&ix->p[live].ehashes, kv_ehashes_count(&ix->p[live].ehashes) + r->count + st->count);
 	for (uint64_t i = r->first; i < r->first + r->count; i++)
 		kv_ehashes_upsert(&ix->p[live].ehashes, s->ehashes[i], &added)->chain = kv_snap_named_chain(s, p, i);
 	for (uint64_t i = st->first; i < st->first + st->count; i++)
@@ -769,6 +770,9 @@ void kv_snapstate_restore(const struct kv_snap *s, struct kv_index *ix, struct k
 		ix->p[pid[p]].stale_possible = s->partitions[p].flags & 1;
 		const struct kv_snap_partition *rp = &s->partitions[p];
 		const struct kv_snap_range *r = &rp->r[KV_RANGE_BLOCKS];
+		/* the tables at their size at once: no steps of growth, each
+		 * moving every entry (15% of a resumed run's profile) */
+		kv_blocks_reserve(&ix->p[pid[p]].blocks, kv_blocks_count(&ix->p[pid[p]].blocks) + r->count);
 		for (uint64_t b = r->first; b < r->first + r->count; b++) {
 			uint64_t parent = kv_snap_parent(s, (uint32_t)p, b);
 			size_t nh;

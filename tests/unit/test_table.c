@@ -254,11 +254,44 @@ static void sorted_keys_with_positions(void)
 	items_free(&t);
 }
 
+/* reserve(n) makes the homes that growth reaches for n entries, in one
+ * step: the n entries then go in without growing, entries already there
+ * stay. */
+static void reserve_is_growth_in_one_step(void)
+{
+	static const size_t counts[] = { 0, 1, 13, 100, 1000, 5000 };
+	bool added;
+	for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+		size_t n = counts[c];
+		struct items grown = { 0 }, reserved = { 0 };
+		uint64_t seed = unit_rng;
+		for (size_t i = 0; i < n; i++)
+			items_upsert(&grown, 1 + unit_rand() % 1000000, &added);
+		unit_rng = seed;
+		for (size_t i = 0; i < 50 && i < n; i++)
+			items_upsert(&reserved, 1 + unit_rand() % 1000000, &added)->value = 7;
+		items_reserve(&reserved, n);
+		size_t homes = reserved.homes, cap = reserved.cap;
+		ASSERT(n == 0 || homes == grown.homes);
+		unit_rng = seed;
+		for (size_t i = 0; i < 50 && i < n; i++)
+			ASSERT(items_find(&reserved, 1 + unit_rand() % 1000000)->value == 7);
+		for (size_t i = 50; i < n; i++)
+			items_upsert(&reserved, 1 + unit_rand() % 1000000, &added);
+		ASSERT_EQ_U64(reserved.homes, homes);
+		ASSERT_EQ_U64(reserved.cap, cap);
+		ASSERT_EQ_U64(items_count(&reserved), items_count(&grown));
+		items_free(&grown);
+		items_free(&reserved);
+	}
+}
+
 int main(void)
 {
 	RUN(matches_model_under_random_operations);
 	RUN(remove_if_past_the_last_home);
 	RUN(key_zero_and_empty_tables);
 	RUN(sorted_keys_with_positions);
+	RUN(reserve_is_growth_in_one_step);
 	return unit_done();
 }
