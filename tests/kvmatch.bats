@@ -1083,7 +1083,7 @@ b 1 held_by_pool_only"
 	done
 }
 
-@test "a snapshot of an older format (before pool holders, holder sets, section checksums, block columns) gets a clear message" {
+@test "a snapshot of an older format (before pool holders, holder sets, section checksums, block columns) gets a clear message, one of the next format another" {
 	kvmatch -q --log none -o s.kvsnap /dev/null
 	# versions 2 to 5 in the header: the rest is checked after the version
 	for v in 2 3 4 5; do
@@ -1096,6 +1096,12 @@ b 1 held_by_pool_only"
 		assert_equal "$status" 65
 		assert_equal "$stderr" "kvmatch: old.kvsnap: snapshot version $v is an older format (this kvtools reads versions 6 and 7): build it again with kvmatch from the captures"
 	done
+	# the next version, one past what this kvtools reads, is refused too
+	cp s.kvsnap new.kvsnap
+	printf '\010\000' | dd of=new.kvsnap bs=1 seek=6 conv=notrunc status=none
+	run --separate-stderr kvquery -s new.kvsnap /dev/null
+	assert_equal "$status" 65
+	assert_equal "$stderr" "kvquery: new.kvsnap: snapshot version 8 (this kvtools reads versions 6 and 7)"
 }
 
 @test "a named daemon called as an instance is: its pool holder and the instance are two workers, and the snapshot loads" {
