@@ -477,7 +477,7 @@ static bool check_blocks(const struct block_scan *sc, size_t p, struct kv_err *e
 				  ((unsigned long long)r->first + number));
 	if (sc->set_next[p] != sc->parts[p].r[KV_RANGE_SETS].count)
 		return kv_err_set(e, KV_EX_DATAERR, "partition %zu: set %llu held by no block", p,
-				  (unsigned long long)(sc->parts[p].r[KV_RANGE_SETS].first + sc->set_next[p]));
+				  (unsigned long long)sc->parts[p].r[KV_RANGE_SETS].first + sc->set_next[p]);
 	return true;
 }
 

@@ -1002,19 +1002,22 @@ static void section_table_ids_strictly_ascending(void)
 	uint8_t *good = write_read(&s, &n), *b = malloc(n);
 	struct kv_snap snap;
 	char err[200];
-	ASSERT(check_bytes(good, n, &snap, err, sizeof err));
-	for (uint32_t at = 1; at <= 2; at++) {
+	bool loaded = check_bytes(good, n, &snap, err, sizeof err), refused = true;
+	for (uint32_t at = 1; loaded && refused && at <= 2; at++) {
 		memcpy(b, good, n);
 		memcpy(b + 32 + 32 * at, b + 32 + 32 * (at - 1), 4);   /* entry at: the id before it */
 		reseal_header(b, n);
-		ASSERT(!check_bytes(b, n, &snap, err, sizeof err));
 		char want[64];
 		snprintf(want, sizeof want, "section table out of order at entry %u", at);
-		ASSERT_EQ_STR(err, want);
+		refused = !check_bytes(b, n, &snap, err, sizeof err) && strcmp(err, want) == 0;
+		if (!refused)
+			printf("# entry %u: \"%s\", expected \"%s\"\n", at, err, want);
 	}
 	free(b);
 	free(good);
 	free_state(&s);
+	ASSERT(loaded);
+	ASSERT(refused);
 }
 
 static uint8_t *read_file(const char *path, size_t *n)
