@@ -10,7 +10,9 @@ unit() {
 	chmod +x "units/$1"
 }
 
-runner() { run env KVTOOLS_TESTBIN="$T/units" KVTOOLS_VALGRIND= KVTOOLS_TIMES="${KVTOOLS_TIMES:-}" timeout 60 "$ROOT/tests/run" "$@"; }
+# TIMES=1: the run's KVTOOLS_TIMES (none else, whatever the caller exported:
+# .ci/run exports KVTOOLS_TIMES=1)
+runner() { run env KVTOOLS_TESTBIN="$T/units" KVTOOLS_VALGRIND= KVTOOLS_TIMES="${TIMES:-}" timeout 60 "$ROOT/tests/run" "$@"; }
 
 @test "tests/run: a unit test running past KVTOOLS_UNIT_TIMEOUT is killed with its children and counted failed" {
 	unit test_fine 'echo "ok 1 - fine"'
@@ -81,12 +83,12 @@ ok 1 - b
 @test "tests/run: KVTOOLS_TIMES=1 ends with each suite's wall time, longest first, before the counts" {
 	unit test_quick 'echo "ok 1 - quick"'
 	unit test_slow 'sleep 1.2; echo "ok 1 - slow"'
-	KVTOOLS_TIMES=1 runner unit
+	TIMES=1 runner unit
 	assert_success
 	assert_equal "${lines[4]%% *}" '#'
 	assert_regex "${lines[4]}" '^# time: test_slow [1-9][0-9]*\.[0-9] s$'
 	assert_regex "${lines[5]}" '^# time: test_quick 0\.[0-9] s$'
 	assert_equal "${lines[6]}" '2 passed, 0 failed'
-	KVTOOLS_TIMES= runner unit
+	runner unit
 	refute_output --partial '# time:'
 }
