@@ -89,6 +89,13 @@ static inline size_t kv_table_home(uint64_t key, size_t homes)
 #define KV_TABLE_STEP 2
 #endif
 
+/* Whether n entries are more than homes homes hold: past 80% load, the
+ * table grows (upsert) or is made larger ahead (reserve). */
+static inline bool kv_table_over(size_t n, size_t homes)
+{
+	return 5 * n > 4 * homes;
+}
+
 /* The homes after a step of growth: 16, 32, ... 2^22, then 1.5 * 2^22,
  * 2^23, 1.5 * 2^23, ... */
 static inline size_t kv_table_grown(size_t homes)
@@ -272,7 +279,7 @@ static inline size_t kv_table_slots(size_t homes)
 	static inline void name##_reserve(struct name *t, size_t n)                              \
 	{                                                                                        \
 		size_t homes = t->cap ? t->homes : 16;                                               \
-		while (5 * n > 4 * homes)                                                            \
+		while (kv_table_over(n, homes))                                                      \
 			homes = kv_table_grown(homes);                                                   \
 		if (!t->cap || homes != t->homes)                                                    \
 			name##_resize(t, homes);                                                         \
@@ -291,7 +298,7 @@ static inline size_t kv_table_slots(size_t homes)
 		}                                                                                    \
 		if (!t->cap)                                                                         \
 			name##_resize(t, 16);                                                            \
-		else if (5 * (t->n + 1) > 4 * t->homes)                                              \
+		else if (kv_table_over(t->n + 1, t->homes))                                          \
 			name##_grow(t);                                                                  \
 		for (;;) {                                                                           \
 			size_t i = kv_table_home(key, t->homes);                                         \
