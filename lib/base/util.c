@@ -367,6 +367,17 @@ void *kv_xrealloc(void *p, size_t n)
 	return q;
 }
 
+void *kv_xrenew(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	free(p);
+	size_t c = 0;
+	p = kv_xgrow(NULL, &c, need, size);
+	*cap = c;
+	return p;
+}
+
 void *kv_xgrow(void *p, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)

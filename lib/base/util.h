@@ -118,6 +118,10 @@ void *kv_xcalloc(size_t n, size_t size);
 void *kv_xrealloc(void *p, size_t n);
 /* Array growth: new capacity for at least `need` elements of `size` bytes. */
 void *kv_xgrow(void *p, size_t *cap, size_t need, size_t size);
+/* The same growth into new memory, p's contents dropped (freed): for an
+ * array written whole before it is read, which realloc would copy, or move
+ * by mremap under pages read again at a cost at their first touch. */
+void *kv_xrenew(void *p, size_t *cap, size_t need, size_t size);
 char *kv_xstrdup(const char *s);
 char *kv_xstrndup(const char *s, size_t n);
 

@@ -310,13 +310,10 @@ static size_t query_blocks(const struct kv_query *r)
  * under the query that first reaches them. */
 static void *scratch_room(void *p, size_t *cap, size_t need, size_t size)
 {
-	if (need <= *cap)
-		return p;
-	free(p);
-	size_t c = 0;
-	p = kv_xgrow(NULL, &c, need, size);
-	memset(p, 0, c * size);
-	*cap = c;
+	size_t was = *cap;
+	p = kv_xrenew(p, cap, need, size);
+	if (*cap != was)
+		memset(p, 0, *cap * size);
 	return p;
 }
 

@@ -344,13 +344,7 @@ static void *room_for_list(void *v, size_t *cap, size_t n, size_t size)
 	size_t need = n / 2 + 64;
 	if (need > KV_QUERY_MAX_TOKENS)
 		need = KV_QUERY_MAX_TOKENS;
-	if (need <= *cap)
-		return v;
-	free(v);
-	size_t c = 0;
-	v = kv_xgrow(NULL, &c, need, size);
-	*cap = c;
-	return v;
+	return kv_xrenew(v, cap, need, size);
 }
 
 /* The elements of the list whose '[' yajl has just read, from s (past the
