@@ -521,7 +521,7 @@ small_snapshot() {
 	kvmatch -q -r regs.jsonl --log none -o s.kvsnap ev.jsonl
 }
 
-@test "kvquery: every single-byte corruption and every truncation of a snapshot is refused with exit 65" {
+@test "kvquery: single-byte corruptions and truncations of a snapshot are refused with exit 65 and the loader's words" {
 	small_snapshot
 	assert_equal "$(kvmatch --dump s.kvsnap | jq -r .kind | sort -u | tr '\n' ' ')" "block content engine_hash meta offload partition pending source worker "
 	echo "[$(seq -s, 1 24)]" > q.txt
@@ -552,8 +552,12 @@ small_snapshot() {
 				close $f;
 			}
 		}' < s.kvsnap
+	# test_snap (every_byte_and_cut_named) tries every byte and every cut
+	# in process, with these words; through the program (one process each,
+	# slow under the sanitizers), the header and a stride of the rest
+	sample=$(seq 0 31; seq 32 29 $((size - 1)))
 	bad=0 tried=0
-	for ((i = 0; i < size; i++)); do
+	for i in $sample; do
 		case $i in
 		[0-5]) want="not a kvsnap snapshot" ;;
 		6) want="snapshot version $((0x07 ^ 0xff)) (this kvtools reads versions 6 and 7)" ;;
@@ -584,7 +588,7 @@ small_snapshot() {
 		fi
 	done
 	echo "# $tried corrupt snapshots tried, $bad not refused as expected" >&3
-	assert_equal "$tried" $((2 * size))
+	assert_equal "$tried" $((2 * $(wc -w <<<"$sample")))
 	assert_equal "$bad" 0
 	# one byte more is refused as well
 	{ cat s.kvsnap; printf '\0'; } > padded.kvsnap

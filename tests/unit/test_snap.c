@@ -1420,10 +1420,110 @@ static void pipes_bounded_by_their_header(void)
 	kv_err_clear(&e);
 }
 
+/* What the loader says of the file d (n bytes) with byte i complemented:
+ * the header's fields are checked first, in file order; every other byte
+ * is covered by a checksum (the header's over itself and the section
+ * table, each section's in its table entry) or by zero padding. */
+static void flip_message(const uint8_t *d, size_t n, size_t i, char *want, size_t len)
+{
+	uint8_t f[24];
+	memcpy(f, d, sizeof f);
+	if (i < sizeof f)
+		f[i] ^= 0xff;
+	uint16_t version;
+	uint32_t nsec;
+	uint64_t declared;
+	memcpy(&version, f + 6, 2);
+	memcpy(&nsec, f + 8, 4);
+	memcpy(&declared, f + 16, 8);
+	if (i < 6) {
+		snprintf(want, len, "not a kvsnap snapshot");
+	} else if (i < 8) {
+		snprintf(want, len, "snapshot version %u (this kvtools reads versions %u and %u)", version,
+			 KV_SNAP_VERSION_READ, KV_SNAP_VERSION);
+	} else if (i < 12) {
+		snprintf(want, len, "bad section count %u", nsec);
+	} else if (i >= 16 && i < 24) {
+		snprintf(want, len, "truncated or padded: %zu bytes, header says %llu", n, (unsigned long long)declared);
+	} else {
+		snprintf(want, len, "header checksum mismatch (corrupt file)");
+		memcpy(&nsec, d + 8, 4);
+		for (uint32_t k = 0; k < nsec; k++) {
+			uint32_t id, rs;
+			uint64_t off, cnt;
+			memcpy(&id, d + 32 + 32 * k, 4);
+			memcpy(&rs, d + 36 + 32 * k, 4);
+			memcpy(&off, d + 40 + 32 * k, 8);
+			memcpy(&cnt, d + 48 + 32 * k, 8);
+			uint64_t end = off + cnt * rs;
+			if (i >= off && i < end)
+				snprintf(want, len, "section %u checksum mismatch (corrupt file)", id);
+			else if (i >= end && i < kv_snap_align8(end))
+				snprintf(want, len, "section %u: padding not zero", id);
+		}
+	}
+}
+
+static void cut_message(size_t n, size_t cut, char *want, size_t len)
+{
+	if (cut == 0)
+		snprintf(want, len, "empty file");
+	else if (cut < 32)
+		snprintf(want, len, "not a kvsnap snapshot");
+	else
+		snprintf(want, len, "truncated or padded: %zu bytes, header says %zu", cut, n);
+}
+
+static void write_bytes(const char *path, const uint8_t *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd < 0 || write(fd, b, n) != (ssize_t)n)
+		abort();
+	close(fd);
+}
+
+/* Opened as kvquery opens a snapshot (the lookup part of a regular file):
+ * each complemented byte and each cut is refused with status 65 and the
+ * exact words of kvsnap(5); kvquery prints them after its name
+ * (faults.bats tries a sample of them through the program). */
+static void every_byte_and_cut_named(void)
+{
+	struct state s;
+	make_state(&s);
+	size_t n;
+	uint8_t *b = write_read(&s, &n);
+	char path[] = "/tmp/kvtools-snap-XXXXXX";
+	close(mkstemp(path));
+	char why[200];
+	struct kv_err e = { 0 };
+	struct kv_snap snap;
+	for (size_t i = 0; i < n; i++) {
+		b[i] ^= 0xff;
+		write_bytes(path, b, n);
+		b[i] ^= 0xff;
+		ASSERT(!kv_snapr_open_regular(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+		flip_message(b, n, i, why, sizeof why);
+		expect_refusal(&e, path, why);
+	}
+	for (size_t cut = 0; cut < n; cut++) {
+		write_bytes(path, b, cut);
+		ASSERT(!kv_snapr_open_regular(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+		cut_message(n, cut, why, sizeof why);
+		expect_refusal(&e, path, why);
+	}
+	write_bytes(path, b, n);
+	ASSERT(kv_snapr_open_regular(path, KV_SNAP_PART_BLOCKS, &snap, &e));
+	kv_snapr_close(&snap);
+	unlink(path);
+	free(b);
+	free_state(&s);
+}
+
 int main(void)
 {
 	RUN(round_trip);
 	RUN(every_byte_and_cut);
+	RUN(every_byte_and_cut_named);
 	RUN(damage_with_valid_checksum);
 	RUN(order_times_and_bounds);
 	RUN(repeated_workers);
