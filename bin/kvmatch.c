@@ -46,6 +46,8 @@ static const char usage[] =
 	"      --offload-ttl SECS    engine offloads wait this long for a pool (600)\n"
 	"      --content-ttl SECS    content of released blocks is kept this long (300)\n"
 	"      --max-pending N       at most N pending entries; the oldest expire first (1000000)\n"
+	"      --expect-blocks N     make the index's tables for N blocks from the start, so that\n"
+	"                            none is copied while it grows (memory is taken ahead)\n"
 	"      --match ip|none       pool targets: workers on the event's backend_id host (ip,\n"
 	"                            the default), or the pool subscriber's own worker (none)\n"
 	"      --backend-serves ID=INSTANCE[,INSTANCE]...  pool events with backend_id ID\n"
@@ -69,7 +71,8 @@ static const char usage[] =
 	"See kvmatch(1) and kvsnap(5).\n";
 
 enum { OPT_EVERY = 256, OPT_LOG, OPT_PENDING_TTL, OPT_OFFLOAD_TTL, OPT_CONTENT_TTL, OPT_MAX_PENDING, OPT_MATCH,
-       OPT_DECIMAL, OPT_DUMP, OPT_METRICS, OPT_METRICS_INTERVAL, OPT_DIAGNOSE, OPT_BACKEND_SERVES };
+       OPT_DECIMAL, OPT_DUMP, OPT_METRICS, OPT_METRICS_INTERVAL, OPT_DIAGNOSE, OPT_BACKEND_SERVES,
+       OPT_EXPECT_BLOCKS };
 
 static const struct option longopts[] = {
 	{ "registrations", required_argument, NULL, 'r' },
@@ -81,6 +84,7 @@ static const struct option longopts[] = {
 	{ "offload-ttl", required_argument, NULL, OPT_OFFLOAD_TTL },
 	{ "content-ttl", required_argument, NULL, OPT_CONTENT_TTL },
 	{ "max-pending", required_argument, NULL, OPT_MAX_PENDING },
+	{ "expect-blocks", required_argument, NULL, OPT_EXPECT_BLOCKS },
 	{ "match", required_argument, NULL, OPT_MATCH },
 	{ "backend-serves", required_argument, NULL, OPT_BACKEND_SERVES },
 	{ "decimal-strings", no_argument, NULL, OPT_DECIMAL },
@@ -101,6 +105,7 @@ struct options {
 	bool diagnose;
 	enum kv_diag_format diag_format;
 	uint64_t every_ns, metrics_ns;
+	uint64_t expect_blocks;
 	int quiet, verbose;
 	int progress;            /* --progress 1, --no-progress -1 */
 	struct kv_match_opts match;
@@ -150,6 +155,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_MAX_PENDING:
 			if (!kv_parse_u64(optarg, 1, UINT32_MAX, &o->match.max_pending))
 				kv_usage_error("--max-pending: '%s' is not a count of 1 or more", optarg);
+			break;
+		case OPT_EXPECT_BLOCKS:
+			if (!kv_parse_u64(optarg, 0, KV_MAX_EXPECT_BLOCKS, &o->expect_blocks))
+				kv_usage_error("--expect-blocks: '%s' is not a count from 0 to %" PRIu64, optarg,
+					       (uint64_t)KV_MAX_EXPECT_BLOCKS);
 			break;
 		case OPT_MATCH:
 			if (strcmp(optarg, "ip") != 0 && strcmp(optarg, "none") != 0)
@@ -438,6 +448,7 @@ int main(int argc, char **argv)
 	o.match.report = on_report;
 	o.match.report_arg = &r;
 	kv_index_init(&r.ix);
+	r.ix.expect_blocks = o.expect_blocks;
 	r.m = kv_match_new(&r.ix, &r.ws, &o.match);
 	if (o.metrics)
 		kv_metrics_init(&r.metrics, o.metrics, o.metrics_ns);

@@ -169,6 +169,30 @@ pending_expired - 0x000000000000000b cpu a/0,a/1"
 	cmp s.kvsnap b.kvsnap
 }
 
+@test "--expect-blocks: the same state lines, statistics and snapshot as tables that grow, resumed or not" {
+	synthcap -n 3000 -e 4 -b 2 -s 8 > all.kvcap
+	kvmatch -r regs.jsonl --log all -o grown.kvsnap all.kvcap > grown.log 2> grown.err
+	for n in 0 1 100 1000000; do
+		kvmatch -r regs.jsonl --log all --expect-blocks $n -o ahead.kvsnap all.kvcap > ahead.log 2> ahead.err
+		cmp grown.log ahead.log
+		cmp grown.kvsnap ahead.kvsnap
+		# the statistics less the memory line (peak RSS moves from run to run)
+		diff <(grep -v 'memory:' grown.err) <(grep -v 'memory:' ahead.err)
+		kvmatch -q -r regs.jsonl --log none --expect-blocks $n -i grown.kvsnap -o resumed.kvsnap /dev/null
+		cmp grown.kvsnap resumed.kvsnap
+	done
+}
+
+@test "--expect-blocks takes a count from 0 to 4294967295" {
+	for bad in -1 x 1.5 '' 4294967296; do
+		run --separate-stderr kvmatch --expect-blocks "$bad" /dev/null
+		assert_equal "$status" 64
+		assert_equal "${stderr_lines[0]}" "kvmatch: --expect-blocks: '$bad' is not a count from 0 to 4294967295"
+	done
+	run --separate-stderr kvmatch -q --expect-blocks 4294967295 /dev/null
+	assert_success
+}
+
 @test "IpOnly: a backend_id that is no engine's host is held by the pool itself; no backend_id is dropped unknown_backend" {
 	{ pool stored 1 cpu '"0xa"' 10.9.9.9; pool stored 2 cpu '"0xb"' 10.9.9.9 | jq -c 'del(.backend_id)'; } > ev.jsonl
 	run --separate-stderr kvmatch -r regs.jsonl --log queued,dropped -o s.kvsnap ev.jsonl

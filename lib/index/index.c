@@ -71,6 +71,10 @@ static uint32_t partition(struct kv_index *ix, const char *model, size_t mlen, c
 	memset(p, 0, sizeof *p);
 	p->model = kv_xstrndup(model, mlen);
 	p->tenant = kv_xstrndup(tenant, tlen);
+	if (ix->n == 0 && ix->expect_blocks) {
+		kv_blocks_reserve(&p->blocks, ix->expect_blocks);
+		kv_ehashes_reserve(&p->ehashes, ix->expect_blocks);
+	}
 	return (uint32_t)ix->n++;
 }
 

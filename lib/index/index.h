@@ -39,6 +39,9 @@
 #define KV_MAX_PARTITIONS 4096u
 #define KV_MAX_PARTITION_NAME 1024u
 #define KV_NO_PARTITION UINT32_MAX
+/* --expect-blocks at most: a snapshot numbers a partition's blocks in 32
+ * bits, so no index kvmatch can write holds more in one partition. */
+#define KV_MAX_EXPECT_BLOCKS ((uint64_t)UINT32_MAX)
 
 /* 28 bytes, not 32: the blocks table is the index's largest (packed, at
  * 4-byte alignment; x86-64 and arm64 load such fields as fast).  The set
@@ -129,6 +132,12 @@ struct kv_index {
 	uint64_t *held;        /* blocks held per worker and medium: [worker * KV_NMEDIA + medium] */
 	size_t capheld;
 	uint64_t refused;      /* holders refused: their block had KV_MAX_HOLDERS already */
+	/* The first partition's block and engine-hash tables are made for this
+	 * many blocks when it is created (kvmatch --expect-blocks), so that no
+	 * growth copies them while they fill; 0: every table grows as it fills.
+	 * Later partitions grow: the memory taken ahead is never more than the
+	 * user asked for. */
+	uint64_t expect_blocks;
 };
 
 /* Blocks worker w holds in medium m, over all partitions. */

@@ -498,6 +498,38 @@ static void check_values(void)
 	ASSERT_EQ_U64(kv_block_hashes(t, 20, 0, KV_CHAIN_ROOT, local, chain, 3), 0);
 }
 
+/* --expect-blocks: the first partition's tables are made for that many
+ * blocks when it is created, and filling them to it moves nothing; later
+ * partitions take nothing ahead. */
+static void expected_blocks_sized_ahead(void)
+{
+	struct kv_index ix;
+	kv_index_init(&ix);
+	ix.expect_blocks = 5000;
+	uint32_t p = kv_index_partition(&ix, "m", 1, "t", 1);
+	uint32_t q = kv_index_partition(&ix, "n", 1, "t", 1);
+	size_t homes = ix.p[p].blocks.homes, ehomes = ix.p[p].ehashes.homes;
+	ASSERT(!kv_table_over(5000, homes) && !kv_table_over(5000, ehomes));
+	ASSERT(kv_table_over(5000, homes / 2));
+	const struct kv_block *first = NULL;
+	uint64_t chain = KV_CHAIN_ROOT;
+	for (uint64_t i = 1; i <= 5000; i++) {
+		uint64_t next = kv_chain_next(chain, i);
+		ASSERT(kv_index_hold(&ix, p, next, chain, i, 0, KV_XPU));
+		bool added;
+		kv_ehashes_upsert(&ix.p[p].ehashes, 1000 + i, &added)->chain = next;
+		if (!first)
+			first = kv_blocks_find(&ix.p[p].blocks, next);
+		chain = next;
+	}
+	ASSERT_EQ_U64(ix.p[p].blocks.homes, homes);
+	ASSERT_EQ_U64(ix.p[p].ehashes.homes, ehomes);
+	ASSERT(first == kv_blocks_find(&ix.p[p].blocks, kv_chain_next(KV_CHAIN_ROOT, 1)));
+	ASSERT_EQ_U64(ix.p[q].blocks.cap, 0);
+	ASSERT_EQ_U64(ix.p[q].ehashes.cap, 0);
+	kv_index_free(&ix);
+}
+
 int main(void)
 {
 	RUN(table_matches_reference);
@@ -509,5 +541,6 @@ int main(void)
 	RUN(stale_transitions_miss);
 	RUN(holder_limit);
 	RUN(check_values);
+	RUN(expected_blocks_sized_ahead);
 	return unit_done();
 }
