@@ -96,3 +96,34 @@ two_models() {
 	cat alpha.jsonl b.jsonl > regs.jsonl
 	cat q-alpha.jsonl q-beta.jsonl > queries.jsonl
 }
+
+# Waits (at most 10 s) until process $1 runs the program (no more the
+# shell that started it, whose traps it has) and has its SIGTERM handler:
+# a signal sent before would kill it rather than stop it.
+signals_ready() {
+	local i=0 comm mask
+	for (( ; ; )); do
+		# in this order: the mask of the program, once it is one
+		comm=$(cat "/proc/$1/comm" 2>/dev/null)
+		mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+		[ -n "$comm" ] && [ "$comm" != bash ] && [ -n "$mask" ] && (( (16#$mask >> 14) & 1 )) && return 0
+		i=$((i + 1))
+		[ $i -lt 200 ] || return 1
+		sleep 0.05
+	done
+}
+
+# Waits (at most 10 s) until process $1 has file $2 open: it is past what
+# it does before (options, signal handlers) and reading it.
+has_open() {
+	local i fd want
+	want=$(readlink -f "$2")
+	for ((i = 0; i < 200; i++)); do
+		for fd in /proc/"$1"/fd/*; do
+			[ "$(readlink "$fd" 2>/dev/null)" = "$want" ] && return 0
+		done
+		sleep 0.05
+	done
+	echo "# $1 did not open $2 in 10 s" >&3
+	return 1
+}

@@ -669,10 +669,10 @@ Try 'kvmatch --help'."
 	mkfifo fifo
 	(cat ev.jsonl; sleep 2) > fifo &
 	kvmatch -q --log none -o s.kvsnap fifo & pid=$!
-	sleep 0.5
+	signals_ready $pid
 	[ ! -e s.kvsnap ]
 	kill -USR1 $pid
-	sleep 0.3
+	for ((i = 0; i < 100; i++)); do [ -e s.kvsnap ] && break; sleep 0.05; done
 	[ -e s.kvsnap ]
 	kill -TERM $pid
 	wait_for $pid
@@ -703,7 +703,8 @@ Try 'kvmatch --help'."
 			{ head -1 regs.jsonl; sleep 30; } > slow & writer=$!
 		fi
 		kvmatch -q $what -o s.kvsnap ev.jsonl > out 2> err & pid=$!
-		sleep 0.5
+		signals_ready $pid
+		has_open $pid slow
 		kill -TERM $pid
 		wait_for $pid 5
 		stop_bg $writer

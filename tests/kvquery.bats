@@ -652,7 +652,8 @@ kvquery: s.kvsnap: not a regular file (a watched snapshot is replaced by renamin
 	mkfifo slow
 	{ head -c 1000 s.kvsnap; sleep 30; } > slow & writer=$!
 	kvquery -s slow q.jsonl > out 2> err & pid=$!
-	sleep 0.5
+	signals_ready $pid
+	has_open $pid slow
 	kill -TERM $pid
 	wait_for $pid 5
 	stop_bg $writer

@@ -235,25 +235,29 @@ make_socket() { python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bi
 	assert_success
 }
 
-# Waits (at most 10 s) until process $1 runs the program (no more the
-# shell that started it, whose traps it has) and has its SIGTERM handler:
-# a signal sent before would kill it rather than stop it.
-signals_ready() {
-	local i=0 comm mask
-	for (( ; ; )); do
-		# in this order: the mask of the program, once it is one
-		comm=$(cat "/proc/$1/comm" 2>/dev/null)
-		mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-		[ -n "$comm" ] && [ "$comm" != bash ] && [ -n "$mask" ] && (( (16#$mask >> 14) & 1 )) && return 0
-		i=$((i + 1))
-		[ $i -lt 200 ] || return 1
+# fed: waits (at most 10 s) until the program at the other end of feed's
+# fifo has read all that feed's command wrote (the command has ended and
+# nothing waits in the fifo): what it loads first (registrations, a
+# snapshot, a connection) is behind it, and a signal cuts the run, not the
+# load ("loading stopped by a signal", which the sanitizers' slower start
+# once met).
+fed() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		if ! kill -0 "$FEEDER" 2>/dev/null &&
+			[ "$(/usr/bin/python3 -c 'import fcntl, struct, termios; print(struct.unpack("i", fcntl.ioctl(5, termios.FIONREAD, b"0000"))[0])')" = 0 ]; then
+			return 0
+		fi
 		sleep 0.05
 	done
+	return 1
 }
 
-# stop_run SIG PID: sends SIG once PID can take it, waits (status in $status).
+# stop_run SIG PID [fed]: sends SIG once PID can take it (and, with fed,
+# has read what feed gave it), waits (status in $status).
 stop_run() {
 	signals_ready "$2" || echo "# $2 took no signal handler in 10 s" >&3
+	[ -z "${3:-}" ] || fed || echo "# $2 did not read its fifo in 10 s" >&3
 	kill -"$1" "$2"
 	wait_for "$2" 20
 }
@@ -267,13 +271,14 @@ feed() {
 	exec 5<> "$fifo"
 	# opened for writing only: once fd 5 is closed, nothing reads and CMD ends
 	"$@" > "$fifo" 2>/dev/null 3>&- 5>&- &
+	FEEDER=$!
 }
 
 @test "a signal that cuts kvmatch or kvgen short says so in one line, before the snapshot and the outputs are written; -q says nothing" {
 	for q in "" -q; do
 		feed "in$q" cat "$CAP"
 		kvmatch $q --log none -r "$REGS" -o s.kvsnap "in$q" 2> err & pid=$!
-		stop_run TERM $pid
+		stop_run TERM $pid fed
 		exec 5>&-
 		assert_equal "$status" 0
 		if [ -z "$q" ]; then
@@ -286,7 +291,7 @@ feed() {
 	done
 	feed trace head -40 "$TRACE"
 	kvgen --workers 2 --limit 100 -o c.kvcap --snapshot s.kvsnap --report r.json trace 2> err & pid=$!
-	stop_run TERM $pid
+	stop_run TERM $pid fed
 	exec 5>&-
 	assert_equal "$status" 0
 	assert_equal "$(head -1 err)" "kvgen: stopped by SIGTERM before the end; what came before it goes to c.kvcap, s.kvsnap, r.json"
@@ -301,14 +306,14 @@ feed() {
 @test "a signal that cuts kvdecode, kvquery, kvpub, kvsub -W or kvstat -c short says so in the same line; one that ends an endless run does not" {
 	feed in1 cat "$CAP"
 	kvdecode in1 > out.jsonl 2> err & pid=$!
-	stop_run INT $pid
+	stop_run INT $pid fed
 	exec 5>&-
 	assert_equal "$status" 0
 	assert_equal "$(cat err)" "kvdecode: stopped by SIGINT before the end; what came before it goes to standard output"
 	kvmatch -q --log none -r "$REGS" -o s.kvsnap "$CAP"
 	feed in2 head -3 "$ROOT/share/queries.jsonl"
 	kvquery -s s.kvsnap -o a.jsonl in2 2> err & pid=$!
-	stop_run TERM $pid
+	stop_run TERM $pid fed
 	exec 5>&-
 	assert_equal "$status" 0
 	assert_equal "$(cat err)" "kvquery: stopped by SIGTERM before the end; what came before it goes to a.jsonl"
@@ -437,7 +442,7 @@ teardown() {
 	# -P: the records of a capture that is not at its end yet go to the stream
 	feed in cat "$CAP"
 	kvnats -P -s "nats://127.0.0.1:$p" in 2> err & pid=$!
-	stop_run TERM $pid
+	stop_run TERM $pid fed
 	exec 5>&-
 	assert_equal "$status" 0
 	assert_equal "$(grep stopped err)" "kvnats: stopped by SIGTERM before the end; what came before it goes to stream KVTOOLS"
