@@ -1440,7 +1440,7 @@ static void flip_message(const uint8_t *d, size_t n, size_t i, char *want, size_
 		snprintf(want, len, "not a kvsnap snapshot");
 	} else if (i < 8) {
 		snprintf(want, len, "snapshot version %u (this kvtools reads versions %u and %u)", version,
-			 KV_SNAP_VERSION_READ, KV_SNAP_VERSION);
+			 (unsigned)KV_SNAP_VERSION_READ, (unsigned)KV_SNAP_VERSION);
 	} else if (i < 12) {
 		snprintf(want, len, "bad section count %u", nsec);
 	} else if (i >= 16 && i < 24) {
