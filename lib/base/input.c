@@ -37,11 +37,16 @@ void kv_input_close(int fd)
 		close(fd);
 }
 
+int kv_input_stat(const char *path, struct stat *st)
+{
+	return strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, st) : stat(path, st);
+}
+
 bool kv_input_size(const char *path, uint64_t *size)
 {
 	bool std = strcmp(path, "-") == 0;
 	struct stat st;
-	if ((std ? fstat(STDIN_FILENO, &st) : stat(path, &st)) != 0 || !S_ISREG(st.st_mode))
+	if (kv_input_stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 		return false;
 	/* standard input is read from where it stands: `(head -c 1k; kvdecode) < f` */
 	off_t at = std ? lseek(STDIN_FILENO, 0, SEEK_CUR) : 0;

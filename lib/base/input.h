@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "base/err.h"
 
@@ -22,6 +23,8 @@ bool kv_input_open_named(const char *path, int *fd, const char **name, struct kv
 /* Closes an input kv_input_open gave, unless it is standard input, which
  * stays open for whatever reads it next. */
 void kv_input_close(int fd);
+/* stat(2) of the input path names: fstat of standard input for "-". */
+int kv_input_stat(const char *path, struct stat *st);
 /* The size of the input path names ("-": standard input, from where it
  * stands) when it is a regular file: what its reading comes to, for the
  * progress line (base/progress.h).  False for a pipe, a terminal, a

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 /* An event JSON line longer than this is skipped: kvmatch(1), LIMITS. */
@@ -471,8 +470,7 @@ static bool all_regular(char *const *files, size_t nfiles)
 {
 	for (size_t i = 0; i < nfiles; i++) {
 		struct stat st;
-		int r = strcmp(files[i], "-") == 0 ? fstat(0, &st) : stat(files[i], &st);
-		if (r == 0 && !S_ISREG(st.st_mode))
+		if (kv_input_stat(files[i], &st) == 0 && !S_ISREG(st.st_mode))
 			return false;
 	}
 	return true;

@@ -35,6 +35,16 @@ struct kv_curl {
 	void *lib;                     /* what dlopen gave, or NULL */
 };
 
+/* curl_global_init through c once it is filled (both ways of filling it
+ * end here); false with 70 and libcurl's words. */
+static inline bool kv_curl_global_init(const struct kv_curl *c, struct kv_err *e)
+{
+	CURLcode r = c->global_init(CURL_GLOBAL_DEFAULT);
+	if (r != CURLE_OK)
+		return kv_err_set(e, KV_EX_SOFTWARE, "cannot set up libcurl: %s", c->easy_strerror(r));
+	return true;
+}
+
 /* Fills c and sets libcurl up (curl_global_init); false when libcurl cannot
  * be loaded or set up (70, with what went wrong). */
 bool kv_curl_open(struct kv_curl *c, struct kv_err *e);

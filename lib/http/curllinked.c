@@ -10,10 +10,7 @@ bool kv_curl_open(struct kv_curl *c, struct kv_err *e)
 			       curl_multi_cleanup, curl_multi_add_handle, curl_multi_remove_handle,
 			       curl_multi_perform, curl_multi_poll, curl_multi_info_read, curl_slist_append,
 			       curl_slist_free_all, NULL };
-	CURLcode r = c->global_init(CURL_GLOBAL_DEFAULT);
-	if (r != CURLE_OK)
-		return kv_err_set(e, KV_EX_SOFTWARE, "cannot set up libcurl: %s", c->easy_strerror(r));
-	return true;
+	return kv_curl_global_init(c, e);
 }
 
 void kv_curl_close(struct kv_curl *c)

@@ -57,9 +57,7 @@ bool kv_curl_open(struct kv_curl *c, struct kv_err *e)
 		memcpy((char *)c + functions[i].at, &f, sizeof f);
 	}
 	c->lib = lib;
-	CURLcode r = c->global_init(CURL_GLOBAL_DEFAULT);
-	if (r != CURLE_OK) {
-		kv_err_set(e, KV_EX_SOFTWARE, "cannot set up libcurl: %s", c->easy_strerror(r));
+	if (!kv_curl_global_init(c, e)) {
 		memset(c, 0, sizeof *c);
 		return false;
 	}
