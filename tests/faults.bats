@@ -22,17 +22,6 @@ wait_records() {
 	return 1
 }
 
-# Waits (at most $2 seconds) until file $1 is not empty.
-wait_nonempty() {
-	local i
-	for ((i = 0; i < $2 * 100; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.01
-	done
-	echo "# $1 still empty after $2 s" >&3
-	return 1
-}
-
 # A small file system that fills up: the tests run as root.
 MNT=
 mount_small() {

@@ -97,6 +97,17 @@ two_models() {
 	cat q-alpha.jsonl q-beta.jsonl > queries.jsonl
 }
 
+# Waits (at most $2 seconds) until file $1 is not empty.
+wait_nonempty() {
+	local i
+	for ((i = 0; i < $2 * 100; i++)); do
+		[ -s "$1" ] && return 0
+		sleep 0.01
+	done
+	echo "# $1 still empty after $2 s" >&3
+	return 1
+}
+
 # Waits (at most 10 s) until process $1 runs the program (no more the
 # shell that started it, whose traps it has) and has its SIGTERM handler:
 # a signal sent before would kill it rather than stop it.

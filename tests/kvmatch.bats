@@ -672,8 +672,7 @@ Try 'kvmatch --help'."
 	signals_ready $pid
 	[ ! -e s.kvsnap ]
 	kill -USR1 $pid
-	for ((i = 0; i < 100; i++)); do [ -e s.kvsnap ] && break; sleep 0.05; done
-	[ -e s.kvsnap ]
+	wait_nonempty s.kvsnap 5
 	kill -TERM $pid
 	wait_for $pid
 	assert_equal "$status" 0

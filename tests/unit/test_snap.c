@@ -1474,14 +1474,6 @@ static void cut_message(size_t n, size_t cut, char *want, size_t len)
 		snprintf(want, len, "truncated or padded: %zu bytes, header says %zu", cut, n);
 }
 
-static void write_bytes(const char *path, const uint8_t *b, size_t n)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	if (fd < 0 || write(fd, b, n) != (ssize_t)n)
-		abort();
-	close(fd);
-}
-
 /* Opened as kvquery opens a snapshot (the lookup part of a regular file):
  * each complemented byte and each cut is refused with status 65 and the
  * exact words of kvsnap(5); kvquery prints them after its name
@@ -1499,19 +1491,19 @@ static void every_byte_and_cut_named(void)
 	struct kv_snap snap;
 	for (size_t i = 0; i < n; i++) {
 		b[i] ^= 0xff;
-		write_bytes(path, b, n);
+		write_file(path, b, n);
 		b[i] ^= 0xff;
 		ASSERT(!kv_snapr_open_regular(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 		flip_message(b, n, i, why, sizeof why);
 		expect_refusal(&e, path, why);
 	}
 	for (size_t cut = 0; cut < n; cut++) {
-		write_bytes(path, b, cut);
+		write_file(path, b, cut);
 		ASSERT(!kv_snapr_open_regular(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 		cut_message(n, cut, why, sizeof why);
 		expect_refusal(&e, path, why);
 	}
-	write_bytes(path, b, n);
+	write_file(path, b, n);
 	ASSERT(kv_snapr_open_regular(path, KV_SNAP_PART_BLOCKS, &snap, &e));
 	kv_snapr_close(&snap);
 	unlink(path);
