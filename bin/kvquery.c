@@ -8,10 +8,10 @@
 
 #include "base/err.h"
 #include "base/input.h"
-#include "base/lines.h"
 #include "base/out.h"
 #include "query/answer.h"
 #include "query/query.h"
+#include "query/qlines.h"
 #include "query/queryline.h"
 #include "query/snapset.h"
 #include "index/regs.h"
@@ -48,6 +48,10 @@ static const char usage[] =
 	"      --format json|table   JSON lines (default) or an aligned table for people\n"
 	"      --watch               reload the snapshot when it is replaced\n"
 	"      --timing              report answer times (hashing and walks) on stderr\n"
+	"  -j, --jobs N              parse query lines on N threads ahead of the answers, when\n"
+	"                            every FILE is a regular file (default: the processors\n"
+	"                            online, at most 8; 0 with --timing); 0 parses each line\n"
+	"                            in its turn\n"
 	"      --against URL         ask the router at URL each query too, and write how its\n"
 	"                            answer differs from kvquery's, and why (one line a query)\n"
 	"      --events FILE         with --against: a capture the snapshot was built from\n"
@@ -86,6 +90,7 @@ static const struct option longopts[] = {
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "watch", no_argument, NULL, OPT_WATCH },
 	{ "timing", no_argument, NULL, OPT_TIMING },
+	{ "jobs", required_argument, NULL, 'j' },
 	{ "api", required_argument, NULL, OPT_API },
 	{ "hash", required_argument, NULL, OPT_HASH },
 	{ "against", required_argument, NULL, OPT_AGAINST },
@@ -112,6 +117,8 @@ struct options {
 	bool rfc_hash;               /* --hash rfc1403 */
 	bool dynamo_hash;            /* --hash dynamo */
 	uint64_t rfc_seed;
+	uint64_t jobs;               /* -j */
+	bool jobs_given;
 	struct kv_weights weights;
 	int quiet, verbose;
 	/* --against */
@@ -172,6 +179,20 @@ static void parse_hash(const char *s, struct options *o)
 		kv_usage_error("--hash: '%s' is not conductor, dynamo, rfc1403 or rfc1403:SEED", s);
 }
 
+/* Threads that parse lines ahead unless -j says: one for each processor
+ * online, at most DEFAULT_JOBS (beyond, the answers are the limit); none
+ * with --timing, whose times are of answers to lines parsed in turn, their
+ * numbers in the answering processor's cache (kvquery(1), "Threads"). */
+#define DEFAULT_JOBS 8u
+
+static uint64_t default_jobs(bool timing)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (timing)
+		return 0;
+	return n < 1 ? 1 : (uint64_t)n < DEFAULT_JOBS ? (uint64_t)n : DEFAULT_JOBS;
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	int c;
@@ -181,7 +202,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->concurrency = 4;
 	o->timeout_ns = 10000000000ull;
 	o->window_ns = 2000000000ull;
-	while ((c = getopt_long(argc, argv, "s:o:r:qvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:o:r:j:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->snapshots[o->nsnapshots++] = optarg; break;
 		case 'o': o->output = optarg; break;
@@ -208,6 +229,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_WATCH: o->watch = true; break;
 		case OPT_TIMING: o->timing = true; break;
+		case 'j':
+			if (!kv_parse_u64(optarg, 0, KV_QLINES_MAX_JOBS, &o->jobs))
+				kv_usage_error("--jobs: '%s' is not a number from 0 to %u", optarg, KV_QLINES_MAX_JOBS);
+			o->jobs_given = true;
+			break;
 		case OPT_API:
 			if (strcmp(optarg, "conductor") != 0 && strcmp(optarg, "mooncake") != 0)
 				kv_usage_error("--api: '%s' is not conductor or mooncake", optarg);
@@ -234,6 +260,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 		kv_usage_error("--against compares answers: not with --route or --explain");
 	if (!o->against && (o->nevents || o->registrations))
 		kv_usage_error("--events and --registrations go with --against");
+	if (!o->jobs_given)
+		o->jobs = default_jobs(o->timing);
+	if (o->against && o->jobs_given && o->jobs)
+		kv_usage_error("--jobs: --against parses each line in its turn (its batches hold the queries)");
+	if (o->against)
+		o->jobs = 0;
 }
 
 struct run {
@@ -241,8 +273,6 @@ struct run {
 	struct kv_out *out;
 	struct kv_snapset *snaps;
 	struct kv_querier *q;
-	struct kv_qparser *parser;
-	struct kv_qline line;
 	uint64_t bad, answered;
 	bool stopped;                 /* a stop signal came before the end of an input */
 	uint64_t *times;
@@ -314,14 +344,9 @@ static void bad_line(struct run *r, const char *file, uint64_t lineno, const cha
 		kv_answers_write_null(&r->answers);
 }
 
-static void answer(struct run *r, const char *file, uint64_t lineno, const char *text, size_t n)
+static void answer(struct run *r, const char *file, uint64_t lineno, const struct kv_qline *q)
 {
-	struct kv_qline *q = &r->line;
 	r->answered++;
-	if (!kv_qparse(r->parser, text, n, q)) {
-		bad_line(r, file, lineno, kv_qparser_error(r->parser));
-		return;
-	}
 	struct kv_resolved rq;
 	const char *why = kv_snapset_resolve(r->snaps, q, &rq);
 	if (why) {
@@ -371,47 +396,50 @@ static void report_timing(struct run *r)
 		r->times[r->ntimes - 1] / 1e3);
 }
 
-/* Reads one input file (or stdin) line by line, merging what its failures
- * call for into *status; false when it cannot be opened. */
-static bool read_input(struct run *r, const char *path, int *status)
+/* The inputs' lines in order, each answered; their failures merged into
+ * *status.  The inputs that could not be opened, counted. */
+static unsigned read_inputs(struct run *r, char *const *files, size_t nfiles, int *status)
 {
-	struct kv_err e = { 0 };
-	int fd;
-	const char *name;
-	if (!kv_input_open_named(path, &fd, &name, &e)) {
-		*status = kv_status_merge(*status, kv_err_print(&e));
-		return false;
-	}
-	struct kv_lines l;
-	kv_lines_init(&l, fd, 256u << 20, NULL, 0);
-	l.in.idle = flush_output;
-	l.in.idle_arg = r;
-	char *line;
-	size_t n;
-	enum kv_lines_status st;
-	while (!kv_out_failed(r->out) && (st = kv_lines_next(&l, &line, &n)) != KV_LINES_EOF) {
-		if (st == KV_LINES_STOPPED) {
+	struct kv_qlines_opts lo = { .jobs = (unsigned)r->o->jobs, .idle = flush_output, .idle_arg = r };
+	struct kv_qlines *l = kv_qlines_new(files, nfiles, &lo);
+	unsigned jobs = kv_qlines_jobs(l);
+	if (r->o->verbose > 1 && jobs)
+		kv_warn("query lines parsed ahead on %u thread%s", jobs, jobs == 1 ? "" : "s");
+	else if (r->o->verbose > 1)
+		kv_warn("query lines parsed in turn");
+	unsigned unopened = 0;
+	struct kv_qitem it;
+	while (!kv_out_failed(r->out) && kv_qlines_next(l, &it)) {
+		if (it.kind == KV_QI_STOPPED) {
 			r->stopped = true;
 			break;
 		}
-		if (st == KV_LINES_ERROR) {
+		if (it.kind == KV_QI_UNOPENED) {
+			*status = kv_status_merge(*status, kv_err_print(&it.e));
+			unopened++;
+			continue;
+		}
+		if (it.kind == KV_QI_READ_ERROR) {
 			/* the rest of it is lost: its queries go unanswered, as
 			 * kvdecode's records after a read error */
-			errno = l.in.err;
-			kv_warn_errno("%s", name);
+			errno = it.err;
+			kv_warn_errno("%s", it.file);
 			*status = kv_status_merge(*status, KV_EX_DATAERR);
-			break;
+			continue;
 		}
 		if (r->o->watch)
 			maybe_reload(r);
-		if (st == KV_LINE_TOO_LONG)
-			bad_line(r, name, l.lineno, "line longer than 256 MiB");
+		if (it.kind == KV_QI_TOO_LONG)
+			bad_line(r, it.file, it.lineno, "line longer than 256 MiB");
+		else if (it.kind == KV_QI_BAD) {
+			r->answered++;
+			bad_line(r, it.file, it.lineno, it.why);
+		}
 		else
-			answer(r, name, l.lineno, line, n);
+			answer(r, it.file, it.lineno, it.q);
 	}
-	kv_lines_free(&l);
-	kv_input_close(fd);
-	return true;
+	kv_qlines_free(l);
+	return unopened;
 }
 
 static void free_run(struct run *r)
@@ -542,32 +570,23 @@ int main(int argc, char **argv)
 		return kv_err_print(&e);
 	}
 	r.q = kv_querier_new();
-	r.parser = kv_qparser_new();
 	struct http http = { 0 };
 	if (o.against)
 		start_against(&r, &http);
-	int status = KV_EX_OK, unopened = 0;
-	if (optind == argc)
-		read_input(&r, "-", &status);
-	int i = optind;
-	for (; i < argc && !kv_stop_signal && !kv_out_failed(&out); i++)
-		if (!read_input(&r, argv[i], &status))
-			unopened++;
-	if ((r.stopped || (kv_stop_signal && i < argc && !kv_out_failed(&out))) && !o.quiet) {
+	int status = KV_EX_OK;
+	unsigned unopened = read_inputs(&r, argv + optind, (size_t)(argc - optind), &status);
+	if (r.stopped && !o.quiet) {
 		const char *product = o.output ? o.output : "-";
 		kv_say_stopped(&product, 1);
 	}
 	if (r.against)
 		status = kv_status_merge(status, kv_against_finish(r.against));
-	if (!kv_out_finish(&out, optind < argc && unopened == argc - optind, &e))
+	if (!kv_out_finish(&out, optind < argc && unopened == (unsigned)(argc - optind), &e))
 		status = kv_status_merge(status, kv_err_print(&e));
 	if (o.timing)
 		report_timing(&r);
 	if (r.bad)
 		status = kv_status_merge(status, KV_EX_DATAERR);
-	kv_qparser_free(r.parser);
-	free(r.line.tokens);
-	free(r.line.hashes);
 	free(r.times);
 	kv_answers_free(&r.answers);
 	kv_querier_free(r.q);

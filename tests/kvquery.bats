@@ -221,6 +221,59 @@ kvquery: q.jsonl: line 5: block_hashes: hex string beyond 64 bits"
 	assert_equal "${stderr_lines[7]}" "kvquery: q.txt: line 8: no token_ids or block_hashes"
 }
 
+@test "-j: lines parsed on threads ahead give the answers, messages and status of lines parsed in turn; a pipe is parsed in turn" {
+	# lines of every length, bad ones among them, two files and a missing
+	# one between them: chunks of the threads end anywhere in them
+	for ((i = 1; i <= 1500; i++)); do
+		if ((i % 37 == 0)); then echo '{"token_ids": [1, 2'
+		elif ((i % 101 == 0)); then echo
+		else echo "{\"model\": \"m\", \"block_size\": 128, \"token_ids\": [$(seq -s, 1 $((i % 7 * 100 + 1)))]}"
+		fi
+	done > q1.jsonl
+	printf '%s\n' "[$(seq -s, 1 20000)]" garbage "$(seq -s ' ' 1 700)" > q2.jsonl
+	kvquery -j 0 -s s.kvsnap q1.jsonl missing.jsonl q2.jsonl > want.out 2> want.err && want=0 || want=$?
+	assert_equal "$want" 66
+	assert_equal "$(wc -l < want.out)" 1503
+	assert_equal "$(grep -c null want.out)" 55
+	assert_equal "$(sed -n 1p want.err)" "kvquery: q1.jsonl: line 37: parse error: premature EOF"
+	assert_equal "$(grep -c . want.err)" 56
+	assert_equal "$(sed -n 55p want.err)" "kvquery: missing.jsonl: No such file or directory"
+	assert_equal "$(sed -n 56p want.err)" "kvquery: q2.jsonl: line 2: lexical error: invalid char in json text."
+	for j in 1 2 3 8; do
+		run --separate-stderr kvquery -j $j -vv -s s.kvsnap q1.jsonl missing.jsonl q2.jsonl
+		assert_equal "$status" 66
+		assert_equal "$output" "$(cat want.out)"
+		threads=threads; [ $j = 1 ] && threads=thread
+		assert_equal "${stderr_lines[1]}" "kvquery: query lines parsed ahead on $j $threads"
+		assert_equal "$(printf '%s\n' "${stderr_lines[@]:2}")" "$(cat want.err)"
+	done
+	run --separate-stderr kvquery -j 0 -vv -s s.kvsnap q2.jsonl
+	assert_equal "${stderr_lines[1]}" "kvquery: query lines parsed in turn"
+	# --timing times answers to lines parsed in turn unless -j says
+	run --separate-stderr kvquery --timing -vv -s s.kvsnap q2.jsonl
+	assert_equal "${stderr_lines[1]}" "kvquery: query lines parsed in turn"
+	run --separate-stderr kvquery --timing -j 2 -vv -s s.kvsnap q2.jsonl
+	assert_equal "${stderr_lines[1]}" "kvquery: query lines parsed ahead on 2 threads"
+	# a pipe is read as it comes, each line answered as soon as it is read
+	run --separate-stderr bash -c 'cat q1.jsonl | kvquery -j 2 -vv -s s.kvsnap'
+	assert_equal "$status" 65
+	assert_equal "${stderr_lines[1]}" "kvquery: query lines parsed in turn"
+	assert_equal "$output" "$(head -1500 want.out)"
+}
+
+@test "-j: a number from 0 to 64; not with --against, whose batches hold their queries" {
+	for bad in -1 65 x ''; do
+		run --separate-stderr kvquery -s s.kvsnap -j "$bad" /dev/null
+		assert_equal "$status" 64
+		assert_equal "${stderr_lines[0]}" "kvquery: --jobs: '$bad' is not a number from 0 to 64"
+	done
+	run --separate-stderr kvquery -s s.kvsnap -j 2 --against http://127.0.0.1:9/ /dev/null
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "kvquery: --jobs: --against parses each line in its turn (its batches hold the queries)"
+	run --separate-stderr kvquery -s s.kvsnap --jobs 64 /dev/null
+	assert_success
+}
+
 @test "a query of a million tokens is answered" {
 	seq -s ' ' 1 1000000 > big.txt
 	run --separate-stderr kvquery -s s.kvsnap big.txt

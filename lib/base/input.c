@@ -174,3 +174,13 @@ bool kv_input_stopped(struct kv_err *e, const char *path)
 {
 	return kv_err_set(e, KV_EX_OK, "%s: loading stopped by a signal", path);
 }
+
+bool kv_inputs_regular(char *const *paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		if (kv_input_stat(paths[i], &st) == 0 && !S_ISREG(st.st_mode))
+			return false;
+	}
+	return true;
+}

@@ -30,6 +30,11 @@ int kv_input_stat(const char *path, struct stat *st);
  * progress line (base/progress.h).  False for a pipe, a terminal, a
  * device, or a file that cannot be examined. */
 bool kv_input_size(const char *path, uint64_t *size);
+/* Whether every one of n inputs is a regular file, or does not open (it
+ * fails in its turn): what a thread reads ahead without ever waiting,
+ * where a pipe or a terminal is read as it comes (kvmatch's decoding,
+ * kvquery's parsing). */
+bool kv_inputs_regular(char *const *paths, size_t n);
 /* The sizes of n inputs added up (none: standard input); false when one
  * of them is not a regular file, and the whole is not known. */
 bool kv_inputs_size(char *const *paths, size_t n, uint64_t *total);

@@ -463,19 +463,6 @@ static void *decode_ahead(void *arg)
 
 /* ---- read-ahead: the program's side ---- */
 
-/* Whether every input is a regular file (or missing: it fails to open in
- * its turn), which the decoding thread reads without ever waiting; a pipe
- * or a terminal is read as it comes, its idle times the program's. */
-static bool all_regular(char *const *files, size_t nfiles)
-{
-	for (size_t i = 0; i < nfiles; i++) {
-		struct stat st;
-		if (kv_input_stat(files[i], &st) == 0 && !S_ISREG(st.st_mode))
-			return false;
-	}
-	return true;
-}
-
 /* The thread takes no signal: they all go to the program's, where the
  * handlers set their flags and the program acts between batches. */
 static bool start_ahead(struct kv_source *s)
@@ -603,7 +590,7 @@ struct kv_source *kv_source_new(char *const *files, size_t nfiles, const struct 
 	s->nfiles = nfiles ? nfiles : 1;
 	s->opts = *opts;
 	decoded_init(&s->one, opts);
-	if (opts->read_ahead && all_regular(s->files, s->nfiles))
+	if (opts->read_ahead && kv_inputs_regular(s->files, s->nfiles))
 		start_ahead(s);
 	return s;
 }

@@ -500,3 +500,28 @@ bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline
 	}
 	return true;
 }
+
+static char *copy_string(const char *s, void *(*alloc)(void *, size_t), void *arg)
+{
+	if (!s)
+		return NULL;
+	size_t n = strlen(s) + 1;
+	return memcpy(alloc(arg, n), s, n);
+}
+
+void kv_qline_copy(const struct kv_qline *q, struct kv_qline *to, void *(*alloc)(void *arg, size_t n), void *arg)
+{
+	*to = *q;
+	to->model = copy_string(q->model, alloc, arg);
+	to->tenant = copy_string(q->tenant, alloc, arg);
+	to->lora = copy_string(q->lora, alloc, arg);
+	to->salt = copy_string(q->salt, alloc, arg);
+	to->instance = copy_string(q->instance, alloc, arg);
+	to->cache_namespace = copy_string(q->cache_namespace, alloc, arg);
+	to->tokens = q->ntokens ? memcpy(alloc(arg, q->ntokens * sizeof *q->tokens), q->tokens,
+					 q->ntokens * sizeof *q->tokens)
+				: NULL;
+	to->hashes = q->nhashes ? memcpy(alloc(arg, q->nhashes * sizeof *q->hashes), q->hashes,
+					 q->nhashes * sizeof *q->hashes)
+				: NULL;
+}

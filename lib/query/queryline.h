@@ -38,5 +38,11 @@ void kv_qparser_free(struct kv_qparser *p);
 /* false: not a query, with the reason in kv_qparser_error(). */
 bool kv_qparse(struct kv_qparser *p, const char *line, size_t n, struct kv_qline *q);
 const char *kv_qparser_error(const struct kv_qparser *p);
+/* *to becomes q with every string and array of q copied into memory that
+ * alloc(arg, n) gives (n bytes, 8-byte aligned, not moved while *to is
+ * used), so that the copy outlives the next parse (query/qlines.h: lines
+ * parsed ahead).  Here, beside the struct, so that a field added to it is
+ * copied too. */
+void kv_qline_copy(const struct kv_qline *q, struct kv_qline *to, void *(*alloc)(void *arg, size_t n), void *arg);
 
 #endif
