@@ -429,14 +429,15 @@ static unsigned read_inputs(struct run *r, char *const *files, size_t nfiles, in
 		}
 		if (r->o->watch)
 			maybe_reload(r);
-		if (it.kind == KV_QI_TOO_LONG)
-			bad_line(r, it.file, it.lineno, "line longer than 256 MiB");
-		else if (it.kind == KV_QI_BAD) {
-			r->answered++;
-			bad_line(r, it.file, it.lineno, it.why);
-		}
-		else
+		/* every line takes its number, a bad one too (the table's and
+		 * --against's QUERY column): a line too long did not, and the
+		 * queries after it were numbered one short */
+		if (it.kind == KV_QI_QUERY) {
 			answer(r, it.file, it.lineno, it.q);
+			continue;
+		}
+		r->answered++;
+		bad_line(r, it.file, it.lineno, it.kind == KV_QI_TOO_LONG ? "line longer than 256 MiB" : it.why);
 	}
 	kv_qlines_free(l);
 	return unopened;

@@ -274,6 +274,21 @@ kvquery: q.jsonl: line 5: block_hashes: hex string beyond 64 bits"
 	assert_success
 }
 
+@test "a line longer than 256 MiB is skipped with its number: the queries after it keep theirs, parsed in turn or ahead" {
+	{ echo "[$(seq -s, 1 640)]"; head -c 268435457 /dev/zero | tr '\0' 7; echo; echo "[$(seq -s, 1 640)]"; } > q.txt
+	for j in 0 2; do
+		run --separate-stderr kvquery -j $j -s s.kvsnap --format table q.txt
+		assert_equal "$status" 65
+		assert_equal "$stderr" "kvquery: q.txt: line 2: line longer than 256 MiB"
+		assert_output "QUERY  INSTANCE   DP   TOKENS   NPU   CPU  DISK
+1      a           0      640     3     2     0
+3      a           0      640     3     2     0"
+	done
+	run --separate-stderr kvquery -s s.kvsnap q.txt
+	assert_equal "${lines[1]}" null
+	assert_equal "${#lines[@]}" 3
+}
+
 @test "a query of a million tokens is answered" {
 	seq -s ' ' 1 1000000 > big.txt
 	run --separate-stderr kvquery -s s.kvsnap big.txt
