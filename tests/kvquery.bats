@@ -224,12 +224,15 @@ kvquery: q.jsonl: line 5: block_hashes: hex string beyond 64 bits"
 @test "-j: lines parsed on threads ahead give the answers, messages and status of lines parsed in turn; a pipe is parsed in turn" {
 	# lines of every length, bad ones among them, two files and a missing
 	# one between them: chunks of the threads end anywhere in them
-	for ((i = 1; i <= 1500; i++)); do
-		if ((i % 37 == 0)); then echo '{"token_ids": [1, 2'
-		elif ((i % 101 == 0)); then echo
-		else echo "{\"model\": \"m\", \"block_size\": 128, \"token_ids\": [$(seq -s, 1 $((i % 7 * 100 + 1)))]}"
-		fi
-	done > q1.jsonl
+	awk 'BEGIN {
+		for (i = 1; i <= 1500; i++) {
+			if (i % 37 == 0) { print "{\"token_ids\": [1, 2"; continue }
+			if (i % 101 == 0) { print ""; continue }
+			l = "{\"model\": \"m\", \"block_size\": 128, \"token_ids\": [1"
+			for (t = 2; t <= i % 7 * 100 + 1; t++) l = l "," t
+			print l "]}"
+		}
+	}' > q1.jsonl
 	printf '%s\n' "[$(seq -s, 1 20000)]" garbage "$(seq -s ' ' 1 700)" > q2.jsonl
 	kvquery -j 0 -s s.kvsnap q1.jsonl missing.jsonl q2.jsonl > want.out 2> want.err && want=0 || want=$?
 	assert_equal "$want" 66
