@@ -187,9 +187,9 @@ static void parse_hash(const char *s, struct options *o)
 
 static uint64_t default_jobs(bool timing)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	if (timing)
 		return 0;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : (uint64_t)n < DEFAULT_JOBS ? (uint64_t)n : DEFAULT_JOBS;
 }
 

@@ -1,15 +1,13 @@
 #include "decode/source.h"
 #include "base/input.h"
 #include "base/lines.h"
+#include "base/thread.h"
 #include "base/util.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* An event JSON line longer than this is skipped: kvmatch(1), LIMITS. */
 #define MAX_JSON_LINE (64u << 20)
@@ -474,12 +472,7 @@ static bool start_ahead(struct kv_source *s)
 	pthread_cond_init(&a->filled, NULL);
 	pthread_cond_init(&a->freed, NULL);
 	s->ahead = a;
-	sigset_t all, was;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &was);
-	int r = pthread_create(&a->thread, NULL, decode_ahead, s);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
-	if (r == 0)
+	if (kv_thread_start(&a->thread, decode_ahead, s) == 0)
 		return true;
 	s->ahead = NULL;
 	for (size_t i = 0; i < AHEAD_SLOTS; i++)
@@ -535,12 +528,7 @@ static struct slot *wait_filled(struct kv_source *s)
 	struct ahead *a = s->ahead;
 	pthread_mutex_lock(&a->lock);
 	while (!a->count) {
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		t.tv_nsec += KV_IDLE_TICK_MS * 1000000L;
-		t.tv_sec += t.tv_nsec / 1000000000L;
-		t.tv_nsec %= 1000000000L;
-		if (pthread_cond_timedwait(&a->filled, &a->lock, &t) != ETIMEDOUT || a->count)
+		if (!kv_cond_wait_tick(&a->filled, &a->lock) || a->count)
 			continue;
 		pthread_mutex_unlock(&a->lock);
 		if (kv_stop_signal)

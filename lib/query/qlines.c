@@ -3,14 +3,12 @@
 #include "query/qlines.h"
 #include "base/input.h"
 #include "base/lines.h"
+#include "base/thread.h"
 #include "base/util.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A chunk: at most this many lines, and lines until this many bytes have
  * been read into it (a longer line is a chunk alone).  Chunks in the ring:
@@ -320,14 +318,10 @@ static bool start_threads(struct kv_qlines *l, unsigned jobs)
 	pthread_mutex_init(&l->reading, NULL);
 	pthread_cond_init(&l->filled, NULL);
 	pthread_cond_init(&l->freed, NULL);
-	sigset_t all, was;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &was);
 	l->rd.idle = NULL; /* regular files: no read waits */
 	for (l->jobs = 0; l->jobs < jobs; l->jobs++)
-		if (pthread_create(&l->threads[l->jobs], NULL, parse_ahead, l) != 0)
+		if (kv_thread_start(&l->threads[l->jobs], parse_ahead, l) != 0)
 			break;
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
 	return l->jobs > 0;
 }
 
@@ -420,12 +414,7 @@ static struct chunk *wait_parsed(struct kv_qlines *l)
 	struct chunk *c = &l->ring[l->head % l->nring];
 	pthread_mutex_lock(&l->lock);
 	while (l->tail == l->head || !c->parsed) {
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		t.tv_nsec += KV_IDLE_TICK_MS * 1000000L;
-		t.tv_sec += t.tv_nsec / 1000000000L;
-		t.tv_nsec %= 1000000000L;
-		if (pthread_cond_timedwait(&l->filled, &l->lock, &t) != ETIMEDOUT || (l->tail != l->head && c->parsed))
+		if (!kv_cond_wait_tick(&l->filled, &l->lock) || (l->tail != l->head && c->parsed))
 			continue;
 		pthread_mutex_unlock(&l->lock);
 		if (kv_stop_signal)
