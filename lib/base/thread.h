@@ -1,5 +1,6 @@
 /* thread: the two things the programs' helper threads (kvmatch's decoding
- * ahead, kvquery's parsing ahead) do alike: they are started taking no
+ * ahead and its snapshot's engine hashes, kvquery's parsing ahead) do
+ * alike: they are started taking no
  * signal, so that every signal reaches the program's thread, where the
  * handlers set their flags and the program acts between its items; and
  * the program waits for them a KV_IDLE_TICK_MS at a time, so that between

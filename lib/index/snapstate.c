@@ -2,6 +2,7 @@
 #include "index/snapstate.h"
 #include "index/blockhash.h"
 #include "base/sort.h"
+#include "base/thread.h"
 #include "index/snaplookup.h"
 #include "index/snapwrite.h"
 #include "base/util.h"
@@ -668,7 +669,7 @@ static void build_index(struct kv_snap_writer *b, const struct kv_index *ix, con
 		struct key_dir d;
 		struct ehash_job job = { b, ix, k, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL };
 		pthread_t t;
-		bool two = pthread_create(&t, NULL, ehash_thread, &job) == 0;
+		bool two = kv_thread_start(&t, ehash_thread, &job) == 0;
 		build_blocks(b, ix, k, &d, two ? &job : NULL);
 		if (two && k + 1 == ix->n) {
 			tail.add(b, tail.arg);
